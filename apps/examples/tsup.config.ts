@@ -1,0 +1,10 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: ["src/demo.ts"],
+  format: ["esm"],
+  sourcemap: true,
+  clean: true,
+  target: "node20",
+  platform: "node",
+});

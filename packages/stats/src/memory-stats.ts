@@ -1,0 +1,89 @@
+/**
+ * Memory use and limits of a device's allocator, in bytes (the seed's `MemoryStats`, field for field).
+ *
+ * `peakWithMapped` is nuvec's one peak-memory metric: compare it with MLX's `get_peak_memory()` (which
+ * counts MLX's copied weights), each reset after loading, in a fresh process per phase, cross-checked by
+ * the operating system's peak resident size.
+ *
+ * Bytes are JavaScript numbers: exact up to `Number.MAX_SAFE_INTEGER` (8 PiB).
+ */
+export interface MemoryStats {
+  /**
+   * Bytes in live allocator buffers (rounded allocation sizes), weights copied from checkpoints
+   * included; mapped files not included. MLX: `get_active_memory`.
+   */
+  active: number;
+  /**
+   * The highest `active` since creation or the last `resetPeak`; mapped files not included.
+   */
+  peak: number;
+  /**
+   * `active + mapped`: everything the allocator holds for live arrays, mapped checkpoints included.
+   * MLX: `get_active_memory` (MLX copies every weight, so its active memory includes them).
+   */
+  activeWithMapped: number;
+  /**
+   * The highest `active + mapped` since creation or the last `resetPeak`, updated on every change of
+   * either: **the one peak metric** (see above). MLX: `get_peak_memory`.
+   */
+  peakWithMapped: number;
+  /** Bytes held in the cache for reuse (not in `active`). MLX: `get_cache_memory`. */
+  cache: number;
+  /**
+   * Allocations and mappings that would push `active + mapped` past this fail with an out-of-memory
+   * error (a hard refusal; MLX's `set_memory_limit` is a guideline).
+   */
+  memoryLimit: number;
+  /** The cache is trimmed to at most this many bytes. MLX: `set_cache_limit`. */
+  cacheLimit: number;
+  /** Buffers obtained from the system (cache misses) so far. */
+  systemAllocations: number;
+  /**
+   * Buffers and mapped files are kept resident up to this many bytes (see `Device.setWiredLimit`;
+   * MLX: `set_wired_limit`).
+   */
+  wiredLimit: number;
+  /** Bytes currently wired, mapped files included (`wired ≤ wiredLimit`). */
+  wired: number;
+  /**
+   * Bytes of live memory-mapped files (checkpoints loaded without a copy): each file's whole length,
+   * header included, rounded up to pages. Not in `active` or `peak`. MLX does not map files.
+   */
+  mapped: number;
+  /** The part of `wired` that belongs to memory-mapped files. */
+  wiredMapped: number;
+}
+
+/** The names of every {@link MemoryStats} field, in the seed's order. */
+export const MEMORY_STATS_FIELDS: readonly (keyof MemoryStats)[] = Object.freeze([
+  "active",
+  "peak",
+  "activeWithMapped",
+  "peakWithMapped",
+  "cache",
+  "memoryLimit",
+  "cacheLimit",
+  "systemAllocations",
+  "wiredLimit",
+  "wired",
+  "mapped",
+  "wiredMapped",
+]);
+
+/** A {@link MemoryStats} with every field `0`: the state of a device before anything happened. */
+export function emptyMemoryStats(): MemoryStats {
+  return {
+    active: 0,
+    peak: 0,
+    activeWithMapped: 0,
+    peakWithMapped: 0,
+    cache: 0,
+    memoryLimit: 0,
+    cacheLimit: 0,
+    systemAllocations: 0,
+    wiredLimit: 0,
+    wired: 0,
+    mapped: 0,
+    wiredMapped: 0,
+  };
+}

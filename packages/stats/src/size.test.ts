@@ -1,0 +1,154 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { allocationSize, assertByteCount, mappingSize, PAGE, SMALL } from "./size.js";
+
+describe("allocationSize", () => {
+  it.each([
+    [0, 0],
+    [1, 256],
+    [255, 256],
+    [256, 256],
+    [257, 512],
+    [16383, 16384],
+    [16384, 16384],
+    [16385, 32768],
+    [32769, 49152],
+    [2 ** 30 + 1, 2 ** 30 + PAGE],
+  ])("rounds %d to %d as the seed does", (length, expected) => {
+    expect(allocationSize(length)).toBe(expected);
+  });
+
+  it("returns undefined when the size class is beyond Number.MAX_SAFE_INTEGER (the seed's None)", () => {
+    expect(allocationSize(Number.MAX_SAFE_INTEGER)).toBeUndefined();
+    const largestPageMultiple = Math.floor(Number.MAX_SAFE_INTEGER / PAGE) * PAGE;
+    expect(allocationSize(largestPageMultiple)).toBe(largestPageMultiple);
+    expect(allocationSize(largestPageMultiple + 1)).toBeUndefined();
+  });
+
+  it("accepts -0 as 0", () => {
+    expect(allocationSize(-0)).toBe(0);
+  });
+
+  it.each([
+    [-1, RangeError, /length.*-1/],
+    [1.5, RangeError, /length.*1\.5/],
+    [Number.NaN, RangeError, /length.*NaN/],
+    [Number.POSITIVE_INFINITY, RangeError, /length.*Infinity/],
+    [Number.NEGATIVE_INFINITY, RangeError, /length.*-Infinity/],
+    [2 ** 53, RangeError, /length/],
+  ])("throws for %s", (length, type, message) => {
+    expect(() => allocationSize(length)).toThrow(type);
+    expect(() => allocationSize(length)).toThrow(message);
+  });
+
+  it.each([["12"], [12n], [undefined], [null], [{}]])("throws a TypeError naming the value %s", (value) => {
+    expect(() => allocationSize(value as unknown as number)).toThrow(TypeError);
+    expect(() => allocationSize(value as unknown as number)).toThrow(/length must be a number/);
+  });
+
+  const lengths = fc.oneof(
+    fc.integer({ min: 0, max: 4 * PAGE }),
+    fc.integer({ min: 0, max: 2 ** 40 }),
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER - PAGE }),
+  );
+
+  it("is at least the length, and the smallest multiple of its granule that is", () => {
+    fc.assert(
+      fc.property(lengths, (length) => {
+        const size = allocationSize(length) as number;
+        const granule = length > PAGE ? PAGE : SMALL;
+        expect(size).toBeGreaterThanOrEqual(length);
+        expect(size % granule).toBe(0);
+        expect(size - length).toBeLessThan(granule);
+      }),
+    );
+  });
+
+  it("uses 256-byte steps up to a page and whole pages beyond", () => {
+    fc.assert(
+      fc.property(lengths, (length) => {
+        const size = allocationSize(length) as number;
+        if (length <= PAGE) expect(size).toBeLessThanOrEqual(PAGE);
+        if (length > PAGE) expect(size % PAGE).toBe(0);
+      }),
+    );
+  });
+
+  it("is idempotent", () => {
+    fc.assert(
+      fc.property(lengths, (length) => {
+        const size = allocationSize(length) as number;
+        expect(allocationSize(size)).toBe(size);
+      }),
+    );
+  });
+
+  it("is monotone", () => {
+    fc.assert(
+      fc.property(lengths, lengths, (a, b) => {
+        const [low, high] = a <= b ? [a, b] : [b, a];
+        expect(allocationSize(low) as number).toBeLessThanOrEqual(allocationSize(high) as number);
+      }),
+    );
+  });
+});
+
+describe("mappingSize", () => {
+  it.each([
+    [0, 4096, 0],
+    [1, 4096, 4096],
+    [4096, 4096, 4096],
+    [4097, 4096, 8192],
+    [1, 16384, 16384],
+    [16384, 16384, 16384],
+    [16385, 16384, 32768],
+    [100_000, 16384, 114688],
+    [100_000, 4096, 102400],
+  ])("maps %d bytes with %d-byte pages to %d", (length, pageSize, expected) => {
+    expect(mappingSize(length, pageSize)).toBe(expected);
+  });
+
+  it("uses 16 KiB pages by default", () => {
+    expect(mappingSize(1)).toBe(PAGE);
+  });
+
+  it("rounds up to whole pages, the smallest such multiple", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 45 }),
+        fc.constantFrom(4096, 16384, 65536),
+        (length, page) => {
+          const size = mappingSize(length, page) as number;
+          expect(size % page).toBe(0);
+          expect(size).toBeGreaterThanOrEqual(length);
+          expect(size - length).toBeLessThan(page);
+        },
+      ),
+    );
+  });
+
+  it("returns undefined beyond Number.MAX_SAFE_INTEGER", () => {
+    expect(mappingSize(Number.MAX_SAFE_INTEGER, 4096)).toBeUndefined();
+  });
+
+  it.each([[0], [3], [4095], [-4096], [1.5], [Number.NaN], [2 ** 31]])("refuses page size %s", (pageSize) => {
+    expect(() => mappingSize(1, pageSize)).toThrow(/pageSize/);
+  });
+
+  it("refuses a bad length", () => {
+    expect(() => mappingSize(-1)).toThrow(RangeError);
+    expect(() => mappingSize(Number.NaN, 4096)).toThrow(/length/);
+  });
+});
+
+describe("assertByteCount", () => {
+  it("names the argument", () => {
+    expect(() => assertByteCount(-5, "bytes")).toThrow(/bytes.*-5/);
+    expect(() => assertByteCount("5", "limit")).toThrow(/limit must be a number.*"5"/);
+    expect(() => assertByteCount(12n, "size")).toThrow(/12n/);
+  });
+  it("accepts safe non-negative integers", () => {
+    expect(() => assertByteCount(0, "x")).not.toThrow();
+    expect(() => assertByteCount(Number.MAX_SAFE_INTEGER, "x")).not.toThrow();
+  });
+});

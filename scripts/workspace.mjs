@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// The README's two commands, on a machine with only Node.js 20 and npm:
+//   npm run demo   installs the workspace if needed (pinned pnpm through npx), builds, runs the demo;
+//   npm test       the same install and build, then typecheck, lint, tests and package checks.
+// Everything is idempotent: a second run installs nothing and turbo replays what did not change.
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+const pnpmVersion = manifest.packageManager.replace(/^pnpm@/, "");
+const [task = "test", ...rest] = process.argv.slice(2);
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit", ...options });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function pnpmCommand() {
+  const found = spawnSync("pnpm", ["--version"], { encoding: "utf8" });
+  if (!found.error && found.stdout.trim() === pnpmVersion) return ["pnpm", []];
+  return ["npx", ["--yes", `pnpm@${pnpmVersion}`]];
+}
+const [pnpm, pnpmPrefix] = pnpmCommand();
+const pnpmRun = (args) =>
+  run(pnpm, [...pnpmPrefix, ...args], { env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" } });
+
+function ensureInstalled() {
+  const marker = join(root, "node_modules", ".modules.yaml");
+  const lock = join(root, "pnpm-lock.yaml");
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  console.log(`nuvec: installing the workspace with pnpm ${pnpmVersion} …`);
+  if (pnpmRun(["install", "--frozen-lockfile"]) !== 0) process.exit(1);
+}
+
+// Sums the vitest JSON reports of every package into one plain closing line.
+function summarize() {
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  for (const group of ["packages", "apps"]) {
+    for (const name of readdirSync(join(root, group))) {
+      const report = join(root, group, name, ".vitest-results", "results.json");
+      if (!existsSync(report)) continue;
+      const results = JSON.parse(readFileSync(report, "utf8"));
+      passed += results.numPassedTests;
+      failed += results.numFailedTests;
+      skipped += results.numPendingTests + results.numTodoTests;
+    }
+  }
+  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+  return failed;
+}
+
+ensureInstalled();
+if (task === "demo") {
+  if (pnpmRun(["turbo", "run", "build", "--filter=@nuvec/examples...", "--output-logs=errors-only"]) !== 0)
+    process.exit(1);
+  process.exit(run(process.execPath, [join(root, "apps/examples/dist/demo.js"), ...rest]));
+} else if (task === "test") {
+  const status = pnpmRun([
+    "turbo",
+    "run",
+    "build",
+    "typecheck",
+    "lint",
+    "lint:repo",
+    "test",
+    "check:packages",
+    "--continue=dependencies-successful",
+    ...rest,
+  ]);
+  const failedTests = summarize();
+  process.exit(status !== 0 || failedTests > 0 ? 1 : 0);
+} else {
+  console.error(`unknown task ${task}: use demo or test`);
+  process.exit(2);
+}
