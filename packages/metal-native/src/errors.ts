@@ -1,0 +1,75 @@
+/** Codes of the errors a native backend throws. */
+export type NativeErrorCode =
+  | "ERR_NUVEC_INVALID_ARGUMENT"
+  | "ERR_NUVEC_RELEASED"
+  | "ERR_NUVEC_SYSTEM"
+  | "ERR_NUVEC_ALLOCATION_FAILED"
+  | "ERR_NUVEC_NATIVE_UNAVAILABLE";
+
+/** The base class of every error a native backend throws: `code` says which. */
+export class NativeError extends Error {
+  /** A stable code to branch on. */
+  readonly code: NativeErrorCode;
+
+  constructor(code: NativeErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A bad argument (negative, fractional, NaN or too large size, bad path type): caught before native code runs. */
+export class NativeArgumentError extends NativeError {
+  /** The argument's name. */
+  readonly argument: string;
+
+  constructor(argument: string, message: string) {
+    super("ERR_NUVEC_INVALID_ARGUMENT", message);
+    this.argument = argument;
+  }
+}
+
+/** A handle (buffer, mapping, residency set, backend) used after it was released or closed. */
+export class NativeReleasedError extends NativeError {
+  constructor(message: string) {
+    super("ERR_NUVEC_RELEASED", message);
+  }
+}
+
+/** A system call failed (`open`, `fstat`, `mmap`, `mlock`, …): `syscall`, `errno` (its name) and `path`. */
+export class NativeSystemError extends NativeError {
+  /** The system call that failed, e.g. `"open"`. */
+  readonly syscall: string;
+  /** The error's name, e.g. `"ENOENT"`. */
+  readonly errno: string;
+  /** The error's number on this system, e.g. `2`. */
+  readonly errnoNumber: number;
+  /** The file concerned, when there is one. */
+  readonly path: string | undefined;
+
+  constructor(syscall: string, errno: string, errnoNumber: number, message: string, path?: string) {
+    super("ERR_NUVEC_SYSTEM", message);
+    this.syscall = syscall;
+    this.errno = errno;
+    this.errnoNumber = errnoNumber;
+    this.path = path;
+  }
+}
+
+/** The system could not give a buffer of the requested size (Metal returned nil; host `mmap` failed). */
+export class NativeAllocationError extends NativeError {
+  /** The bytes asked for. */
+  readonly bytes: number;
+
+  constructor(bytes: number, message: string, options?: { cause?: unknown }) {
+    super("ERR_NUVEC_ALLOCATION_FAILED", message, options);
+    this.bytes = bytes;
+  }
+}
+
+/** The native addon cannot load on this platform, or was not built. The message says what to do. */
+export class NativeUnavailableError extends NativeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
+  }
+}
