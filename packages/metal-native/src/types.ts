@@ -40,6 +40,12 @@ export interface NativeBuffer {
    * detached when the buffer is released (its `byteLength` becomes 0). Throws after release.
    */
   contents(): ArrayBuffer;
+  /**
+   * Detaches every `ArrayBuffer` handed out so far, without releasing the memory; the next `contents()`
+   * makes a new one. The device calls it when a freed buffer goes to the cache, so that its next owner's
+   * data can never be read or written through an old view. Throws after release.
+   */
+  detachContents(): void;
   /** Gives the memory back to the system and detaches every view. A second call throws. */
   release(): void;
 }
