@@ -1,0 +1,57 @@
+/** Codes of the errors the residency manager throws. */
+export type ResidencyErrorCode =
+  | "ERR_NUVEC_INVALID_ARGUMENT"
+  | "ERR_NUVEC_RESIDENCY_ALREADY_TRACKED"
+  | "ERR_NUVEC_RESIDENCY_NOT_TRACKED"
+  | "ERR_NUVEC_RESIDENCY_CLOSED";
+
+/** The base class of every error {@link Residency} throws: `code` says which. Nothing changed when one is thrown. */
+export class ResidencyError extends Error {
+  /** A stable code to branch on. */
+  readonly code: ResidencyErrorCode;
+
+  constructor(code: ResidencyErrorCode, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/**
+ * A bad argument: a wired limit, per-set cap or working set that is not a non-negative safe integer, or an
+ * allocation whose size, as the backend reports it, is not one. Code `ERR_NUVEC_INVALID_ARGUMENT`.
+ */
+export class ResidencyArgumentError extends ResidencyError {
+  /** The argument's name, e.g. `"capacity"`. */
+  readonly argument: string;
+
+  constructor(argument: string, message: string) {
+    super("ERR_NUVEC_INVALID_ARGUMENT", message);
+    this.argument = argument;
+  }
+}
+
+/**
+ * A call that does not fit the manager's state: inserting an allocation that is already tracked
+ * (`ERR_NUVEC_RESIDENCY_ALREADY_TRACKED`), erasing one that is not (`ERR_NUVEC_RESIDENCY_NOT_TRACKED`), or
+ * any call after `close()` (`ERR_NUVEC_RESIDENCY_CLOSED`).
+ */
+export class ResidencyStateError extends ResidencyError {}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (Object.is(value, -0)) return "-0";
+  if (typeof value === "object" && value !== null) return Object.prototype.toString.call(value);
+  return String(value);
+}
+
+/** Throws a {@link ResidencyArgumentError} unless `value` is a byte count (a non-negative safe integer). */
+export function assertBytes(value: unknown, argument: string): asserts value is number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new ResidencyArgumentError(
+      argument,
+      `${argument} must be a non-negative safe integer number of bytes, got ${typeof value === "number" ? "" : `${typeof value} `}${describe(value)}`,
+    );
+  }
+}

@@ -1,0 +1,88 @@
+// Replays ../shared/conformance/residency-scenarios.json (random operation sequences with the state after
+// every step, from an independent model of the seed) and checks every expected value. Skips when the shared
+// folder is not there (a clone of this repository alone).
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { Residency } from "../src/index.js";
+import { allocation, type FakeAllocation, FakeBackend, type FakeSet } from "./fake-backend.js";
+
+type Operation = ["insert", number, number, boolean] | ["erase", number] | ["resize", number] | ["refresh"];
+
+interface State {
+  wired: number;
+  wiredMapped: number;
+  sets: number;
+  capacity: number;
+  setBytes: number[];
+}
+
+interface Scenario {
+  workingSet: number;
+  pct: string | null;
+  ops: Operation[];
+  states: State[];
+  commits: number[];
+  requests: number[];
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const file = resolve(repoRoot, "../shared", "conformance", "residency-scenarios.json");
+const scenarios: Scenario[] = existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : [];
+
+function stateOf(residency: Residency<FakeAllocation, FakeSet>): State {
+  return {
+    wired: residency.wired,
+    wiredMapped: residency.wiredMapped,
+    sets: residency.setCount,
+    capacity: residency.capacity,
+    setBytes: residency.setBytes(),
+  };
+}
+
+describe.skipIf(scenarios.length === 0)("conformance: residency-scenarios.json", () => {
+  it("has scenarios", () => {
+    expect(scenarios.length).toBeGreaterThan(0);
+  });
+
+  it.each(scenarios.map((scenario, index) => [index, scenario] as const))(
+    "scenario %i reproduces every state, commit and request",
+    (_index, scenario) => {
+      const backend = new FakeBackend();
+      const residency = new Residency(backend, {
+        workingSet: scenario.workingSet,
+        maxPercentPerSet: scenario.pct,
+      });
+      const allocations = new Map<number, FakeAllocation>();
+      scenario.ops.forEach((operation, step) => {
+        switch (operation[0]) {
+          case "insert": {
+            const [, key, bytes, mapped] = operation;
+            const item = allocation(String(key), bytes);
+            allocations.set(key, item);
+            residency.insert(item, mapped);
+            break;
+          }
+          case "erase":
+            residency.erase(allocations.get(operation[1])!);
+            break;
+          case "resize":
+            residency.resize(operation[1]);
+            break;
+          case "refresh":
+            residency.refresh();
+            break;
+        }
+        expect(stateOf(residency), `after step ${step}: ${JSON.stringify(operation)}`).toEqual(
+          scenario.states[step],
+        );
+        // Every operation commits what it changed, and the backend holds what the manager counts.
+        expect(backend.uncommitted(), `uncommitted sets after step ${step}`).toEqual([]);
+        expect(backend.committedBytes(), `backend bytes after step ${step}`).toEqual(residency.setBytes());
+      });
+      expect(backend.commits()).toEqual(scenario.commits);
+      expect(backend.requests()).toEqual(scenario.requests);
+    },
+  );
+});
