@@ -1,0 +1,597 @@
+import {
+  type Allocation,
+  type AllocatorCounters,
+  type AllocatorPolicy,
+  CachingAllocator,
+  type Mapping,
+} from "@nuvec/allocator";
+import {
+  type DeviceFacts,
+  loadNativeBackend,
+  type NativeAllocation,
+  type NativeBackend,
+  type NativeBuffer,
+  type NativeCounters,
+  type NativeMappedFile,
+  type NativeResidencySet,
+} from "@nuvec/metal-native";
+import { Residency } from "@nuvec/residency";
+import { assertByteCount, type MemoryStats } from "@nuvec/stats";
+import {
+  BufferFreedError,
+  DeviceArgumentError,
+  DeviceClosedError,
+  ForeignBufferError,
+  MappingReleasedError,
+  TraceError,
+  WiredLimitError,
+} from "./errors.js";
+import { type DeviceTrace, TraceRecorder } from "./trace.js";
+
+/** Options of {@link Device.open}. Limits left out keep MLX's defaults. */
+export interface DeviceOptions {
+  /** The backend to run on: the real native one (Metal on macOS, host memory elsewhere) by default. */
+  backend?: NativeBackend;
+  /** The hard limit on `active + mapped` (default `min(1.5·W, 0.95·memory)`). */
+  memoryLimit?: number;
+  /** The cache is trimmed to this many bytes (default: the memory limit). */
+  cacheLimit?: number;
+  /** Bytes kept wired (resident); default 0, as MLX: nothing wired until asked. */
+  wiredLimit?: number;
+  /** The cache policy: `"mlx"` (default, MLX's decisions exactly) or `"bounded"`. */
+  policy?: AllocatorPolicy;
+  /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark. */
+  reserveRatio?: number;
+  /**
+   * The per-set cap of residency sets, as the text of `MLX_RESIDENCY_SET_MAX_PCT` (percent of the working
+   * set; `"0"` or `"100"`: one set). Default: that environment variable, else 5.
+   */
+  residencySetMaxPercent?: string;
+  /**
+   * Renew every residency request this often, in milliseconds (an unref'd timer): some macOS versions drop
+   * residency after the GPU idles. Default: off.
+   */
+  residencyKeepAliveMilliseconds?: number;
+}
+
+/** What a device is and how it is set up (see {@link Device.info}). */
+export interface DeviceInfo extends DeviceFacts {
+  /** The cache policy in use. */
+  readonly policy: AllocatorPolicy;
+  /** Whether buffers can be wired on this device (residency sets available and the first one made). */
+  readonly residencySupported: boolean;
+  /** Residency sets in use. */
+  readonly residencySets: number;
+  /** Above `active + mapped + cache + request`, cached buffers are released before a new one is made. */
+  readonly gcLimit: number;
+  /** Whether the device was closed. */
+  readonly closed: boolean;
+}
+
+/** Counters beyond {@link MemoryStats}: the allocator's, the backend's, and the device's own. */
+export interface DeviceCounters extends AllocatorCounters {
+  /** Buffers dropped without `free()` and given back by the safety net (a `FinalizationRegistry`). */
+  leakedBuffers: number;
+  /** Live `DeviceBuffer`s. */
+  liveDeviceBuffers: number;
+  /** Live mapped files. */
+  liveMappedFiles: number;
+  /** What the native backend counted. */
+  backend: NativeCounters;
+}
+
+/** The state behind one `malloc`, kept apart from the `DeviceBuffer` so the safety net can free it. */
+interface BufferRecord {
+  allocation: Allocation<NativeBuffer>;
+  live: boolean;
+  traceId: number;
+}
+
+/** Keeps each handed-out ArrayBuffer's DeviceBuffer alive (a WeakMap keeps its value while the key lives). */
+const ownerOfView = new WeakMap<ArrayBuffer, DeviceBuffer>();
+
+const EMPTY = new ArrayBuffer(0);
+
+/**
+ * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
+ * without `free()` is given back by a safety net, but only once no view over it is reachable.
+ */
+export class DeviceBuffer {
+  readonly #device: Device;
+  readonly #record: BufferRecord;
+
+  /** @internal Made by {@link Device.malloc}. */
+  constructor(device: Device, record: BufferRecord) {
+    this.#device = device;
+    this.#record = record;
+  }
+
+  /** The bytes asked for. */
+  get length(): number {
+    return this.#record.allocation.requested;
+  }
+
+  /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
+  get allocatedLength(): number {
+    return this.#record.allocation.length;
+  }
+
+  /** True once freed. */
+  get freed(): boolean {
+    return !this.#record.live;
+  }
+
+  /** The device this buffer belongs to. */
+  get device(): Device {
+    return this.#device;
+  }
+
+  /**
+   * The buffer's memory as an `ArrayBuffer` without a copy (`allocatedLength` bytes; the first `length` are
+   * yours). Every `ArrayBuffer` handed out is detached when the buffer is freed: an old view then reads
+   * `byteLength` 0 and can never reach the next owner's data.
+   */
+  contents(): ArrayBuffer {
+    this.#check("contents()");
+    const buffer = this.#record.allocation.buffer;
+    if (buffer === undefined) return EMPTY;
+    const view = buffer.contents();
+    ownerOfView.set(view, this);
+    return view;
+  }
+
+  /** A `Uint8Array` over the first `length` bytes of {@link contents}. */
+  bytes(): Uint8Array {
+    return new Uint8Array(this.contents(), 0, this.length);
+  }
+
+  /** Gives the buffer back to the device (to its cache, or to the system). A second call throws. */
+  free(): void {
+    this.#device.free(this);
+  }
+
+  /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */
+  [Symbol.dispose](): void {
+    if (this.#record.live && !this.#device.closed) this.#device.free(this);
+  }
+
+  /** @internal */
+  get record(): BufferRecord {
+    return this.#record;
+  }
+
+  #check(operation: string): void {
+    if (this.#device.closed) throw new DeviceClosedError(operation);
+    if (!this.#record.live) throw new BufferFreedError(operation);
+  }
+}
+
+/** A file mapped without a copy by {@link Device.mapFile}: read-only by convention (writes stay private). */
+export class MappedFile {
+  readonly #device: Device;
+  readonly #native: NativeMappedFile;
+  readonly #mapping: Mapping;
+  #live = true;
+  /** @internal */
+  readonly traceId: number;
+
+  /** @internal Made by {@link Device.mapFile}. */
+  constructor(device: Device, native: NativeMappedFile, mapping: Mapping, traceId: number) {
+    this.#device = device;
+    this.#native = native;
+    this.#mapping = mapping;
+    this.traceId = traceId;
+  }
+
+  /** The path it was mapped from. */
+  get path(): string {
+    return this.#native.path;
+  }
+
+  /** The file's length in bytes. */
+  get length(): number {
+    return this.#native.length;
+  }
+
+  /** The bytes charged in `mapped`: the length rounded up to the system's pages. */
+  get mappedLength(): number {
+    return this.#mapping.charged;
+  }
+
+  /** True once released. */
+  get released(): boolean {
+    return !this.#live;
+  }
+
+  /** The device this mapping belongs to. */
+  get device(): Device {
+    return this.#device;
+  }
+
+  /** The file's bytes without a copy; detached when the mapping is released. */
+  contents(): ArrayBuffer {
+    if (this.#device.closed) throw new DeviceClosedError("contents()");
+    if (!this.#live) throw new MappingReleasedError("contents()");
+    return this.#native.contents();
+  }
+
+  /** Unmaps the file. A second call throws. */
+  release(): void {
+    this.#device.releaseMapping(this);
+  }
+
+  /** `using file = device.mapFile(path)` releases it at the end of the scope. */
+  [Symbol.dispose](): void {
+    if (this.#live && !this.#device.closed) this.#device.releaseMapping(this);
+  }
+
+  /** @internal */
+  get native(): NativeMappedFile {
+    return this.#native;
+  }
+
+  /** @internal */
+  get mapping(): Mapping {
+    return this.#mapping;
+  }
+
+  /** @internal */
+  markReleased(): void {
+    this.#live = false;
+  }
+}
+
+/**
+ * A GPU (or host) device with MLX's caching allocator, hard memory limits, statistics, mapped files and
+ * wired memory. Open one with {@link Device.open}; close it with {@link Device.close} (or `using`).
+ */
+export class Device {
+  readonly #backend: NativeBackend;
+  readonly #allocator: CachingAllocator<NativeBuffer>;
+  readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
+  readonly #live = new Set<BufferRecord>();
+  readonly #mappings = new Set<MappedFile>();
+  readonly #safetyNet: FinalizationRegistry<BufferRecord>;
+  #wiredLimit = 0;
+  #leakedBuffers = 0;
+  #closed = false;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #trace: TraceRecorder | undefined;
+
+  private constructor(backend: NativeBackend, options: DeviceOptions) {
+    this.#backend = backend;
+    this.#residency = new Residency<NativeAllocation, NativeResidencySet>(
+      {
+        supportsResidencySets: backend.supportsResidencySets,
+        newResidencySet: () => backend.newResidencySet(),
+        attachResidencySet: (set) => backend.attachResidencySet(set),
+        allocatedSize: (allocation) => allocation.allocatedSize,
+      },
+      {
+        workingSet: backend.recommendedMaxWorkingSetSize,
+        ...(options.residencySetMaxPercent === undefined
+          ? {}
+          : { maxPercentPerSet: options.residencySetMaxPercent }),
+      },
+    );
+    const residency = this.#residency;
+    this.#allocator = new CachingAllocator<NativeBuffer>(
+      {
+        recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
+        memorySize: backend.memorySize,
+        maxBufferLength: backend.maxBufferLength,
+        resourceLimit: backend.resourceLimit,
+        pageSize: backend.pageSize,
+        acquire: (bytes) => backend.newBuffer(bytes),
+        release: (buffer) => buffer.release(),
+      },
+      {
+        ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),
+        ...(options.cacheLimit === undefined ? {} : { cacheLimit: options.cacheLimit }),
+        ...(options.policy === undefined ? {} : { policy: options.policy }),
+        ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
+        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
+        onAcquire: (buffer) => residency.insert(buffer, false),
+        onRelease: (buffer) => residency.erase(buffer),
+        wired: () => ({
+          wired: residency.wired,
+          wiredMapped: residency.wiredMapped,
+          wiredLimit: this.#wiredLimit,
+        }),
+      },
+    );
+    this.#safetyNet = new FinalizationRegistry((record) => this.#reclaim(record));
+  }
+
+  /**
+   * Opens a device: the real native backend (Metal on macOS, host memory on Linux) unless `backend` is given
+   * (e.g. `new MockBackend()` from `@nuvec/metal-native/mock` in tests).
+   */
+  static open(options: DeviceOptions = {}): Device {
+    if (options === null || typeof options !== "object") {
+      throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
+    }
+    const keepAlive = options.residencyKeepAliveMilliseconds;
+    if (keepAlive !== undefined && !(Number.isFinite(keepAlive) && keepAlive > 0)) {
+      throw new DeviceArgumentError(
+        "residencyKeepAliveMilliseconds",
+        `residencyKeepAliveMilliseconds must be a positive number, got ${String(keepAlive)}`,
+      );
+    }
+    if (options.wiredLimit !== undefined) assertByteCount(options.wiredLimit, "wiredLimit");
+    const backend = options.backend ?? loadNativeBackend();
+    if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
+      throw new WiredLimitError(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
+    }
+    const device = new Device(backend, options);
+    if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
+    if (keepAlive !== undefined) device.startResidencyKeepAlive(keepAlive);
+    return device;
+  }
+
+  /** True once {@link close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The native backend this device runs on. */
+  get backend(): NativeBackend {
+    return this.#backend;
+  }
+
+  /**
+   * A buffer of `bytes` bytes: a cached one when one fits (MLX's policy), else a new system buffer.
+   * `0` gives an empty buffer, counted nowhere. Throws `OutOfMemoryError` past the memory limit (nothing
+   * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
+   * max buffer length.
+   */
+  malloc(bytes: number): DeviceBuffer {
+    if (this.#closed) throw new DeviceClosedError("malloc()");
+    const allocation = this.#allocator.malloc(bytes);
+    const record: BufferRecord = { allocation, live: true, traceId: -1 };
+    if (this.#trace) record.traceId = this.#trace.allocate(bytes);
+    const buffer = new DeviceBuffer(this, record);
+    if (allocation.buffer !== undefined) {
+      this.#live.add(record);
+      this.#safetyNet.register(buffer, record, record);
+    }
+    return buffer;
+  }
+
+  /** Frees `buffer` (same as `buffer.free()`). Double free, a buffer of another device: typed errors. */
+  free(buffer: DeviceBuffer): void {
+    if (!(buffer instanceof DeviceBuffer)) {
+      throw new DeviceArgumentError("buffer", "free(buffer): buffer must be a DeviceBuffer");
+    }
+    if (buffer.device !== this) throw new ForeignBufferError("free()");
+    if (this.#closed) throw new DeviceClosedError("free()");
+    const record = buffer.record;
+    if (!record.live) throw new BufferFreedError("free()");
+    this.#freeRecord(record);
+    this.#safetyNet.unregister(record);
+  }
+
+  #freeRecord(record: BufferRecord): void {
+    const native = record.allocation.buffer;
+    // Views are detached before the buffer can reach its next owner (through the cache).
+    if (native !== undefined) native.detachContents();
+    this.#allocator.free(record.allocation);
+    record.live = false;
+    this.#live.delete(record);
+    if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
+  }
+
+  #reclaim(record: BufferRecord): void {
+    if (!record.live || this.#closed) return;
+    this.#leakedBuffers += 1;
+    this.#freeRecord(record);
+  }
+
+  /**
+   * Maps the file at `path` without a copy (private copy-on-write: writes never reach the file), charged in
+   * `mapped` at its length rounded up to the backend's pages and wired as a mapped file when the wired
+   * limit allows. Refused with `OutOfMemoryError` past the memory limit (the file is unmapped again).
+   */
+  mapFile(path: string): MappedFile {
+    if (this.#closed) throw new DeviceClosedError("mapFile()");
+    if (typeof path !== "string" || path.length === 0) {
+      throw new DeviceArgumentError(
+        "path",
+        `mapFile(path): path must be a non-empty string, got ${String(path)}`,
+      );
+    }
+    const native = this.#backend.mapFile(path);
+    let mapping: Mapping;
+    try {
+      mapping = this.#allocator.addMapping(native.length);
+    } catch (error) {
+      native.release();
+      throw error;
+    }
+    this.#residency.insert(native, true);
+    const traceId = this.#trace ? this.#trace.map(native.length) : -1;
+    const file = new MappedFile(this, native, mapping, traceId);
+    this.#mappings.add(file);
+    return file;
+  }
+
+  /** Releases a mapped file (same as `file.release()`). */
+  releaseMapping(file: MappedFile): void {
+    if (!(file instanceof MappedFile)) {
+      throw new DeviceArgumentError("file", "releaseMapping(file): file must be a MappedFile");
+    }
+    if (file.device !== this) throw new ForeignBufferError("releaseMapping()");
+    if (this.#closed) throw new DeviceClosedError("releaseMapping()");
+    if (file.released) throw new MappingReleasedError("release()");
+    this.#unmap(file);
+    if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+  }
+
+  #unmap(file: MappedFile): void {
+    this.#residency.erase(file.native);
+    this.#allocator.removeMapping(file.mapping);
+    file.native.release();
+    file.markReleased();
+    this.#mappings.delete(file);
+  }
+
+  /** The allocator's statistics, wired fields from residency. */
+  memoryStats(): MemoryStats {
+    return this.#allocator.memoryStats();
+  }
+
+  /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
+  counters(): DeviceCounters {
+    return {
+      ...this.#allocator.counters(),
+      leakedBuffers: this.#leakedBuffers,
+      liveDeviceBuffers: this.#live.size,
+      liveMappedFiles: this.#mappings.size,
+      backend: this.#backend.counters(),
+    };
+  }
+
+  /** Sets `peak = active` and `peakWithMapped = active + mapped` (MLX sets 0; see the README). */
+  resetPeak(): void {
+    this.#ensureOpen("resetPeak()");
+    this.#allocator.resetPeak();
+    this.#trace?.resetPeak();
+  }
+
+  /**
+   * Sets the hard limit on `active + mapped` (and the GC limit, `min(limit, 0.95·W)`); returns the previous
+   * limit. Any non-negative safe integer, above the device's memory too (as MLX).
+   */
+  setMemoryLimit(bytes: number): number {
+    this.#ensureOpen("setMemoryLimit()");
+    const previous = this.#allocator.setMemoryLimit(bytes);
+    this.#trace?.limit("memory", bytes);
+    return previous;
+  }
+
+  /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
+  setCacheLimit(bytes: number): number {
+    this.#ensureOpen("setCacheLimit()");
+    const previous = this.#allocator.setCacheLimit(bytes);
+    this.#trace?.limit("cache", bytes);
+    return previous;
+  }
+
+  /**
+   * Sets how many bytes of buffers and mapped files are kept wired (resident); returns the previous limit.
+   * Waiting buffers are wired while they fit, or wired ones are unwired until under the new limit. Refused
+   * above the recommended working set, as MLX.
+   */
+  setWiredLimit(bytes: number): number {
+    this.#ensureOpen("setWiredLimit()");
+    assertByteCount(bytes, "bytes");
+    const maximum = this.#backend.recommendedMaxWorkingSetSize;
+    if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
+    const previous = this.#wiredLimit;
+    this.#residency.resize(bytes);
+    this.#wiredLimit = bytes;
+    this.#trace?.limit("wired", bytes);
+    return previous;
+  }
+
+  /** Releases every cached buffer to the system. */
+  clearCache(): void {
+    this.#ensureOpen("clearCache()");
+    this.#allocator.clearCache();
+    this.#trace?.clearCache();
+  }
+
+  /** Renews the residency request of every non-empty residency set. */
+  refreshResidency(): void {
+    this.#ensureOpen("refreshResidency()");
+    this.#residency.refresh();
+  }
+
+  /**
+   * Renews residency requests every `intervalMilliseconds` on an unref'd timer (it never keeps the process
+   * alive), for macOS versions that drop residency after the GPU idles. Replaces a running keep-alive.
+   */
+  startResidencyKeepAlive(intervalMilliseconds = 1000): void {
+    this.#ensureOpen("startResidencyKeepAlive()");
+    if (!(Number.isFinite(intervalMilliseconds) && intervalMilliseconds > 0)) {
+      throw new DeviceArgumentError(
+        "intervalMilliseconds",
+        `intervalMilliseconds must be a positive number, got ${String(intervalMilliseconds)}`,
+      );
+    }
+    this.stopResidencyKeepAlive();
+    const timer = setInterval(() => {
+      if (!this.#closed) this.#residency.refresh();
+    }, intervalMilliseconds);
+    timer.unref?.();
+    this.#keepAlive = timer;
+  }
+
+  /** Stops the keep-alive timer, if any. */
+  stopResidencyKeepAlive(): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+
+  /** The backend's facts and the device's setup. */
+  info(): DeviceInfo {
+    const backend = this.#backend;
+    return {
+      name: backend.name,
+      platform: backend.platform,
+      memorySize: backend.memorySize,
+      recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
+      maxBufferLength: backend.maxBufferLength,
+      resourceLimit: backend.resourceLimit,
+      pageSize: backend.pageSize,
+      supportsResidencySets: backend.supportsResidencySets,
+      policy: this.#allocator.policy,
+      residencySupported: this.#residency.supported,
+      residencySets: this.#residency.setCount,
+      gcLimit: this.#allocator.gcLimit,
+      closed: this.#closed,
+    };
+  }
+
+  /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
+  startTrace(name = "device-trace"): void {
+    this.#ensureOpen("startTrace()");
+    if (this.#trace) throw new TraceError("startTrace(): a trace is already being recorded");
+    this.#trace = new TraceRecorder(name);
+  }
+
+  /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
+  stopTrace(): DeviceTrace {
+    if (!this.#trace) throw new TraceError("stopTrace(): no trace is being recorded");
+    const trace = this.#trace.finish();
+    this.#trace = undefined;
+    return trace;
+  }
+
+  /**
+   * Releases everything: live buffers (their views detached), cached buffers, mapped files and residency
+   * sets. Idempotent. Every later use of the device or its buffers throws `DeviceClosedError`.
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.stopResidencyKeepAlive();
+    for (const record of [...this.#live]) {
+      this.#freeRecord(record);
+      this.#safetyNet.unregister(record);
+    }
+    for (const file of [...this.#mappings]) this.#unmap(file);
+    this.#allocator.close();
+    this.#residency.close();
+    this.#trace = undefined;
+    this.#closed = true;
+  }
+
+  /** `using device = Device.open()` closes it at the end of the scope. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #ensureOpen(operation: string): void {
+    if (this.#closed) throw new DeviceClosedError(operation);
+  }
+}

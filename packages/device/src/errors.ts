@@ -1,0 +1,84 @@
+/** Codes of the errors the Device throws itself (the allocator's and the backend's keep their own codes). */
+export type DeviceErrorCode =
+  | "ERR_NUVEC_INVALID_ARGUMENT"
+  | "ERR_NUVEC_DEVICE_CLOSED"
+  | "ERR_NUVEC_BUFFER_FREED"
+  | "ERR_NUVEC_MAPPING_RELEASED"
+  | "ERR_NUVEC_FOREIGN_BUFFER"
+  | "ERR_NUVEC_WIRED_LIMIT"
+  | "ERR_NUVEC_TRACE";
+
+/** The base class of the errors the Device throws: `code` says which. */
+export class DeviceError extends Error {
+  /** A stable code to branch on. */
+  readonly code: DeviceErrorCode;
+
+  constructor(code: DeviceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A bad argument: a path that is not a non-empty string, an interval that is not positive, …. */
+export class DeviceArgumentError extends DeviceError {
+  /** The argument's name. */
+  readonly argument: string;
+
+  constructor(argument: string, message: string) {
+    super("ERR_NUVEC_INVALID_ARGUMENT", message);
+    this.argument = argument;
+  }
+}
+
+/** The device was closed: nothing can be allocated, mapped or changed any more. */
+export class DeviceClosedError extends DeviceError {
+  constructor(operation: string) {
+    super("ERR_NUVEC_DEVICE_CLOSED", `${operation}: the device is closed`);
+  }
+}
+
+/** A buffer was used or freed after it was freed (double free, use after free). */
+export class BufferFreedError extends DeviceError {
+  constructor(operation: string) {
+    super("ERR_NUVEC_BUFFER_FREED", `${operation}: the buffer was already freed`);
+  }
+}
+
+/** A mapped file was used or released after it was released. */
+export class MappingReleasedError extends DeviceError {
+  constructor(operation: string) {
+    super("ERR_NUVEC_MAPPING_RELEASED", `${operation}: the mapped file was already released`);
+  }
+}
+
+/** A buffer or mapping of another device was handed to this one. */
+export class ForeignBufferError extends DeviceError {
+  constructor(operation: string) {
+    super("ERR_NUVEC_FOREIGN_BUFFER", `${operation}: the buffer belongs to another device`);
+  }
+}
+
+/** A wired limit above the device's recommended working set (refused, as MLX does). */
+export class WiredLimitError extends DeviceError {
+  /** The limit asked for. */
+  readonly requested: number;
+  /** The largest limit allowed: the recommended max working set. */
+  readonly maximum: number;
+
+  constructor(requested: number, maximum: number) {
+    super(
+      "ERR_NUVEC_WIRED_LIMIT",
+      `setWiredLimit(${requested}): a wired limit larger than the maximum working set size (${maximum} bytes) is not allowed`,
+    );
+    this.requested = requested;
+    this.maximum = maximum;
+  }
+}
+
+/** Trace recording misused: started twice, stopped while not recording. */
+export class TraceError extends DeviceError {
+  constructor(message: string) {
+    super("ERR_NUVEC_TRACE", message);
+  }
+}
