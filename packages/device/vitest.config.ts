@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 120_000,
+    // The safety-net tests collect garbage on purpose.
+    execArgv: ["--expose-gc"],
     reporters: ["default", "json"],
     outputFile: { json: ".vitest-results/results.json" },
   },

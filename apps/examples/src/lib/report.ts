@@ -38,7 +38,7 @@ const SERIES = [
   { key: "mapped", label: "mapped", color: "#9333ea" },
 ] as const;
 
-function escape(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 }
 
@@ -85,14 +85,14 @@ export function renderReport(input: ReportInput): string {
   const ticks = [0, 0.25, 0.5, 0.75, 1]
     .map((fraction) => {
       const y = scaleY(maxY * fraction);
-      return `<line x1="${margin.left}" x2="${width - margin.right}" y1="${y}" y2="${y}" stroke="#e5e7eb"/><text x="${margin.left - 6}" y="${y + 4}" text-anchor="end" font-size="11">${escape(formatBytes(Math.round(maxY * fraction)))}</text>`;
+      return `<line x1="${margin.left}" x2="${width - margin.right}" y1="${y}" y2="${y}" stroke="#e5e7eb"/><text x="${margin.left - 6}" y="${y + 4}" text-anchor="end" font-size="11">${escapeHtml(formatBytes(Math.round(maxY * fraction)))}</text>`;
     })
     .join("\n");
 
   const phases = (input.phases ?? [])
     .map((phase) => {
       const x = scaleX(phase.x);
-      return `<line class="phase" x1="${x}" x2="${x}" y1="${margin.top}" y2="${height - margin.bottom}" stroke="#6b7280" stroke-dasharray="4 3"/><text x="${x + 4}" y="${margin.top + 12}" font-size="11" fill="#374151">${escape(phase.name)}</text>`;
+      return `<line class="phase" x1="${x}" x2="${x}" y1="${margin.top}" y2="${height - margin.bottom}" stroke="#6b7280" stroke-dasharray="4 3"/><text x="${x + 4}" y="${margin.top + 12}" font-size="11" fill="#374151">${escapeHtml(phase.name)}</text>`;
     })
     .join("\n");
 
@@ -104,19 +104,19 @@ export function renderReport(input: ReportInput): string {
   const tables = (input.tables ?? [])
     .map(
       ({ title, stats }) =>
-        `<table><caption>${escape(title)}</caption>${MEMORY_STATS_FIELDS.map((field) => `<tr><th>${field}</th><td>${field === "systemAllocations" ? stats[field] : escape(formatBytes(stats[field]))}</td><td class="exact">${stats[field]}</td></tr>`).join("")}</table>`,
+        `<table><caption>${escapeHtml(title)}</caption>${MEMORY_STATS_FIELDS.map((field) => `<tr><th>${field}</th><td>${field === "systemAllocations" ? stats[field] : escapeHtml(formatBytes(stats[field]))}</td><td class="exact">${stats[field]}</td></tr>`).join("")}</table>`,
     )
     .join("\n");
 
   const facts = (input.facts ?? [])
-    .map(([label, value]) => `<tr><th>${escape(label)}</th><td>${escape(value)}</td></tr>`)
+    .map(([label, value]) => `<tr><th>${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`)
     .join("");
 
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>${escape(input.title)}</title>
+<title>${escapeHtml(input.title)}</title>
 <style>
 body { font: 14px system-ui, sans-serif; margin: 24px; color: #111827; }
 h1 { font-size: 20px; margin: 0 0 4px; }
@@ -131,13 +131,13 @@ td.exact { color: #6b7280; }
 </style>
 </head>
 <body>
-<h1>${escape(input.title)}</h1>
-${input.subtitle ? `<p class="subtitle">${escape(input.subtitle)}</p>` : ""}
+<h1>${escapeHtml(input.title)}</h1>
+${input.subtitle ? `<p class="subtitle">${escapeHtml(input.subtitle)}</p>` : ""}
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="memory timeline">
 ${ticks}
 ${phases}
 ${paths}
-<text x="${(width + margin.left) / 2}" y="${height - 24}" text-anchor="middle" font-size="11" fill="#374151">${escape(input.xLabel)}</text>
+<text x="${(width + margin.left) / 2}" y="${height - 24}" text-anchor="middle" font-size="11" fill="#374151">${escapeHtml(input.xLabel)}</text>
 ${legend}
 </svg>
 ${facts ? `<table class="facts">${facts}</table>` : ""}

@@ -1,0 +1,66 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { decoderModel, parseSafetensors, SafetensorsFormatError, writeSafetensors } from "./safetensors.js";
+
+const folder = mkdtempSync(join(tmpdir(), "nuvec-safetensors-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+}
+
+describe("safetensors", () => {
+  it("writes a file whose header parses back to the same tensors, data aligned after the header", () => {
+    const path = join(folder, "small.safetensors");
+    const tensors = [
+      { name: "a", dtype: "F16", shape: [3, 5] },
+      { name: "b", dtype: "F32", shape: [7] },
+      { name: "c", dtype: "U8", shape: [0] },
+    ];
+    const length = writeSafetensors(path, tensors);
+    const bytes = readFileSync(path);
+    expect(bytes.length).toBe(length);
+    const header = parseSafetensors(arrayBufferOf(bytes));
+    expect(header.headerLength % 8).toBe(0);
+    expect(header.metadata.writer).toBe("nuvec demo");
+    expect(header.tensors.map((tensor) => [tensor.name, tensor.dtype, tensor.shape, tensor.byteLength])).toEqual([
+      ["a", "F16", [3, 5], 30],
+      ["b", "F32", [7], 28],
+      ["c", "U8", [0], 0],
+    ]);
+    expect(header.tensors[0]?.offset).toBe(8 + header.headerLength);
+    expect(header.tensors[1]?.offset).toBe(8 + header.headerLength + 30);
+  });
+
+  it("sizes a decoder model near the target", () => {
+    const tensors = decoderModel(256 * 1024 * 1024);
+    const bytes = tensors.reduce((sum, tensor) => sum + tensor.shape.reduce((p, d) => p * d, 1) * 2, 0);
+    expect(bytes).toBeGreaterThan(200 * 1024 * 1024);
+    expect(bytes).toBeLessThan(320 * 1024 * 1024);
+  });
+
+  it.each([
+    ["too short", new Uint8Array(4)],
+    ["header longer than the file", new Uint8Array([255, 0, 0, 0, 0, 0, 0, 0, 123])],
+  ])("refuses a file that is %s", (_name, bytes) => {
+    expect(() => parseSafetensors(arrayBufferOf(bytes))).toThrow(SafetensorsFormatError);
+  });
+
+  it("refuses a header that is not JSON, or offsets that do not match the shape", () => {
+    const make = (json: string) => {
+      const body = Buffer.from(json);
+      const prefix = Buffer.alloc(8);
+      prefix.writeBigUInt64LE(BigInt(body.length));
+      return arrayBufferOf(Buffer.concat([prefix, body, Buffer.alloc(64)]));
+    };
+    expect(() => parseSafetensors(make("{not json"))).toThrow(/not JSON/);
+    expect(() => parseSafetensors(make('{"x":{"dtype":"F16","shape":[4],"data_offsets":[0,4]}}'))).toThrow(
+      /do not match/,
+    );
+    expect(() => parseSafetensors(make('{"x":{"dtype":"Q4","shape":[4],"data_offsets":[0,4]}}'))).toThrow(/bad dtype/);
+    const path = join(folder, "bad.safetensors");
+    writeFileSync(path, "");
+  });
+});

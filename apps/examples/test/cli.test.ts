@@ -1,0 +1,145 @@
+// The example programs end to end, from their built files (the test task builds first).
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+
+const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const shippedTrace = join(app, "traces", "gpt2-decode-cut.ndjson.gz");
+const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function run(program: string, args: string[]) {
+  const result = spawnSync(process.execPath, [join(app, "dist", `${program}.js`), ...args], {
+    encoding: "utf8",
+    env: { ...process.env, FORCE_COLOR: "0" },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe("replay", () => {
+  it("prints one JSON object with every MemoryStats field and the counters", () => {
+    const { status, stdout } = run("replay", [shippedTrace, "--json"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    for (const field of [
+      "active",
+      "peak",
+      "activeWithMapped",
+      "peakWithMapped",
+      "cache",
+      "memoryLimit",
+      "cacheLimit",
+      "systemAllocations",
+      "wiredLimit",
+      "wired",
+      "mapped",
+      "wiredMapped",
+      "events",
+      "cacheHits",
+      "peakReserved",
+      "nsPerEvent",
+    ]) {
+      expect(result, field).toHaveProperty(field);
+    }
+    expect(result.events).toBe(24000);
+    expect(result.memoryLimit).toBe(12 * 1024 ** 3);
+    expect(result.cacheHits + result.systemAllocations).toBe(12097);
+  });
+
+  it("applies --cache-limit and --memory-limit with suffixes, and writes an HTML report", () => {
+    const html = join(folder, "replay.html");
+    const { status, stdout } = run("replay", [shippedTrace, "--cache-limit", "64MiB", "--memory-limit=8GiB", "--html", html, "--json"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.cacheLimit).toBe(64 * 1024 ** 2);
+    expect(result.memoryLimit).toBe(8 * 1024 ** 3);
+    expect(result.cache).toBeLessThanOrEqual(64 * 1024 ** 2);
+    expect(readFileSync(html, "utf8")).toContain('class="series series-active"');
+  });
+
+  it("replays a recorded trace with mappings and limit changes", () => {
+    const path = join(folder, "recorded.ndjson.gz");
+    const lines = [
+      { name: "recorded", events: 7 },
+      ["a", 0, 1000],
+      ["m", 0, 100000],
+      ["l", "cache", 0],
+      ["f", 0],
+      ["p"],
+      ["u", 0],
+      ["c"],
+    ];
+    writeFileSync(path, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
+    const { status, stdout } = run("replay", [path, "--json"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({ active: 0, cache: 0, mapped: 0, cacheLimit: 0, systemAllocations: 1 });
+    expect(result.peakWithMapped).toBe(0);
+  });
+
+  it.each([
+    [["--json"], /no TRACE/],
+    [[join(folder, "missing.ndjson.gz")], /missing\.ndjson\.gz/],
+    [[shippedTrace, "--cache-limit", "lots"], /--cache-limit/],
+    [[shippedTrace, "--policy", "lru"], /--policy/],
+    [[shippedTrace, "--frobnicate"], /unknown flag/],
+  ])("refuses %j with one clear line and exit code 2", (args, message) => {
+    const { status, stderr } = run("replay", args as string[]);
+    expect(status).toBe(2);
+    expect(stderr.split("\n")[0]).toMatch(message);
+  });
+
+  it("refuses a file that is not a trace", () => {
+    const path = join(folder, "garbage.ndjson.gz");
+    writeFileSync(path, "this is not gzip");
+    const { status, stderr } = run("replay", [path]);
+    expect(status).toBe(2);
+    expect(stderr.split("\n")[0]).toMatch(/^replay: /);
+  });
+});
+
+describe("demo", () => {
+  it("maps, wires, replays and writes its report on the real device", () => {
+    const report = join(folder, "demo.html");
+    const { status, stdout, stderr } = run("demo", ["--checkpoint-size", "24MiB", "--report", report]);
+    expect(stderr).toBe("");
+    expect(status).toBe(0);
+    for (const title of ["after mapping the checkpoint", "after wiring", "after the workload"]) {
+      expect(stdout).toContain(`| ${title}`);
+    }
+    expect(stdout).toMatch(/mapped .*model\.safetensors: \d+ tensors/);
+    expect(stdout).toContain("peakWithMapped");
+    expect(existsSync(report)).toBe(true);
+    expect(readFileSync(report, "utf8")).toContain("<svg");
+  });
+
+  it("says what is wrong with a bad flag, exit code 2", () => {
+    const { status, stderr } = run("demo", ["--checkpoint-size", "big"]);
+    expect(status).toBe(2);
+    expect(stderr).toMatch(/--checkpoint-size/);
+  });
+});
+
+describe("checkpoint", () => {
+  it("lists the tensors of a safetensors file without copying it", () => {
+    const demoFile = join(folder, "tiny.safetensors");
+    const header = JSON.stringify({ w: { dtype: "F32", shape: [2, 2], data_offsets: [0, 16] } });
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(header.length));
+    writeFileSync(demoFile, Buffer.concat([prefix, Buffer.from(header), Buffer.alloc(16)]));
+    const { status, stdout } = run("checkpoint", [demoFile, "--json"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.tensors).toEqual([{ name: "w", dtype: "F32", shape: [2, 2], offset: 8 + header.length, byteLength: 16 }]);
+  });
+
+  it("gives a typed error for a missing file, exit code 2", () => {
+    const { status, stderr } = run("checkpoint", [join(folder, "nope.safetensors")]);
+    expect(status).toBe(2);
+    expect(stderr).toMatch(/nope\.safetensors/);
+  });
+});
