@@ -1,1 +1,38 @@
-export {};
+/**
+ * `@nuvec/metal-native/mock`: a pretend device implementing {@link NativeBackend} in TypeScript, for the tests
+ * of runtimes and of nuvec itself. It imports no native code and no `node:` module (real files are read
+ * through `node:fs` only when a test maps one), so it loads anywhere.
+ *
+ * @packageDocumentation
+ */
+
+export {
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeError,
+  type NativeErrorCode,
+  NativeReleasedError,
+  NativeSystemError,
+  NativeUnavailableError,
+} from "./errors.js";
+export {
+  MOCK_DEFAULTS,
+  MockBackend,
+  type MockBackendOptions,
+  type MockMappingFailure,
+} from "./mock/backend.js";
+export { MockBuffer } from "./mock/buffer.js";
+export type { MockCall, MockCallCounts, MockCallName, MockCallOutcome } from "./mock/calls.js";
+export type { MockWiringFault } from "./mock/core.js";
+export { MockMappedFile, type MockMappedFileSource } from "./mock/mapped-file.js";
+export { MockResidencySet, type MockResidencySetCalls } from "./mock/residency-set.js";
+export type {
+  BackendPlatform,
+  DeviceFacts,
+  NativeAllocation,
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "./types.js";

@@ -1,0 +1,525 @@
+import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
+import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
+import { MockBuffer } from "./buffer.js";
+import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
+import { MockCore, type MockWiringFault } from "./core.js";
+import { MockMappedFile } from "./mapped-file.js";
+import { MockResidencySet } from "./residency-set.js";
+import {
+  assertPositiveInteger,
+  describeValue,
+  fromFileSystemError,
+  isPowerOfTwo,
+  nodeFileSystem,
+  roundUpToPages,
+  systemError,
+} from "./support.js";
+
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+
+/** The mock's device facts when no option says otherwise: those of a 16 GiB Apple silicon Mac. */
+export const MOCK_DEFAULTS = Object.freeze({
+  name: "Mock device (16 GiB)",
+  memorySize: 16 * GIB,
+  /** 3/4 of `memorySize` rounded down to a page (derived again when `memorySize` or `pageSize` is set). */
+  recommendedMaxWorkingSetSize: 12 * GIB,
+  /** Half of `memorySize` (derived again when `memorySize` is set). */
+  maxBufferLength: 8 * GIB,
+  resourceLimit: 499_000,
+  pageSize: 16_384,
+  supportsResidencySets: true,
+  realMemoryUpTo: 16 * MIB,
+  callLogLimit: 10_000,
+});
+
+/** How a mock `mapFile` fails: the system call and errno the error carries (default `mmap`, `ENOMEM`). */
+export interface MockMappingFailure {
+  syscall?: string;
+  errno?: string;
+}
+
+/** Options of {@link MockBackend}: every device fact, memory behaviour and fault injection. */
+export interface MockBackendOptions {
+  /** Default `"Mock device (<memory> GiB)"`. */
+  name?: string;
+  /** Default 16 GiB. */
+  memorySize?: number;
+  /** Default 3/4 of `memorySize`, rounded down to a page. */
+  recommendedMaxWorkingSetSize?: number;
+  /** Default half of `memorySize`. */
+  maxBufferLength?: number;
+  /** Default 499000 (macOS's `iogpu.rsrc_limit` fallback). */
+  resourceLimit?: number;
+  /** A power of two; default 16384 (Apple silicon). */
+  pageSize?: number;
+  /** Default true; when false `newResidencySet()` returns `undefined`. */
+  supportsResidencySets?: boolean;
+  /**
+   * Buffers and mappings of up to this many bytes get real memory (an `ArrayBuffer`, made at the first
+   * `contents()`); larger ones have none and their `contents()` throws a {@link NativeAllocationError}.
+   * Default 16 MiB; `Infinity` gives real memory to everything.
+   */
+  realMemoryUpTo?: number;
+  /**
+   * Whether `mapFile` reads real files through `node:fs` when no virtual file has the path (default true).
+   * When false, a path without a virtual file fails like a missing file (`open`, `ENOENT`).
+   */
+  realFiles?: boolean;
+  /** How many calls the call log keeps, newest last (default 10000; 0 keeps none; totals are always kept). */
+  callLogLimit?: number;
+  /** Fails the `newBuffer` for which it returns true; `attempt` counts valid `newBuffer` calls from 1. */
+  failAllocation?: (bytes: number, attempt: number) => boolean;
+  /**
+   * Fails the `mapFile` for which it returns true or a failure; `attempt` counts valid `mapFile` calls
+   * from 1. Checked before the virtual file table and the file system.
+   */
+  failMapping?: (path: string, attempt: number) => boolean | MockMappingFailure | undefined;
+  /** The number of residency sets that can be made; later `newResidencySet()` calls return `undefined`. */
+  residencySetLimit?: number;
+  /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
+  failWiring?: MockWiringFault;
+}
+
+interface VirtualFile {
+  /** The bytes, or `undefined` for zeros. */
+  readonly bytes: Uint8Array | undefined;
+  readonly length: number;
+}
+
+function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  assertPositiveInteger(value, name);
+  return value;
+}
+
+/**
+ * A pretend device implementing {@link NativeBackend} in TypeScript, for tests of everything above the
+ * native addon: every device fact is settable, large buffers need no real memory, every call is counted and
+ * logged, and faults can be injected (the n-th buffer fails, residency sets cannot be made, wiring fails,
+ * a mapping fails). Its handles behave as the real ones must: views are detached on release, misuse throws
+ * the same typed errors, residency sets follow Metal's semantics.
+ */
+export class MockBackend implements NativeBackend {
+  readonly name: string;
+  readonly platform: BackendPlatform = "mock";
+  readonly memorySize: number;
+  readonly recommendedMaxWorkingSetSize: number;
+  readonly maxBufferLength: number;
+  readonly resourceLimit: number;
+  readonly pageSize: number;
+  readonly supportsResidencySets: boolean;
+  /** Buffers and mappings of up to this many bytes get real memory from `contents()`. */
+  readonly realMemoryUpTo: number;
+  /** Whether `mapFile` falls back to real files. */
+  readonly realFiles: boolean;
+
+  /** The allocation fault in force (see {@link MockBackendOptions.failAllocation}); settable. */
+  failAllocation: ((bytes: number, attempt: number) => boolean) | undefined;
+  /** The mapping fault in force (see {@link MockBackendOptions.failMapping}); settable. */
+  failMapping: ((path: string, attempt: number) => boolean | MockMappingFailure | undefined) | undefined;
+  /** The number of residency sets that can be made, `undefined` for no limit; settable. */
+  residencySetLimit: number | undefined;
+
+  readonly #core: MockCore;
+  readonly #files = new Map<string, VirtualFile>();
+  readonly #failingBufferAttempts = new Set<number>();
+  readonly #madeSets = new WeakSet<MockResidencySet>();
+  #bufferAttempts = 0;
+  #mappingAttempts = 0;
+  #nextBufferId = 1;
+  #nextMappingId = 1;
+  #nextSetId = 1;
+
+  /** A pretend device; every option is checked and a bad one throws a {@link NativeArgumentError}. */
+  constructor(options: MockBackendOptions = {}) {
+    const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
+    const pageSize = optionalPositiveInteger(options.pageSize, "pageSize", MOCK_DEFAULTS.pageSize);
+    if (!isPowerOfTwo(pageSize)) {
+      throw new NativeArgumentError("pageSize", `pageSize must be a power of two, got ${pageSize}`);
+    }
+    const name = options.name ?? `Mock device (${Math.round((memorySize / GIB) * 100) / 100} GiB)`;
+    if (typeof name !== "string" || name === "") {
+      throw new NativeArgumentError("name", `name must be a non-empty string, got ${describeValue(name)}`);
+    }
+    const supportsResidencySets = options.supportsResidencySets ?? MOCK_DEFAULTS.supportsResidencySets;
+    if (typeof supportsResidencySets !== "boolean") {
+      throw new NativeArgumentError("supportsResidencySets", "supportsResidencySets must be a boolean");
+    }
+    const realMemoryUpTo = options.realMemoryUpTo ?? MOCK_DEFAULTS.realMemoryUpTo;
+    if (
+      realMemoryUpTo !== Number.POSITIVE_INFINITY &&
+      !(Number.isSafeInteger(realMemoryUpTo) && realMemoryUpTo >= 0)
+    ) {
+      throw new NativeArgumentError(
+        "realMemoryUpTo",
+        `realMemoryUpTo must be a non-negative safe integer or Infinity, got ${describeValue(realMemoryUpTo)}`,
+      );
+    }
+    const callLogLimit = options.callLogLimit ?? MOCK_DEFAULTS.callLogLimit;
+    if (!Number.isSafeInteger(callLogLimit) || callLogLimit < 0) {
+      throw new NativeArgumentError(
+        "callLogLimit",
+        `callLogLimit must be a non-negative safe integer, got ${describeValue(callLogLimit)}`,
+      );
+    }
+    this.name = name;
+    this.memorySize = memorySize;
+    this.pageSize = pageSize;
+    this.recommendedMaxWorkingSetSize = optionalPositiveInteger(
+      options.recommendedMaxWorkingSetSize,
+      "recommendedMaxWorkingSetSize",
+      Math.max(pageSize, Math.floor((memorySize * 0.75) / pageSize) * pageSize),
+    );
+    this.maxBufferLength = optionalPositiveInteger(
+      options.maxBufferLength,
+      "maxBufferLength",
+      Math.max(1, Math.floor(memorySize / 2)),
+    );
+    this.resourceLimit = optionalPositiveInteger(
+      options.resourceLimit,
+      "resourceLimit",
+      MOCK_DEFAULTS.resourceLimit,
+    );
+    this.supportsResidencySets = supportsResidencySets;
+    this.realMemoryUpTo = realMemoryUpTo;
+    this.realFiles = options.realFiles ?? true;
+    this.failAllocation = options.failAllocation;
+    this.failMapping = options.failMapping;
+    this.residencySetLimit = options.residencySetLimit;
+    this.#core = new MockCore(new MockCallLog(callLogLimit), realMemoryUpTo);
+    this.#core.failWiring = options.failWiring ?? false;
+  }
+
+  // ---------------------------------------------------------------- buffers
+
+  /**
+   * A pretend buffer of `bytes` bytes, `0 < bytes ≤ maxBufferLength` (else a {@link NativeArgumentError},
+   * with nothing changed). Its `allocatedSize` is `bytes` rounded up to whole pages from one page on, `bytes`
+   * below a page. An injected fault throws a {@link NativeAllocationError}.
+   */
+  newBuffer(bytes: number): MockBuffer {
+    return this.#core.run("newBuffer", undefined, typeof bytes === "number" ? bytes : undefined, () => {
+      this.#core.assertOpen("newBuffer()");
+      this.#assertBufferLength(bytes);
+      this.#bufferAttempts += 1;
+      const attempt = this.#bufferAttempts;
+      if (this.#failingBufferAttempts.delete(attempt) || this.failAllocation?.(bytes, attempt) === true) {
+        throw new NativeAllocationError(
+          bytes,
+          `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
+        );
+      }
+      const allocatedSize = bytes >= this.pageSize ? roundUpToPages(bytes, this.pageSize) : bytes;
+      const buffer = new MockBuffer(this.#core, this.#nextBufferId++, bytes, allocatedSize);
+      this.#core.adopt(buffer);
+      this.#core.counters.buffersMade += 1;
+      this.#core.counters.bufferBytes += allocatedSize;
+      return buffer;
+    });
+  }
+
+  /** Makes the `attempt`-th valid `newBuffer` call (counted from 1 over the backend's life) fail. */
+  failBufferAt(attempt: number): void {
+    assertPositiveInteger(attempt, "attempt");
+    this.#failingBufferAttempts.add(attempt);
+  }
+
+  /** Valid `newBuffer` calls so far (failed ones included): `failBufferAt(bufferAttempts + 1)` fails the next. */
+  get bufferAttempts(): number {
+    return this.#bufferAttempts;
+  }
+
+  // ---------------------------------------------------------------- mapped files
+
+  /**
+   * Adds (or replaces) a virtual file: `mapFile(path)` then maps it instead of the file system. `content` is
+   * the bytes (copied) or a length (zeros, no memory until `contents()`).
+   */
+  addFile(path: string, content: Uint8Array | number): void {
+    if (typeof path !== "string") {
+      throw new NativeArgumentError("path", `path must be a string, got ${describeValue(path)}`);
+    }
+    if (typeof content === "number") {
+      if (!Number.isSafeInteger(content) || content < 0) {
+        throw new NativeArgumentError(
+          "content",
+          `content must be bytes or a non-negative safe integer length, got ${describeValue(content)}`,
+        );
+      }
+      this.#files.set(path, { bytes: undefined, length: content });
+    } else if (content instanceof Uint8Array) {
+      this.#files.set(path, { bytes: content.slice(), length: content.byteLength });
+    } else {
+      throw new NativeArgumentError("content", "content must be a Uint8Array or a length");
+    }
+  }
+
+  /** Removes a virtual file; returns whether there was one. Mappings already made keep their bytes. */
+  removeFile(path: string): boolean {
+    return this.#files.delete(path);
+  }
+
+  /** The paths of the virtual files. */
+  get files(): string[] {
+    return [...this.#files.keys()];
+  }
+
+  /**
+   * Maps a virtual file (see {@link addFile}) or, failing that, the real file at `path` (read through
+   * `node:fs`, loaded on first use). Fails like the host layer: a missing file `open`/`ENOENT`, a directory
+   * `open`/`EISDIR`, an unreadable file `open`/`EACCES`, an empty file `mmap`/`EINVAL`, each a
+   * {@link NativeSystemError} with the path. `mappedLength` is the length rounded up to pages.
+   */
+  mapFile(path: string): MockMappedFile {
+    return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {
+      this.#core.assertOpen("mapFile()");
+      if (typeof path !== "string") {
+        throw new NativeArgumentError(
+          "path",
+          `path must be a string, got ${typeof path} ${describeValue(path)}`,
+        );
+      }
+      if (path.includes("\0")) {
+        throw new NativeArgumentError(
+          "path",
+          `path must not contain a NUL character, got ${JSON.stringify(path)}`,
+        );
+      }
+      this.#mappingAttempts += 1;
+      const failure = this.failMapping?.(path, this.#mappingAttempts);
+      if (failure !== undefined && failure !== false) {
+        const { syscall = "mmap", errno = "ENOMEM" } = failure === true ? {} : failure;
+        throw systemError(
+          syscall,
+          errno,
+          path,
+          `the mock was told to fail mapping attempt ${this.#mappingAttempts}`,
+        );
+      }
+      const virtual = this.#files.get(path);
+      const file = virtual ?? this.#readRealFile(path);
+      if (file.length === 0) throw systemError("mmap", "EINVAL", path, "the file is empty");
+      const mappedLength = roundUpToPages(file.length, this.pageSize);
+      const mapping = new MockMappedFile(
+        this.#core,
+        this.#nextMappingId++,
+        path,
+        virtual === undefined ? "file" : "virtual",
+        file.length,
+        mappedLength,
+        file.bytes,
+      );
+      this.#core.adopt(mapping);
+      this.#core.counters.mappingsMade += 1;
+      this.#core.counters.mappedBytes += mappedLength;
+      return mapping;
+    });
+  }
+
+  /**
+   * Makes every `mapFile` of `path` (a string, a pattern or a predicate) fail with `failure` (default `mmap`,
+   * `ENOMEM`). Replaces the `failMapping` in force.
+   */
+  failMapFile(match: string | RegExp | ((path: string) => boolean), failure: MockMappingFailure = {}): void {
+    const matches =
+      typeof match === "string"
+        ? (path: string) => path === match
+        : match instanceof RegExp
+          ? (path: string) => match.test(path)
+          : match;
+    this.failMapping = (path) => (matches(path) ? failure : undefined);
+  }
+
+  #readRealFile(path: string): VirtualFile {
+    if (!this.realFiles) throw systemError("open", "ENOENT", path, "no virtual file has this path");
+    const fs = nodeFileSystem(path);
+    let descriptor: number;
+    try {
+      descriptor = fs.openSync(path, "r");
+    } catch (error) {
+      throw fromFileSystemError(error, "open", path);
+    }
+    try {
+      let stats: import("node:fs").Stats;
+      try {
+        stats = fs.fstatSync(descriptor);
+      } catch (error) {
+        throw fromFileSystemError(error, "fstat", path);
+      }
+      if (stats.isDirectory()) throw systemError("open", "EISDIR", path, "a directory cannot be mapped");
+      const length = stats.size;
+      if (length === 0 || length > this.realMemoryUpTo) return { bytes: undefined, length };
+      const bytes = new Uint8Array(length);
+      let offset = 0;
+      try {
+        while (offset < length) {
+          const read = fs.readSync(descriptor, bytes, offset, length - offset, offset);
+          if (read === 0) break;
+          offset += read;
+        }
+      } catch (error) {
+        throw fromFileSystemError(error, "read", path);
+      }
+      return { bytes, length };
+    } finally {
+      fs.closeSync(descriptor);
+    }
+  }
+
+  // ---------------------------------------------------------------- residency sets
+
+  /**
+   * A new residency set, or `undefined` when `supportsResidencySets` is false or `residencySetLimit` sets
+   * were made already (an injected creation failure).
+   */
+  newResidencySet(): MockResidencySet | undefined {
+    let set: MockResidencySet | undefined;
+    try {
+      this.#core.assertOpen("newResidencySet()");
+      const made = this.#core.counters.residencySetsMade;
+      if (
+        this.supportsResidencySets &&
+        (this.residencySetLimit === undefined || made < this.residencySetLimit)
+      ) {
+        set = new MockResidencySet(this.#core, this.#nextSetId++);
+        this.#core.residencySets.add(set);
+        this.#madeSets.add(set);
+        this.#core.counters.residencySetsMade += 1;
+      }
+    } catch (error) {
+      this.#core.log.record("newResidencySet", undefined, undefined, "rejected", "ERR_NUVEC_RELEASED");
+      throw error;
+    }
+    this.#core.log.record("newResidencySet", set?.label, undefined, set === undefined ? "failed" : "ok");
+    return set;
+  }
+
+  /** Makes residency-set creation fail after `count` sets were made over the backend's life; `undefined` lifts it. */
+  failResidencySetCreationAfter(count: number | undefined): void {
+    if (count !== undefined && (!Number.isSafeInteger(count) || count < 0)) {
+      throw new NativeArgumentError(
+        "count",
+        `count must be a non-negative safe integer, got ${describeValue(count)}`,
+      );
+    }
+    this.residencySetLimit = count;
+  }
+
+  /** Records that `set` (a live set of this backend) is attached to the pretend command queue. */
+  attachResidencySet(set: NativeResidencySet): void {
+    const label = set instanceof MockResidencySet ? set.label : undefined;
+    this.#core.run("attachResidencySet", label, undefined, () => {
+      this.#core.assertOpen("attachResidencySet()");
+      if (!(set instanceof MockResidencySet) || !this.#madeSets.has(set)) {
+        throw new NativeArgumentError(
+          "set",
+          "attachResidencySet(): the set was not made by this mock backend",
+        );
+      }
+      if (set.released) {
+        throw new NativeReleasedError(`attachResidencySet(): ${set.label} was already released`);
+      }
+      this.#core.attachments.set(set, set.attachments + 1);
+    });
+  }
+
+  /** The wiring fault in force: `true` fails all wiring, a predicate some; failures are counted, never thrown. */
+  get failWiring(): MockWiringFault {
+    return this.#core.failWiring;
+  }
+
+  set failWiring(fault: MockWiringFault) {
+    this.#core.failWiring = fault;
+  }
+
+  /** Lifts every injected fault. */
+  clearFaults(): void {
+    this.failAllocation = undefined;
+    this.failMapping = undefined;
+    this.residencySetLimit = undefined;
+    this.#failingBufferAttempts.clear();
+    this.#core.failWiring = false;
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  /** A copy of the counters. */
+  counters(): NativeCounters {
+    return { ...this.#core.counters };
+  }
+
+  /** The live buffers, oldest first. */
+  get liveBuffers(): MockBuffer[] {
+    return [...this.#core.allocations].filter((allocation) => allocation instanceof MockBuffer);
+  }
+
+  /** The live mappings, oldest first. */
+  get liveMappings(): MockMappedFile[] {
+    return [...this.#core.allocations].filter((allocation) => allocation instanceof MockMappedFile);
+  }
+
+  /** The live residency sets, oldest first. */
+  get liveResidencySets(): MockResidencySet[] {
+    return [...this.#core.residencySets] as MockResidencySet[];
+  }
+
+  /** The live residency sets attached at least once. */
+  get attachedResidencySets(): MockResidencySet[] {
+    return this.liveResidencySets.filter((set) => set.attachments > 0);
+  }
+
+  /** The recorded calls, oldest first (the last `callLogLimit` of them). */
+  get calls(): MockCall[] {
+    return this.#core.log.calls();
+  }
+
+  /** Lifetime totals of every call by name, rejected and failed calls included. */
+  callCounts(): MockCallCounts {
+    return this.#core.log.counts();
+  }
+
+  /** Forgets the recorded calls (totals and counters stay). */
+  clearCalls(): void {
+    this.#core.log.clear();
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#core.closed;
+  }
+
+  /**
+   * Releases every live residency set, mapping and buffer (detaching their views) and closes the backend:
+   * later calls on it throw {@link NativeReleasedError}. Closing twice does nothing.
+   */
+  close(): void {
+    if (this.#core.closed) return;
+    for (const set of this.liveResidencySets) set.release();
+    for (const allocation of [...this.#core.allocations])
+      (allocation as MockBuffer | MockMappedFile).release();
+    this.#core.closed = true;
+    this.#core.log.record("close", undefined, undefined, "ok");
+  }
+
+  #assertBufferLength(bytes: unknown): asserts bytes is number {
+    if (typeof bytes !== "number") {
+      throw new NativeArgumentError(
+        "bytes",
+        `bytes must be a number of bytes, got ${typeof bytes} ${describeValue(bytes)}`,
+      );
+    }
+    if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+      throw new NativeArgumentError(
+        "bytes",
+        `bytes must be a positive safe integer number of bytes, got ${describeValue(bytes)}`,
+      );
+    }
+    if (bytes > this.maxBufferLength) {
+      throw new NativeArgumentError(
+        "bytes",
+        `bytes must be at most maxBufferLength (${this.maxBufferLength}), got ${bytes}`,
+      );
+    }
+  }
+}

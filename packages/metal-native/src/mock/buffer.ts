@@ -1,0 +1,101 @@
+import { NativeAllocationError, NativeReleasedError } from "../errors.js";
+import type { NativeBuffer } from "../types.js";
+import type { MockCore } from "./core.js";
+import { detachArrayBuffer } from "./support.js";
+
+/**
+ * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
+ * `contents()` is called, and only for buffers of at most `realMemoryUpTo` bytes, so a test can make
+ * buffers of many gigabytes.
+ */
+export class MockBuffer implements NativeBuffer {
+  /** Its number among the backend's buffers, from 1. */
+  readonly id: number;
+  /** `"buffer#<id>"`: how the call log names it. */
+  readonly label: string;
+  readonly length: number;
+  readonly allocatedSize: number;
+  readonly #core: MockCore;
+  #memory: ArrayBuffer | undefined;
+  #released = false;
+  #detachments = 0;
+
+  /** Made by {@link MockBackend.newBuffer} only. */
+  constructor(core: MockCore, id: number, length: number, allocatedSize: number) {
+    this.#core = core;
+    this.id = id;
+    this.label = `buffer#${id}`;
+    this.length = length;
+    this.allocatedSize = allocatedSize;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** Whether real memory stands behind it (`contents()` was called at least once). */
+  get hasMemory(): boolean {
+    return this.#memory !== undefined;
+  }
+
+  /** How many `ArrayBuffer`s were detached so far (by `detachContents()` and `release()`). */
+  get detachments(): number {
+    return this.#detachments;
+  }
+
+  /**
+   * The buffer's bytes (`length` of them, zeros at first) as an `ArrayBuffer`, the same one on every call
+   * until it is detached. Throws a {@link NativeAllocationError} for a buffer larger than the backend's
+   * `realMemoryUpTo`, and a {@link NativeReleasedError} after release.
+   */
+  contents(): ArrayBuffer {
+    return this.#core.run("buffer.contents", this.label, undefined, () => {
+      this.#assertLive("contents");
+      if (this.#memory === undefined) {
+        if (this.length > this.#core.realMemoryUpTo) {
+          throw new NativeAllocationError(
+            this.length,
+            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
+              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
+          );
+        }
+        this.#memory = new ArrayBuffer(this.length);
+      }
+      return this.#memory;
+    });
+  }
+
+  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
+  detachContents(): void {
+    this.#core.run("buffer.detachContents", this.label, undefined, () => {
+      this.#assertLive("detachContents");
+      if (this.#memory !== undefined) {
+        this.#memory = detachArrayBuffer(this.#memory);
+        this.#detachments += 1;
+      }
+    });
+  }
+
+  /** Gives the pretend memory back and detaches every view. A second call throws {@link NativeReleasedError}. */
+  release(): void {
+    this.#core.run("buffer.release", this.label, undefined, () => {
+      this.#assertLive("release");
+      this.#released = true;
+      if (this.#memory !== undefined) {
+        detachArrayBuffer(this.#memory);
+        this.#memory = undefined;
+        this.#detachments += 1;
+      }
+      const counters = this.#core.counters;
+      counters.buffersReleased += 1;
+      counters.bufferBytes -= this.allocatedSize;
+      this.#core.allocations.delete(this);
+    });
+  }
+
+  #assertLive(method: string): void {
+    if (this.#released) {
+      throw new NativeReleasedError(`${this.label}.${method}(): the buffer was already released`);
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import type { NativeErrorCode } from "../errors.js";
+
+/** The calls a {@link MockBackend} records, named as `handle.method` for calls on a handle. */
+export type MockCallName =
+  | "newBuffer"
+  | "buffer.contents"
+  | "buffer.detachContents"
+  | "buffer.release"
+  | "mapFile"
+  | "mappedFile.contents"
+  | "mappedFile.release"
+  | "newResidencySet"
+  | "attachResidencySet"
+  | "residencySet.add"
+  | "residencySet.remove"
+  | "residencySet.commit"
+  | "residencySet.requestResidency"
+  | "residencySet.endResidency"
+  | "residencySet.release"
+  | "close";
+
+/**
+ * How a recorded call ended: `"ok"`; `"rejected"` when it threw a {@link NativeArgumentError} or a
+ * {@link NativeReleasedError} before anything changed; `"failed"` when the pretend system failed (an injected
+ * or simulated allocation, mapping or system-call failure, or a residency set that could not be made).
+ */
+export type MockCallOutcome = "ok" | "rejected" | "failed";
+
+/** One call made on a {@link MockBackend} or on one of its handles. */
+export interface MockCall {
+  /** The call's number over the backend's lifetime, from 1 (not reset by `clearCalls`). */
+  readonly sequence: number;
+  /** Which call. */
+  readonly call: MockCallName;
+  /** The handle the call was made on or made, e.g. `"buffer#3"`, `"mapping#1"`, `"set#2"`. */
+  readonly target: string | undefined;
+  /** The argument: bytes for `newBuffer`, the path for `mapFile`, the allocation's label for `add`/`remove`. */
+  readonly argument: number | string | undefined;
+  /** How it ended. */
+  readonly outcome: MockCallOutcome;
+  /** The thrown error's `code`, when it threw. */
+  readonly errorCode: NativeErrorCode | undefined;
+}
+
+/** Lifetime totals of every call, by name (not reset by `clearCalls`). */
+export type MockCallCounts = Record<MockCallName, number>;
+
+function zeroCounts(): MockCallCounts {
+  return {
+    newBuffer: 0,
+    "buffer.contents": 0,
+    "buffer.detachContents": 0,
+    "buffer.release": 0,
+    mapFile: 0,
+    "mappedFile.contents": 0,
+    "mappedFile.release": 0,
+    newResidencySet: 0,
+    attachResidencySet: 0,
+    "residencySet.add": 0,
+    "residencySet.remove": 0,
+    "residencySet.commit": 0,
+    "residencySet.requestResidency": 0,
+    "residencySet.endResidency": 0,
+    "residencySet.release": 0,
+    close: 0,
+  };
+}
+
+/** The call log of one backend: the last `limit` calls, and lifetime totals by name. */
+export class MockCallLog {
+  readonly #limit: number;
+  #calls: MockCall[] = [];
+  #sequence = 0;
+  readonly #counts = zeroCounts();
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Appends a call; drops the oldest ones beyond the limit. */
+  record(
+    call: MockCallName,
+    target: string | undefined,
+    argument: number | string | undefined,
+    outcome: MockCallOutcome,
+    errorCode?: NativeErrorCode,
+  ): void {
+    this.#sequence += 1;
+    this.#counts[call] += 1;
+    if (this.#limit === 0) return;
+    this.#calls.push({ sequence: this.#sequence, call, target, argument, outcome, errorCode });
+    // Trim in batches so that recording stays O(1) amortised.
+    if (this.#calls.length >= 2 * this.#limit) this.#calls = this.#calls.slice(-this.#limit);
+  }
+
+  /** The recorded calls, oldest first (at most `limit` of them). */
+  calls(): MockCall[] {
+    return this.#calls.length > this.#limit ? this.#calls.slice(-this.#limit) : this.#calls.slice();
+  }
+
+  /** Lifetime totals by name. */
+  counts(): MockCallCounts {
+    return { ...this.#counts };
+  }
+
+  /** Forgets the recorded calls (the totals and the sequence go on). */
+  clear(): void {
+    this.#calls = [];
+  }
+}

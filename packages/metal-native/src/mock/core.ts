@@ -1,0 +1,127 @@
+import { NativeArgumentError, NativeError, NativeReleasedError } from "../errors.js";
+import type { NativeAllocation, NativeCounters } from "../types.js";
+import type { MockCallLog, MockCallName } from "./calls.js";
+
+/** Decides whether wiring an allocation fails: `true` for all, a predicate for some. */
+export type MockWiringFault = boolean | ((allocation: NativeAllocation) => boolean);
+
+/** What every mock allocation (buffer or mapping) shows the backend. */
+export interface MockAllocationLike {
+  /** e.g. `"buffer#3"`. */
+  readonly label: string;
+  readonly allocatedSize: number;
+  readonly released: boolean;
+}
+
+/**
+ * The state one {@link MockBackend} shares with its handles: counters, the call log, the live handles and the
+ * wiring fault. Internal: not exported from `@nuvec/metal-native/mock`.
+ */
+export class MockCore {
+  readonly counters: NativeCounters = {
+    buffersMade: 0,
+    buffersReleased: 0,
+    bufferBytes: 0,
+    mappingsMade: 0,
+    mappingsReleased: 0,
+    mappedBytes: 0,
+    residencySetsMade: 0,
+    commits: 0,
+    residencyRequests: 0,
+    wiredBytes: 0,
+    wiringFailures: 0,
+  };
+  /** Live buffers and mappings, in creation order. */
+  readonly allocations = new Set<MockAllocationLike>();
+  /** Live residency sets, in creation order. */
+  readonly residencySets = new Set<object>();
+  /** How often each residency set was attached (kept after its release). */
+  readonly attachments = new WeakMap<object, number>();
+  /** The wiring fault in force. */
+  failWiring: MockWiringFault = false;
+  /** True once the backend is closed. */
+  closed = false;
+  readonly log: MockCallLog;
+  /** Buffers and mappings up to this many bytes get real memory from `contents()`. */
+  readonly realMemoryUpTo: number;
+
+  constructor(log: MockCallLog, realMemoryUpTo: number) {
+    this.log = log;
+    this.realMemoryUpTo = realMemoryUpTo;
+  }
+
+  /**
+   * Runs `body` as the call `call` and records it: `"ok"` when it returns, `"rejected"` for an argument or
+   * released-handle error, `"failed"` for any other error (which is rethrown).
+   */
+  run<T>(
+    call: MockCallName,
+    target: string | undefined,
+    argument: number | string | undefined,
+    body: () => T,
+  ): T {
+    let result: T;
+    try {
+      result = body();
+    } catch (error) {
+      const code = error instanceof NativeError ? error.code : undefined;
+      const rejected = code === "ERR_NUVEC_INVALID_ARGUMENT" || code === "ERR_NUVEC_RELEASED";
+      this.log.record(call, target, argument, rejected ? "rejected" : "failed", code);
+      throw error;
+    }
+    this.log.record(call, target, argument, "ok");
+    return result;
+  }
+
+  /** Throws a {@link NativeReleasedError} once the backend is closed. */
+  assertOpen(what: string): void {
+    if (this.closed) throw new NativeReleasedError(`${what}: the mock backend is closed`);
+  }
+
+  /**
+   * Checks that `allocation` is a live-or-released buffer or mapping of this backend; throws a
+   * {@link NativeArgumentError} for anything else.
+   */
+  assertOwnAllocation(allocation: unknown, what: string): asserts allocation is MockAllocationLike {
+    if (!this.isOwnAllocation(allocation)) {
+      throw new NativeArgumentError(
+        "allocation",
+        `${what}: the allocation is not a buffer or mapped file of this mock backend`,
+      );
+    }
+  }
+
+  /** Every allocation made by this backend, live or released (released ones are forgotten). */
+  readonly #known = new WeakSet<object>();
+
+  /** Registers a new buffer or mapping. */
+  adopt(allocation: MockAllocationLike): void {
+    this.#known.add(allocation);
+    this.allocations.add(allocation);
+  }
+
+  /** Whether `allocation` was made by this backend. */
+  isOwnAllocation(allocation: unknown): allocation is MockAllocationLike {
+    return typeof allocation === "object" && allocation !== null && this.#known.has(allocation);
+  }
+
+  /**
+   * Wires `allocation` unless the wiring fault says it fails, in which case the failure is counted (never
+   * thrown). Returns whether it is wired.
+   */
+  wire(allocation: NativeAllocation): boolean {
+    const fault = this.failWiring;
+    const fails = typeof fault === "function" ? fault(allocation) : fault;
+    if (fails) {
+      this.counters.wiringFailures += 1;
+      return false;
+    }
+    this.counters.wiredBytes += allocation.allocatedSize;
+    return true;
+  }
+
+  /** Unwires a wired allocation. */
+  unwire(allocation: NativeAllocation): void {
+    this.counters.wiredBytes -= allocation.allocatedSize;
+  }
+}

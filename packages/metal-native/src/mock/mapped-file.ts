@@ -1,0 +1,99 @@
+import { NativeAllocationError, NativeReleasedError } from "../errors.js";
+import type { NativeMappedFile } from "../types.js";
+import type { MockCore } from "./core.js";
+import { detachArrayBuffer } from "./support.js";
+
+/** Where a mock mapping's bytes came from. */
+export type MockMappedFileSource = "virtual" | "file";
+
+/**
+ * A pretend mapped file made by {@link MockBackend.mapFile}: copy-on-write like the real one (writes through
+ * `contents()` change neither the virtual file nor the file on disk). Its bytes are those of the file when it
+ * was mapped.
+ */
+export class MockMappedFile implements NativeMappedFile {
+  /** Its number among the backend's mappings, from 1. */
+  readonly id: number;
+  /** `"mapping#<id>"`: how the call log names it. */
+  readonly label: string;
+  readonly path: string;
+  readonly length: number;
+  readonly mappedLength: number;
+  readonly allocatedSize: number;
+  /** A virtual file (`addFile`) or a real file read through `node:fs`. */
+  readonly source: MockMappedFileSource;
+  readonly #core: MockCore;
+  /** The file's bytes when mapped; `undefined` for zeros (a virtual file given by its length) or too large. */
+  #snapshot: Uint8Array | undefined;
+  #memory: ArrayBuffer | undefined;
+  #released = false;
+
+  /** Made by {@link MockBackend.mapFile} only. */
+  constructor(
+    core: MockCore,
+    id: number,
+    path: string,
+    source: MockMappedFileSource,
+    length: number,
+    mappedLength: number,
+    snapshot: Uint8Array | undefined,
+  ) {
+    this.#core = core;
+    this.id = id;
+    this.label = `mapping#${id}`;
+    this.path = path;
+    this.source = source;
+    this.length = length;
+    this.mappedLength = mappedLength;
+    this.allocatedSize = mappedLength;
+    this.#snapshot = snapshot;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /**
+   * The file's bytes (`length` of them) as an `ArrayBuffer`, the same one on every call, detached on release.
+   * Throws a {@link NativeAllocationError} for a file larger than the backend's `realMemoryUpTo`, and a
+   * {@link NativeReleasedError} after release.
+   */
+  contents(): ArrayBuffer {
+    return this.#core.run("mappedFile.contents", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.contents(): the mapping was already released`);
+      }
+      if (this.#memory === undefined) {
+        if (this.length > this.#core.realMemoryUpTo) {
+          throw new NativeAllocationError(
+            this.length,
+            `${this.label}.contents(): the mock gives real memory only to mappings of up to ` +
+              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), ${JSON.stringify(this.path)} has ${this.length}`,
+          );
+        }
+        const memory = new ArrayBuffer(this.length);
+        if (this.#snapshot !== undefined) new Uint8Array(memory).set(this.#snapshot);
+        this.#snapshot = undefined;
+        this.#memory = memory;
+      }
+      return this.#memory;
+    });
+  }
+
+  /** Unmaps the pretend file and detaches every view. A second call throws {@link NativeReleasedError}. */
+  release(): void {
+    this.#core.run("mappedFile.release", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.release(): the mapping was already released`);
+      }
+      this.#released = true;
+      if (this.#memory !== undefined) detachArrayBuffer(this.#memory);
+      this.#memory = undefined;
+      this.#snapshot = undefined;
+      const counters = this.#core.counters;
+      counters.mappingsReleased += 1;
+      counters.mappedBytes -= this.mappedLength;
+      this.#core.allocations.delete(this);
+    });
+  }
+}

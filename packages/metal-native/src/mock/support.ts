@@ -1,0 +1,131 @@
+import { NativeArgumentError, NativeError, NativeSystemError, NativeUnavailableError } from "../errors.js";
+
+/**
+ * Detaches `buffer` (every view over it then reads `byteLength` 0) and returns a new `ArrayBuffer` holding
+ * its bytes, without a copy. Uses `ArrayBuffer.prototype.transfer` where the engine has it (Node.js ≥ 21)
+ * and a transferring `structuredClone` otherwise (Node.js 20).
+ */
+export function detachArrayBuffer(buffer: ArrayBuffer): ArrayBuffer {
+  const transfer = (buffer as { transfer?: () => ArrayBuffer }).transfer;
+  if (typeof transfer === "function") return transfer.call(buffer);
+  return structuredClone(buffer, { transfer: [buffer] });
+}
+
+/** A value for a message: strings quoted, bigints with `n`, `-0` kept. */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (Object.is(value, -0)) return "-0";
+  return String(value);
+}
+
+/** Checks a positive safe integer option or argument; throws a {@link NativeArgumentError} naming it. */
+export function assertPositiveInteger(value: unknown, name: string): asserts value is number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
+    throw new NativeArgumentError(
+      name,
+      `${name} must be a positive safe integer, got ${describeValue(value)}`,
+    );
+  }
+}
+
+/** Whether `value` is a power of two. */
+export function isPowerOfTwo(value: number): boolean {
+  return Number.isSafeInteger(value) && value > 0 && (value & (value - 1)) === 0 && value <= 2 ** 30;
+}
+
+/** `length` rounded up to whole pages (the same as `mappingSize` of `@nuvec/stats`). */
+export function roundUpToPages(length: number, pageSize: number): number {
+  return Math.ceil(length / pageSize) * pageSize;
+}
+
+/** Errno numbers that Linux and macOS share, for when `node:os` is not there to ask. */
+const PORTABLE_ERRNO: Readonly<Record<string, number>> = {
+  EPERM: 1,
+  ENOENT: 2,
+  EIO: 5,
+  ENOMEM: 12,
+  EACCES: 13,
+  EFAULT: 14,
+  EBUSY: 16,
+  EEXIST: 17,
+  ENODEV: 19,
+  ENOTDIR: 20,
+  EISDIR: 21,
+  EINVAL: 22,
+  ENFILE: 23,
+  EMFILE: 24,
+  EFBIG: 27,
+};
+
+interface BuiltinModules {
+  fs: typeof import("node:fs") | undefined;
+  os: typeof import("node:os") | undefined;
+}
+
+type GetBuiltinModule = (id: string) => unknown;
+
+/** `process.getBuiltinModule` when running in Node.js (≥ 20.16), else undefined: no static `node:` import. */
+function getBuiltinModule(): GetBuiltinModule | undefined {
+  const processObject = (globalThis as { process?: { getBuiltinModule?: GetBuiltinModule } }).process;
+  return typeof processObject?.getBuiltinModule === "function"
+    ? processObject.getBuiltinModule.bind(processObject)
+    : undefined;
+}
+
+let builtins: BuiltinModules | undefined;
+
+function loadBuiltins(): BuiltinModules {
+  if (builtins === undefined) {
+    const get = getBuiltinModule();
+    builtins = {
+      fs: get?.("node:fs") as typeof import("node:fs") | undefined,
+      os: get?.("node:os") as typeof import("node:os") | undefined,
+    };
+  }
+  return builtins;
+}
+
+/** `node:fs`, loaded on first use; throws a {@link NativeUnavailableError} outside Node.js. */
+export function nodeFileSystem(path: string): typeof import("node:fs") {
+  const fs = loadBuiltins().fs;
+  if (fs === undefined) {
+    throw new NativeUnavailableError(
+      `the mock cannot map the real file ${JSON.stringify(path)}: node:fs is not available here; ` +
+        "add a virtual file with mock.addFile(path, bytes) instead",
+    );
+  }
+  return fs;
+}
+
+/** The number of the errno named `errno` on this system (`-1` when unknown). */
+export function errnoNumber(errno: string): number {
+  const constants = loadBuiltins().os?.constants.errno as Record<string, number> | undefined;
+  return constants?.[errno] ?? PORTABLE_ERRNO[errno] ?? -1;
+}
+
+/** A {@link NativeSystemError} as the host layer would throw it: `<syscall> <path>: <errno>`. */
+export function systemError(
+  syscall: string,
+  errno: string,
+  path: string,
+  detail?: string,
+): NativeSystemError {
+  const because = detail === undefined ? "" : ` (${detail})`;
+  return new NativeSystemError(
+    syscall,
+    errno,
+    errnoNumber(errno),
+    `${syscall} ${JSON.stringify(path)} failed: ${errno}${because}`,
+    path,
+  );
+}
+
+/** Turns an error thrown by `node:fs` into a {@link NativeSystemError}; other errors pass through. */
+export function fromFileSystemError(error: unknown, syscall: string, path: string): unknown {
+  if (error instanceof NativeError) return error;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code !== "string" || !code.startsWith("E")) return error;
+  const message = (error as { message?: unknown }).message;
+  return systemError(syscall, code, path, typeof message === "string" ? message : undefined);
+}
