@@ -1,0 +1,37 @@
+{
+  "targets": [
+    {
+      "target_name": "nuvec_metal_native",
+      "sources": ["native/binding.cc", "native/posix.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
+      "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "conditions": [
+        [
+          "OS=='mac'",
+          {
+            "sources": ["native/metal/metal_platform.mm"],
+            "link_settings": {
+              "libraries": ["-framework Metal", "-framework Foundation"]
+            },
+            "xcode_settings": {
+              "CLANG_ENABLE_OBJC_ARC": "YES",
+              "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+              "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+              "MACOSX_DEPLOYMENT_TARGET": "14.0",
+              "OTHER_CFLAGS": ["-fobjc-arc"]
+            }
+          }
+        ],
+        [
+          "OS!='mac' and OS!='win'",
+          {
+            "sources": ["native/host/host_platform.cc"]
+          }
+        ]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,589 @@
+// The N-API binding shared by both platform layers (node-addon-api, C++17). Everything JavaScript sees goes
+// through here: the handle classes, external ArrayBuffers (made lazily, detached on release), the typed
+// errors, the counters and the per-environment state that a worker thread's exit cleans up.
+//
+// Ownership: an AddonState per JS environment owns the platform and every live allocation and set, by id.
+// Handles (JS objects) hold ids, never owning pointers, so that whichever comes first — release(), the
+// handle being collected, the environment's cleanup — frees once and the others find nothing to do.
+#include <napi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "platform.h"
+
+namespace nuvec {
+namespace {
+
+constexpr const char* kInvalidArgument = "ERR_NUVEC_INVALID_ARGUMENT";
+constexpr const char* kReleased = "ERR_NUVEC_RELEASED";
+constexpr const char* kSystem = "ERR_NUVEC_SYSTEM";
+constexpr const char* kAllocationFailed = "ERR_NUVEC_ALLOCATION_FAILED";
+constexpr const char* kUnavailable = "ERR_NUVEC_NATIVE_UNAVAILABLE";
+
+// A JS Error with the fields the TypeScript layer turns into the classes of errors.ts.
+Napi::Error MakeError(Napi::Env env, const char* code, const std::string& message) {
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("code", Napi::String::New(env, code));
+  return error;
+}
+
+[[noreturn]] void ThrowArgument(Napi::Env env, const char* argument, const std::string& message) {
+  Napi::Error error = MakeError(env, kInvalidArgument, message);
+  error.Set("argument", Napi::String::New(env, argument));
+  throw error;
+}
+
+[[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, double bytes) {
+  switch (failure.kind) {
+    case Failure::Kind::kSystem: {
+      Napi::Error error = MakeError(env, kSystem, failure.message);
+      error.Set("syscall", Napi::String::New(env, failure.syscall));
+      error.Set("errno", Napi::String::New(env, ErrnoName(failure.errnum)));
+      error.Set("errnoNumber", Napi::Number::New(env, failure.errnum));
+      if (!failure.path.empty()) error.Set("path", Napi::String::New(env, failure.path));
+      throw error;
+    }
+    case Failure::Kind::kArgument:
+      ThrowArgument(env, "bytes", failure.message);
+    case Failure::Kind::kAllocation:
+    case Failure::Kind::kNone:
+    default: {
+      Napi::Error error = MakeError(env, kAllocationFailed, failure.message);
+      error.Set("bytes", Napi::Number::New(env, bytes));
+      throw error;
+    }
+  }
+}
+
+struct Counters {
+  uint64_t buffersMade = 0;
+  uint64_t buffersReleased = 0;
+  uint64_t bufferBytes = 0;
+  uint64_t mappingsMade = 0;
+  uint64_t mappingsReleased = 0;
+  uint64_t mappedBytes = 0;
+  uint64_t residencySetsMade = 0;
+  uint64_t commits = 0;
+  uint64_t residencyRequests = 0;
+};
+
+struct LiveAllocation {
+  std::unique_ptr<Allocation> allocation;
+  bool mapped = false;
+  // External ArrayBuffers over it not yet collected, and whether its handle was collected without
+  // release(): the memory is freed when both are done (a view kept alone must never dangle).
+  uint32_t liveViews = 0;
+  bool handleCollected = false;
+};
+
+class AddonState {
+ public:
+  std::unique_ptr<Platform> platform;
+  Failure platformFailure;
+  Counters counters;
+  bool tornDown = false;
+
+  uint64_t AddAllocation(Napi::Env env, std::unique_ptr<Allocation> allocation, bool mapped) {
+    uint64_t id = ++lastId_;
+    size_t bytes = allocation->allocatedSize();
+    if (mapped) {
+      counters.mappingsMade += 1;
+      counters.mappedBytes += bytes;
+    } else {
+      counters.buffersMade += 1;
+      counters.bufferBytes += bytes;
+      // Tell V8 about memory it cannot see, so that dropped handles are collected (and freed) in time.
+      Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(bytes));
+    }
+    LiveAllocation& live = allocations_[id];
+    live.allocation = std::move(allocation);
+    live.mapped = mapped;
+    return id;
+  }
+
+  Allocation* FindAllocation(uint64_t id) {
+    auto found = allocations_.find(id);
+    return found == allocations_.end() ? nullptr : found->second.allocation.get();
+  }
+
+  // env is empty during the environment's teardown (no V8 accounting then).
+  void FreeAllocation(napi_env env, uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return;
+    Allocation* allocation = found->second.allocation.get();
+    for (ResidencySet* set : allocation->sets) {
+      set->forget(allocation);
+      set->members.erase(allocation);
+    }
+    allocation->sets.clear();
+    size_t bytes = allocation->allocatedSize();
+    if (found->second.mapped) {
+      counters.mappingsReleased += 1;
+      counters.mappedBytes -= bytes;
+    } else {
+      counters.buffersReleased += 1;
+      counters.bufferBytes -= bytes;
+      if (env != nullptr) {
+        int64_t ignored = 0;
+        napi_adjust_external_memory(env, -static_cast<int64_t>(bytes), &ignored);
+      }
+    }
+    allocations_.erase(found);
+  }
+
+  void ViewCreated(uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found != allocations_.end()) found->second.liveViews += 1;
+  }
+
+  void ViewCollected(napi_env env, uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return;
+    found->second.liveViews -= 1;
+    if (found->second.liveViews == 0 && found->second.handleCollected) FreeAllocation(env, id);
+  }
+
+  void HandleCollected(napi_env env, uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return;
+    found->second.handleCollected = true;
+    if (found->second.liveViews == 0) FreeAllocation(env, id);
+  }
+
+  uint64_t AddSet(std::unique_ptr<ResidencySet> set) {
+    uint64_t id = ++lastId_;
+    sets_[id] = std::move(set);
+    counters.residencySetsMade += 1;
+    return id;
+  }
+
+  ResidencySet* FindSet(uint64_t id) {
+    auto found = sets_.find(id);
+    return found == sets_.end() ? nullptr : found->second.get();
+  }
+
+  void FreeSet(uint64_t id) {
+    auto found = sets_.find(id);
+    if (found == sets_.end()) return;
+    ResidencySet* set = found->second.get();
+    set->endResidency();
+    for (Allocation* allocation : set->members) allocation->sets.erase(set);
+    set->members.clear();
+    sets_.erase(found);
+  }
+
+  // The environment is going away (process or worker exit): give everything back to the system.
+  void TearDown() {
+    if (tornDown) return;
+    tornDown = true;
+    while (!sets_.empty()) FreeSet(sets_.begin()->first);
+    while (!allocations_.empty()) FreeAllocation(nullptr, allocations_.begin()->first);
+    platform.reset();
+  }
+
+ private:
+  uint64_t lastId_ = 0;
+  std::unordered_map<uint64_t, LiveAllocation> allocations_;
+  std::unordered_map<uint64_t, std::unique_ptr<ResidencySet>> sets_;
+};
+
+// Instance data of one environment (main thread or worker).
+struct AddonData {
+  std::shared_ptr<AddonState> state = std::make_shared<AddonState>();
+  Napi::FunctionReference bufferConstructor;
+  Napi::FunctionReference mappedFileConstructor;
+  Napi::FunctionReference residencySetConstructor;
+};
+
+AddonData& DataOf(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }
+
+Platform& PlatformOf(Napi::Env env, AddonState& state) {
+  if (state.tornDown || !state.platform) {
+    Failure failure = state.platformFailure;
+    Napi::Error error = MakeError(env, kUnavailable,
+                                  failure.message.empty() ? "the native device is not available" : failure.message);
+    throw error;
+  }
+  return *state.platform;
+}
+
+// What a view's finalizer needs: the state may be gone by then (weak), and the allocation may have been
+// freed by release() (looked up by id).
+struct ViewHint {
+  std::weak_ptr<AddonState> state;
+  uint64_t id;
+};
+
+// Shared by the buffer and mapped-file handles.
+class AllocationHandle {
+ public:
+  std::shared_ptr<AddonState> state;
+  uint64_t id = 0;
+  bool released = true;
+  double length = 0;
+  double allocatedSize = 0;
+  // Weak references to the ArrayBuffers handed out, detached on release.
+  std::vector<Napi::Reference<Napi::ArrayBuffer>> views;
+
+  Allocation* Live(Napi::Env env, const char* what) {
+    Allocation* allocation = released ? nullptr : state->FindAllocation(id);
+    if (allocation == nullptr) throw MakeError(env, kReleased, std::string("this ") + what + " was released");
+    return allocation;
+  }
+
+  Napi::Value Contents(const Napi::CallbackInfo& info, const char* what) {
+    Napi::Env env = info.Env();
+    Allocation* allocation = Live(env, what);
+    // The same ArrayBuffer while it lives: an external ArrayBuffer costs microseconds (TOOLCHAIN.md).
+    for (auto& view : views) {
+      Napi::ArrayBuffer buffer = view.Value();
+      if (!buffer.IsEmpty() && !buffer.IsDetached()) return buffer;
+    }
+    views.erase(std::remove_if(views.begin(), views.end(), [](auto& view) { return view.Value().IsEmpty(); }),
+                views.end());
+    auto* hint = new ViewHint{state, id};
+    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+        env, allocation->data(), allocation->length(),
+        [](Napi::Env finalizerEnv, void*, ViewHint* hint) {
+          if (auto state = hint->state.lock()) state->ViewCollected(finalizerEnv, hint->id);
+          delete hint;
+        },
+        hint);
+    state->ViewCreated(id);
+    views.push_back(Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0));
+    return buffer;
+  }
+
+  void Release(const Napi::CallbackInfo& info, const char* what) {
+    Napi::Env env = info.Env();
+    Live(env, what);
+    // Detach first: no view may outlive the memory (a stale view reads byteLength 0, never a new owner's bytes).
+    for (auto& view : views) {
+      Napi::ArrayBuffer buffer = view.Value();
+      if (!buffer.IsEmpty() && !buffer.IsDetached()) buffer.Detach();
+    }
+    views.clear();
+    released = true;
+    state->FreeAllocation(env, id);
+  }
+
+  // The handle was collected without release(): free unless a view still lives (then its finalizer frees).
+  void Collected(napi_env env) {
+    if (!released && state) state->HandleCollected(env, id);
+    released = true;
+  }
+};
+
+// Throws unless value is a whole number of bytes in (0, limit].
+size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {
+  if (!value.IsNumber()) ThrowArgument(env, "bytes", "bytes must be a number");
+  double bytes = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(bytes) || bytes != std::floor(bytes) || bytes <= 0) {
+    ThrowArgument(env, "bytes", "bytes must be a positive whole number, got " + value.ToString().Utf8Value());
+  }
+  if (bytes > static_cast<double>(limit)) {
+    ThrowArgument(env, "bytes",
+                  "bytes (" + value.ToString().Utf8Value() + ") is above maxBufferLength (" + std::to_string(limit) + ")");
+  }
+  return static_cast<size_t>(bytes);
+}
+
+class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeBufferHandle",
+                       {InstanceMethod<&BufferHandle::Contents>("contents"),
+                        InstanceMethod<&BufferHandle::Release>("release"),
+                        InstanceAccessor<&BufferHandle::Length>("length"),
+                        InstanceAccessor<&BufferHandle::AllocatedSize>("allocatedSize"),
+                        InstanceAccessor<&BufferHandle::Released>("released")});
+  }
+
+  // new NativeBufferHandle(bytes)
+  explicit BufferHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferHandle>(info) {
+    Napi::Env env = info.Env();
+    AddonData& data = DataOf(env);
+    Platform& platform = PlatformOf(env, *data.state);
+    size_t bytes = CheckBytes(env, info[0], platform.facts().maxBufferLength);
+    Failure failure;
+    std::unique_ptr<Allocation> allocation = platform.newBuffer(bytes, &failure);
+    if (!allocation) ThrowFailure(env, failure, static_cast<double>(bytes));
+    handle_.state = data.state;
+    handle_.length = static_cast<double>(allocation->length());
+    handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
+    handle_.id = data.state->AddAllocation(env, std::move(allocation), false);
+    handle_.released = false;
+  }
+
+  void Finalize(Napi::Env env) override { handle_.Collected(env); }
+
+  AllocationHandle& handle() { return handle_; }
+
+ private:
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
+  Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
+  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), handle_.allocatedSize);
+  }
+  Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+
+  AllocationHandle handle_;
+};
+
+class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeMappedFileHandle",
+                       {InstanceMethod<&MappedFileHandle::Contents>("contents"),
+                        InstanceMethod<&MappedFileHandle::Release>("release"),
+                        InstanceAccessor<&MappedFileHandle::Length>("length"),
+                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("allocatedSize"),
+                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("mappedLength"),
+                        InstanceAccessor<&MappedFileHandle::Released>("released")});
+  }
+
+  // new NativeMappedFileHandle(path)
+  explicit MappedFileHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MappedFileHandle>(info) {
+    Napi::Env env = info.Env();
+    AddonData& data = DataOf(env);
+    Platform& platform = PlatformOf(env, *data.state);
+    if (!info[0].IsString()) ThrowArgument(env, "path", "path must be a string");
+    std::string path = info[0].As<Napi::String>().Utf8Value();
+    if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
+    if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
+    Failure failure;
+    std::unique_ptr<Allocation> allocation = platform.mapFile(path, &failure);
+    if (!allocation) ThrowFailure(env, failure, 0);
+    handle_.state = data.state;
+    handle_.length = static_cast<double>(allocation->length());
+    handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
+    handle_.id = data.state->AddAllocation(env, std::move(allocation), true);
+    handle_.released = false;
+  }
+
+  void Finalize(Napi::Env env) override { handle_.Collected(env); }
+
+  AllocationHandle& handle() { return handle_; }
+
+ private:
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
+  Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
+  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), handle_.allocatedSize);
+  }
+  Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+
+  AllocationHandle handle_;
+};
+
+// The handle behind a buffer or mapped-file object, or nullptr for anything else.
+AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value) {
+  if (!value.IsObject()) return nullptr;
+  AddonData& data = DataOf(env);
+  Napi::Object object = value.As<Napi::Object>();
+  if (object.InstanceOf(data.bufferConstructor.Value())) return &BufferHandle::Unwrap(object)->handle();
+  if (object.InstanceOf(data.mappedFileConstructor.Value())) return &MappedFileHandle::Unwrap(object)->handle();
+  return nullptr;
+}
+
+class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeResidencySetHandle",
+                       {InstanceMethod<&ResidencySetHandle::Add>("add"),
+                        InstanceMethod<&ResidencySetHandle::Remove>("remove"),
+                        InstanceMethod<&ResidencySetHandle::Commit>("commit"),
+                        InstanceMethod<&ResidencySetHandle::RequestResidency>("requestResidency"),
+                        InstanceMethod<&ResidencySetHandle::EndResidency>("endResidency"),
+                        InstanceMethod<&ResidencySetHandle::Release>("release"),
+                        InstanceAccessor<&ResidencySetHandle::AllocatedSize>("allocatedSize"),
+                        InstanceAccessor<&ResidencySetHandle::AllocationCount>("allocationCount"),
+                        InstanceAccessor<&ResidencySetHandle::WiringFailures>("wiringFailures"),
+                        InstanceAccessor<&ResidencySetHandle::LastWiringError>("lastWiringError"),
+                        InstanceAccessor<&ResidencySetHandle::Released>("released")});
+  }
+
+  // new NativeResidencySetHandle(): throws ERR_NUVEC_NATIVE_UNAVAILABLE when the device has no sets.
+  explicit ResidencySetHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ResidencySetHandle>(info) {
+    Napi::Env env = info.Env();
+    AddonData& data = DataOf(env);
+    Platform& platform = PlatformOf(env, *data.state);
+    Failure failure;
+    std::unique_ptr<ResidencySet> set = platform.newResidencySet(&failure);
+    if (failure.failed()) ThrowFailure(env, failure, 0);
+    if (!set) throw MakeError(env, kUnavailable, "this device has no residency sets");
+    state_ = data.state;
+    id_ = state_->AddSet(std::move(set));
+  }
+
+  void Finalize(Napi::Env) override {
+    if (state_) state_->FreeSet(id_);
+  }
+
+  ResidencySet* Live(Napi::Env env) {
+    ResidencySet* set = state_ ? state_->FindSet(id_) : nullptr;
+    if (set == nullptr) throw MakeError(env, kReleased, "this residency set was released");
+    return set;
+  }
+
+ private:
+  AllocationHandle* Argument(const Napi::CallbackInfo& info) {
+    AllocationHandle* handle = UnwrapAllocation(info.Env(), info[0]);
+    if (handle == nullptr) ThrowArgument(info.Env(), "allocation", "allocation must be a buffer or a mapped file");
+    return handle;
+  }
+
+  void Add(const Napi::CallbackInfo& info) {
+    ResidencySet* set = Live(info.Env());
+    Allocation* allocation = Argument(info)->Live(info.Env(), "allocation");
+    set->add(allocation);
+    set->members.insert(allocation);
+    allocation->sets.insert(set);
+  }
+
+  // Removing a released allocation does nothing: release already took it out of every set.
+  void Remove(const Napi::CallbackInfo& info) {
+    ResidencySet* set = Live(info.Env());
+    AllocationHandle* handle = Argument(info);
+    Allocation* allocation = handle->released ? nullptr : state_->FindAllocation(handle->id);
+    if (allocation != nullptr && set->members.count(allocation) > 0) set->remove(allocation);
+  }
+
+  void Commit(const Napi::CallbackInfo& info) {
+    Live(info.Env())->commit();
+    state_->counters.commits += 1;
+  }
+
+  void RequestResidency(const Napi::CallbackInfo& info) {
+    Live(info.Env())->requestResidency();
+    state_->counters.residencyRequests += 1;
+  }
+
+  void EndResidency(const Napi::CallbackInfo& info) { Live(info.Env())->endResidency(); }
+
+  void Release(const Napi::CallbackInfo& info) {
+    Live(info.Env());
+    state_->FreeSet(id_);
+  }
+
+  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->allocatedSize()));
+  }
+  Napi::Value AllocationCount(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->allocationCount()));
+  }
+  Napi::Value WiringFailures(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->wiringFailures()));
+  }
+  Napi::Value LastWiringError(const Napi::CallbackInfo& info) {
+    std::string advice = Live(info.Env())->lastWiringError();
+    return advice.empty() ? info.Env().Undefined() : Napi::String::New(info.Env(), advice);
+  }
+  Napi::Value Released(const Napi::CallbackInfo& info) {
+    return Napi::Boolean::New(info.Env(), !state_ || state_->FindSet(id_) == nullptr);
+  }
+
+  std::shared_ptr<AddonState> state_;
+  uint64_t id_ = 0;
+};
+
+Napi::Value Facts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const DeviceFacts& facts = PlatformOf(env, *DataOf(env).state).facts();
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("name", facts.name);
+  object.Set("platform", facts.platform);
+  object.Set("memorySize", static_cast<double>(facts.memorySize));
+  object.Set("recommendedMaxWorkingSetSize", static_cast<double>(facts.recommendedMaxWorkingSetSize));
+  object.Set("maxBufferLength", static_cast<double>(facts.maxBufferLength));
+  object.Set("resourceLimit", static_cast<double>(facts.resourceLimit));
+  object.Set("pageSize", static_cast<double>(facts.pageSize));
+  object.Set("supportsResidencySets", facts.supportsResidencySets);
+  return object;
+}
+
+Napi::Value CountersOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonState& state = *DataOf(env).state;
+  WiringCounters wiring = PlatformOf(env, state).wiringCounters();
+  const Counters& counters = state.counters;
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("buffersMade", static_cast<double>(counters.buffersMade));
+  object.Set("buffersReleased", static_cast<double>(counters.buffersReleased));
+  object.Set("bufferBytes", static_cast<double>(counters.bufferBytes));
+  object.Set("mappingsMade", static_cast<double>(counters.mappingsMade));
+  object.Set("mappingsReleased", static_cast<double>(counters.mappingsReleased));
+  object.Set("mappedBytes", static_cast<double>(counters.mappedBytes));
+  object.Set("residencySetsMade", static_cast<double>(counters.residencySetsMade));
+  object.Set("commits", static_cast<double>(counters.commits));
+  object.Set("residencyRequests", static_cast<double>(counters.residencyRequests));
+  object.Set("wiredBytes", static_cast<double>(wiring.wiredBytes));
+  object.Set("wiringFailures", static_cast<double>(wiring.wiringFailures));
+  return object;
+}
+
+Napi::Value LastWiringError(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string advice = PlatformOf(env, *DataOf(env).state).lastWiringError();
+  return advice.empty() ? env.Undefined() : Napi::String::New(env, advice);
+}
+
+void AttachResidencySet(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  Platform& platform = PlatformOf(env, *data.state);
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.residencySetConstructor.Value())) {
+    ThrowArgument(env, "set", "set must be a residency set of this backend");
+  }
+  platform.attachResidencySet(ResidencySetHandle::Unwrap(info[0].As<Napi::Object>())->Live(env));
+}
+
+// Nothing: what a call across N-API costs, for the benchmark.
+Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
+
+}  // namespace
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  Failure failure;
+  data->state->platform = CreatePlatform(&failure);
+  data->state->platformFailure = failure;
+  Napi::Function buffer = BufferHandle::Define(env);
+  Napi::Function mappedFile = MappedFileHandle::Define(env);
+  Napi::Function residencySet = ResidencySetHandle::Define(env);
+  data->bufferConstructor = Napi::Persistent(buffer);
+  data->mappedFileConstructor = Napi::Persistent(mappedFile);
+  data->residencySetConstructor = Napi::Persistent(residencySet);
+  env.SetInstanceData<AddonData>(data);
+  // Runs before N-API's own teardown of this environment (hooks run in reverse order of registration), so a
+  // worker's or the process's memory, mappings and locks go back to the system at exit, whatever JS dropped.
+  std::weak_ptr<AddonState> weak = data->state;
+  env.AddCleanupHook([weak]() {
+    if (auto state = weak.lock()) state->TearDown();
+  });
+  exports.Set("NativeBufferHandle", buffer);
+  exports.Set("NativeMappedFileHandle", mappedFile);
+  exports.Set("NativeResidencySetHandle", residencySet);
+  exports.Set("facts", Napi::Function::New<Facts>(env, "facts"));
+  exports.Set("counters", Napi::Function::New<CountersOf>(env, "counters"));
+  exports.Set("lastWiringError", Napi::Function::New<LastWiringError>(env, "lastWiringError"));
+  exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
+  exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
+  exports.Set("available", Napi::Boolean::New(env, static_cast<bool>(data->state->platform)));
+  exports.Set("unavailableReason", Napi::String::New(env, failure.message));
+  return exports;
+}
+
+}  // namespace nuvec
+
+// The macro pastes the function's name into an identifier: it must be unqualified.
+static Napi::Object InitNuvec(Napi::Env env, Napi::Object exports) { return nuvec::Init(env, exports); }
+NODE_API_MODULE(nuvec_metal_native, InitNuvec)

@@ -1,0 +1,407 @@
+// The host layer (Linux and other POSIX systems): real memory with Metal's semantics, so that everything
+// above the native interface runs for real where there is no Apple GPU.
+//
+//  - Buffers of a page or more come from anonymous private mmap (zeroed, whole pages, given back at once by
+//    munmap). Smaller ones come from aligned_alloc: the real traces make hundreds of thousands of small
+//    buffers, and one mapping each would exhaust vm.max_map_count and waste most of a page on each.
+//  - Mapped files: posix.cc (private, copy-on-write).
+//  - Residency sets wire with mlock/munlock. mlock does not nest, and small buffers share pages, so pages
+//    under small buffers are locked through a process-wide reference count (workers share the malloc heap).
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../platform.h"
+
+namespace nuvec {
+namespace {
+
+// Small buffers are aligned like a cache line (and like what Metal guarantees for buffer contents), and
+// their size is rounded to it: that is what the process really holds for them, give or take malloc's header.
+constexpr size_t kSmallAlignment = 64;
+
+// Maps kept free for the runtime when deriving the resource limit from vm.max_map_count: V8's heap spaces,
+// shared libraries, thread stacks and malloc arenas take several hundred to a few thousand mappings in a
+// busy Node process, and a partly locked mapping can split in two. 8192 leaves room for all of that and
+// still gives 57 338 buffers at the default limit of 65 530.
+constexpr uint64_t kMapCountHeadroom = 8192;
+
+enum class Kind { kSmall, kAnonymous, kFile };
+
+class HostAllocation final : public Allocation {
+ public:
+  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize)
+      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize) {}
+  ~HostAllocation() override {
+    // munmap drops any locks with the mapping; small buffers were unlocked by their sets (forget).
+    switch (kind_) {
+      case Kind::kSmall:
+        std::free(data_);
+        break;
+      case Kind::kAnonymous:
+        munmap(data_, allocatedSize_);
+        break;
+      case Kind::kFile:
+        munmap(data_, allocatedSize_);
+        break;
+    }
+  }
+  void* data() const override { return data_; }
+  size_t length() const override { return length_; }
+  size_t allocatedSize() const override { return allocatedSize_; }
+  Kind kind() const { return kind_; }
+
+  // How many sets have it wired (mlock does not nest: lock at 0 → 1, unlock at 1 → 0).
+  uint32_t wireCount = 0;
+
+ private:
+  Kind kind_;
+  void* data_;
+  size_t length_;
+  size_t allocatedSize_;
+};
+
+// Pages under small buffers, locked once however many wired buffers share them.
+class SmallPageLocks {
+ public:
+  static SmallPageLocks& instance() {
+    // Never destroyed: a worker may still unlock while the process exits.
+    static SmallPageLocks* locks = new SmallPageLocks();
+    return *locks;
+  }
+
+  // 0 on success, else the errno of the failed mlock (nothing stays locked by this call).
+  int lock(const void* address, size_t length, size_t pageSize) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    uintptr_t first = reinterpret_cast<uintptr_t>(address) / pageSize * pageSize;
+    uintptr_t end = reinterpret_cast<uintptr_t>(address) + length;
+    std::vector<uintptr_t> lockedNow;
+    for (uintptr_t page = first; page < end; page += pageSize) {
+      uint32_t& count = counts_[page];
+      if (count == 0) {
+        if (mlock(reinterpret_cast<void*>(page), pageSize) != 0) {
+          int errnum = errno;
+          counts_.erase(page);
+          for (uintptr_t undo : lockedNow) {
+            munlock(reinterpret_cast<void*>(undo), pageSize);
+            counts_.erase(undo);
+          }
+          for (uintptr_t again = first; again < page; again += pageSize) {
+            if (std::find(lockedNow.begin(), lockedNow.end(), again) == lockedNow.end()) counts_[again] -= 1;
+          }
+          return errnum;
+        }
+        lockedNow.push_back(page);
+      }
+      count += 1;
+    }
+    return 0;
+  }
+
+  void unlock(const void* address, size_t length, size_t pageSize) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    uintptr_t first = reinterpret_cast<uintptr_t>(address) / pageSize * pageSize;
+    uintptr_t end = reinterpret_cast<uintptr_t>(address) + length;
+    for (uintptr_t page = first; page < end; page += pageSize) {
+      auto found = counts_.find(page);
+      if (found == counts_.end()) continue;
+      if (--found->second == 0) {
+        munlock(reinterpret_cast<void*>(page), pageSize);
+        counts_.erase(found);
+      }
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<uintptr_t, uint32_t> counts_;
+};
+
+class HostPlatform;
+
+class HostResidencySet final : public ResidencySet {
+ public:
+  explicit HostResidencySet(HostPlatform* platform) : platform_(platform) {}
+  ~HostResidencySet() override { endResidency(); }
+
+  void add(Allocation* allocation) override { pending_.emplace_back(static_cast<HostAllocation*>(allocation), true); }
+  void remove(Allocation* allocation) override {
+    pending_.emplace_back(static_cast<HostAllocation*>(allocation), false);
+  }
+  void commit() override;
+  void requestResidency() override;
+  void endResidency() override;
+  void forget(Allocation* allocation) override;
+  size_t allocatedSize() const override { return committedBytes_; }
+  size_t allocationCount() const override { return wired_.size(); }
+  uint64_t wiringFailures() const override { return wiringFailures_; }
+  std::string lastWiringError() const override { return lastWiringError_; }
+
+ private:
+  void wire(HostAllocation* allocation);
+  void unwire(HostAllocation* allocation);
+
+  HostPlatform* platform_;
+  // Adds and removes since the last commit, in order: the last one for an allocation wins, as in Metal.
+  std::vector<std::pair<HostAllocation*, bool>> pending_;
+  // The committed allocations, each with whether this set has it wired (a map: sets hold thousands).
+  std::unordered_map<HostAllocation*, bool> wired_;
+  size_t committedBytes_ = 0;
+  bool requested_ = false;
+  uint64_t wiringFailures_ = 0;
+  std::string lastWiringError_;
+};
+
+uint64_t ReadNumber(const std::string& path, bool* found) {
+  std::ifstream file(path);
+  std::string text;
+  *found = false;
+  if (!file || !(file >> text)) return 0;
+  if (text == "max") return 0;  // cgroup v2: no limit
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return 0;
+  // cgroup v1 says "no limit" with a huge page-rounded number (9223372036854771712).
+  if (value >= (1ULL << 60)) return 0;
+  *found = true;
+  return value;
+}
+
+// The smallest memory limit among the cgroups that contain this process, or 0 for none. Looks at the
+// namespace root (what a container sees) and at the paths /proc/self/cgroup names with their ancestors.
+uint64_t CgroupMemoryLimit() {
+  std::vector<std::string> candidates = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    // "0::/path" (v2) or "4:memory:/path" (v1).
+    size_t first = line.find(':');
+    size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
+    bool v1 = controllers.find("memory") != std::string::npos;
+    if (!v1 && !v2) continue;
+    while (!path.empty() && path != "/") {
+      candidates.push_back(v2 ? "/sys/fs/cgroup" + path + "/memory.max"
+                              : "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
+      path = path.substr(0, path.rfind('/'));
+    }
+  }
+  uint64_t limit = 0;
+  for (const std::string& candidate : candidates) {
+    bool found = false;
+    uint64_t value = ReadNumber(candidate, &found);
+    if (found && value > 0 && (limit == 0 || value < limit)) limit = value;
+  }
+  return limit;
+}
+
+std::string MachineName() {
+  struct utsname names;
+  if (uname(&names) != 0) return "host";
+  std::string machine = names.machine;
+  if (machine == "x86_64" || machine == "amd64") machine = "x64";
+  if (machine == "aarch64") machine = "arm64";
+  return std::string("host (") + names.sysname + " " + machine + ")";
+}
+
+class HostPlatform final : public Platform {
+ public:
+  HostPlatform() {
+    long pageSize = sysconf(_SC_PAGESIZE);
+    pageSize_ = pageSize > 0 ? static_cast<size_t>(pageSize) : 4096;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    uint64_t physical = pages > 0 ? static_cast<uint64_t>(pages) * pageSize_ : 0;
+    uint64_t cgroup = CgroupMemoryLimit();
+    uint64_t memory = physical;
+    if (cgroup > 0 && (memory == 0 || cgroup < memory)) memory = cgroup;
+    facts_.name = MachineName();
+    facts_.platform = "host";
+    facts_.pageSize = pageSize_;
+    facts_.memorySize = memory;
+    facts_.recommendedMaxWorkingSetSize = memory / 4 * 3;
+    // Half the memory, in whole pages: Metal's maxBufferLength is about that on Apple silicon, and a larger
+    // buffer could only be paged.
+    facts_.maxBufferLength = memory / 2 / pageSize_ * pageSize_;
+    bool found = false;
+    uint64_t maps = ReadNumber("/proc/sys/vm/max_map_count", &found);
+    if (!found) maps = 65530;  // Linux's default; other POSIX systems have no such limit
+    facts_.resourceLimit = maps > 2 * kMapCountHeadroom ? maps - kMapCountHeadroom : maps / 2;
+    facts_.supportsResidencySets = true;
+  }
+
+  const DeviceFacts& facts() const override { return facts_; }
+
+  std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
+    if (bytes < pageSize_) {
+      size_t rounded = (bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
+      void* data = std::aligned_alloc(kSmallAlignment, rounded);
+      if (data == nullptr) {
+        *failure = Failure::Allocation("aligned_alloc of " + std::to_string(rounded) + " bytes failed");
+        return nullptr;
+      }
+      // Zeroed like mmap'd and Metal memory: a reused heap block must not show a previous owner's bytes.
+      std::memset(data, 0, rounded);
+      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded);
+    }
+    size_t rounded = (bytes + pageSize_ - 1) / pageSize_ * pageSize_;
+    void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data == MAP_FAILED) {
+      int errnum = errno;
+      *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + std::strerror(errnum) +
+                                     " (" + ErrnoName(errnum) + ")");
+      return nullptr;
+    }
+    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded);
+  }
+
+  std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
+    FileMapping mapping = MapWholeFile(path, pageSize_, failure);
+    if (failure->failed()) return nullptr;
+    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength);
+  }
+
+  std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
+    return std::make_unique<HostResidencySet>(this);
+  }
+
+  void attachResidencySet(ResidencySet*) override {}  // no command queue on the host
+
+  WiringCounters wiringCounters() const override { return counters_; }
+  std::string lastWiringError() const override { return lastWiringError_; }
+
+  // 0 on success, else the errno of the failed mlock.
+  int wire(HostAllocation* allocation) {
+    if (allocation->wireCount > 0) {
+      allocation->wireCount += 1;
+      return 0;
+    }
+    int errnum = 0;
+    if (allocation->kind() == Kind::kSmall) {
+      errnum = SmallPageLocks::instance().lock(allocation->data(), allocation->allocatedSize(), pageSize_);
+    } else {
+      // Ask for the file's pages to be read ahead before locking them in (a hint: its failure is harmless).
+      if (allocation->kind() == Kind::kFile) madvise(allocation->data(), allocation->allocatedSize(), MADV_WILLNEED);
+      if (mlock(allocation->data(), allocation->allocatedSize()) != 0) errnum = errno;
+    }
+    if (errnum != 0) {
+      counters_.wiringFailures += 1;
+      return errnum;
+    }
+    allocation->wireCount = 1;
+    counters_.wiredBytes += allocation->allocatedSize();
+    return 0;
+  }
+
+  void unwire(HostAllocation* allocation) {
+    if (allocation->wireCount == 0) return;
+    if (--allocation->wireCount > 0) return;
+    if (allocation->kind() == Kind::kSmall) {
+      SmallPageLocks::instance().unlock(allocation->data(), allocation->allocatedSize(), pageSize_);
+    } else {
+      munlock(allocation->data(), allocation->allocatedSize());
+    }
+    counters_.wiredBytes -= allocation->allocatedSize();
+  }
+
+  // Advice in the spirit of llama.cpp's "failed to mlock" warning: what failed, the limit, and how to lift it.
+  std::string wiringAdvice(size_t bytes, int errnum) {
+    std::ostringstream advice;
+    advice << "mlock of " << bytes << " bytes failed (" << ErrnoName(errnum) << ": " << std::strerror(errnum) << ")";
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      advice << "; this process may lock " << static_cast<unsigned long long>(limit.rlim_cur)
+             << " bytes (RLIMIT_MEMLOCK)";
+    }
+    advice << ". The memory stays usable but may be paged out. To wire it, raise the limit (`ulimit -l unlimited`, "
+              "LimitMEMLOCK=infinity in a systemd unit, --ulimit memlock=-1 for docker) or run with CAP_IPC_LOCK.";
+    lastWiringError_ = advice.str();
+    return lastWiringError_;
+  }
+
+ private:
+  size_t pageSize_;
+  DeviceFacts facts_;
+  WiringCounters counters_;
+  std::string lastWiringError_;
+};
+
+void HostResidencySet::wire(HostAllocation* allocation) {
+  bool& wired = wired_[allocation];
+  if (wired) return;
+  // wired_ is the membership: only committed allocations are ever wired.
+  int errnum = platform_->wire(allocation);
+  if (errnum == 0) {
+    wired = true;
+    return;
+  }
+  wiringFailures_ += 1;
+  lastWiringError_ = platform_->wiringAdvice(allocation->allocatedSize(), errnum);
+}
+
+void HostResidencySet::unwire(HostAllocation* allocation) {
+  auto found = wired_.find(allocation);
+  if (found == wired_.end() || !found->second) return;
+  found->second = false;
+  platform_->unwire(allocation);
+}
+
+void HostResidencySet::commit() {
+  std::vector<std::pair<HostAllocation*, bool>> pending;
+  pending.swap(pending_);
+  for (const auto& [allocation, wanted] : pending) {
+    bool present = wired_.count(allocation) > 0;
+    if (wanted && !present) {
+      wired_[allocation] = false;
+      committedBytes_ += allocation->allocatedSize();
+      if (requested_) wire(allocation);
+    } else if (!wanted && present) {
+      unwire(allocation);
+      wired_.erase(allocation);
+      committedBytes_ -= allocation->allocatedSize();
+    }
+  }
+}
+
+void HostResidencySet::requestResidency() {
+  requested_ = true;
+  // Also retries what failed to wire before (the limit may have been raised since).
+  for (auto& entry : wired_) wire(entry.first);
+}
+
+void HostResidencySet::endResidency() {
+  requested_ = false;
+  for (auto& entry : wired_) unwire(entry.first);
+}
+
+void HostResidencySet::forget(Allocation* base) {
+  auto* allocation = static_cast<HostAllocation*>(base);
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [allocation](const auto& entry) { return entry.first == allocation; }),
+                 pending_.end());
+  if (wired_.count(allocation) == 0) return;
+  unwire(allocation);
+  wired_.erase(allocation);
+  committedBytes_ -= allocation->allocatedSize();
+}
+
+}  // namespace
+
+std::unique_ptr<Platform> CreatePlatform(Failure*) { return std::make_unique<HostPlatform>(); }
+
+}  // namespace nuvec
