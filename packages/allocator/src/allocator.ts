@@ -1,0 +1,491 @@
+import { assertByteCount, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
+import { BufferCache, BufferRecord } from "./buffer-cache.js";
+import {
+  AllocatorArgumentError,
+  AllocatorClosedError,
+  BufferTooLargeError,
+  DoubleFreeError,
+  ForeignAllocationError,
+  OutOfMemoryError,
+  ResourceLimitError,
+  SystemAllocationError,
+} from "./errors.js";
+
+/**
+ * Where system buffers come from (Metal, host memory, or nothing at all for a replay), with the device facts
+ * the policy needs.
+ */
+export interface BufferSource<B> {
+  /** Metal's `recommendedMaxWorkingSetSize` (`W`): the GC limit and default memory limit derive from it. */
+  readonly recommendedMaxWorkingSetSize: number;
+  /** The machine's memory size (`M`, `hw.memsize`). */
+  readonly memorySize: number;
+  /** The largest buffer the device can make; larger requests are refused. */
+  readonly maxBufferLength: number;
+  /** The most live resources (buffers, cached or not, and mapped files) the device allows. */
+  readonly resourceLimit: number;
+  /** The system's page size: mapped files are charged whole pages of it. */
+  readonly pageSize: number;
+  /** A new system buffer of exactly `bytes` (always a size class); throws on failure. */
+  acquire(bytes: number): B;
+  /** Gives a buffer back to the system. */
+  release(buffer: B): void;
+}
+
+/**
+ * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
+ * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark.
+ */
+export type AllocatorPolicy = "mlx" | "bounded";
+
+/** Options of a {@link CachingAllocator}. */
+export interface AllocatorOptions<B> {
+  /** Hard limit on `active + mapped`; default `min(1.5·W, 0.95·M)` (floored). */
+  memoryLimit?: number;
+  /** The cache is trimmed to at most this; default the device's default memory limit (not `memoryLimit`). */
+  cacheLimit?: number;
+  /** The cache policy; default `"mlx"`. */
+  policy?: AllocatorPolicy;
+  /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
+  reserveRatio?: number;
+  /** Called right after a system buffer is acquired (the device inserts it in its residency set). */
+  onAcquire?: (buffer: B) => void;
+  /** Called right before a system buffer is released (the device erases it from its residency set). */
+  onRelease?: (buffer: B) => void;
+  /** Fills the wired fields of {@link CachingAllocator.memoryStats} (whoever owns residency knows them). */
+  wired?: () => { wired: number; wiredMapped: number; wiredLimit: number };
+}
+
+/** What `malloc` hands out: a fresh object per call. */
+export interface Allocation<B> {
+  /** The system buffer; `undefined` for a 0-byte request. */
+  readonly buffer: B | undefined;
+  /** Bytes of the buffer handed out: the size class, or the cached buffer's length on a hit (up to 2×). */
+  readonly length: number;
+  /** The bytes asked for. */
+  readonly requested: number;
+}
+
+/** A mapped file in the allocator's accounts. */
+export interface Mapping {
+  /** The file's length in bytes. */
+  readonly length: number;
+  /** Bytes it counts in `mapped`: `mappingSize(length, pageSize)`. */
+  readonly charged: number;
+}
+
+/**
+ * Counters beyond MLX's statistics, cumulative since the allocator was made (`resetPeak` does not touch
+ * them).
+ */
+export interface AllocatorCounters {
+  /** Requests served from the cache. */
+  cacheHits: number;
+  /** Requests that needed a new system buffer. */
+  cacheMisses: number;
+  /** System buffers acquired (`systemAllocations` of the stats). */
+  systemAllocations: number;
+  /** System buffers released (cache trims, GC, clears, and frees that bypassed a full cache). */
+  systemReleases: number;
+  /** Requests refused by the hard memory limit. */
+  outOfMemoryRefusals: number;
+  /** System allocations retried after the source failed and the cache was released. */
+  allocationRetries: number;
+  /** The largest `active + cache` seen after any allocation. */
+  peakReserved: number;
+  /** The largest `live` (sum of the size classes of live requests) seen: the workload's high-water mark. */
+  peakLive: number;
+  /** System buffers held by live allocations. */
+  liveBuffers: number;
+  /** System buffers held in the cache. */
+  cachedBuffers: number;
+  /** Mapped files in the accounts. */
+  mappings: number;
+}
+
+/** The default of {@link AllocatorOptions.reserveRatio}. */
+export const DEFAULT_RESERVE_RATIO = 1.3;
+
+class LiveAllocation<B> implements Allocation<B> {
+  readonly buffer: B | undefined;
+  readonly length: number;
+  readonly requested: number;
+  readonly record: BufferRecord<B> | undefined;
+
+  constructor(buffer: B | undefined, length: number, requested: number, record: BufferRecord<B> | undefined) {
+    this.buffer = buffer;
+    this.length = length;
+    this.requested = requested;
+    this.record = record;
+  }
+}
+
+class LiveMapping implements Mapping {
+  readonly length: number;
+  readonly charged: number;
+  readonly owner: object;
+  live = true;
+
+  constructor(length: number, charged: number, owner: object) {
+    this.length = length;
+    this.charged = charged;
+    this.owner = owner;
+  }
+}
+
+function checkedByteCount(value: unknown, name: string): number {
+  try {
+    assertByteCount(value, name);
+    return value;
+  } catch (error) {
+    throw new AllocatorArgumentError((error as Error).message, { cause: error });
+  }
+}
+
+/**
+ * MLX's caching allocator policy over any {@link BufferSource}, with nuvec's hard memory limit, mapped-file
+ * accounting, the retry after a failed system allocation, and counters. Not thread-safe (JavaScript is not).
+ *
+ * Live allocations are the caller's to free; `close()` releases the cache only.
+ */
+export class CachingAllocator<B> {
+  private readonly source: BufferSource<B>;
+  private readonly cache: BufferCache<B>;
+  private readonly bounded: boolean;
+  private readonly reserveRatio: number;
+  private readonly onAcquire: ((buffer: B) => void) | undefined;
+  private readonly onRelease: ((buffer: B) => void) | undefined;
+  private readonly wired: (() => { wired: number; wiredMapped: number; wiredLimit: number }) | undefined;
+  private readonly workingSetGcLimit: number;
+  private readonly maxBufferLength: number;
+  private readonly resourceLimit: number;
+  private readonly pageSize: number;
+
+  private memoryLimit: number;
+  private cacheLimit: number;
+  private gcLimitBytes: number;
+  private active = 0;
+  private mapped = 0;
+  private live = 0;
+  private peak = 0;
+  private peakWithMapped = 0;
+  private closed = false;
+
+  private cacheHits = 0;
+  private cacheMisses = 0;
+  private systemAllocations = 0;
+  private systemReleases = 0;
+  private outOfMemoryRefusals = 0;
+  private allocationRetries = 0;
+  private peakReserved = 0;
+  private peakLive = 0;
+  private liveBuffers = 0;
+  private mappings = 0;
+
+  constructor(source: BufferSource<B>, options: AllocatorOptions<B> = {}) {
+    const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
+    const memorySize = checkedByteCount(source.memorySize, "memorySize");
+    this.maxBufferLength = checkedByteCount(source.maxBufferLength, "maxBufferLength");
+    this.resourceLimit = checkedByteCount(source.resourceLimit, "resourceLimit");
+    this.pageSize = checkedByteCount(source.pageSize, "pageSize");
+    try {
+      mappingSize(0, this.pageSize);
+    } catch (error) {
+      throw new AllocatorArgumentError((error as Error).message, { cause: error });
+    }
+    this.source = source;
+    // MLX: block_limit_ = min(1.5·W, 0.95·M), gc_limit_ = min(size_t(0.95·W), block_limit_), both as doubles
+    // converted to size_t (floored).
+    this.workingSetGcLimit = Math.floor(0.95 * workingSet);
+    const defaultMemoryLimit = Math.floor(Math.min(1.5 * workingSet, 0.95 * memorySize));
+    // The options act as the setters called right after opening: as in MLX, a memory limit set by the user
+    // does not move the cache limit, which starts at the device's default memory limit.
+    this.memoryLimit =
+      options.memoryLimit === undefined
+        ? defaultMemoryLimit
+        : checkedByteCount(options.memoryLimit, "memoryLimit");
+    this.gcLimitBytes = Math.min(this.workingSetGcLimit, this.memoryLimit);
+    this.cacheLimit =
+      options.cacheLimit === undefined
+        ? defaultMemoryLimit
+        : checkedByteCount(options.cacheLimit, "cacheLimit");
+    const policy = options.policy ?? "mlx";
+    if (policy !== "mlx" && policy !== "bounded") {
+      throw new AllocatorArgumentError(`policy must be "mlx" or "bounded", got ${String(policy)}`);
+    }
+    this.bounded = policy === "bounded";
+    const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
+    if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
+      throw new AllocatorArgumentError(
+        `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
+      );
+    }
+    this.reserveRatio = reserveRatio;
+    this.onAcquire = options.onAcquire;
+    this.onRelease = options.onRelease;
+    this.wired = options.wired;
+    this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
+  }
+
+  /** The policy this allocator runs. */
+  get policy(): AllocatorPolicy {
+    return this.bounded ? "bounded" : "mlx";
+  }
+
+  /** Below `active + mapped + cache + request` reaching this, a miss releases no cached buffer. */
+  get gcLimit(): number {
+    return this.gcLimitBytes;
+  }
+
+  /**
+   * A buffer of at least `bytes`: a cached one when one fits the reuse window, else a new system buffer.
+   *
+   * @throws AllocatorArgumentError for a size that is not a byte count; BufferTooLargeError above the
+   * device's maximum buffer length; OutOfMemoryError past the memory limit; ResourceLimitError;
+   * SystemAllocationError when the source fails twice; AllocatorClosedError after `close()`.
+   */
+  malloc(bytes: number): Allocation<B> {
+    if (this.closed) throw new AllocatorClosedError("malloc");
+    if (!Number.isSafeInteger(bytes) || bytes < 0) checkedByteCount(bytes, "bytes");
+    if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
+    // allocationSize of @nuvec/stats, inlined: the argument is already checked.
+    const sizeClass = bytes > PAGE ? Math.ceil(bytes / PAGE) * PAGE : Math.ceil(bytes / 256) * 256;
+    if (sizeClass > this.maxBufferLength) throw new BufferTooLargeError(bytes, this.maxBufferLength);
+    const used = this.active + this.mapped;
+    if (used + sizeClass > this.memoryLimit) {
+      this.outOfMemoryRefusals++;
+      throw new OutOfMemoryError(sizeClass, this.active, this.mapped, this.memoryLimit);
+    }
+
+    const cache = this.cache;
+    let record: BufferRecord<B> | undefined;
+    if (cache.buffers > 0) {
+      const limit = this.bounded ? 2 * sizeClass : Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
+      const index = cache.find(sizeClass, limit);
+      // A hit may be up to twice the request: the hard limit applies to what is really handed out.
+      if (index >= 0 && used + cache.lengthAt(index) <= this.memoryLimit) {
+        record = cache.takeAt(index);
+        this.cacheHits++;
+      }
+    }
+    if (record === undefined) record = this.allocateSystemBuffer(sizeClass);
+
+    const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
+    record.allocation = allocation;
+    record.liveSizeClass = sizeClass;
+    this.liveBuffers++;
+    const active = this.active + record.length;
+    this.active = active;
+    if (active > this.peak) this.peak = active;
+    if (active + this.mapped > this.peakWithMapped) this.peakWithMapped = active + this.mapped;
+    const live = this.live + sizeClass;
+    this.live = live;
+    if (live > this.peakLive) this.peakLive = live;
+    if (cache.bytes > this.cacheLimit) cache.release(cache.bytes - this.cacheLimit);
+    if (active + cache.bytes > this.peakReserved) this.peakReserved = active + cache.bytes;
+    return allocation;
+  }
+
+  /**
+   * Gives an allocation back: its buffer is cached when the cache is under its limit, else released at once.
+   * Freeing a 0-byte allocation does nothing.
+   *
+   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   */
+  free(allocation: Allocation<B>): void {
+    if (this.closed) throw new AllocatorClosedError("free");
+    if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
+    const record = (allocation as LiveAllocation<B>).record;
+    if (record === undefined) return;
+    if (record.owner !== this) throw new ForeignAllocationError("allocation");
+    if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
+    record.allocation = null;
+    this.liveBuffers--;
+    this.active -= record.length;
+    this.live -= record.liveSizeClass;
+    if (this.cache.bytes < this.cacheLimit) this.cache.put(record);
+    else this.releaseToSystem(record);
+  }
+
+  /**
+   * Accounts for a memory-mapped file of `fileLength` bytes, charged `mappingSize(fileLength, pageSize)`:
+   * checked against the memory limit and the resource limit, counted in `mapped` and `peakWithMapped`.
+   *
+   * @throws OutOfMemoryError, ResourceLimitError, AllocatorArgumentError, AllocatorClosedError.
+   */
+  addMapping(fileLength: number): Mapping {
+    if (this.closed) throw new AllocatorClosedError("add a mapping");
+    checkedByteCount(fileLength, "fileLength");
+    const charged = mappingSize(fileLength, this.pageSize);
+    if (charged === undefined) {
+      throw new AllocatorArgumentError(`fileLength ${fileLength} is too large to map`);
+    }
+    if (this.active + this.mapped + charged > this.memoryLimit) {
+      this.outOfMemoryRefusals++;
+      throw new OutOfMemoryError(charged, this.active, this.mapped, this.memoryLimit);
+    }
+    this.ensureResource();
+    this.mappings++;
+    this.mapped += charged;
+    if (this.active + this.mapped > this.peakWithMapped) this.peakWithMapped = this.active + this.mapped;
+    return new LiveMapping(fileLength, charged, this);
+  }
+
+  /**
+   * Takes a mapping out of the accounts.
+   *
+   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   */
+  removeMapping(mapping: Mapping): void {
+    if (this.closed) throw new AllocatorClosedError("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
+      throw new ForeignAllocationError("mapping");
+    if (!mapping.live) throw new DoubleFreeError("mapping");
+    mapping.live = false;
+    this.mappings--;
+    this.mapped -= mapping.charged;
+  }
+
+  /** The full statistics; the wired fields come from the `wired` option (zeros without it). */
+  memoryStats(): MemoryStats {
+    if (this.closed) throw new AllocatorClosedError("read the statistics");
+    const wired = this.wired?.() ?? { wired: 0, wiredMapped: 0, wiredLimit: 0 };
+    return {
+      active: this.active,
+      peak: this.peak,
+      activeWithMapped: this.active + this.mapped,
+      peakWithMapped: this.peakWithMapped,
+      cache: this.cache.bytes,
+      memoryLimit: this.memoryLimit,
+      cacheLimit: this.cacheLimit,
+      systemAllocations: this.systemAllocations,
+      wiredLimit: wired.wiredLimit,
+      wired: wired.wired,
+      mapped: this.mapped,
+      wiredMapped: wired.wiredMapped,
+    };
+  }
+
+  /** The counters beyond MLX's statistics (a fresh object). */
+  counters(): AllocatorCounters {
+    if (this.closed) throw new AllocatorClosedError("read the counters");
+    return {
+      cacheHits: this.cacheHits,
+      cacheMisses: this.cacheMisses,
+      systemAllocations: this.systemAllocations,
+      systemReleases: this.systemReleases,
+      outOfMemoryRefusals: this.outOfMemoryRefusals,
+      allocationRetries: this.allocationRetries,
+      peakReserved: this.peakReserved,
+      peakLive: this.peakLive,
+      liveBuffers: this.liveBuffers,
+      cachedBuffers: this.cache.buffers,
+      mappings: this.mappings,
+    };
+  }
+
+  /**
+   * Starts a new peak: `peak = active`, `peakWithMapped = active + mapped` (the true high-water mark since
+   * the reset; MLX sets 0).
+   */
+  resetPeak(): void {
+    if (this.closed) throw new AllocatorClosedError("reset the peak");
+    this.peak = this.active;
+    this.peakWithMapped = this.active + this.mapped;
+  }
+
+  /**
+   * Sets the hard limit on `active + mapped` (any byte count, above the device's memory too) and recomputes
+   * `gcLimit = min(bytes, floor(0.95·W))`. Returns the previous limit.
+   */
+  setMemoryLimit(bytes: number): number {
+    if (this.closed) throw new AllocatorClosedError("set the memory limit");
+    checkedByteCount(bytes, "bytes");
+    const previous = this.memoryLimit;
+    this.memoryLimit = bytes;
+    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
+    return previous;
+  }
+
+  /**
+   * Sets the cache limit and trims the cache to it at once (MLX waits for the next malloc). Returns the
+   * previous limit.
+   */
+  setCacheLimit(bytes: number): number {
+    if (this.closed) throw new AllocatorClosedError("set the cache limit");
+    checkedByteCount(bytes, "bytes");
+    const previous = this.cacheLimit;
+    this.cacheLimit = bytes;
+    if (this.cache.bytes > bytes) this.cache.release(this.cache.bytes - bytes);
+    return previous;
+  }
+
+  /** Releases every cached buffer to the system. */
+  clearCache(): void {
+    if (this.closed) throw new AllocatorClosedError("clear the cache");
+    this.cache.clear();
+  }
+
+  /**
+   * Releases every cached buffer; afterwards every method throws `AllocatorClosedError`. Live allocations
+   * are not released (they are the caller's: free them first). Closing twice does nothing.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.cache.clear();
+    this.closed = true;
+  }
+
+  private allocateSystemBuffer(sizeClass: number): BufferRecord<B> {
+    const cache = this.cache;
+    if (this.bounded && cache.buffers > 0) {
+      // Keep reserved memory within reserveRatio of the workload's high-water mark (live after this request
+      // counts, so a growing workload is never squeezed below its own need).
+      const live = this.live + sizeClass;
+      const bound = this.reserveRatio * Math.max(live, this.peakLive);
+      while (cache.buffers > 0 && this.active + cache.bytes + sizeClass > bound) cache.releaseOldest();
+    }
+    const required = this.active + this.mapped + cache.bytes + sizeClass;
+    if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
+    this.ensureResource();
+
+    let buffer: B;
+    try {
+      buffer = this.source.acquire(sizeClass);
+    } catch {
+      // PyTorch's retry: the system may have refused because of what the cache holds.
+      this.allocationRetries++;
+      cache.clear();
+      try {
+        buffer = this.source.acquire(sizeClass);
+      } catch (error) {
+        throw new SystemAllocationError(sizeClass, error);
+      }
+    }
+    if (this.onAcquire !== undefined) {
+      try {
+        this.onAcquire(buffer);
+      } catch (error) {
+        this.source.release(buffer);
+        throw error;
+      }
+    }
+    this.systemAllocations++;
+    this.cacheMisses++;
+    return new BufferRecord(buffer, sizeClass, this);
+  }
+
+  /** MLX counts cached, live and (nuvec) mapped resources against the device's limit. */
+  private ensureResource(): void {
+    if (this.liveBuffers + this.cache.buffers + this.mappings < this.resourceLimit) return;
+    this.cache.clear();
+    if (this.liveBuffers + this.mappings >= this.resourceLimit)
+      throw new ResourceLimitError(this.resourceLimit);
+  }
+
+  private releaseToSystem(record: BufferRecord<B>): void {
+    this.systemReleases++;
+    this.onRelease?.(record.buffer);
+    this.source.release(record.buffer);
+  }
+}

@@ -1,0 +1,301 @@
+/**
+ * One system buffer owned by an allocator, live or cached. It is made once when the buffer is acquired and
+ * lives until the buffer is released, so caching and reusing a buffer allocates nothing.
+ */
+export class BufferRecord<B> {
+  readonly buffer: B;
+  readonly length: number;
+  readonly owner: object;
+  /** The allocation that holds the buffer now; `null` while cached. Frees are checked against it. */
+  allocation: object | null = null;
+  /** The size class of the request that holds it now (the bounded policy counts these as `live`). */
+  liveSizeClass = 0;
+  /** Neighbours in the cache's LRU list (newer is towards the most recently cached). */
+  newer: BufferRecord<B> | null = null;
+  older: BufferRecord<B> | null = null;
+  /** The next (more recently cached) buffer of the same length. */
+  nextOfLength: BufferRecord<B> | null = null;
+  /** The queue of its length while cached. */
+  bucket: LengthBucket<B> | null = null;
+
+  constructor(buffer: B, length: number, owner: object) {
+    this.buffer = buffer;
+    this.length = length;
+    this.owner = owner;
+  }
+}
+
+/** The FIFO queue of cached buffers of one length. */
+class LengthBucket<B> {
+  length = 0;
+  /** Position in the sorted arrays of {@link BufferCache}. */
+  index = 0;
+  oldest: BufferRecord<B> | null = null;
+  newest: BufferRecord<B> | null = null;
+}
+
+const INITIAL_CAPACITY = 64;
+/** Empty queues are kept (a length that comes back is cheap) until they are this many and half of all. */
+const COMPACT_AT_EMPTY = 64;
+
+function lowestSetBit(bits: number): number {
+  return 31 - Math.clz32(bits & -bits);
+}
+
+/**
+ * MLX's `BufferCache`: cached buffers ordered by length (for reuse) and by the time they were cached (for
+ * release). The lengths live in a sorted typed array with one FIFO queue per length and a bit set of the
+ * non-empty queues; a buffer's links are intrusive, so nothing here allocates per event once the distinct
+ * lengths have been seen.
+ */
+export class BufferCache<B> {
+  /** Bytes cached. */
+  bytes = 0;
+  /** Buffers cached. */
+  buffers = 0;
+
+  private lengths = new Float64Array(INITIAL_CAPACITY);
+  private buckets: LengthBucket<B>[] = [];
+  private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
+  private distinct = 0;
+  private emptyBuckets = 0;
+  private spareBuckets: LengthBucket<B>[] = [];
+  private newest: BufferRecord<B> | null = null;
+  private oldest: BufferRecord<B> | null = null;
+  private readonly releaseBuffer: (record: BufferRecord<B>) => void;
+
+  /** `releaseBuffer` gives a buffer the cache let go of back to the system. */
+  constructor(releaseBuffer: (record: BufferRecord<B>) => void) {
+    this.releaseBuffer = releaseBuffer;
+  }
+
+  /**
+   * The position of the smallest cached length `s` with `minimum ≤ s < limit`, or `-1`. Look at it with
+   * {@link lengthAt}, take it with {@link takeAt}; among equal lengths the oldest is taken (MLX's multimap).
+   */
+  find(minimum: number, limit: number): number {
+    const lengths = this.lengths;
+    const distinct = this.distinct;
+    let low = 0;
+    let high = distinct;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (lengths[middle]! < minimum) low = middle + 1;
+      else high = middle;
+    }
+    if (low >= distinct || lengths[low]! >= limit) return -1;
+    const words = this.nonEmpty;
+    let word = low >>> 5;
+    let bits = words[word]! & (-1 << (low & 31));
+    while (bits === 0) {
+      word++;
+      const first = word << 5;
+      if (first >= distinct || lengths[first]! >= limit) return -1;
+      bits = words[word]!;
+    }
+    const index = (word << 5) + lowestSetBit(bits);
+    return lengths[index]! < limit ? index : -1;
+  }
+
+  /** The length at a position returned by {@link find}. */
+  lengthAt(index: number): number {
+    return this.lengths[index]!;
+  }
+
+  /** Takes the oldest buffer at a position returned by {@link find} out of the cache. */
+  takeAt(index: number): BufferRecord<B> {
+    const bucket = this.buckets[index]!;
+    const record = bucket.oldest!;
+    this.removeOldestOfBucket(bucket, record);
+    this.unlinkLru(record);
+    this.bytes -= record.length;
+    this.buffers--;
+    return record;
+  }
+
+  /** Caches a buffer as the most recently cached. */
+  put(record: BufferRecord<B>): void {
+    const bucket = this.bucketFor(record.length);
+    if (bucket.newest === null) {
+      bucket.oldest = record;
+      this.emptyBuckets--;
+      this.nonEmpty[bucket.index >>> 5]! |= 1 << (bucket.index & 31);
+    } else {
+      bucket.newest.nextOfLength = record;
+    }
+    bucket.newest = record;
+    record.nextOfLength = null;
+    record.bucket = bucket;
+    record.older = this.newest;
+    record.newer = null;
+    if (this.newest !== null) this.newest.newer = record;
+    else this.oldest = record;
+    this.newest = record;
+    this.bytes += record.length;
+    this.buffers++;
+  }
+
+  /**
+   * MLX's `release_cached_buffers`: releases least recently cached buffers until at least `minimumBytes` are
+   * freed, or the whole cache when that is 90% of it or more. Returns the number of buffers released.
+   */
+  release(minimumBytes: number): number {
+    if (minimumBytes >= 0.9 * this.bytes) return this.clear();
+    let freed = 0;
+    let released = 0;
+    while (this.oldest !== null && freed < minimumBytes) {
+      freed += this.oldest.length;
+      this.releaseOldest();
+      released++;
+    }
+    return released;
+  }
+
+  /** Releases the least recently cached buffer (the cache must not be empty). */
+  releaseOldest(): void {
+    const record = this.oldest!;
+    // The least recently cached buffer is also the oldest of its length: both orders are caching order.
+    this.removeOldestOfBucket(record.bucket!, record);
+    this.unlinkLru(record);
+    this.bytes -= record.length;
+    this.buffers--;
+    this.releaseBuffer(record);
+  }
+
+  /** Releases every cached buffer, least recently cached first. Returns the number released. */
+  clear(): number {
+    let released = 0;
+    let record = this.oldest;
+    this.oldest = null;
+    this.newest = null;
+    this.bytes = 0;
+    this.buffers = 0;
+    for (let index = 0; index < this.distinct; index++) {
+      const bucket = this.buckets[index]!;
+      bucket.oldest = null;
+      bucket.newest = null;
+      this.spareBuckets.push(bucket);
+    }
+    this.buckets.length = 0;
+    this.distinct = 0;
+    this.emptyBuckets = 0;
+    this.nonEmpty.fill(0);
+    while (record !== null) {
+      const newer: BufferRecord<B> | null = record.newer;
+      record.newer = null;
+      record.older = null;
+      record.nextOfLength = null;
+      record.bucket = null;
+      this.releaseBuffer(record);
+      released++;
+      record = newer;
+    }
+    return released;
+  }
+
+  /** The least recently cached buffer, if any (for tests and the bounded policy). */
+  get leastRecentlyCached(): BufferRecord<B> | null {
+    return this.oldest;
+  }
+
+  /** Cached lengths in reuse order, each repeated once per buffer (for tests). */
+  snapshot(): number[] {
+    const lengths: number[] = [];
+    for (let index = 0; index < this.distinct; index++) {
+      for (let record = this.buckets[index]!.oldest; record !== null; record = record.nextOfLength) {
+        lengths.push(record.length);
+      }
+    }
+    return lengths;
+  }
+
+  /** Cached lengths from least to most recently cached (for tests). */
+  lruSnapshot(): number[] {
+    const lengths: number[] = [];
+    for (let record = this.oldest; record !== null; record = record.newer) lengths.push(record.length);
+    return lengths;
+  }
+
+  private removeOldestOfBucket(bucket: LengthBucket<B>, record: BufferRecord<B>): void {
+    bucket.oldest = record.nextOfLength;
+    if (bucket.oldest === null) {
+      bucket.newest = null;
+      this.emptyBuckets++;
+      this.nonEmpty[bucket.index >>> 5]! &= ~(1 << (bucket.index & 31));
+    }
+    record.nextOfLength = null;
+    record.bucket = null;
+  }
+
+  private unlinkLru(record: BufferRecord<B>): void {
+    if (record.newer !== null) record.newer.older = record.older;
+    else this.newest = record.older;
+    if (record.older !== null) record.older.newer = record.newer;
+    else this.oldest = record.newer;
+    record.newer = null;
+    record.older = null;
+  }
+
+  private bucketFor(length: number): LengthBucket<B> {
+    const lengths = this.lengths;
+    let low = 0;
+    let high = this.distinct;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (lengths[middle]! < length) low = middle + 1;
+      else high = middle;
+    }
+    if (low < this.distinct && lengths[low] === length) return this.buckets[low]!;
+    return this.insertLength(low, length);
+  }
+
+  /** Rare (a length not seen since the last compaction): costs O(distinct lengths). */
+  private insertLength(position: number, length: number): LengthBucket<B> {
+    if (this.emptyBuckets >= COMPACT_AT_EMPTY && this.emptyBuckets * 2 >= this.distinct) {
+      this.compact();
+      return this.bucketFor(length);
+    }
+    if (this.distinct === this.lengths.length) {
+      const grown = new Float64Array(this.lengths.length * 2);
+      grown.set(this.lengths);
+      this.lengths = grown;
+      this.nonEmpty = new Int32Array(grown.length / 32);
+    }
+    this.lengths.copyWithin(position + 1, position, this.distinct);
+    this.lengths[position] = length;
+    const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
+    bucket.length = length;
+    this.buckets.splice(position, 0, bucket);
+    this.distinct++;
+    this.emptyBuckets++;
+    this.reindex(position);
+    return bucket;
+  }
+
+  /** Drops the empty queues. */
+  private compact(): void {
+    let kept = 0;
+    for (let index = 0; index < this.distinct; index++) {
+      const bucket = this.buckets[index]!;
+      if (bucket.oldest === null) {
+        this.spareBuckets.push(bucket);
+        continue;
+      }
+      this.buckets[kept] = bucket;
+      this.lengths[kept] = bucket.length;
+      kept++;
+    }
+    this.buckets.length = kept;
+    this.distinct = kept;
+    this.emptyBuckets = 0;
+    this.reindex(0);
+  }
+
+  private reindex(from: number): void {
+    for (let index = from; index < this.distinct; index++) this.buckets[index]!.index = index;
+    this.nonEmpty.fill(0);
+    for (let index = 0; index < this.distinct; index++) {
+      if (this.buckets[index]!.oldest !== null) this.nonEmpty[index >>> 5]! |= 1 << (index & 31);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { conformanceFile, hasConformance, TestSource } from "../test/support.js";
+import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
+import { AllocatorError, OutOfMemoryError } from "./errors.js";
+
+type Operation =
+  | ["malloc", number, number]
+  | ["free", number]
+  | ["mapFile", number, number]
+  | ["unmap", number]
+  | ["setCacheLimit", number]
+  | ["setMemoryLimit", number]
+  | ["resetPeak"]
+  | ["clearCache"];
+
+interface Scenario {
+  workingSet: number;
+  memorySize: number;
+  pageSize: number;
+  ops: Operation[];
+  expect: { result: "ok" | "oom" | "error"; stats: Record<string, number> }[];
+}
+
+const scenarios: Scenario[] = hasConformance ? JSON.parse(readFileSync(conformanceFile, "utf8")) : [];
+
+describe.skipIf(!hasConformance)("the shared conformance scenarios (../shared/conformance)", () => {
+  it.each(scenarios.map((scenario, index) => [index, scenario] as const))(
+    "scenario %i: every step gives the expected result and statistics",
+    (_index, scenario) => {
+      const source = new TestSource({
+        workingSet: scenario.workingSet,
+        memorySize: scenario.memorySize,
+        pageSize: scenario.pageSize,
+        maxBufferLength: scenario.workingSet,
+        resourceLimit: 499_000,
+      });
+      const allocator = new CachingAllocator(source);
+      const allocations = new Map<number, Allocation<unknown>>();
+      const mappings = new Map<number, Mapping>();
+      scenario.ops.forEach((operation, step) => {
+        let result: "ok" | "oom" | "error" = "ok";
+        const before = allocator.memoryStats();
+        try {
+          switch (operation[0]) {
+            case "malloc":
+              allocations.set(operation[1], allocator.malloc(operation[2]));
+              break;
+            case "free":
+              allocator.free(allocations.get(operation[1])!);
+              break;
+            case "mapFile":
+              mappings.set(operation[1], allocator.addMapping(operation[2]));
+              break;
+            case "unmap":
+              allocator.removeMapping(mappings.get(operation[1])!);
+              break;
+            case "setCacheLimit":
+              allocator.setCacheLimit(operation[1]);
+              break;
+            case "setMemoryLimit":
+              allocator.setMemoryLimit(operation[1]);
+              break;
+            case "resetPeak":
+              allocator.resetPeak();
+              break;
+            case "clearCache":
+              allocator.clearCache();
+              break;
+          }
+        } catch (error) {
+          if (!(error instanceof AllocatorError)) throw error;
+          result = error instanceof OutOfMemoryError ? "oom" : "error";
+        }
+        const stats = allocator.memoryStats();
+        const expected = scenario.expect[step]!;
+        const actual = Object.fromEntries(
+          Object.keys(expected.stats).map((field) => [field, stats[field as keyof typeof stats]]),
+        );
+        expect({ step, operation, result, stats: actual }).toEqual({ step, operation, ...expected });
+        if (result !== "ok") expect(stats).toEqual(before);
+      });
+    },
+  );
+});

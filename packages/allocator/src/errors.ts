@@ -1,0 +1,125 @@
+/**
+ * The base class of every error the allocator throws. `code` is stable across releases (compare it, not the
+ * message); the subclass says which kind of refusal it was.
+ */
+export class AllocatorError extends Error {
+  /** A stable identifier such as `"ERR_NUVEC_OUT_OF_MEMORY"`. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A buffer or mapping would push `active + mapped` past the memory limit (nuvec's hard limit: MLX only
+ * treats its limit as a guideline). Nothing changed.
+ */
+export class OutOfMemoryError extends AllocatorError {
+  /** Bytes the refused request would have added (the size class, or the charged bytes of a mapping). */
+  readonly requested: number;
+  /** `active` when the request was refused. */
+  readonly active: number;
+  /** `mapped` when the request was refused. */
+  readonly mapped: number;
+  /** The memory limit that refused it. */
+  readonly limit: number;
+
+  constructor(requested: number, active: number, mapped: number, limit: number) {
+    super(
+      "ERR_NUVEC_OUT_OF_MEMORY",
+      `out of memory: ${requested} bytes requested with ${active} active and ${mapped} mapped ` +
+        `would exceed the memory limit of ${limit} bytes`,
+    );
+    this.requested = requested;
+    this.active = active;
+    this.mapped = mapped;
+    this.limit = limit;
+  }
+}
+
+/**
+ * One more system buffer or mapped file would exceed the device's resource limit (Metal's limit on live
+ * resources), even after the whole cache was released.
+ */
+export class ResourceLimitError extends AllocatorError {
+  /** The device's resource limit. */
+  readonly limit: number;
+
+  constructor(limit: number) {
+    super(
+      "ERR_NUVEC_RESOURCE_LIMIT",
+      `resource limit exceeded: the device allows at most ${limit} live buffers and mapped files`,
+    );
+    this.limit = limit;
+  }
+}
+
+/** A bad argument: a size that is not a byte count, a bad option. Nothing changed. */
+export class AllocatorArgumentError extends AllocatorError {
+  constructor(message: string, options?: { cause?: unknown }, code = "ERR_NUVEC_INVALID_ARGUMENT") {
+    super(code, message, options);
+  }
+}
+
+/** A request larger than the device's maximum buffer length. Nothing changed. */
+export class BufferTooLargeError extends AllocatorArgumentError {
+  /** The refused request, in bytes. */
+  readonly requested: number;
+  /** The device's maximum buffer length. */
+  readonly maxBufferLength: number;
+
+  constructor(requested: number, maxBufferLength: number) {
+    super(
+      `cannot allocate ${requested} bytes: larger than the device's maximum buffer length of ${maxBufferLength} bytes`,
+      undefined,
+      "ERR_NUVEC_BUFFER_TOO_LARGE",
+    );
+    this.requested = requested;
+    this.maxBufferLength = maxBufferLength;
+  }
+}
+
+/** An allocation or mapping was given back twice. Nothing changed. */
+export class DoubleFreeError extends AllocatorError {
+  constructor(what: "allocation" | "mapping") {
+    super("ERR_NUVEC_DOUBLE_FREE", `this ${what} was already given back`);
+  }
+}
+
+/** An allocation or mapping that this allocator did not hand out. Nothing changed. */
+export class ForeignAllocationError extends AllocatorError {
+  constructor(what: "allocation" | "mapping") {
+    super("ERR_NUVEC_FOREIGN_ALLOCATION", `this ${what} was not made by this allocator`);
+  }
+}
+
+/** Any call after `close()`. */
+export class AllocatorClosedError extends AllocatorError {
+  constructor(operation: string) {
+    super("ERR_NUVEC_ALLOCATOR_CLOSED", `cannot ${operation}: the allocator is closed`);
+  }
+}
+
+/**
+ * The buffer source failed to allocate twice: once, then again after the whole cache was released (the
+ * retry). `cause` is the source's last error.
+ */
+export class SystemAllocationError extends AllocatorError {
+  /** The size class the source was asked for. */
+  readonly requested: number;
+
+  constructor(requested: number, cause: unknown) {
+    super(
+      "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED",
+      `the system could not allocate a buffer of ${requested} bytes, even after the cache was released`,
+      { cause },
+    );
+    this.requested = requested;
+  }
+}
+
+/** A trace that cannot be replayed or read: missing, empty, corrupt, or with an impossible event. */
+export class TraceError extends AllocatorError {}

@@ -1,0 +1,104 @@
+import { resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { hasTraces, tracesDir } from "../test/support.js";
+import { readTrace } from "./node.js";
+import { type ReplayOptions, replayTrace, type TraceEvent } from "./replay.js";
+
+// The configurations and the MLX-policy figures of ../shared/traces/README.md, verbatim.
+const configurations: Record<string, ReplayOptions> = {
+  default: { workingSet: 8589934592, memorySize: 17179869184 },
+  cache64: { workingSet: 8589934592, memorySize: 17179869184, cacheLimit: 67108864 },
+  small: { workingSet: 536870912, memorySize: 1073741824, memoryLimit: 8589934592 },
+};
+
+const table = `
+| gpt2-generate | default | 135554 | 294625792 | 34603008 | 365304576 | 679 | 67099 | 399907584 |
+| gpt2-generate | cache64 | 135554 | 294625792 | 34603008 | 67221504 | 687 | 67091 | 360775168 |
+| gpt2-generate | small | 135554 | 294625792 | 34603008 | 365304576 | 679 | 67099 | 399907584 |
+| bert-dynamic | default | 23534 | 317974016 | 0 | 2020200448 | 587 | 11180 | 2020200448 |
+| bert-dynamic | cache64 | 23534 | 317974016 | 0 | 106997248 | 2358 | 9409 | 374865664 |
+| bert-dynamic | small | 23534 | 317974016 | 0 | 488696576 | 667 | 11100 | 510014208 |
+| resnet50-train | default | 5024 | 2993184768 | 0 | 5051932160 | 808 | 1704 | 5051932160 |
+| resnet50-train | cache64 | 5024 | 2993168384 | 0 | 134529024 | 2072 | 440 | 3048206336 |
+| resnet50-train | small | 5024 | 2993168384 | 0 | 563503104 | 2216 | 296 | 2993168384 |
+`;
+
+interface Row {
+  trace: string;
+  configuration: string;
+  events: number;
+  peak: number;
+  active: number;
+  cache: number;
+  systemAllocations: number;
+  cacheHits: number;
+  peakReserved: number;
+}
+
+const rows: Row[] = table
+  .trim()
+  .split("\n")
+  .map((line) => {
+    const cells = line
+      .split("|")
+      .map((cell) => cell.trim())
+      .filter((cell) => cell !== "");
+    const [trace, configuration, ...numbers] = cells;
+    const [events, peak, active, cache, systemAllocations, cacheHits, peakReserved] = numbers.map(Number);
+    return {
+      trace: trace!,
+      configuration: configuration!,
+      events: events!,
+      peak: peak!,
+      active: active!,
+      cache: cache!,
+      systemAllocations: systemAllocations!,
+      cacheHits: cacheHits!,
+      peakReserved: peakReserved!,
+    };
+  });
+
+const traces = new Map<string, TraceEvent[]>();
+function eventsOf(trace: string): TraceEvent[] {
+  let events = traces.get(trace);
+  if (events === undefined) {
+    events = readTrace(resolve(tracesDir, `${trace}.ndjson.gz`)).events;
+    traces.set(trace, events);
+  }
+  return events;
+}
+
+describe.skipIf(!hasTraces)("the shared traces under the MLX policy (../shared/traces/README.md)", () => {
+  it.each(rows)("$trace / $configuration gives exactly the table's figures", (row) => {
+    const result = replayTrace(eventsOf(row.trace), configurations[row.configuration]);
+    expect({
+      events: result.events,
+      peak: result.stats.peak,
+      active: result.stats.active,
+      cache: result.stats.cache,
+      systemAllocations: result.stats.systemAllocations,
+      cacheHits: result.counters.cacheHits,
+      peakReserved: result.counters.peakReserved,
+    }).toEqual({
+      events: row.events,
+      peak: row.peak,
+      active: row.active,
+      cache: row.cache,
+      systemAllocations: row.systemAllocations,
+      cacheHits: row.cacheHits,
+      peakReserved: row.peakReserved,
+    });
+    expect(result.counters.cacheHits + result.counters.cacheMisses).toBe(
+      result.events - eventsOf(row.trace).filter((event) => event[0] === "f").length,
+    );
+  });
+
+  it("the headers agree with the events (peak_live_bytes of requested sizes is a lower bound of peak)", () => {
+    for (const trace of ["gpt2-generate", "bert-dynamic", "resnet50-train"]) {
+      const { header, events } = readTrace(resolve(tracesDir, `${trace}.ndjson.gz`));
+      expect(header?.events).toBe(events.length);
+      const result = replayTrace(events, configurations.default);
+      expect(result.counters.peakLive).toBeGreaterThanOrEqual(header?.peak_live_bytes as number);
+    }
+  });
+});

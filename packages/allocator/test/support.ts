@@ -1,0 +1,72 @@
+// Helpers for the tests beside the code: where the shared data is, and a buffer source that can fail.
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BufferSource } from "../src/allocator.js";
+
+/** The repository root (this file is packages/allocator/test/support.ts). */
+export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
+/** `../shared` beside the repository: the design's traces and conformance scenarios, when present. */
+export const sharedDir = resolve(repoRoot, "../shared");
+export const tracesDir = resolve(sharedDir, "traces");
+export const conformanceFile = resolve(sharedDir, "conformance/allocator-scenarios.json");
+export const hasTraces = existsSync(resolve(tracesDir, "gpt2-generate.ndjson.gz"));
+export const hasConformance = existsSync(conformanceFile);
+
+export const KiB = 1024;
+export const MiB = 1024 * KiB;
+export const GiB = 1024 * MiB;
+
+/** A system buffer of the test source: which one, and its length. */
+export interface TestBuffer {
+  readonly serial: number;
+  readonly length: number;
+}
+
+/**
+ * A pretend device whose buffers are records, with every buffer it made and released, and failures on
+ * demand (`failNext` acquisitions fail).
+ */
+export class TestSource implements BufferSource<TestBuffer> {
+  readonly recommendedMaxWorkingSetSize: number;
+  readonly memorySize: number;
+  readonly maxBufferLength: number;
+  readonly resourceLimit: number;
+  readonly pageSize: number;
+  readonly acquired: TestBuffer[] = [];
+  readonly released: TestBuffer[] = [];
+  readonly held = new Set<TestBuffer>();
+  failNext = 0;
+
+  constructor(
+    facts: {
+      workingSet?: number;
+      memorySize?: number;
+      maxBufferLength?: number;
+      resourceLimit?: number;
+      pageSize?: number;
+    } = {},
+  ) {
+    this.recommendedMaxWorkingSetSize = facts.workingSet ?? 1 * GiB;
+    this.memorySize = facts.memorySize ?? 2 * this.recommendedMaxWorkingSetSize;
+    this.maxBufferLength = facts.maxBufferLength ?? this.recommendedMaxWorkingSetSize;
+    this.resourceLimit = facts.resourceLimit ?? 499_000;
+    this.pageSize = facts.pageSize ?? 16 * KiB;
+  }
+
+  acquire(bytes: number): TestBuffer {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error("injected allocation failure");
+    }
+    const buffer = { serial: this.acquired.length, length: bytes };
+    this.acquired.push(buffer);
+    this.held.add(buffer);
+    return buffer;
+  }
+
+  release(buffer: TestBuffer): void {
+    if (!this.held.delete(buffer)) throw new Error(`buffer ${buffer.serial} released twice or never made`);
+    this.released.push(buffer);
+  }
+}
