@@ -23,7 +23,7 @@ import {
   DeviceClosedError,
   ForeignBufferError,
   MappingReleasedError,
-  TraceError,
+  TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
 import { type DeviceTrace, TraceRecorder } from "./trace.js";
@@ -556,13 +556,13 @@ export class Device {
   /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
-    if (this.#trace) throw new TraceError("startTrace(): a trace is already being recorded");
+    if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name);
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
   stopTrace(): DeviceTrace {
-    if (!this.#trace) throw new TraceError("stopTrace(): no trace is being recorded");
+    if (!this.#trace) throw new TraceRecordingError("stopTrace(): no trace is being recorded");
     const trace = this.#trace.finish();
     this.#trace = undefined;
     return trace;

@@ -77,7 +77,7 @@ export class WiredLimitError extends DeviceError {
 }
 
 /** Trace recording misused: started twice, stopped while not recording. */
-export class TraceError extends DeviceError {
+export class TraceRecordingError extends DeviceError {
   constructor(message: string) {
     super("ERR_NUVEC_TRACE", message);
   }

@@ -1,3 +1,14 @@
+// The allocator's errors reach Device users unchanged: re-exported so one import is enough.
+export {
+  AllocatorArgumentError,
+  AllocatorError,
+  type AllocatorPolicy,
+  BufferTooLargeError,
+  OutOfMemoryError,
+  ResourceLimitError,
+  SystemAllocationError,
+} from "@nuvec/allocator";
+export type { MemoryStats } from "@nuvec/stats";
 export {
   Device,
   DeviceBuffer,
@@ -14,7 +25,7 @@ export {
   type DeviceErrorCode,
   ForeignBufferError,
   MappingReleasedError,
-  TraceError,
+  TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
 export { type DeviceTrace, type TraceEvent, type TraceHeader, TraceRecorder } from "./trace.js";

@@ -1,0 +1,414 @@
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { describe, expect, it, vi } from "vitest";
+import {
+  BufferFreedError,
+  Device,
+  DeviceClosedError,
+  ForeignBufferError,
+  MappingReleasedError,
+  OutOfMemoryError,
+  TraceRecordingError,
+  WiredLimitError,
+} from "./index.js";
+
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+
+function mockDevice(options: ConstructorParameters<typeof MockBackend>[0] = {}, deviceOptions = {}) {
+  const backend = new MockBackend({
+    memorySize: 16 * GIB,
+    recommendedMaxWorkingSetSize: 8 * GIB,
+    maxBufferLength: 8 * GIB,
+    realFiles: false,
+    ...options,
+  });
+  const device = Device.open({ backend, ...deviceOptions });
+  return { backend, device };
+}
+
+describe("Device.open", () => {
+  it("takes MLX's default limits from the device facts", () => {
+    const { device } = mockDevice();
+    const stats = device.memoryStats();
+    expect(stats.memoryLimit).toBe(12 * GIB); // min(1.5·8 GiB, 0.95·16 GiB)
+    expect(stats.cacheLimit).toBe(12 * GIB);
+    expect(stats.wiredLimit).toBe(0);
+    const info = device.info();
+    expect(info).toMatchObject({ platform: "mock", policy: "mlx", residencySupported: true, closed: false });
+    expect(info.gcLimit).toBe(Math.floor(0.95 * 8 * GIB));
+  });
+
+  it("applies limits given as options", () => {
+    const { device } = mockDevice({}, { memoryLimit: 2 * GIB, cacheLimit: 64 * MIB, wiredLimit: GIB });
+    expect(device.memoryStats()).toMatchObject({
+      memoryLimit: 2 * GIB,
+      cacheLimit: 64 * MIB,
+      wiredLimit: GIB,
+    });
+  });
+
+  it("refuses a wired limit above the working set and bad options", () => {
+    expect(() => mockDevice({}, { wiredLimit: 9 * GIB })).toThrow(WiredLimitError);
+    expect(() => mockDevice({}, { residencyKeepAliveMilliseconds: -5 })).toThrow(/positive/);
+    expect(() => Device.open(null as unknown as object)).toThrow(/options/);
+  });
+});
+
+describe("malloc and free", () => {
+  it("charges size classes, caches freed buffers and reuses them", () => {
+    const { device, backend } = mockDevice();
+    const first = device.malloc(1000);
+    expect(first.length).toBe(1000);
+    expect(first.allocatedLength).toBe(1024);
+    expect(device.memoryStats()).toMatchObject({ active: 1024, peak: 1024, cache: 0, systemAllocations: 1 });
+    first.free();
+    expect(device.memoryStats()).toMatchObject({ active: 0, peak: 1024, cache: 1024 });
+    const second = device.malloc(900);
+    expect(second.allocatedLength).toBe(1024); // the cached 1024-byte buffer, reused
+    expect(device.memoryStats()).toMatchObject({ active: 1024, cache: 0, systemAllocations: 1 });
+    expect(backend.counters().buffersMade).toBe(1);
+    expect(device.counters()).toMatchObject({ cacheHits: 1, liveDeviceBuffers: 1 });
+  });
+
+  it("gives an empty buffer for 0 bytes, counted nowhere", () => {
+    const { device } = mockDevice();
+    const empty = device.malloc(0);
+    expect(empty.length).toBe(0);
+    expect(empty.contents().byteLength).toBe(0);
+    expect(device.memoryStats()).toMatchObject({ active: 0, systemAllocations: 0 });
+    empty.free();
+    expect(() => empty.free()).toThrow(BufferFreedError);
+  });
+
+  it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], ["12"], [12n], [undefined]])(
+    "refuses malloc(%s) with a typed error and changes nothing",
+    (bytes) => {
+      const { device } = mockDevice();
+      device.malloc(100).free();
+      const before = device.memoryStats();
+      const counters = device.counters();
+      expect(() => device.malloc(bytes as number)).toThrow(
+        expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
+      );
+      expect(device.memoryStats()).toEqual(before);
+      expect(device.counters()).toEqual(counters);
+    },
+  );
+
+  it("refuses a request above the device's max buffer length", () => {
+    const { device } = mockDevice({ maxBufferLength: 64 * MIB });
+    expect(() => device.malloc(64 * MIB + 1)).toThrow(
+      expect.objectContaining({ code: expect.stringMatching(/ERR_NUVEC/) }),
+    );
+    expect(device.memoryStats().active).toBe(0);
+  });
+
+  it("refuses past the hard memory limit with OutOfMemoryError, nothing changed", () => {
+    const { device } = mockDevice({}, { memoryLimit: 10 * MIB });
+    const held = device.malloc(8 * MIB);
+    const before = device.memoryStats();
+    let error: unknown;
+    try {
+      device.malloc(4 * MIB);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect(error).toMatchObject({ code: "ERR_NUVEC_OUT_OF_MEMORY", limit: 10 * MIB, active: 8 * MIB });
+    expect(device.memoryStats()).toEqual(before);
+    held.free();
+  });
+
+  it("double free and use after free are typed errors that change nothing", () => {
+    const { device } = mockDevice();
+    const buffer = device.malloc(4096);
+    buffer.free();
+    const before = device.memoryStats();
+    expect(() => buffer.free()).toThrow(BufferFreedError);
+    expect(() => device.free(buffer)).toThrow(expect.objectContaining({ code: "ERR_NUVEC_BUFFER_FREED" }));
+    expect(() => buffer.contents()).toThrow(BufferFreedError);
+    expect(device.memoryStats()).toEqual(before);
+    expect(buffer.freed).toBe(true);
+  });
+
+  it("refuses a buffer of another device", () => {
+    const { device } = mockDevice();
+    const other = mockDevice().device;
+    const buffer = other.malloc(256);
+    expect(() => device.free(buffer)).toThrow(ForeignBufferError);
+    expect(other.memoryStats().active).toBe(256);
+    expect(() => device.free({} as never)).toThrow(/DeviceBuffer/);
+  });
+
+  it("retries a failed system allocation once after clearing the cache", () => {
+    const { device, backend } = mockDevice({ failAllocation: (_bytes, attempt) => attempt === 2 });
+    device.malloc(1 << 20).free();
+    const buffer = device.malloc(4 << 20); // the 2nd newBuffer fails; cache cleared; retried
+    expect(buffer.allocatedLength).toBe(4 << 20);
+    expect(device.counters().allocationRetries).toBe(1);
+    expect(device.memoryStats()).toMatchObject({ active: 4 << 20, cache: 0 });
+    expect(backend.counters().buffersReleased).toBe(1);
+  });
+});
+
+describe("contents and views", () => {
+  it("writes read back; a freed buffer's views are detached and never show the next owner's data", () => {
+    const { device } = mockDevice();
+    const first = device.malloc(4096);
+    const view = first.bytes();
+    expect(view.length).toBe(4096);
+    view.set([1, 2, 3]);
+    expect([...first.bytes().subarray(0, 3)]).toEqual([1, 2, 3]);
+    const whole = first.contents();
+    first.free();
+    expect(whole.byteLength).toBe(0);
+    expect(view.length).toBe(0);
+    const second = device.malloc(4096); // the same cached buffer, next owner
+    expect(device.counters().cacheHits).toBe(1);
+    second.bytes().fill(9);
+    expect(view[0]).toBeUndefined();
+    view[0] = 42; // writes to a detached view go nowhere
+    expect(second.bytes()[0]).toBe(9);
+  });
+});
+
+describe("mapped files", () => {
+  it("charges mappingSize with the backend's page size, and releases", () => {
+    const { device, backend } = mockDevice({ pageSize: 4096 });
+    backend.addFile("weights.bin", new Uint8Array(10_000).fill(7));
+    const file = device.mapFile("weights.bin");
+    expect(file.length).toBe(10_000);
+    expect(file.mappedLength).toBe(12_288);
+    expect(new Uint8Array(file.contents())[9_999]).toBe(7);
+    expect(device.memoryStats()).toMatchObject({
+      mapped: 12_288,
+      activeWithMapped: 12_288,
+      peakWithMapped: 12_288,
+    });
+    file.release();
+    expect(device.memoryStats()).toMatchObject({ mapped: 0, activeWithMapped: 0, peakWithMapped: 12_288 });
+    expect(() => file.release()).toThrow(MappingReleasedError);
+    expect(() => file.contents()).toThrow(MappingReleasedError);
+    expect(backend.counters()).toMatchObject({ mappingsMade: 1, mappingsReleased: 1 });
+  });
+
+  it("refuses a mapping past the memory limit and unmaps it again", () => {
+    const { device, backend } = mockDevice({}, { memoryLimit: MIB });
+    backend.addFile("big.bin", 2 * MIB);
+    expect(() => device.mapFile("big.bin")).toThrow(OutOfMemoryError);
+    expect(device.memoryStats().mapped).toBe(0);
+    expect(backend.counters()).toMatchObject({ mappingsMade: 1, mappingsReleased: 1 });
+  });
+
+  it("gives the backend's typed errors for missing files and refuses bad paths", () => {
+    const { device } = mockDevice();
+    expect(() => device.mapFile("nope.bin")).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_SYSTEM", errno: "ENOENT" }),
+    );
+    expect(() => device.mapFile("")).toThrow(/non-empty string/);
+    expect(() => device.mapFile(42 as unknown as string)).toThrow(/non-empty string/);
+    expect(device.memoryStats().mapped).toBe(0);
+  });
+});
+
+describe("wired memory", () => {
+  it("wires buffers and mapped files up to the wired limit; cached buffers stay wired", () => {
+    const { device, backend } = mockDevice();
+    const buffer = device.malloc(MIB);
+    backend.addFile("w.bin", 3 * MIB);
+    const file = device.mapFile("w.bin");
+    expect(device.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0 });
+    expect(device.setWiredLimit(8 * MIB)).toBe(0);
+    expect(device.memoryStats()).toMatchObject({ wiredLimit: 8 * MIB, wired: 4 * MIB, wiredMapped: 3 * MIB });
+    expect(backend.counters().wiredBytes).toBe(4 * MIB);
+    buffer.free(); // to the cache: still wired, as MLX
+    expect(device.memoryStats()).toMatchObject({ wired: 4 * MIB, cache: MIB });
+    device.clearCache();
+    expect(device.memoryStats()).toMatchObject({ wired: 3 * MIB, cache: 0 });
+    expect(device.setWiredLimit(MIB)).toBe(8 * MIB);
+    expect(device.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0 });
+    file.release();
+  });
+
+  it("refuses a wired limit above the working set, and bad values, changing nothing", () => {
+    const { device } = mockDevice();
+    device.setWiredLimit(GIB);
+    expect(() => device.setWiredLimit(8 * GIB + 1)).toThrow(WiredLimitError);
+    expect(() => device.setWiredLimit(-1)).toThrow(RangeError);
+    expect(() => device.setWiredLimit(Number.NaN)).toThrow(RangeError);
+    expect(device.memoryStats().wiredLimit).toBe(GIB);
+  });
+
+  it("refreshes residency of non-empty sets, by hand and on a keep-alive timer", () => {
+    vi.useFakeTimers();
+    try {
+      const { device, backend } = mockDevice({}, { wiredLimit: GIB, residencyKeepAliveMilliseconds: 1000 });
+      const requests = () => backend.counters().residencyRequests;
+      const start = requests();
+      device.refreshResidency(); // the only set is empty: nothing renewed
+      expect(requests()).toBe(start);
+      const buffer = device.malloc(MIB);
+      device.refreshResidency();
+      expect(requests()).toBe(start + 1);
+      vi.advanceTimersByTime(3000);
+      expect(requests()).toBe(start + 4);
+      device.stopResidencyKeepAlive();
+      vi.advanceTimersByTime(3000);
+      expect(requests()).toBe(start + 4);
+      buffer.free();
+      device.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("keeps working without residency support: the limit is stored, nothing wired", () => {
+    const { device } = mockDevice({ supportsResidencySets: false });
+    expect(device.info().residencySupported).toBe(false);
+    device.malloc(MIB);
+    expect(device.setWiredLimit(GIB)).toBe(0);
+    expect(device.memoryStats()).toMatchObject({ wiredLimit: GIB, wired: 0 });
+  });
+});
+
+describe("limits and peaks", () => {
+  it("setters return the previous value; setCacheLimit trims at once; resetPeak keeps the true high-water mark", () => {
+    const { device } = mockDevice();
+    const a = device.malloc(3 * MIB);
+    const b = device.malloc(MIB);
+    a.free();
+    expect(device.memoryStats().cache).toBe(3 * MIB);
+    expect(device.setCacheLimit(MIB)).toBe(12 * GIB);
+    expect(device.memoryStats().cache).toBe(0);
+    expect(device.setMemoryLimit(GIB)).toBe(12 * GIB);
+    expect(device.memoryStats().peak).toBe(4 * MIB);
+    device.resetPeak();
+    expect(device.memoryStats()).toMatchObject({ peak: MIB, peakWithMapped: MIB });
+    b.free();
+    expect(() => device.setCacheLimit(-1)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
+    );
+    expect(device.memoryStats().cacheLimit).toBe(MIB);
+  });
+});
+
+describe("close", () => {
+  it("releases everything, is idempotent, and makes later use a typed error", () => {
+    const { device, backend } = mockDevice({}, { wiredLimit: GIB });
+    const live = device.malloc(MIB);
+    const view = live.contents();
+    device.malloc(2 * MIB).free();
+    backend.addFile("f.bin", 5000);
+    const file = device.mapFile("f.bin");
+    device.close();
+    device.close();
+    const counters = backend.counters();
+    expect(counters.buffersMade).toBe(counters.buffersReleased);
+    expect(counters.mappingsMade).toBe(counters.mappingsReleased);
+    expect(counters.wiredBytes).toBe(0);
+    expect(view.byteLength).toBe(0);
+    expect(device.closed).toBe(true);
+    expect(device.info().closed).toBe(true);
+    expect(() => device.malloc(1)).toThrow(DeviceClosedError);
+    expect(() => live.free()).toThrow(DeviceClosedError);
+    expect(() => live.contents()).toThrow(DeviceClosedError);
+    expect(() => file.contents()).toThrow(DeviceClosedError);
+    expect(() => device.setWiredLimit(0)).toThrow(DeviceClosedError);
+    expect(() => device.mapFile("f.bin")).toThrow(DeviceClosedError);
+  });
+
+  it("works with using", () => {
+    const backend = new MockBackend({ realFiles: false });
+    {
+      using device = Device.open({ backend });
+      using buffer = device.malloc(100);
+      expect(buffer.length).toBe(100);
+    }
+    expect(backend.counters().buffersReleased).toBe(backend.counters().buffersMade);
+  });
+});
+
+describe("the safety net", () => {
+  const gc = (globalThis as { gc?: () => void }).gc;
+
+  async function collect(until: () => boolean): Promise<void> {
+    for (let round = 0; round < 50 && !until(); round += 1) {
+      gc?.();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it.skipIf(gc === undefined)("gives back a buffer dropped without free(), and counts it", async () => {
+    const { device } = mockDevice();
+    (() => {
+      device.malloc(MIB);
+    })();
+    expect(device.memoryStats().active).toBe(MIB);
+    await collect(() => device.counters().leakedBuffers > 0);
+    expect(device.counters().leakedBuffers).toBe(1);
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: MIB });
+  });
+
+  it.skipIf(gc === undefined)("never while a view over it is reachable", async () => {
+    const { device } = mockDevice();
+    const view = (() => device.malloc(4096).bytes())();
+    view[0] = 5;
+    await collect(() => device.counters().leakedBuffers > 0);
+    expect(device.counters().leakedBuffers).toBe(0);
+    expect(device.memoryStats().active).toBe(4096);
+    const next = device.malloc(4096); // a new system buffer: the old one is still owned through the view
+    expect(device.memoryStats().systemAllocations).toBe(2);
+    expect(view[0]).toBe(5);
+    next.free();
+  });
+});
+
+describe("memory history", () => {
+  it("records allocations, frees, mappings and limit changes in the trace format", () => {
+    const { device, backend } = mockDevice();
+    const before = device.malloc(10); // not recorded
+    device.startTrace("unit");
+    expect(() => device.startTrace()).toThrow(TraceRecordingError);
+    const a = device.malloc(1000);
+    const b = device.malloc(2000);
+    a.free();
+    before.free(); // allocated before the trace: not recorded
+    backend.addFile("m.bin", 5000);
+    const file = device.mapFile("m.bin");
+    device.setCacheLimit(MIB);
+    device.setMemoryLimit(GIB);
+    device.setWiredLimit(MIB);
+    device.clearCache();
+    device.resetPeak();
+    file.release();
+    const trace = device.stopTrace();
+    expect(trace.events).toEqual([
+      ["a", 0, 1000],
+      ["a", 1, 2000],
+      ["f", 0],
+      ["m", 0, 5000],
+      ["l", "cache", MIB],
+      ["l", "memory", GIB],
+      ["l", "wired", MIB],
+      ["c"],
+      ["p"],
+      ["u", 0],
+    ]);
+    expect(trace.header).toMatchObject({
+      name: "unit",
+      events: 10,
+      allocations: 2,
+      live_at_end: 1,
+      peak_live_bytes: 3000,
+    });
+    const lines = trace
+      .toNdjson()
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines[0]).toEqual(trace.header);
+    expect(lines.slice(1)).toEqual(trace.events);
+    expect(() => device.stopTrace()).toThrow(TraceRecordingError);
+    b.free();
+  });
+});
