@@ -1,0 +1,757 @@
+// The contract every NativeBackend must keep: the mock (test/contract-mock.test.ts) and the real addon
+// (test/contract-host.test.ts, and on macOS the Metal layer) run these same tests. Everything here goes
+// through the NativeBackend interface only; what only the mock can do (fault injection) is tested in
+// src/mock.test.ts. Counters are compared as differences, so `make` may return the same backend every time.
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { constants, tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type TestContext } from "vitest";
+import {
+  NativeArgumentError,
+  NativeError,
+  type NativeErrorCode,
+  NativeReleasedError,
+  NativeSystemError,
+} from "../src/errors.js";
+import type {
+  NativeAllocation,
+  NativeBackend,
+  NativeBuffer,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "../src/types.js";
+
+/** Options of {@link describeNativeBackendContract}. */
+export interface NativeBackendContractOptions {
+  /**
+   * Whether buffers are real memory of any size: the suite then also writes and reads both ends of a 64 MiB
+   * buffer. Default false (the mock gives real memory to small buffers only).
+   */
+  realMemory?: boolean;
+  /**
+   * Returns an allocation of `backend` whose wiring will fail (the mock: after `failWiring = true`; the host:
+   * a buffer larger than `RLIMIT_MEMLOCK`), or `undefined` when it cannot be arranged here; the suite
+   * releases it. Without it the wiring-failure test is skipped.
+   */
+  failingWiring?: (backend: NativeBackend) => NativeAllocation | undefined;
+  /** Rounds of making and releasing in the leak test. Default 100. */
+  cycles?: number;
+}
+
+/** Anything the suite makes and must release after each test (residency sets have no `released`). */
+interface Releasable {
+  readonly released?: boolean;
+  release(): void;
+}
+
+const BAD_SIZES: ReadonlyArray<readonly [string, unknown]> = [
+  ["-1", -1],
+  ["1.5", 1.5],
+  ["NaN", Number.NaN],
+  ["Infinity", Number.POSITIVE_INFINITY],
+  ["-Infinity", Number.NEGATIVE_INFINITY],
+  ["0", 0],
+  ["-0", -0],
+  ["2 ** 53", 2 ** 53],
+  ['"12"', "12"],
+  ["12n", 12n],
+  ["undefined", undefined],
+  ["null", null],
+  ["{}", {}],
+];
+
+/** Deterministic bytes (a linear congruential generator), so failures reproduce. */
+function patternBytes(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let state = seed >>> 0 || 1;
+  for (let index = 0; index < length; index += 1) {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    bytes[index] = state >>> 24;
+  }
+  return bytes;
+}
+
+function roundUpToPages(length: number, pageSize: number): number {
+  return Math.ceil(length / pageSize) * pageSize;
+}
+
+/** Calls `action`, expects it to throw, and returns the error. */
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to throw, it returned");
+}
+
+/** Expects `action` to throw a {@link NativeError} of class `type` with `code`; returns it. */
+function expectNativeError<T extends NativeError>(
+  action: () => unknown,
+  type: abstract new (...args: never[]) => T,
+  code: NativeErrorCode,
+): T {
+  const error = thrown(action);
+  expect(error).toBeInstanceOf(NativeError);
+  expect(error).toBeInstanceOf(type);
+  expect((error as NativeError).code).toBe(code);
+  return error as T;
+}
+
+function isPowerOfTwo(value: number): boolean {
+  return Number.isSafeInteger(value) && value > 0 && (value & (value - 1)) === 0;
+}
+
+/**
+ * Declares (with vitest `describe`/`it`) the tests every {@link NativeBackend} must pass, under the title
+ * `NativeBackend contract: <name>`. `make` is called before each test; it may return a new backend or the
+ * same one. The suite wires only a few pages at a time (well under the default `RLIMIT_MEMLOCK`).
+ */
+export function describeNativeBackendContract(
+  name: string,
+  make: () => NativeBackend,
+  options: NativeBackendContractOptions = {},
+): void {
+  const cycles = options.cycles ?? 100;
+
+  describe(`NativeBackend contract: ${name}`, () => {
+    let backend: NativeBackend;
+    let made: Releasable[] = [];
+    let sets: NativeResidencySet[] = [];
+    let directory: string;
+
+    beforeAll(() => {
+      directory = mkdtempSync(join(tmpdir(), "nuvec-native-contract-"));
+    });
+
+    afterAll(() => {
+      rmSync(directory, { recursive: true, force: true });
+    });
+
+    beforeEach(() => {
+      backend = make();
+      made = [];
+      sets = [];
+    });
+
+    afterEach(() => {
+      // Sets first (they hold allocations), then buffers and mappings, newest first.
+      const handles = [...sets, ...made.reverse()];
+      made = [];
+      sets = [];
+      for (const handle of handles) {
+        if (handle.released === true) continue;
+        try {
+          handle.release();
+        } catch (error) {
+          if (!(error instanceof NativeReleasedError)) throw error; // a set the test released already
+        }
+      }
+    });
+
+    function keep<T extends Releasable>(handle: T): T {
+      made.push(handle);
+      return handle;
+    }
+
+    function keepSet(set: NativeResidencySet): NativeResidencySet {
+      sets.push(set);
+      return set;
+    }
+
+    const newBuffer = (bytes: number): NativeBuffer => keep(backend.newBuffer(bytes));
+    const mapFile = (path: string): NativeMappedFile => keep(backend.mapFile(path));
+
+    function newResidencySet(context: TestContext): NativeResidencySet {
+      if (!backend.supportsResidencySets) context.skip("the backend has no residency sets");
+      const set = backend.newResidencySet();
+      if (set === undefined)
+        throw new Error("newResidencySet() returned undefined although supportsResidencySets");
+      return keep(set);
+    }
+
+    let fileNumber = 0;
+    function writeTemporaryFile(content: Uint8Array): string {
+      fileNumber += 1;
+      const path = join(directory, `file-${fileNumber}.bin`);
+      writeFileSync(path, content);
+      return path;
+    }
+
+    function wiredBytes(): number {
+      return backend.counters().wiredBytes;
+    }
+
+    // ------------------------------------------------------------------ facts
+
+    describe("device facts", () => {
+      it("are sane: a name, a platform, a power-of-two page, working set and max buffer within memory", () => {
+        expect(typeof backend.name).toBe("string");
+        expect(backend.name.length).toBeGreaterThan(0);
+        expect(["metal", "host", "mock"]).toContain(backend.platform);
+        expect(isPowerOfTwo(backend.pageSize)).toBe(true);
+        expect(backend.pageSize).toBeGreaterThanOrEqual(4096);
+        for (const fact of [
+          "memorySize",
+          "recommendedMaxWorkingSetSize",
+          "maxBufferLength",
+          "resourceLimit",
+        ] as const) {
+          expect(Number.isSafeInteger(backend[fact]), fact).toBe(true);
+          expect(backend[fact], fact).toBeGreaterThan(0);
+        }
+        expect(backend.recommendedMaxWorkingSetSize).toBeLessThanOrEqual(backend.memorySize);
+        expect(backend.maxBufferLength).toBeLessThanOrEqual(backend.memorySize);
+        expect(typeof backend.supportsResidencySets).toBe("boolean");
+      });
+
+      it("do not change between reads", () => {
+        const read = () => ({
+          name: backend.name,
+          platform: backend.platform,
+          memorySize: backend.memorySize,
+          recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
+          maxBufferLength: backend.maxBufferLength,
+          resourceLimit: backend.resourceLimit,
+          pageSize: backend.pageSize,
+          supportsResidencySets: backend.supportsResidencySets,
+        });
+        const first = read();
+        newBuffer(backend.pageSize).release();
+        expect(read()).toEqual(first);
+      });
+
+      it("counters() returns a copy", () => {
+        const counters = backend.counters();
+        const before = { ...counters };
+        counters.buffersMade += 1000;
+        counters.wiredBytes += 1000;
+        expect(backend.counters()).toEqual(before);
+      });
+    });
+
+    // ------------------------------------------------------------------ buffers
+
+    describe("buffers", () => {
+      it("have the length asked for and an allocatedSize of at least that, whole pages from a page on", () => {
+        const page = backend.pageSize;
+        for (const bytes of [1, 255, 256, 1000, page - 1, page, page + 1, 3 * page, 3 * page + 17]) {
+          const buffer = newBuffer(bytes);
+          expect(buffer.length).toBe(bytes);
+          expect(buffer.released).toBe(false);
+          expect(Number.isSafeInteger(buffer.allocatedSize)).toBe(true);
+          expect(buffer.allocatedSize).toBeGreaterThanOrEqual(bytes);
+          if (bytes > page) {
+            expect(buffer.allocatedSize % page, `allocatedSize of ${bytes}`).toBe(0);
+            expect(buffer.allocatedSize).toBeLessThan(bytes + page);
+          }
+        }
+      });
+
+      it("are counted when made and when released", () => {
+        const before = backend.counters();
+        const buffer = newBuffer(2 * backend.pageSize + 1);
+        const during = backend.counters();
+        expect(during.buffersMade - before.buffersMade).toBe(1);
+        expect(during.buffersReleased - before.buffersReleased).toBe(0);
+        expect(during.bufferBytes - before.bufferBytes).toBe(buffer.allocatedSize);
+        buffer.release();
+        expect(buffer.released).toBe(true);
+        const after = backend.counters();
+        expect(after.buffersMade - before.buffersMade).toBe(1);
+        expect(after.buffersReleased - before.buffersReleased).toBe(1);
+        expect(after.bufferBytes).toBe(before.bufferBytes);
+      });
+
+      it.each([
+        ["small", 300],
+        ["one page", 0],
+        ["several pages", -1],
+      ])("contents of a %s buffer: length bytes, written and read back", (_label, size) => {
+        const bytes = size === 0 ? backend.pageSize : size === -1 ? 5 * backend.pageSize + 7 : size;
+        const buffer = newBuffer(bytes);
+        const memory = buffer.contents();
+        expect(memory).toBeInstanceOf(ArrayBuffer);
+        expect(memory.byteLength).toBe(bytes);
+        const pattern = patternBytes(bytes, bytes);
+        new Uint8Array(memory).set(pattern);
+        expect(new Uint8Array(buffer.contents())).toEqual(pattern);
+      });
+
+      it("contents() called twice gives views of the same memory", () => {
+        const buffer = newBuffer(4096);
+        const first = new Uint8Array(buffer.contents());
+        const second = new Uint8Array(buffer.contents());
+        first[0] = 0x12;
+        first[4095] = 0x34;
+        expect(second[0]).toBe(0x12);
+        expect(second[4095]).toBe(0x34);
+      });
+
+      it.runIf(options.realMemory === true)("a 64 MiB buffer is real memory end to end", () => {
+        const bytes = 64 * 1024 * 1024;
+        const buffer = newBuffer(bytes);
+        const view = new Uint8Array(buffer.contents());
+        expect(view.byteLength).toBe(bytes);
+        view[0] = 1;
+        view[bytes / 2] = 2;
+        view[bytes - 1] = 3;
+        const again = new Uint8Array(buffer.contents());
+        expect([again[0], again[bytes / 2], again[bytes - 1]]).toEqual([1, 2, 3]);
+      });
+    });
+
+    // ------------------------------------------------------------------ detaching
+
+    describe("detaching", () => {
+      it("release detaches every ArrayBuffer handed out: old views read byteLength 0", () => {
+        const buffer = newBuffer(1024);
+        const memory = buffer.contents();
+        const view = new Uint8Array(memory);
+        const secondView = new DataView(buffer.contents());
+        view.fill(0x5a);
+        buffer.release();
+        expect(memory.byteLength).toBe(0);
+        expect(view.byteLength).toBe(0);
+        expect(view.length).toBe(0);
+        expect(view[0]).toBeUndefined();
+        expect(secondView.buffer.byteLength).toBe(0);
+        expect(() => secondView.getUint8(0)).toThrow(TypeError);
+      });
+
+      it.each([
+        ["small", 256],
+        ["one page", 0],
+        ["several pages", -1],
+      ])(
+        "a stale view of a released %s buffer never reaches the next buffer of that size",
+        (_label, size) => {
+          const bytes = size === 0 ? backend.pageSize : size === -1 ? 4 * backend.pageSize : size;
+          for (let round = 0; round < 8; round += 1) {
+            const first = newBuffer(bytes);
+            const stale = new Uint8Array(first.contents());
+            stale.fill(0xa5);
+            first.release();
+            const next = newBuffer(bytes);
+            const view = new Uint8Array(next.contents());
+            view.fill(0x11);
+            expect(() => stale.fill(0xff)).toThrow(TypeError); // a detached view refuses bulk writes
+            stale[0] = 0xff; // and ignores element writes
+            stale[bytes - 1] = 0xff;
+            expect(stale.byteLength).toBe(0);
+            expect(stale[0]).toBeUndefined();
+            expect(view.every((byte) => byte === 0x11)).toBe(true);
+            next.release();
+          }
+        },
+      );
+
+      it("detachContents detaches old views and keeps the bytes for the next contents()", () => {
+        const buffer = newBuffer(2 * backend.pageSize);
+        const pattern = patternBytes(buffer.length, 7);
+        const stale = new Uint8Array(buffer.contents());
+        stale.set(pattern);
+        const before = backend.counters();
+        buffer.detachContents();
+        expect(stale.byteLength).toBe(0);
+        stale[0] = 0; // a write through the stale view goes nowhere
+        expect(buffer.released).toBe(false);
+        const fresh = new Uint8Array(buffer.contents());
+        expect(fresh.byteLength).toBe(buffer.length);
+        expect(fresh).toEqual(pattern);
+        expect(backend.counters()).toEqual(before);
+      });
+
+      it("detachContents before any contents() is harmless", () => {
+        const buffer = newBuffer(512);
+        buffer.detachContents();
+        expect(buffer.contents().byteLength).toBe(512);
+      });
+
+      it("releasing a mapping detaches its views", () => {
+        const path = writeTemporaryFile(patternBytes(3000, 3));
+        const mapping = mapFile(path);
+        const memory = mapping.contents();
+        const view = new Uint8Array(memory);
+        expect(view[0]).toBe(patternBytes(1, 3)[0]);
+        mapping.release();
+        expect(mapping.released).toBe(true);
+        expect(memory.byteLength).toBe(0);
+        expect(view.byteLength).toBe(0);
+      });
+    });
+
+    // ------------------------------------------------------------------ misuse
+
+    describe("misuse is a typed error", () => {
+      it("releasing a buffer twice throws NativeReleasedError and changes no counter", () => {
+        const buffer = newBuffer(100);
+        buffer.release();
+        const before = backend.counters();
+        expectNativeError(() => buffer.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expect(backend.counters()).toEqual(before);
+      });
+
+      it("contents() and detachContents() after release throw NativeReleasedError", () => {
+        const buffer = newBuffer(backend.pageSize);
+        buffer.release();
+        expectNativeError(() => buffer.contents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.detachContents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+      });
+
+      it("a mapping released twice or read after release throws NativeReleasedError", () => {
+        const mapping = mapFile(writeTemporaryFile(patternBytes(10, 1)));
+        mapping.release();
+        const before = backend.counters();
+        expectNativeError(() => mapping.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => mapping.contents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expect(backend.counters()).toEqual(before);
+      });
+
+      it.each(BAD_SIZES)(
+        "newBuffer(%s) throws NativeArgumentError before anything changes",
+        (_label, bytes) => {
+          const before = backend.counters();
+          const error = expectNativeError(
+            () => backend.newBuffer(bytes as number),
+            NativeArgumentError,
+            "ERR_NUVEC_INVALID_ARGUMENT",
+          );
+          expect(error.argument).toBe("bytes");
+          expect(backend.counters()).toEqual(before);
+        },
+      );
+
+      it("newBuffer above maxBufferLength throws NativeArgumentError before anything changes", () => {
+        const before = backend.counters();
+        const bytes = backend.maxBufferLength + 1;
+        const error = expectNativeError(
+          () => backend.newBuffer(bytes),
+          NativeArgumentError,
+          "ERR_NUVEC_INVALID_ARGUMENT",
+        );
+        expect(error.argument).toBe("bytes");
+        expect(backend.counters()).toEqual(before);
+      });
+
+      it.each([
+        ["a number", 12],
+        ["undefined", undefined],
+        ["a path with a NUL character", "/tmp/a\0b"],
+      ])("mapFile of %s throws NativeArgumentError before anything changes", (_label, path) => {
+        const before = backend.counters();
+        const error = expectNativeError(
+          () => backend.mapFile(path as string),
+          NativeArgumentError,
+          "ERR_NUVEC_INVALID_ARGUMENT",
+        );
+        expect(error.argument).toBe("path");
+        expect(backend.counters()).toEqual(before);
+      });
+    });
+
+    // ------------------------------------------------------------------ mapped files
+
+    describe("mapped files", () => {
+      it("map a file without changing it: length, whole pages, bytes read back byte for byte, counters", () => {
+        const length = 2 * backend.pageSize + 123;
+        const content = patternBytes(length, 42);
+        const path = writeTemporaryFile(content);
+        const before = backend.counters();
+        const mapping = mapFile(path);
+        expect(mapping.path).toBe(path);
+        expect(mapping.length).toBe(length);
+        expect(mapping.mappedLength).toBe(roundUpToPages(length, backend.pageSize));
+        expect(mapping.allocatedSize).toBe(mapping.mappedLength);
+        expect(mapping.released).toBe(false);
+        const during = backend.counters();
+        expect(during.mappingsMade - before.mappingsMade).toBe(1);
+        expect(during.mappedBytes - before.mappedBytes).toBe(mapping.mappedLength);
+        expect(during.bufferBytes).toBe(before.bufferBytes);
+        const memory = mapping.contents();
+        expect(memory.byteLength).toBe(length);
+        expect(new Uint8Array(memory)).toEqual(content);
+        mapping.release();
+        const after = backend.counters();
+        expect(after.mappingsReleased - before.mappingsReleased).toBe(1);
+        expect(after.mappedBytes).toBe(before.mappedBytes);
+      });
+
+      it("a file of exactly one page maps to one page", () => {
+        const mapping = mapFile(writeTemporaryFile(patternBytes(backend.pageSize, 9)));
+        expect(mapping.length).toBe(backend.pageSize);
+        expect(mapping.mappedLength).toBe(backend.pageSize);
+      });
+
+      it("writes to the mapping never reach the file nor a second mapping of it", () => {
+        const content = patternBytes(5000, 5);
+        const path = writeTemporaryFile(content);
+        const mapping = mapFile(path);
+        const view = new Uint8Array(mapping.contents());
+        view.fill(0);
+        expect(new Uint8Array(mapping.contents())[100]).toBe(0); // the mapping keeps its own writes
+        const other = mapFile(path);
+        expect(new Uint8Array(other.contents())).toEqual(content);
+        mapping.release();
+        other.release();
+        expect(new Uint8Array(readFileSync(path))).toEqual(content);
+      });
+
+      it("can be mapped twice at once, each counted", () => {
+        const path = writeTemporaryFile(patternBytes(100, 8));
+        const before = backend.counters();
+        const first = mapFile(path);
+        const second = mapFile(path);
+        expect(backend.counters().mappedBytes - before.mappedBytes).toBe(
+          first.mappedLength + second.mappedLength,
+        );
+      });
+
+      function expectSystemError(path: string, syscall: string, errno: string): void {
+        const before = backend.counters();
+        const error = expectNativeError(() => backend.mapFile(path), NativeSystemError, "ERR_NUVEC_SYSTEM");
+        expect({ syscall: error.syscall, errno: error.errno, path: error.path }).toEqual({
+          syscall,
+          errno,
+          path,
+        });
+        expect(error.errnoNumber).toBe((constants.errno as Record<string, number>)[errno]);
+        expect(backend.counters()).toEqual(before);
+      }
+
+      it("a missing file: NativeSystemError open ENOENT with the path", () => {
+        expectSystemError(join(directory, "does-not-exist.bin"), "open", "ENOENT");
+      });
+
+      it("an empty file: NativeSystemError mmap EINVAL with the path", () => {
+        expectSystemError(writeTemporaryFile(new Uint8Array(0)), "mmap", "EINVAL");
+      });
+
+      it("a directory: NativeSystemError open EISDIR with the path", () => {
+        const path = join(directory, "a-directory");
+        mkdirSync(path, { recursive: true });
+        expectSystemError(path, "open", "EISDIR");
+      });
+
+      it("an unreadable file: NativeSystemError open EACCES with the path", (context) => {
+        if (process.getuid?.() === 0) context.skip("root reads any file");
+        if (process.platform === "win32") context.skip("no POSIX permissions");
+        const path = writeTemporaryFile(patternBytes(10, 2));
+        chmodSync(path, 0o000);
+        expectSystemError(path, "open", "EACCES");
+      });
+    });
+
+    // ------------------------------------------------------------------ residency sets
+
+    describe("residency sets", () => {
+      it("newResidencySet() gives a set exactly when supportsResidencySets, and counts it", () => {
+        const before = backend.counters();
+        const set = backend.newResidencySet();
+        if (!backend.supportsResidencySets) {
+          expect(set).toBeUndefined();
+          expect(backend.counters().residencySetsMade).toBe(before.residencySetsMade);
+          return;
+        }
+        expect(set).toBeDefined();
+        keepSet(set as NativeResidencySet);
+        expect(backend.counters().residencySetsMade - before.residencySetsMade).toBe(1);
+        expect(set?.allocatedSize).toBe(0);
+        expect(set?.allocationCount).toBe(0);
+        expect(set?.wiringFailures).toBe(0);
+      });
+
+      it("add and remove take effect at commit", (context) => {
+        const set = newResidencySet(context);
+        const first = newBuffer(backend.pageSize);
+        const second = newBuffer(2 * backend.pageSize);
+        const commits = backend.counters().commits;
+        set.add(first);
+        set.add(second);
+        expect(set.allocationCount).toBe(0);
+        expect(set.allocatedSize).toBe(0);
+        set.commit();
+        expect(backend.counters().commits - commits).toBe(1);
+        expect(set.allocationCount).toBe(2);
+        expect(set.allocatedSize).toBe(first.allocatedSize + second.allocatedSize);
+        set.remove(first);
+        expect(set.allocationCount).toBe(2);
+        expect(set.allocatedSize).toBe(first.allocatedSize + second.allocatedSize);
+        set.commit();
+        expect(set.allocationCount).toBe(1);
+        expect(set.allocatedSize).toBe(second.allocatedSize);
+      });
+
+      it("nothing is wired before requestResidency", (context) => {
+        const set = newResidencySet(context);
+        const start = wiredBytes();
+        set.add(newBuffer(backend.pageSize));
+        set.commit();
+        expect(wiredBytes()).toBe(start);
+      });
+
+      it("requestResidency wires the committed allocations and stands; endResidency unwires all", (context) => {
+        const set = newResidencySet(context);
+        const first = newBuffer(backend.pageSize);
+        const second = newBuffer(2 * backend.pageSize);
+        const start = wiredBytes();
+        const requests = backend.counters().residencyRequests;
+        set.add(first);
+        set.commit();
+        set.requestResidency();
+        expect(backend.counters().residencyRequests - requests).toBe(1);
+        expect(wiredBytes() - start).toBe(first.allocatedSize);
+        set.add(second);
+        expect(wiredBytes() - start).toBe(first.allocatedSize); // not before the commit
+        set.commit();
+        expect(wiredBytes() - start).toBe(first.allocatedSize + second.allocatedSize);
+        set.remove(first);
+        expect(wiredBytes() - start).toBe(first.allocatedSize + second.allocatedSize);
+        set.commit();
+        expect(wiredBytes() - start).toBe(second.allocatedSize);
+        set.endResidency();
+        expect(wiredBytes()).toBe(start);
+        set.add(first);
+        set.commit(); // the request no longer stands
+        expect(wiredBytes()).toBe(start);
+        expect(set.wiringFailures).toBe(0);
+      });
+
+      it("a mapped file in a set is wired by its allocatedSize", (context) => {
+        const set = newResidencySet(context);
+        const mapping = mapFile(writeTemporaryFile(patternBytes(backend.pageSize + 1, 4)));
+        const start = wiredBytes();
+        set.add(mapping);
+        set.commit();
+        expect(set.allocatedSize).toBe(mapping.allocatedSize);
+        set.requestResidency();
+        expect(wiredBytes() - start).toBe(mapping.allocatedSize);
+        set.endResidency();
+        expect(wiredBytes()).toBe(start);
+      });
+
+      it("adding twice is adding once; removing what is not there does nothing", (context) => {
+        const set = newResidencySet(context);
+        const buffer = newBuffer(backend.pageSize);
+        const other = newBuffer(backend.pageSize);
+        set.add(buffer);
+        set.add(buffer);
+        set.remove(other);
+        set.commit();
+        expect(set.allocationCount).toBe(1);
+        expect(set.allocatedSize).toBe(buffer.allocatedSize);
+        const start = wiredBytes();
+        set.requestResidency();
+        set.requestResidency();
+        expect(wiredBytes() - start).toBe(buffer.allocatedSize);
+        set.endResidency();
+        set.endResidency();
+        expect(wiredBytes()).toBe(start);
+      });
+
+      it("releasing a set unwires everything; any later call throws NativeReleasedError", (context) => {
+        const set = newResidencySet(context);
+        const buffer = newBuffer(backend.pageSize);
+        const start = wiredBytes();
+        set.add(buffer);
+        set.commit();
+        set.requestResidency();
+        expect(wiredBytes() - start).toBe(buffer.allocatedSize);
+        set.release();
+        expect(wiredBytes()).toBe(start);
+        const calls: Array<() => void> = [
+          () => set.add(buffer),
+          () => set.remove(buffer),
+          () => set.commit(),
+          () => set.requestResidency(),
+          () => set.endResidency(),
+          () => set.release(),
+          () => backend.attachResidencySet(set),
+        ];
+        for (const call of calls) expectNativeError(call, NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expect(wiredBytes()).toBe(start);
+      });
+
+      it("adding a released buffer throws NativeReleasedError", (context) => {
+        const set = newResidencySet(context);
+        const buffer = newBuffer(backend.pageSize);
+        buffer.release();
+        expectNativeError(() => set.add(buffer), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        set.commit();
+        expect(set.allocationCount).toBe(0);
+      });
+
+      it("attachResidencySet accepts a live set", (context) => {
+        const set = newResidencySet(context);
+        expect(() => backend.attachResidencySet(set)).not.toThrow();
+      });
+
+      it("a wiring failure is counted on the set and in the counters, never thrown", (context) => {
+        if (options.failingWiring === undefined) context.skip("no way to make wiring fail on this backend");
+        const set = newResidencySet(context);
+        const allocation = options.failingWiring?.(backend);
+        if (allocation === undefined) context.skip("wiring cannot be made to fail here");
+        keep(allocation as NativeAllocation);
+        const before = backend.counters();
+        set.add(allocation as NativeAllocation);
+        set.commit();
+        expect(() => set.requestResidency()).not.toThrow();
+        expect(set.wiringFailures).toBeGreaterThanOrEqual(1);
+        const after = backend.counters();
+        expect(after.wiringFailures - before.wiringFailures).toBeGreaterThanOrEqual(1);
+        expect(after.wiredBytes).toBe(before.wiredBytes);
+        expect(() => set.endResidency()).not.toThrow();
+        expect(() => set.release()).not.toThrow();
+        expect(backend.counters().wiredBytes).toBe(before.wiredBytes);
+      });
+    });
+
+    // ------------------------------------------------------------------ leaks
+
+    describe("no leaks", () => {
+      it(`counters are back where they started after ${cycles} rounds of making and releasing`, () => {
+        const page = backend.pageSize;
+        const path = writeTemporaryFile(patternBytes(page + 5, 11));
+        const before = backend.counters();
+        let buffers = 0;
+        let mappings = 0;
+        for (let round = 0; round < cycles; round += 1) {
+          for (const bytes of [100, 4096, page, 3 * page + 1]) {
+            const buffer = backend.newBuffer(bytes);
+            new Uint8Array(buffer.contents())[bytes - 1] = round & 0xff;
+            if (round % 2 === 0) buffer.detachContents();
+            buffer.release();
+            buffers += 1;
+          }
+          if (round % 10 === 0) {
+            const mapping = backend.mapFile(path);
+            mapping.contents();
+            mappings += 1;
+            const set = backend.newResidencySet();
+            if (set !== undefined) {
+              const buffer = backend.newBuffer(page);
+              buffers += 1;
+              set.add(buffer);
+              set.add(mapping);
+              set.commit();
+              set.requestResidency();
+              set.remove(buffer);
+              set.commit();
+              set.release();
+              buffer.release();
+            }
+            mapping.release();
+          }
+        }
+        const after = backend.counters();
+        expect(after.buffersMade - before.buffersMade).toBe(buffers);
+        expect(after.buffersReleased - before.buffersReleased).toBe(buffers);
+        expect(after.mappingsMade - before.mappingsMade).toBe(mappings);
+        expect(after.mappingsReleased - before.mappingsReleased).toBe(mappings);
+        expect(after.bufferBytes).toBe(before.bufferBytes);
+        expect(after.mappedBytes).toBe(before.mappedBytes);
+        expect(after.wiredBytes).toBe(before.wiredBytes);
+      });
+    });
+  });
+}
