@@ -136,7 +136,7 @@ export function describeNativeBackendContract(
 
     afterEach(() => {
       // Sets first (they hold allocations), then buffers and mappings, newest first.
-      const handles = [...sets, ...made.reverse()];
+      const handles: Releasable[] = [...sets, ...made.reverse()];
       made = [];
       sets = [];
       for (const handle of handles) {
@@ -165,9 +165,10 @@ export function describeNativeBackendContract(
     function newResidencySet(context: TestContext): NativeResidencySet {
       if (!backend.supportsResidencySets) context.skip("the backend has no residency sets");
       const set = backend.newResidencySet();
-      if (set === undefined)
+      if (set === undefined) {
         throw new Error("newResidencySet() returned undefined although supportsResidencySets");
-      return keep(set);
+      }
+      return keepSet(set);
     }
 
     let fileNumber = 0;
