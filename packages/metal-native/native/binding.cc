@@ -73,13 +73,15 @@ struct Counters {
   uint64_t residencyRequests = 0;
 };
 
+// An allocation's memory is freed when all of these hold: its handle is done with (release(), or collected
+// without it), no view can still reach it (release() detaches them; a collected handle waits for its views'
+// finalizers), and no residency set holds it (Metal's sets retain their allocations; the host follows).
 struct LiveAllocation {
   std::unique_ptr<Allocation> allocation;
   bool mapped = false;
-  // External ArrayBuffers over it not yet collected, and whether its handle was collected without
-  // release(): the memory is freed when both are done (a view kept alone must never dangle).
-  uint32_t liveViews = 0;
+  bool released = false;
   bool handleCollected = false;
+  uint32_t liveViews = 0;
 };
 
 class AddonState {
@@ -107,34 +109,29 @@ class AddonState {
     return id;
   }
 
+  // The allocation, released or not, while its memory exists.
   Allocation* FindAllocation(uint64_t id) {
     auto found = allocations_.find(id);
     return found == allocations_.end() ? nullptr : found->second.allocation.get();
   }
 
-  // env is empty during the environment's teardown (no V8 accounting then).
-  void FreeAllocation(napi_env env, uint64_t id) {
+  // release() (after detaching the views) or the handle's collection: counted as released at once; the
+  // memory goes when nothing reaches it any more.
+  void HandleDone(napi_env env, uint64_t id, bool explicitly) {
     auto found = allocations_.find(id);
     if (found == allocations_.end()) return;
-    Allocation* allocation = found->second.allocation.get();
-    for (ResidencySet* set : allocation->sets) {
-      set->forget(allocation);
-      set->members.erase(allocation);
-    }
-    allocation->sets.clear();
-    size_t bytes = allocation->allocatedSize();
-    if (found->second.mapped) {
+    LiveAllocation& live = found->second;
+    if (live.released || live.handleCollected) return;
+    (explicitly ? live.released : live.handleCollected) = true;
+    size_t bytes = live.allocation->allocatedSize();
+    if (live.mapped) {
       counters.mappingsReleased += 1;
       counters.mappedBytes -= bytes;
     } else {
       counters.buffersReleased += 1;
       counters.bufferBytes -= bytes;
-      if (env != nullptr) {
-        int64_t ignored = 0;
-        napi_adjust_external_memory(env, -static_cast<int64_t>(bytes), &ignored);
-      }
     }
-    allocations_.erase(found);
+    MaybeFree(env, id);
   }
 
   void ViewCreated(uint64_t id) {
@@ -146,14 +143,7 @@ class AddonState {
     auto found = allocations_.find(id);
     if (found == allocations_.end()) return;
     found->second.liveViews -= 1;
-    if (found->second.liveViews == 0 && found->second.handleCollected) FreeAllocation(env, id);
-  }
-
-  void HandleCollected(napi_env env, uint64_t id) {
-    auto found = allocations_.find(id);
-    if (found == allocations_.end()) return;
-    found->second.handleCollected = true;
-    if (found->second.liveViews == 0) FreeAllocation(env, id);
+    MaybeFree(env, id);
   }
 
   uint64_t AddSet(std::unique_ptr<ResidencySet> set) {
@@ -168,29 +158,75 @@ class AddonState {
     return found == sets_.end() ? nullptr : found->second.get();
   }
 
-  void FreeSet(uint64_t id) {
+  void AddToSet(ResidencySet* set, uint64_t id) {
+    Allocation* allocation = FindAllocation(id);
+    set->add(allocation);
+    set->members.insert(allocation);
+    allocation->sets.insert(set);
+    setMemberIds_[allocation] = id;
+  }
+
+  void Commit(napi_env env, ResidencySet* set) {
+    for (Allocation* allocation : set->commit()) Unlink(env, set, allocation);
+  }
+
+  void FreeSet(napi_env env, uint64_t id) {
     auto found = sets_.find(id);
     if (found == sets_.end()) return;
-    ResidencySet* set = found->second.get();
-    set->endResidency();
-    for (Allocation* allocation : set->members) allocation->sets.erase(set);
-    set->members.clear();
+    std::unique_ptr<ResidencySet> set = std::move(found->second);
     sets_.erase(found);
+    set->endResidency();
+    std::vector<Allocation*> members(set->members.begin(), set->members.end());
+    for (Allocation* allocation : members) allocation->sets.erase(set.get());
+    set.reset();  // before any of its allocations may go: a layer's set may still point at them
+    for (Allocation* allocation : members) {
+      if (allocation->sets.empty()) MaybeFreeAllocation(env, allocation);
+    }
   }
 
   // The environment is going away (process or worker exit): give everything back to the system.
   void TearDown() {
     if (tornDown) return;
     tornDown = true;
-    while (!sets_.empty()) FreeSet(sets_.begin()->first);
-    while (!allocations_.empty()) FreeAllocation(nullptr, allocations_.begin()->first);
+    while (!sets_.empty()) FreeSet(nullptr, sets_.begin()->first);
+    allocations_.clear();
     platform.reset();
   }
 
  private:
+  void Unlink(napi_env env, ResidencySet* set, Allocation* allocation) {
+    set->members.erase(allocation);
+    allocation->sets.erase(set);
+    if (allocation->sets.empty()) MaybeFreeAllocation(env, allocation);
+  }
+
+  void MaybeFreeAllocation(napi_env env, Allocation* allocation) {
+    auto id = setMemberIds_.find(allocation);
+    if (id == setMemberIds_.end()) return;
+    MaybeFree(env, id->second);
+  }
+
+  // env is null during the environment's teardown (no V8 accounting then).
+  void MaybeFree(napi_env env, uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return;
+    LiveAllocation& live = found->second;
+    if (!live.released && !live.handleCollected) return;
+    if (!live.released && live.liveViews > 0) return;
+    if (!live.allocation->sets.empty()) return;
+    if (!live.mapped && env != nullptr) {
+      int64_t ignored = 0;
+      napi_adjust_external_memory(env, -static_cast<int64_t>(live.allocation->allocatedSize()), &ignored);
+    }
+    setMemberIds_.erase(live.allocation.get());
+    allocations_.erase(found);
+  }
+
   uint64_t lastId_ = 0;
   std::unordered_map<uint64_t, LiveAllocation> allocations_;
   std::unordered_map<uint64_t, std::unique_ptr<ResidencySet>> sets_;
+  // Allocations that are or were in a set, back to their ids (sets deal in pointers).
+  std::unordered_map<Allocation*, uint64_t> setMemberIds_;
 };
 
 // Instance data of one environment (main thread or worker).
@@ -232,7 +268,7 @@ class AllocationHandle {
   std::vector<Napi::Reference<Napi::ArrayBuffer>> views;
 
   Allocation* Live(Napi::Env env, const char* what) {
-    Allocation* allocation = released ? nullptr : state->FindAllocation(id);
+    Allocation* allocation = released || state->tornDown ? nullptr : state->FindAllocation(id);
     if (allocation == nullptr) throw MakeError(env, kReleased, std::string("this ") + what + " was released");
     return allocation;
   }
@@ -270,12 +306,12 @@ class AllocationHandle {
     }
     views.clear();
     released = true;
-    state->FreeAllocation(env, id);
+    state->HandleDone(env, id, true);
   }
 
-  // The handle was collected without release(): free unless a view still lives (then its finalizer frees).
+  // The handle was collected without release(): freed once no view reaches the memory (or no set holds it).
   void Collected(napi_env env) {
-    if (!released && state) state->HandleCollected(env, id);
+    if (!released && state) state->HandleDone(env, id, false);
     released = true;
   }
 };
@@ -424,12 +460,12 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
     id_ = state_->AddSet(std::move(set));
   }
 
-  void Finalize(Napi::Env) override {
-    if (state_) state_->FreeSet(id_);
+  void Finalize(Napi::Env env) override {
+    if (state_) state_->FreeSet(env, id_);
   }
 
   ResidencySet* Live(Napi::Env env) {
-    ResidencySet* set = state_ ? state_->FindSet(id_) : nullptr;
+    ResidencySet* set = Find();
     if (set == nullptr) throw MakeError(env, kReleased, "this residency set was released");
     return set;
   }
@@ -443,22 +479,21 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
 
   void Add(const Napi::CallbackInfo& info) {
     ResidencySet* set = Live(info.Env());
-    Allocation* allocation = Argument(info)->Live(info.Env(), "allocation");
-    set->add(allocation);
-    set->members.insert(allocation);
-    allocation->sets.insert(set);
+    AllocationHandle* handle = Argument(info);
+    handle->Live(info.Env(), "allocation");
+    state_->AddToSet(set, handle->id);
   }
 
-  // Removing a released allocation does nothing: release already took it out of every set.
+  // A released allocation may be removed: the set holds it (and its memory) until the commit.
   void Remove(const Napi::CallbackInfo& info) {
     ResidencySet* set = Live(info.Env());
     AllocationHandle* handle = Argument(info);
-    Allocation* allocation = handle->released ? nullptr : state_->FindAllocation(handle->id);
+    Allocation* allocation = state_->FindAllocation(handle->id);
     if (allocation != nullptr && set->members.count(allocation) > 0) set->remove(allocation);
   }
 
   void Commit(const Napi::CallbackInfo& info) {
-    Live(info.Env())->commit();
+    state_->Commit(info.Env(), Live(info.Env()));
     state_->counters.commits += 1;
   }
 
@@ -471,28 +506,36 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
 
   void Release(const Napi::CallbackInfo& info) {
     Live(info.Env());
-    state_->FreeSet(id_);
+    state_->FreeSet(info.Env(), id_);
   }
 
+  // Getters answer after release too (0, no advice) rather than throw: they are read in reports.
+  ResidencySet* Find() { return state_ && !state_->tornDown ? state_->FindSet(id_) : nullptr; }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->allocatedSize()));
+    ResidencySet* set = Find();
+    return Napi::Number::New(info.Env(), set ? static_cast<double>(set->allocatedSize()) : 0);
   }
   Napi::Value AllocationCount(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->allocationCount()));
+    ResidencySet* set = Find();
+    return Napi::Number::New(info.Env(), set ? static_cast<double>(set->allocationCount()) : 0);
   }
   Napi::Value WiringFailures(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(Live(info.Env())->wiringFailures()));
+    ResidencySet* set = Find();
+    if (set) wiringFailures_ = static_cast<double>(set->wiringFailures());
+    return Napi::Number::New(info.Env(), wiringFailures_);
   }
   Napi::Value LastWiringError(const Napi::CallbackInfo& info) {
-    std::string advice = Live(info.Env())->lastWiringError();
+    ResidencySet* set = Find();
+    std::string advice = set ? set->lastWiringError() : "";
     return advice.empty() ? info.Env().Undefined() : Napi::String::New(info.Env(), advice);
   }
   Napi::Value Released(const Napi::CallbackInfo& info) {
-    return Napi::Boolean::New(info.Env(), !state_ || state_->FindSet(id_) == nullptr);
+    return Napi::Boolean::New(info.Env(), Find() == nullptr);
   }
 
   std::shared_ptr<AddonState> state_;
   uint64_t id_ = 0;
+  double wiringFailures_ = 0;  // the count as last read, still answered after release
 };
 
 Napi::Value Facts(const Napi::CallbackInfo& info) {

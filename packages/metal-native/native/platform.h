@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace nuvec {
 
@@ -51,30 +53,76 @@ class Allocation {
   // Bytes the system really holds (page-rounded for mmap'd memory; Metal's allocatedSize).
   virtual size_t allocatedSize() const = 0;
 
-  // Sets that may reference this allocation (pending or committed). Maintained by binding.cc so that an
-  // allocation released while still in a set is dropped from it first, never left dangling.
+  // Sets that hold this allocation (a pending add or committed). Maintained by binding.cc: as with Metal,
+  // where a residency set retains what it holds, memory released while a set holds it is freed only once
+  // the set lets go of it (remove + commit, or the set's release) — never left dangling in a set.
   std::unordered_set<ResidencySet*> sets;
 };
 
-// A residency set with Metal's semantics: add/remove are pending until commit; requestResidency stands.
+// A residency set with Metal's semantics: add/remove are staged until commit; requestResidency stands, so
+// each later commit wires what it adds and unwires what it removes. The staging and the committed
+// membership are kept here, the same for both layers; a layer implements the on* hooks (Metal forwards each
+// call to its MTLResidencySet, the host wires with mlock).
 class ResidencySet {
  public:
   virtual ~ResidencySet() = default;
-  virtual void add(Allocation* allocation) = 0;
-  virtual void remove(Allocation* allocation) = 0;
-  virtual void commit() = 0;
+
+  void add(Allocation* allocation) {
+    pending_[allocation] = true;
+    onAdd(allocation);
+  }
+  void remove(Allocation* allocation) {
+    pending_[allocation] = false;
+    onRemove(allocation);
+  }
+  // Applies the staged changes (the last one for an allocation wins). Returns the allocations the set no
+  // longer holds: removed from the committed ones, or added and removed again before the commit.
+  std::vector<Allocation*> commit() {
+    std::vector<Allocation*> added;
+    std::vector<Allocation*> removed;
+    std::vector<Allocation*> dropped;
+    for (const auto& [allocation, wanted] : pending_) {
+      bool present = committed_.count(allocation) > 0;
+      if (wanted && !present) {
+        committed_.insert(allocation);
+        committedBytes_ += allocation->allocatedSize();
+        added.push_back(allocation);
+      } else if (!wanted && present) {
+        committed_.erase(allocation);
+        committedBytes_ -= allocation->allocatedSize();
+        removed.push_back(allocation);
+        dropped.push_back(allocation);
+      } else if (!wanted) {
+        dropped.push_back(allocation);
+      }
+    }
+    pending_.clear();
+    onCommit(added, removed);
+    return dropped;
+  }
+  // Bytes and number of the committed allocations (Metal's allocatedSize and allocationCount).
+  size_t allocatedSize() const { return committedBytes_; }
+  size_t allocationCount() const { return committed_.size(); }
+
   virtual void requestResidency() = 0;
   virtual void endResidency() = 0;
-  // The allocation is about to be destroyed: drop it now (pending and committed), unwiring it if wired.
-  virtual void forget(Allocation* allocation) = 0;
-  virtual size_t allocatedSize() const = 0;
-  virtual size_t allocationCount() const = 0;
   virtual uint64_t wiringFailures() const = 0;
   // Advice for the last wiring failure, or "" when none.
   virtual std::string lastWiringError() const = 0;
 
-  // Allocations that may be referenced by this set (the other side of Allocation::sets).
+  // Allocations this set holds: committed or staged (the other side of Allocation::sets).
   std::unordered_set<Allocation*> members;
+
+ protected:
+  virtual void onAdd(Allocation*) {}
+  virtual void onRemove(Allocation*) {}
+  virtual void onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) = 0;
+
+  std::unordered_set<Allocation*> committed_;
+
+ private:
+  std::unordered_map<Allocation*, bool> pending_;
+  size_t committedBytes_ = 0;
 };
 
 struct DeviceFacts {

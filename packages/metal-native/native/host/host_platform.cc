@@ -46,7 +46,7 @@ class HostAllocation final : public Allocation {
   HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize)
       : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize) {}
   ~HostAllocation() override {
-    // munmap drops any locks with the mapping; small buffers were unlocked by their sets (forget).
+    // Sets let go of an allocation (unwiring it) before it is destroyed, and munmap drops locks anyway.
     switch (kind_) {
       case Kind::kSmall:
         std::free(data_);
@@ -137,29 +137,21 @@ class HostResidencySet final : public ResidencySet {
   explicit HostResidencySet(HostPlatform* platform) : platform_(platform) {}
   ~HostResidencySet() override { endResidency(); }
 
-  void add(Allocation* allocation) override { pending_.emplace_back(static_cast<HostAllocation*>(allocation), true); }
-  void remove(Allocation* allocation) override {
-    pending_.emplace_back(static_cast<HostAllocation*>(allocation), false);
-  }
-  void commit() override;
   void requestResidency() override;
   void endResidency() override;
-  void forget(Allocation* allocation) override;
-  size_t allocatedSize() const override { return committedBytes_; }
-  size_t allocationCount() const override { return wired_.size(); }
   uint64_t wiringFailures() const override { return wiringFailures_; }
   std::string lastWiringError() const override { return lastWiringError_; }
+
+ protected:
+  void onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) override;
 
  private:
   void wire(HostAllocation* allocation);
   void unwire(HostAllocation* allocation);
 
   HostPlatform* platform_;
-  // Adds and removes since the last commit, in order: the last one for an allocation wins, as in Metal.
-  std::vector<std::pair<HostAllocation*, bool>> pending_;
-  // The committed allocations, each with whether this set has it wired (a map: sets hold thousands).
-  std::unordered_map<HostAllocation*, bool> wired_;
-  size_t committedBytes_ = 0;
+  // Committed allocations this set has wired (a failed mlock leaves one out, retried at the next request).
+  std::unordered_set<HostAllocation*> wired_;
   bool requested_ = false;
   uint64_t wiringFailures_ = 0;
   std::string lastWiringError_;
@@ -342,12 +334,10 @@ class HostPlatform final : public Platform {
 };
 
 void HostResidencySet::wire(HostAllocation* allocation) {
-  bool& wired = wired_[allocation];
-  if (wired) return;
-  // wired_ is the membership: only committed allocations are ever wired.
+  if (wired_.count(allocation) > 0) return;
   int errnum = platform_->wire(allocation);
   if (errnum == 0) {
-    wired = true;
+    wired_.insert(allocation);
     return;
   }
   wiringFailures_ += 1;
@@ -355,49 +345,26 @@ void HostResidencySet::wire(HostAllocation* allocation) {
 }
 
 void HostResidencySet::unwire(HostAllocation* allocation) {
-  auto found = wired_.find(allocation);
-  if (found == wired_.end() || !found->second) return;
-  found->second = false;
+  if (wired_.erase(allocation) == 0) return;
   platform_->unwire(allocation);
 }
 
-void HostResidencySet::commit() {
-  std::vector<std::pair<HostAllocation*, bool>> pending;
-  pending.swap(pending_);
-  for (const auto& [allocation, wanted] : pending) {
-    bool present = wired_.count(allocation) > 0;
-    if (wanted && !present) {
-      wired_[allocation] = false;
-      committedBytes_ += allocation->allocatedSize();
-      if (requested_) wire(allocation);
-    } else if (!wanted && present) {
-      unwire(allocation);
-      wired_.erase(allocation);
-      committedBytes_ -= allocation->allocatedSize();
-    }
-  }
+void HostResidencySet::onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) {
+  for (Allocation* allocation : removed) unwire(static_cast<HostAllocation*>(allocation));
+  if (!requested_) return;
+  for (Allocation* allocation : added) wire(static_cast<HostAllocation*>(allocation));
 }
 
 void HostResidencySet::requestResidency() {
   requested_ = true;
   // Also retries what failed to wire before (the limit may have been raised since).
-  for (auto& entry : wired_) wire(entry.first);
+  for (Allocation* allocation : committed_) wire(static_cast<HostAllocation*>(allocation));
 }
 
 void HostResidencySet::endResidency() {
   requested_ = false;
-  for (auto& entry : wired_) unwire(entry.first);
-}
-
-void HostResidencySet::forget(Allocation* base) {
-  auto* allocation = static_cast<HostAllocation*>(base);
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                [allocation](const auto& entry) { return entry.first == allocation; }),
-                 pending_.end());
-  if (wired_.count(allocation) == 0) return;
-  unwire(allocation);
-  wired_.erase(allocation);
-  committedBytes_ -= allocation->allocatedSize();
+  std::vector<HostAllocation*> wired(wired_.begin(), wired_.end());
+  for (HostAllocation* allocation : wired) unwire(allocation);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// DECLARATION STUB FOR SYNTAX CHECKS ONLY — not Apple's Metal, and never used to build anything.
+//
+// The part of Metal that native/metal/metal_platform.mm calls, declared by hand from Apple's documentation so
+// that `clang -fsyntax-only` on Linux can check the file (test/metal-syntax.test.ts). A passing check proves
+// the .mm is well-formed against these declarations — selectors, types, blocks, ARC — not that it runs, and
+// not that these declarations match the SDK in every detail. The real build on macOS uses the SDK.
+#ifndef NUVEC_CHECK_METAL_H_
+#define NUVEC_CHECK_METAL_H_
+
+#import <Foundation/Foundation.h>
+
+typedef NSUInteger MTLResourceOptions;
+// Values as in MTLResource.h: storage mode in bits 4–7, hazard tracking in bits 8–9.
+static const MTLResourceOptions MTLResourceStorageModeShared = 0UL << 4;
+static const MTLResourceOptions MTLResourceHazardTrackingModeUntracked = 1UL << 8;
+
+typedef NSInteger MTLGPUFamily;
+static const MTLGPUFamily MTLGPUFamilyMetal3 = 5001;
+
+@protocol MTLAllocation <NSObject>
+@property(readonly) NSUInteger allocatedSize;
+@end
+
+@protocol MTLResource <MTLAllocation>
+@end
+
+@protocol MTLBuffer <MTLResource>
+- (void*)contents;
+@property(readonly) NSUInteger length;
+@end
+
+API_AVAILABLE(macos(15.0))
+@interface MTLResidencySetDescriptor : NSObject
+@property(copy, atomic) NSString* label;
+@property(atomic) NSUInteger initialCapacity;
+@end
+
+API_AVAILABLE(macos(15.0))
+@protocol MTLResidencySet <NSObject>
+- (void)addAllocation:(id<MTLAllocation>)allocation;
+- (void)removeAllocation:(id<MTLAllocation>)allocation;
+- (void)commit;
+- (void)requestResidency;
+- (void)endResidency;
+@property(readonly) uint64_t allocatedSize;
+@property(readonly) NSUInteger allocationCount;
+@end
+
+@protocol MTLCommandQueue <NSObject>
+- (void)addResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
+@end
+
+@protocol MTLDevice <NSObject>
+@property(readonly) NSString* name;
+@property(readonly) uint64_t recommendedMaxWorkingSetSize;
+@property(readonly) NSUInteger maxBufferLength;
+- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
+- (id<MTLCommandQueue>)newCommandQueue;
+- (id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (id<MTLBuffer>)newBufferWithBytesNoCopy:(void*)pointer
+                                   length:(NSUInteger)length
+                                  options:(MTLResourceOptions)options
+                              deallocator:(void (^)(void* pointer, NSUInteger length))deallocator;
+- (id<MTLResidencySet>)newResidencySetWithDescriptor:(MTLResidencySetDescriptor*)descriptor
+                                               error:(NSError**)error API_AVAILABLE(macos(15.0));
+@end
+
+#ifdef __cplusplus
+extern "C"
+#endif
+    id<MTLDevice>
+    MTLCreateSystemDefaultDevice(void);
+
+#endif  // NUVEC_CHECK_METAL_H_

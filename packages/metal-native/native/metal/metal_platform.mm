@@ -1,0 +1,258 @@
+// The Metal layer (macOS, Apple silicon): only the calls into Metal. Everything JavaScript sees — handles,
+// external ArrayBuffers, detaching, errors — is binding.cc, shared with the host layer and tested on Linux;
+// mapping a file is posix.cc, also shared. Built with ARC (binding.gyp); every body in @autoreleasepool.
+// Residency sets are macOS 15 API, gated with @available so the addon still loads on macOS 14 (without them).
+//
+// Verified here only by `clang -fsyntax-only` against the declaration stub in check/ (see README).
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/sysctl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "../platform.h"
+
+namespace nuvec {
+namespace {
+
+// Shared storage (CPU and GPU see the same memory on Apple silicon) and no hazard tracking (MLX's choice:
+// the allocator hands buffers out, the runtime orders its own work).
+constexpr MTLResourceOptions kBufferOptions = MTLResourceStorageModeShared | MTLResourceHazardTrackingModeUntracked;
+
+// What Metal on Apple silicon allows when iogpu.rsrc_limit cannot be read (MLX's fallback).
+constexpr uint64_t kDefaultResourceLimit = 499000;
+
+std::string Utf8(NSString* text) {
+  const char* bytes = text != nil ? [text UTF8String] : nullptr;
+  return bytes != nullptr ? std::string(bytes) : std::string();
+}
+
+// An NSError as one of the typed failures: POSIX errors keep their errno, the rest are allocation failures
+// (Metal reports running out of resources that way).
+Failure FailureFrom(const char* call, NSError* error) {
+  std::string message = std::string(call) + " failed: " + (error != nil ? Utf8(error.localizedDescription) : "no error");
+  if (error != nil && [error.domain isEqualToString:NSPOSIXErrorDomain]) {
+    return Failure::System(call, static_cast<int>(error.code), "", message);
+  }
+  if (error != nil) message += " (" + Utf8(error.domain) + " " + std::to_string(static_cast<long>(error.code)) + ")";
+  return Failure::Allocation(message);
+}
+
+uint64_t SysctlNumber(const char* name, uint64_t fallback) {
+  uint64_t value64 = 0;
+  size_t size = sizeof(value64);
+  if (sysctlbyname(name, &value64, &size, nullptr, 0) != 0) return fallback;
+  if (size == sizeof(uint32_t)) {
+    uint32_t value32 = 0;
+    std::memcpy(&value32, &value64, sizeof(value32));
+    value64 = value32;
+  }
+  return value64 > 0 ? value64 : fallback;
+}
+
+class MetalAllocation final : public Allocation {
+ public:
+  MetalAllocation(id<MTLBuffer> buffer, size_t length)
+      : buffer_(buffer), data_([buffer contents]), length_(length), allocatedSize_([buffer allocatedSize]) {}
+  ~MetalAllocation() override {
+    // The last strong reference (unless a residency set still retains it, which binding.cc prevents); a
+    // mapped file's deallocator block unmaps it.
+    @autoreleasepool {
+      buffer_ = nil;
+    }
+  }
+  void* data() const override { return data_; }
+  size_t length() const override { return length_; }
+  size_t allocatedSize() const override { return allocatedSize_; }
+  id<MTLBuffer> buffer() const { return buffer_; }
+
+ private:
+  id<MTLBuffer> buffer_;
+  void* data_;
+  size_t length_;
+  size_t allocatedSize_;
+};
+
+class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
+ public:
+  // registry: the platform's list of live sets, for the wired-bytes counter.
+  MetalResidencySet(id<MTLResidencySet> set, std::unordered_set<ResidencySet*>* registry)
+      : set_(set), registry_(registry) {
+    registry_->insert(this);
+  }
+  ~MetalResidencySet() override {
+    registry_->erase(this);
+    @autoreleasepool {
+      [set_ endResidency];
+      set_ = nil;
+    }
+  }
+
+  void requestResidency() override {
+    @autoreleasepool {
+      [set_ requestResidency];
+      requested_ = true;
+    }
+  }
+  void endResidency() override {
+    @autoreleasepool {
+      [set_ endResidency];
+      requested_ = false;
+    }
+  }
+  // Metal does not report wiring failures: the system pages what does not fit.
+  uint64_t wiringFailures() const override { return 0; }
+  std::string lastWiringError() const override { return std::string(); }
+
+  bool requested() const { return requested_; }
+  id<MTLResidencySet> set() const { return set_; }
+
+ protected:
+  void onAdd(Allocation* allocation) override {
+    @autoreleasepool {
+      [set_ addAllocation:static_cast<MetalAllocation*>(allocation)->buffer()];
+    }
+  }
+  void onRemove(Allocation* allocation) override {
+    @autoreleasepool {
+      [set_ removeAllocation:static_cast<MetalAllocation*>(allocation)->buffer()];
+    }
+  }
+  // Metal applies its own staged changes, and a standing request covers them.
+  void onCommit(const std::vector<Allocation*>&, const std::vector<Allocation*>&) override {
+    @autoreleasepool {
+      [set_ commit];
+    }
+  }
+
+ private:
+  id<MTLResidencySet> set_;
+  std::unordered_set<ResidencySet*>* registry_;
+  bool requested_ = false;
+};
+
+class MetalPlatform final : public Platform {
+ public:
+  MetalPlatform(id<MTLDevice> device, id<MTLCommandQueue> queue) : device_(device), queue_(queue) {
+    @autoreleasepool {
+      long pageSize = sysconf(_SC_PAGESIZE);
+      pageSize_ = pageSize > 0 ? static_cast<size_t>(pageSize) : 16384;
+      facts_.name = Utf8(device.name);
+      facts_.platform = "metal";
+      facts_.pageSize = pageSize_;
+      facts_.memorySize = SysctlNumber("hw.memsize", 0);
+      facts_.recommendedMaxWorkingSetSize = device.recommendedMaxWorkingSetSize;
+      facts_.maxBufferLength = device.maxBufferLength;
+      facts_.resourceLimit = SysctlNumber("iogpu.rsrc_limit", kDefaultResourceLimit);
+      facts_.supportsResidencySets = false;
+      if (@available(macOS 15, *)) facts_.supportsResidencySets = [device supportsFamily:MTLGPUFamilyMetal3];
+    }
+  }
+
+  const DeviceFacts& facts() const override { return facts_; }
+
+  std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
+    @autoreleasepool {
+      id<MTLBuffer> buffer = [device_ newBufferWithLength:bytes options:kBufferOptions];
+      if (buffer == nil) {
+        *failure = Failure::Allocation("Metal could not allocate a buffer of " + std::to_string(bytes) + " bytes");
+        return nullptr;
+      }
+      return std::make_unique<MetalAllocation>(buffer, bytes);
+    }
+  }
+
+  std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
+    @autoreleasepool {
+      FileMapping mapping = MapWholeFile(path, pageSize_, failure);
+      if (failure->failed()) return nullptr;
+      // mmap gives a page-aligned address and MapWholeFile whole pages: what no-copy buffers require. The
+      // buffer owns the mapping from here; Metal calls the block when the buffer goes.
+      id<MTLBuffer> buffer = [device_ newBufferWithBytesNoCopy:mapping.address
+                                                        length:mapping.mappedLength
+                                                       options:kBufferOptions
+                                                   deallocator:^(void* pointer, NSUInteger length) {
+                                                     munmap(pointer, length);
+                                                   }];
+      if (buffer == nil) {
+        UnmapFile(mapping);
+        *failure = Failure::Allocation("Metal could not wrap the mapping of " + path + " (" +
+                                       std::to_string(mapping.mappedLength) + " bytes) in a buffer");
+        return nullptr;
+      }
+      return std::make_unique<MetalAllocation>(buffer, mapping.length);
+    }
+  }
+
+  std::unique_ptr<ResidencySet> newResidencySet(Failure* failure) override {
+    @autoreleasepool {
+      if (!facts_.supportsResidencySets) return nullptr;
+      if (@available(macOS 15, *)) {
+        MTLResidencySetDescriptor* descriptor = [[MTLResidencySetDescriptor alloc] init];
+        descriptor.label = @"nuvec";
+        NSError* error = nil;
+        id<MTLResidencySet> set = [device_ newResidencySetWithDescriptor:descriptor error:&error];
+        if (set == nil) {
+          *failure = FailureFrom("newResidencySetWithDescriptor:error:", error);
+          return nullptr;
+        }
+        return std::make_unique<MetalResidencySet>(set, &sets_);
+      }
+      return nullptr;
+    }
+  }
+
+  void attachResidencySet(ResidencySet* set) override {
+    @autoreleasepool {
+      if (@available(macOS 15, *)) [queue_ addResidencySet:static_cast<MetalResidencySet*>(set)->set()];
+    }
+  }
+
+  // Bytes covered by standing residency requests (Metal does not say what it actually made resident).
+  WiringCounters wiringCounters() const override {
+    WiringCounters counters;
+    if (@available(macOS 15, *)) {
+      for (ResidencySet* set : sets_) {
+        auto* metalSet = static_cast<MetalResidencySet*>(set);
+        if (metalSet->requested()) counters.wiredBytes += metalSet->allocatedSize();
+      }
+    }
+    return counters;
+  }
+
+  std::string lastWiringError() const override { return std::string(); }
+
+ private:
+  id<MTLDevice> device_;
+  id<MTLCommandQueue> queue_;
+  size_t pageSize_ = 16384;
+  DeviceFacts facts_;
+  std::unordered_set<ResidencySet*> sets_;
+};
+
+}  // namespace
+
+std::unique_ptr<Platform> CreatePlatform(Failure* failure) {
+  @autoreleasepool {
+    id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+    if (device == nil) {
+      *failure = Failure::Allocation("no Metal device: MTLCreateSystemDefaultDevice returned nil");
+      return nullptr;
+    }
+    id<MTLCommandQueue> queue = [device newCommandQueue];
+    if (queue == nil) {
+      *failure = Failure::Allocation("Metal could not make a command queue");
+      return nullptr;
+    }
+    return std::make_unique<MetalPlatform>(device, queue);
+  }
+}
+
+}  // namespace nuvec
