@@ -190,6 +190,15 @@ describe("choose: the seed's choice of set", () => {
     expect(backend.creationAttempts).toBe(1);
   });
 
+  it("puts everything in set 0 once the cap is set to 0, even with other sets made and set 0 over", () => {
+    const { residency } = make({ cap: 100, capacity: GiB });
+    insertAll(residency, [100, 100]);
+    residency.setCap(0);
+    const [x] = insertAll(residency, [5]);
+    expect(residency.setIndexOf(x!)).toBe(0);
+    expect(residency.setBytes()).toEqual([105, 100]);
+  });
+
   it("applies a new cap to later placements only", () => {
     const { residency } = make({ cap: 100, capacity: GiB });
     insertAll(residency, [90]);
