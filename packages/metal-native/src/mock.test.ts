@@ -1,0 +1,618 @@
+// The mock's own behaviour: its options, fault injection, virtual files, call counts and the call log.
+// What every backend must do is in test/contract.ts (run against the mock by test/contract-mock.test.ts).
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import {
+  MOCK_DEFAULTS,
+  MockBackend,
+  MockBuffer,
+  MockMappedFile,
+  MockResidencySet,
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeReleasedError,
+  NativeSystemError,
+} from "./mock.js";
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+const GIB = 1024 * MIB;
+
+/** Calls `action`, expects it to throw, and returns the error. */
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to throw, it returned");
+}
+
+describe("MockBackend facts", () => {
+  it("default to a 16 GiB Apple silicon Mac", () => {
+    const mock = new MockBackend();
+    expect({
+      name: mock.name,
+      platform: mock.platform,
+      memorySize: mock.memorySize,
+      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
+      maxBufferLength: mock.maxBufferLength,
+      resourceLimit: mock.resourceLimit,
+      pageSize: mock.pageSize,
+      supportsResidencySets: mock.supportsResidencySets,
+      realMemoryUpTo: mock.realMemoryUpTo,
+      realFiles: mock.realFiles,
+    }).toEqual({
+      name: "Mock device (16 GiB)",
+      platform: "mock",
+      memorySize: 16 * GIB,
+      recommendedMaxWorkingSetSize: 12 * GIB,
+      maxBufferLength: 8 * GIB,
+      resourceLimit: 499_000,
+      pageSize: 16_384,
+      supportsResidencySets: true,
+      realMemoryUpTo: 16 * MIB,
+      realFiles: true,
+    });
+    expect(MOCK_DEFAULTS.memorySize).toBe(mock.memorySize);
+  });
+
+  it("derive the working set (3/4, whole pages) and max buffer length (half) from the memory size", () => {
+    const mock = new MockBackend({ memorySize: 1_000_000_001, pageSize: 4096 });
+    expect(mock.recommendedMaxWorkingSetSize).toBe(Math.floor(750_000_000.75 / 4096) * 4096);
+    expect(mock.recommendedMaxWorkingSetSize % 4096).toBe(0);
+    expect(mock.maxBufferLength).toBe(500_000_000);
+    expect(mock.name).toBe("Mock device (0.93 GiB)");
+  });
+
+  it("are all settable", () => {
+    const mock = new MockBackend({
+      name: "Pretend M4 Max",
+      memorySize: 128 * GIB,
+      recommendedMaxWorkingSetSize: 100 * GIB,
+      maxBufferLength: 64 * GIB,
+      resourceLimit: 1000,
+      pageSize: 4096,
+      supportsResidencySets: false,
+    });
+    expect(mock.name).toBe("Pretend M4 Max");
+    expect(mock.memorySize).toBe(128 * GIB);
+    expect(mock.recommendedMaxWorkingSetSize).toBe(100 * GIB);
+    expect(mock.maxBufferLength).toBe(64 * GIB);
+    expect(mock.resourceLimit).toBe(1000);
+    expect(mock.pageSize).toBe(4096);
+    expect(mock.supportsResidencySets).toBe(false);
+  });
+
+  it.each([
+    ["pageSize", { pageSize: 3000 }],
+    ["pageSize", { pageSize: 0 }],
+    ["memorySize", { memorySize: -1 }],
+    ["memorySize", { memorySize: 1.5 }],
+    ["maxBufferLength", { maxBufferLength: Number.NaN }],
+    ["resourceLimit", { resourceLimit: 0 }],
+    ["recommendedMaxWorkingSetSize", { recommendedMaxWorkingSetSize: Number.POSITIVE_INFINITY }],
+    ["realMemoryUpTo", { realMemoryUpTo: -1 }],
+    ["callLogLimit", { callLogLimit: 0.5 }],
+    ["name", { name: "" }],
+    ["supportsResidencySets", { supportsResidencySets: "yes" as unknown as boolean }],
+  ])("a bad %s option throws NativeArgumentError naming it", (argument, options) => {
+    const error = thrown(() => new MockBackend(options));
+    expect(error).toBeInstanceOf(NativeArgumentError);
+    expect((error as NativeArgumentError).argument).toBe(argument);
+  });
+});
+
+describe("MockBackend buffers", () => {
+  it("allocatedSize is the length below a page, whole pages from a page on", () => {
+    const mock = new MockBackend({ pageSize: 16_384 });
+    expect(mock.newBuffer(1).allocatedSize).toBe(1);
+    expect(mock.newBuffer(16_383).allocatedSize).toBe(16_383);
+    expect(mock.newBuffer(16_384).allocatedSize).toBe(16_384);
+    expect(mock.newBuffer(16_385).allocatedSize).toBe(32_768);
+  });
+
+  it("large buffers need no memory; their contents() throws NativeAllocationError naming realMemoryUpTo", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(mock.maxBufferLength);
+    expect(buffer).toBeInstanceOf(MockBuffer);
+    expect(buffer.allocatedSize).toBe(8 * GIB);
+    expect(mock.counters().bufferBytes).toBe(8 * GIB);
+    const error = thrown(() => buffer.contents());
+    expect(error).toBeInstanceOf(NativeAllocationError);
+    expect((error as NativeAllocationError).code).toBe("ERR_NUVEC_ALLOCATION_FAILED");
+    expect((error as NativeAllocationError).bytes).toBe(8 * GIB);
+    expect((error as Error).message).toMatch(/realMemoryUpTo/);
+    expect(buffer.hasMemory).toBe(false);
+    buffer.release();
+    expect(mock.counters().bufferBytes).toBe(0);
+  });
+
+  it("gives real memory up to realMemoryUpTo exactly", () => {
+    const mock = new MockBackend({ realMemoryUpTo: 64 * KIB });
+    expect(mock.newBuffer(64 * KIB).contents().byteLength).toBe(64 * KIB);
+    expect(() => mock.newBuffer(64 * KIB + 1).contents()).toThrow(NativeAllocationError);
+    const everything = new MockBackend({ realMemoryUpTo: Number.POSITIVE_INFINITY });
+    expect(everything.newBuffer(32 * MIB).contents().byteLength).toBe(32 * MIB);
+    const nothing = new MockBackend({ realMemoryUpTo: 0 });
+    expect(() => nothing.newBuffer(1).contents()).toThrow(NativeAllocationError);
+  });
+
+  it("makes memory lazily, zero-filled, the same ArrayBuffer until detached", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(1000);
+    expect(buffer.hasMemory).toBe(false);
+    const memory = buffer.contents();
+    expect(buffer.hasMemory).toBe(true);
+    expect(new Uint8Array(memory).every((byte) => byte === 0)).toBe(true);
+    expect(buffer.contents()).toBe(memory);
+    buffer.detachContents();
+    expect(buffer.detachments).toBe(1);
+    const next = buffer.contents();
+    expect(next).not.toBe(memory);
+    expect(memory.byteLength).toBe(0);
+    buffer.release();
+    expect(buffer.detachments).toBe(2);
+    expect(next.byteLength).toBe(0);
+  });
+
+  it("lists the live buffers, ids in order", () => {
+    const mock = new MockBackend();
+    const first = mock.newBuffer(10);
+    const second = mock.newBuffer(20);
+    expect(mock.liveBuffers).toEqual([first, second]);
+    expect([first.id, second.id, first.label]).toEqual([1, 2, "buffer#1"]);
+    first.release();
+    expect(mock.liveBuffers).toEqual([second]);
+  });
+});
+
+describe("MockBackend fault injection: buffers", () => {
+  it("failBufferAt(n) fails the n-th valid newBuffer only, changing no counter", () => {
+    const mock = new MockBackend();
+    mock.failBufferAt(2);
+    mock.newBuffer(100);
+    const before = mock.counters();
+    const error = thrown(() => mock.newBuffer(200));
+    expect(error).toBeInstanceOf(NativeAllocationError);
+    expect((error as NativeAllocationError).bytes).toBe(200);
+    expect(mock.counters()).toEqual(before);
+    expect(mock.newBuffer(200).length).toBe(200);
+    expect(mock.bufferAttempts).toBe(3);
+    expect(mock.calls.map((call) => call.outcome)).toEqual(["ok", "failed", "ok"]);
+    expect(mock.calls[1]?.errorCode).toBe("ERR_NUVEC_ALLOCATION_FAILED");
+  });
+
+  it("rejected sizes are not attempts: failBufferAt(bufferAttempts + 1) fails the next valid call", () => {
+    const mock = new MockBackend();
+    mock.newBuffer(1);
+    mock.failBufferAt(mock.bufferAttempts + 1);
+    expect(() => mock.newBuffer(-1)).toThrow(NativeArgumentError);
+    expect(() => mock.newBuffer(5)).toThrow(NativeAllocationError);
+    expect(() => mock.newBuffer(5)).not.toThrow();
+  });
+
+  it("failBufferAt can mark several attempts, and checks its argument", () => {
+    const mock = new MockBackend();
+    mock.failBufferAt(1);
+    mock.failBufferAt(3);
+    const outcomes = [1, 2, 3, 4].map(() => {
+      try {
+        mock.newBuffer(64);
+        return "ok";
+      } catch {
+        return "failed";
+      }
+    });
+    expect(outcomes).toEqual(["failed", "ok", "failed", "ok"]);
+    expect(() => mock.failBufferAt(0)).toThrow(NativeArgumentError);
+  });
+
+  it("failAllocation decides by size and attempt", () => {
+    const seen: Array<[number, number]> = [];
+    const mock = new MockBackend({
+      failAllocation: (bytes, attempt) => {
+        seen.push([bytes, attempt]);
+        return bytes > GIB;
+      },
+    });
+    mock.newBuffer(MIB);
+    expect(() => mock.newBuffer(2 * GIB)).toThrow(NativeAllocationError);
+    mock.failAllocation = undefined;
+    mock.newBuffer(2 * GIB);
+    expect(seen).toEqual([
+      [MIB, 1],
+      [2 * GIB, 2],
+    ]);
+    expect(mock.counters().buffersMade).toBe(2);
+  });
+});
+
+describe("MockBackend virtual files and mapping faults", () => {
+  it("maps a virtual file's bytes (copied when added); writes never change the file", () => {
+    const mock = new MockBackend({ pageSize: 4096 });
+    const content = Uint8Array.from({ length: 5000 }, (_, index) => index % 251);
+    mock.addFile("/models/a.safetensors", content);
+    content[0] = 99; // the mock copied it
+    const mapping = mock.mapFile("/models/a.safetensors");
+    expect(mapping).toBeInstanceOf(MockMappedFile);
+    expect(mapping.source).toBe("virtual");
+    expect([mapping.length, mapping.mappedLength, mapping.allocatedSize]).toEqual([5000, 8192, 8192]);
+    const view = new Uint8Array(mapping.contents());
+    expect(view[0]).toBe(0);
+    expect(view[4999]).toBe(4999 % 251);
+    view.fill(7);
+    const again = new Uint8Array(mock.mapFile("/models/a.safetensors").contents());
+    expect(again[0]).toBe(0);
+    expect(mock.files).toEqual(["/models/a.safetensors"]);
+  });
+
+  it("a virtual file given by its length is zeros and needs no memory", () => {
+    const mock = new MockBackend();
+    mock.addFile("/models/huge.bin", 40 * GIB + 1);
+    const mapping = mock.mapFile("/models/huge.bin");
+    expect(mapping.mappedLength).toBe(40 * GIB + 16_384);
+    expect(mock.counters().mappedBytes).toBe(40 * GIB + 16_384);
+    expect(() => mapping.contents()).toThrow(NativeAllocationError);
+    mock.addFile("/models/small.bin", 100);
+    expect(new Uint8Array(mock.mapFile("/models/small.bin").contents())).toEqual(new Uint8Array(100));
+  });
+
+  it("an empty virtual file fails like an empty real one: mmap EINVAL", () => {
+    const mock = new MockBackend();
+    mock.addFile("/empty", 0);
+    const error = thrown(() => mock.mapFile("/empty")) as NativeSystemError;
+    expect(error).toBeInstanceOf(NativeSystemError);
+    expect([error.syscall, error.errno, error.errnoNumber, error.path]).toEqual([
+      "mmap",
+      "EINVAL",
+      22,
+      "/empty",
+    ]);
+  });
+
+  it("a mapping keeps its bytes after the virtual file is removed or replaced", () => {
+    const mock = new MockBackend();
+    mock.addFile("/f", Uint8Array.of(1, 2, 3));
+    const mapping = mock.mapFile("/f");
+    mock.addFile("/f", Uint8Array.of(9, 9, 9));
+    expect(mock.removeFile("/f")).toBe(true);
+    expect(mock.removeFile("/f")).toBe(false);
+    expect([...new Uint8Array(mapping.contents())]).toEqual([1, 2, 3]);
+  });
+
+  it("a virtual file shadows a real one; realFiles: false never touches the file system", () => {
+    const thisFile = fileURLToPath(import.meta.url);
+    const mock = new MockBackend();
+    expect(mock.mapFile(thisFile).source).toBe("file");
+    mock.addFile(thisFile, Uint8Array.of(1));
+    expect(mock.mapFile(thisFile).length).toBe(1);
+    const hermetic = new MockBackend({ realFiles: false });
+    const error = thrown(() => hermetic.mapFile(thisFile)) as NativeSystemError;
+    expect([error.syscall, error.errno, error.path]).toEqual(["open", "ENOENT", thisFile]);
+  });
+
+  it("addFile checks its arguments", () => {
+    const mock = new MockBackend();
+    expect(() => mock.addFile("/a", -1)).toThrow(NativeArgumentError);
+    expect(() => mock.addFile("/a", 1.5)).toThrow(NativeArgumentError);
+    expect(() => mock.addFile("/a", "text" as unknown as number)).toThrow(NativeArgumentError);
+    expect(() => mock.addFile(1 as unknown as string, 1)).toThrow(NativeArgumentError);
+  });
+
+  it("failMapFile makes matching paths fail (default mmap ENOMEM), changing no counter", () => {
+    const mock = new MockBackend();
+    mock.addFile("/a", 10);
+    mock.addFile("/b", 10);
+    mock.failMapFile("/a");
+    const before = mock.counters();
+    const error = thrown(() => mock.mapFile("/a")) as NativeSystemError;
+    expect(error).toBeInstanceOf(NativeSystemError);
+    expect([error.code, error.syscall, error.errno, error.errnoNumber, error.path]).toEqual([
+      "ERR_NUVEC_SYSTEM",
+      "mmap",
+      "ENOMEM",
+      12,
+      "/a",
+    ]);
+    expect(mock.counters()).toEqual(before);
+    expect(mock.mapFile("/b").length).toBe(10);
+    mock.failMapFile(/\.safetensors$/, { syscall: "open", errno: "EACCES" });
+    const denied = thrown(() => mock.mapFile("/x.safetensors")) as NativeSystemError;
+    expect([denied.syscall, denied.errno, denied.errnoNumber]).toEqual(["open", "EACCES", 13]);
+    expect(mock.mapFile("/a").length).toBe(10); // replaced the earlier fault
+  });
+
+  it("failMapping sees the path and the attempt number", () => {
+    const seen: Array<[string, number]> = [];
+    const mock = new MockBackend({
+      failMapping: (path, attempt) => {
+        seen.push([path, attempt]);
+        return attempt === 2;
+      },
+    });
+    mock.addFile("/a", 1);
+    mock.mapFile("/a");
+    expect(() => mock.mapFile("/a")).toThrow(NativeSystemError);
+    expect(() => mock.mapFile(5 as unknown as string)).toThrow(NativeArgumentError);
+    mock.mapFile("/a");
+    expect(seen).toEqual([
+      ["/a", 1],
+      ["/a", 2],
+      ["/a", 3],
+    ]);
+  });
+});
+
+describe("MockResidencySet", () => {
+  it("counts every call per set; the backend's counters sum commits and requests over sets", () => {
+    const mock = new MockBackend();
+    const first = mock.newResidencySet() as MockResidencySet;
+    const second = mock.newResidencySet() as MockResidencySet;
+    const buffer = mock.newBuffer(16_384);
+    first.add(buffer);
+    first.add(buffer);
+    first.commit();
+    first.requestResidency();
+    first.remove(buffer);
+    first.commit();
+    first.endResidency();
+    second.commit();
+    second.requestResidency();
+    second.requestResidency();
+    expect(first.calls).toEqual({ adds: 2, removes: 1, commits: 2, residencyRequests: 1, residencyEnds: 1 });
+    expect(second.calls).toEqual({ adds: 0, removes: 0, commits: 1, residencyRequests: 2, residencyEnds: 0 });
+    const counters = mock.counters();
+    expect([counters.commits, counters.residencyRequests, counters.residencySetsMade]).toEqual([3, 3, 2]);
+    expect(mock.callCounts()["residencySet.add"]).toBe(2);
+  });
+
+  it("shows its state: wired bytes, request, pending changes, committed allocations", () => {
+    const mock = new MockBackend();
+    const set = mock.newResidencySet() as MockResidencySet;
+    const buffer = mock.newBuffer(40_000);
+    set.add(buffer);
+    expect(set.hasUncommittedChanges).toBe(true);
+    set.commit();
+    expect(set.hasUncommittedChanges).toBe(false);
+    expect(set.committedAllocations()).toEqual([buffer]);
+    expect([set.residencyRequested, set.isWired(buffer), set.wiredBytes]).toEqual([false, false, 0]);
+    set.requestResidency();
+    expect([set.residencyRequested, set.isWired(buffer), set.wiredBytes]).toEqual([true, true, 49_152]);
+    set.endResidency();
+    expect([set.residencyRequested, set.isWired(buffer), set.wiredBytes]).toEqual([false, false, 0]);
+  });
+
+  it("holds a released buffer as Metal does: wired until it is removed and the removal committed", () => {
+    const mock = new MockBackend();
+    const set = mock.newResidencySet() as MockResidencySet;
+    const buffer = mock.newBuffer(16_384);
+    set.add(buffer);
+    set.commit();
+    set.requestResidency();
+    buffer.release();
+    expect(mock.counters().wiredBytes).toBe(16_384);
+    set.remove(buffer);
+    set.commit();
+    expect(mock.counters().wiredBytes).toBe(0);
+  });
+
+  it("two sets wiring one buffer each count it (per-set accounting, as the host layer's mlock)", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(16_384);
+    for (const set of [mock.newResidencySet(), mock.newResidencySet()] as MockResidencySet[]) {
+      set.add(buffer);
+      set.commit();
+      set.requestResidency();
+    }
+    expect(mock.counters().wiredBytes).toBe(2 * 16_384);
+  });
+
+  it("refuses allocations of another backend or anything else with NativeArgumentError", () => {
+    const mock = new MockBackend();
+    const other = new MockBackend();
+    const set = mock.newResidencySet() as MockResidencySet;
+    expect(() => set.add(other.newBuffer(10))).toThrow(NativeArgumentError);
+    expect(() => set.remove(other.newBuffer(10))).toThrow(NativeArgumentError);
+    expect(() => set.add({ length: 1, allocatedSize: 1 } as unknown as MockBuffer)).toThrow(
+      NativeArgumentError,
+    );
+    expect(() => mock.attachResidencySet(other.newResidencySet() as MockResidencySet)).toThrow(
+      NativeArgumentError,
+    );
+  });
+
+  it("records attachments", () => {
+    const mock = new MockBackend();
+    const attached = mock.newResidencySet() as MockResidencySet;
+    const alone = mock.newResidencySet() as MockResidencySet;
+    mock.attachResidencySet(attached);
+    mock.attachResidencySet(attached);
+    expect([attached.attachments, alone.attachments]).toEqual([2, 0]);
+    expect(mock.attachedResidencySets).toEqual([attached]);
+    expect(mock.liveResidencySets).toEqual([attached, alone]);
+    attached.release();
+    expect(attached.attachments).toBe(2);
+    expect(mock.attachedResidencySets).toEqual([]);
+  });
+});
+
+describe("MockBackend fault injection: residency", () => {
+  it("failResidencySetCreationAfter(n): the first n sets are made, later ones are undefined", () => {
+    const mock = new MockBackend();
+    mock.failResidencySetCreationAfter(2);
+    const sets = [1, 2, 3, 4].map(() => mock.newResidencySet());
+    expect(sets.map((set) => set !== undefined)).toEqual([true, true, false, false]);
+    expect(mock.counters().residencySetsMade).toBe(2);
+    expect(mock.calls.map((call) => call.outcome)).toEqual(["ok", "ok", "failed", "failed"]);
+    mock.failResidencySetCreationAfter(undefined);
+    expect(mock.newResidencySet()).toBeInstanceOf(MockResidencySet);
+    expect(() => mock.failResidencySetCreationAfter(-1)).toThrow(NativeArgumentError);
+  });
+
+  it("the residencySetLimit option and supportsResidencySets: false", () => {
+    const limited = new MockBackend({ residencySetLimit: 0 });
+    expect(limited.newResidencySet()).toBeUndefined();
+    const without = new MockBackend({ supportsResidencySets: false });
+    expect(without.newResidencySet()).toBeUndefined();
+    expect(without.counters().residencySetsMade).toBe(0);
+  });
+
+  it("failWiring: true counts a failure per allocation, wires nothing, never throws; a later request retries", () => {
+    const mock = new MockBackend({ failWiring: true });
+    const set = mock.newResidencySet() as MockResidencySet;
+    const buffers = [mock.newBuffer(16_384), mock.newBuffer(32_768)];
+    for (const buffer of buffers) set.add(buffer);
+    set.commit();
+    expect(() => set.requestResidency()).not.toThrow();
+    expect(set.wiringFailures).toBe(2);
+    expect(mock.counters()).toMatchObject({ wiringFailures: 2, wiredBytes: 0 });
+    mock.failWiring = false;
+    set.requestResidency();
+    expect(mock.counters()).toMatchObject({ wiringFailures: 2, wiredBytes: 49_152 });
+  });
+
+  it("a failWiring predicate fails some allocations, including ones added under a standing request", () => {
+    const mock = new MockBackend();
+    const set = mock.newResidencySet() as MockResidencySet;
+    const good = mock.newBuffer(16_384);
+    const bad = mock.newBuffer(16_384);
+    mock.failWiring = (allocation) => allocation === bad;
+    set.add(good);
+    set.commit();
+    set.requestResidency();
+    set.add(bad);
+    set.commit();
+    expect([set.isWired(good), set.isWired(bad), set.wiringFailures, set.wiredBytes]).toEqual([
+      true,
+      false,
+      1,
+      16_384,
+    ]);
+  });
+
+  it("clearFaults lifts every fault", () => {
+    const mock = new MockBackend({
+      failAllocation: () => true,
+      failMapping: () => true,
+      residencySetLimit: 0,
+      failWiring: true,
+    });
+    mock.failBufferAt(1);
+    mock.clearFaults();
+    mock.addFile("/a", 1);
+    const buffer = mock.newBuffer(16_384);
+    mock.mapFile("/a");
+    const set = mock.newResidencySet() as MockResidencySet;
+    set.add(buffer);
+    set.commit();
+    set.requestResidency();
+    expect(mock.counters()).toMatchObject({ wiringFailures: 0, wiredBytes: 16_384 });
+  });
+});
+
+describe("MockBackend call log", () => {
+  it("records every call with its target, argument and outcome", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(300);
+    expect(() => mock.newBuffer(-5)).toThrow(NativeArgumentError);
+    buffer.contents();
+    const set = mock.newResidencySet() as MockResidencySet;
+    set.add(buffer);
+    buffer.release();
+    expect(() => buffer.release()).toThrow(NativeReleasedError);
+    expect(
+      mock.calls.map(({ sequence, call, target, argument, outcome, errorCode }) => [
+        sequence,
+        call,
+        target,
+        argument,
+        outcome,
+        errorCode,
+      ]),
+    ).toEqual([
+      [1, "newBuffer", undefined, 300, "ok", undefined],
+      [2, "newBuffer", undefined, -5, "rejected", "ERR_NUVEC_INVALID_ARGUMENT"],
+      [3, "buffer.contents", "buffer#1", undefined, "ok", undefined],
+      [4, "newResidencySet", "set#1", undefined, "ok", undefined],
+      [5, "residencySet.add", "set#1", "buffer#1", "ok", undefined],
+      [6, "buffer.release", "buffer#1", undefined, "ok", undefined],
+      [7, "buffer.release", "buffer#1", undefined, "rejected", "ERR_NUVEC_RELEASED"],
+    ]);
+  });
+
+  it("clearCalls forgets the log but not the totals or the sequence", () => {
+    const mock = new MockBackend();
+    mock.newBuffer(1);
+    mock.clearCalls();
+    expect(mock.calls).toEqual([]);
+    mock.newBuffer(1);
+    expect(mock.calls.map((call) => call.sequence)).toEqual([2]);
+    expect(mock.callCounts().newBuffer).toBe(2);
+  });
+
+  it("keeps the last callLogLimit calls (0 keeps none, totals still count)", () => {
+    const mock = new MockBackend({ callLogLimit: 3 });
+    for (let index = 1; index <= 10; index += 1) mock.newBuffer(index);
+    expect(mock.calls.map((call) => call.argument)).toEqual([8, 9, 10]);
+    const silent = new MockBackend({ callLogLimit: 0 });
+    silent.newBuffer(1);
+    expect(silent.calls).toEqual([]);
+    expect(silent.callCounts().newBuffer).toBe(1);
+  });
+});
+
+describe("MockBackend.close", () => {
+  it("releases every set, mapping and buffer, detaching views; later calls throw NativeReleasedError", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(100);
+    const view = new Uint8Array(buffer.contents());
+    mock.addFile("/a", 10);
+    const mapping = mock.mapFile("/a");
+    const set = mock.newResidencySet() as MockResidencySet;
+    set.add(buffer);
+    set.commit();
+    set.requestResidency();
+    mock.close();
+    mock.close();
+    expect(mock.closed).toBe(true);
+    expect([buffer.released, mapping.released, set.released, view.byteLength]).toEqual([true, true, true, 0]);
+    expect(mock.counters()).toMatchObject({ bufferBytes: 0, mappedBytes: 0, wiredBytes: 0 });
+    expect(() => mock.newBuffer(1)).toThrow(NativeReleasedError);
+    expect(() => mock.mapFile("/a")).toThrow(NativeReleasedError);
+    expect(() => mock.newResidencySet()).toThrow(NativeReleasedError);
+  });
+});
+
+describe("the mock's imports", () => {
+  it("are types, errors and its own files only: no native addon, no static node: import", () => {
+    const source = dirname(fileURLToPath(import.meta.url));
+    const files = [
+      join(source, "mock.ts"),
+      ...readdirSync(join(source, "mock"))
+        .filter((file) => file.endsWith(".ts") && !file.endsWith(".test.ts"))
+        .map((file) => join(source, "mock", file)),
+    ];
+    let checked = 0;
+    for (const file of files) {
+      const text = readFileSync(file, "utf8");
+      const specifiers = [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+"([^"]+)"/gms)].map(
+        (match) => match[1] as string,
+      );
+      for (const specifier of specifiers) {
+        expect(
+          ["../errors.js", "../types.js", "./errors.js", "./types.js"].includes(specifier) ||
+            /^\.\/(mock\/)?[a-z-]+\.js$/.test(specifier),
+          `${file} imports ${specifier}`,
+        ).toBe(true);
+        expect(specifier).not.toMatch(/^node:|index|binding|loader/);
+        checked += 1;
+      }
+      expect(text).not.toMatch(/\brequire\(/);
+    }
+    expect(files.length).toBeGreaterThanOrEqual(7);
+    expect(checked).toBeGreaterThanOrEqual(20);
+  });
+});
