@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { conformanceFile, hasConformance, TestSource } from "../test/support.js";
+import { conformanceFile, hasConformance, type TestBuffer, TestSource } from "../test/support.js";
 import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
 import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
@@ -36,7 +36,7 @@ describe.skipIf(!hasConformance)("the shared conformance scenarios (../shared/co
         resourceLimit: 499_000,
       });
       const allocator = new CachingAllocator(source);
-      const allocations = new Map<number, Allocation<unknown>>();
+      const allocations = new Map<number, Allocation<TestBuffer>>();
       const mappings = new Map<number, Mapping>();
       scenario.ops.forEach((operation, step) => {
         let result: "ok" | "oom" | "error" = "ok";

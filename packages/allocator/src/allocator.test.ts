@@ -1,0 +1,585 @@
+import { PAGE } from "@nuvec/stats";
+import { describe, expect, it } from "vitest";
+import { GiB, KiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
+import { type AllocatorOptions, CachingAllocator } from "./allocator.js";
+import {
+  AllocatorArgumentError,
+  AllocatorClosedError,
+  AllocatorError,
+  BufferTooLargeError,
+  DoubleFreeError,
+  ForeignAllocationError,
+  OutOfMemoryError,
+  ResourceLimitError,
+  SystemAllocationError,
+} from "./errors.js";
+
+function setup(
+  facts: ConstructorParameters<typeof TestSource>[0] = {},
+  options: AllocatorOptions<TestBuffer> = {},
+) {
+  const source = new TestSource(facts);
+  const allocator = new CachingAllocator(source, options);
+  return { source, allocator };
+}
+
+describe("buffers and cache", () => {
+  it("hands out the size class of the request (allocationSize)", () => {
+    const { allocator } = setup();
+    expect(allocator.malloc(5000)).toMatchObject({ length: 5120, requested: 5000 });
+    expect(allocator.malloc(16384).length).toBe(16384);
+    expect(allocator.malloc(16385).length).toBe(32768);
+    expect(allocator.memoryStats().active).toBe(5120 + 16384 + 32768);
+  });
+
+  it("a miss makes a new system buffer of exactly the size class (systemAllocations += 1)", () => {
+    const { source, allocator } = setup();
+    allocator.malloc(300);
+    expect(source.acquired.map((buffer) => buffer.length)).toEqual([512]);
+    expect(allocator.memoryStats().systemAllocations).toBe(1);
+    expect(allocator.counters()).toMatchObject({ cacheMisses: 1, cacheHits: 0 });
+  });
+
+  it("a freed buffer is cached and reused by a request of the same class", () => {
+    const { allocator } = setup();
+    const first = allocator.malloc(1000);
+    allocator.free(first);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 1024 });
+    const second = allocator.malloc(1000);
+    expect(second.buffer).toBe(first.buffer);
+    expect(second).not.toBe(first); // a fresh object per malloc
+    expect(allocator.memoryStats()).toMatchObject({ active: 1024, cache: 0, systemAllocations: 1 });
+    expect(allocator.counters()).toMatchObject({ cacheHits: 1, cacheMisses: 1 });
+  });
+
+  it("reuses a cached length s only when n ≤ s < 2n (small requests)", () => {
+    const { allocator } = setup();
+    allocator.free(allocator.malloc(768));
+    expect(allocator.malloc(512).length).toBe(768); // 768 < 1024: a hit, the whole 768 is handed out
+    allocator.free(allocator.malloc(512));
+    expect(allocator.malloc(256).length).toBe(256); // 512 is not < 2·256: a miss
+    expect(allocator.memoryStats().cache).toBe(512);
+  });
+
+  it("reuses a cached length s only when s < n + 2·PAGE (large requests)", () => {
+    const { allocator } = setup();
+    const n = 1 * MiB;
+    const justInside = allocator.malloc(n + PAGE);
+    const justOutside = allocator.malloc(n + 2 * PAGE);
+    allocator.free(justOutside);
+    expect(allocator.malloc(n).length).toBe(n); // n + 2·PAGE is outside the window
+    allocator.free(justInside);
+    expect(allocator.malloc(n).length).toBe(n + PAGE);
+    expect(allocator.counters().cacheHits).toBe(1);
+  });
+
+  it("takes the smallest fitting length first", () => {
+    const { allocator } = setup();
+    const a = allocator.malloc(1280);
+    const b = allocator.malloc(1024);
+    allocator.free(a);
+    allocator.free(b);
+    expect(allocator.malloc(768).length).toBe(1024); // both fit [768, 1536)
+    expect(allocator.malloc(768).length).toBe(1280);
+  });
+
+  it("among buffers of one length, takes the one cached longest ago", () => {
+    const { allocator } = setup();
+    const a = allocator.malloc(4096);
+    const b = allocator.malloc(4096);
+    allocator.free(b);
+    allocator.free(a);
+    expect(allocator.malloc(4096).buffer).toBe(b.buffer);
+    expect(allocator.malloc(4096).buffer).toBe(a.buffer);
+  });
+});
+
+describe("limits from the device", () => {
+  it("defaults: memoryLimit = min(1.5·W, 0.95·M), gcLimit = floor(0.95·W), cacheLimit = memoryLimit", () => {
+    const { allocator } = setup({ workingSet: 1 * GiB, memorySize: 2 * GiB });
+    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 1610612736, cacheLimit: 1610612736 });
+    expect(allocator.gcLimit).toBe(1020054732); // floor(0.95 · 1073741824)
+  });
+
+  it("the memory limit is 0.95·M floored when that is smaller, and caps the GC limit", () => {
+    const { allocator } = setup({ workingSet: 8 * GiB, memorySize: 8 * GiB });
+    expect(allocator.memoryStats().memoryLimit).toBe(8160437862); // floor(0.95 · 8589934592)
+    expect(allocator.gcLimit).toBe(8160437862);
+    const small = setup({ workingSet: 512 * MiB, memorySize: 1 * GiB }).allocator;
+    expect(small.gcLimit).toBe(510027366);
+    expect(small.memoryStats().memoryLimit).toBe(805306368); // 768 MiB
+  });
+
+  it("setMemoryLimit returns the previous limit and recomputes gcLimit = min(x, floor(0.95·W))", () => {
+    const { allocator } = setup({ workingSet: 512 * MiB, memorySize: 1 * GiB });
+    expect(allocator.setMemoryLimit(8 * GiB)).toBe(805306368);
+    expect(allocator.gcLimit).toBe(510027366);
+    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 8 * GiB, cacheLimit: 805306368 });
+    expect(allocator.setMemoryLimit(100 * MiB)).toBe(8 * GiB);
+    expect(allocator.gcLimit).toBe(100 * MiB);
+  });
+
+  it("memory and cache limits accept any byte count, above the device's memory too", () => {
+    const { allocator } = setup({ workingSet: 1 * GiB, memorySize: 2 * GiB });
+    expect(() => allocator.setMemoryLimit(Number.MAX_SAFE_INTEGER)).not.toThrow();
+    expect(() => allocator.setCacheLimit(Number.MAX_SAFE_INTEGER)).not.toThrow();
+    expect(allocator.setCacheLimit(0)).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it("options act as the setters called right after opening (the cache limit keeps the device default)", () => {
+    const { allocator } = setup({ workingSet: 512 * MiB, memorySize: 1 * GiB }, { memoryLimit: 8 * GiB });
+    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 8 * GiB, cacheLimit: 805306368 });
+    expect(allocator.gcLimit).toBe(510027366);
+    const withCache = setup({}, { cacheLimit: 64 * MiB }).allocator;
+    expect(withCache.memoryStats().cacheLimit).toBe(64 * MiB);
+  });
+});
+
+describe("on a miss", () => {
+  // W = 1 MiB: gcLimit = floor(0.95 · 1048576) = 996147; memoryLimit = 1.5 MiB.
+  const device = { workingSet: 1 * MiB, memorySize: 2 * MiB, maxBufferLength: 1 * MiB };
+
+  it("releases least recently cached buffers when active + mapped + cache + n ≥ gcLimit", () => {
+    const { source, allocator } = setup(device);
+    const [a, b, c, d] = [0, 1, 2, 3].map(() => allocator.malloc(192 * KiB));
+    allocator.free(a!);
+    allocator.free(b!);
+    allocator.free(c!);
+    // active 196608 + cache 589824 + 262144 = 1048576 ≥ 996147: free ≥ 52429 bytes, less than 90% of the
+    // cache, so only the least recently cached buffer (a) goes.
+    allocator.malloc(256 * KiB);
+    expect(source.released).toEqual([a!.buffer]);
+    expect(allocator.memoryStats()).toMatchObject({ active: 196608 + 262144, cache: 393216 });
+    expect(d).toBeDefined();
+  });
+
+  it("counts mapped files in the GC condition", () => {
+    const { source, allocator } = setup(device);
+    allocator.free(allocator.malloc(192 * KiB));
+    allocator.malloc(256 * KiB); // 196608 + 262144 < 996147: nothing released
+    expect(source.released).toEqual([]);
+    allocator.addMapping(560 * KiB); // mapped 573440
+    allocator.malloc(16 * KiB); // 262144 + 573440 + 196608 + 16384 = 1048576 ≥ 996147
+    expect(source.released).toHaveLength(1);
+  });
+
+  it("releases the whole cache when the bytes to free are ≥ 90% of it", () => {
+    const { source, allocator } = setup(device);
+    const big = allocator.malloc(576 * KiB); // 589824
+    const small = allocator.malloc(16 * KiB);
+    allocator.free(big);
+    allocator.free(small); // cache 606208, least recent first: big, small
+    // 0 + 606208 + 950272 - 996147 = 560333 ≥ 0.9 · 606208 = 545587.2: everything goes, although big alone
+    // would have been enough.
+    allocator.malloc(928 * KiB);
+    expect(source.released).toEqual([big.buffer, small.buffer]);
+    expect(allocator.memoryStats().cache).toBe(0);
+  });
+
+  it("a hit never releases anything", () => {
+    const { source, allocator } = setup(device);
+    allocator.malloc(512 * KiB);
+    allocator.free(allocator.malloc(448 * KiB));
+    allocator.malloc(448 * KiB); // a hit although 512 + 448 + 448 KiB ≥ gcLimit
+    expect(source.released).toEqual([]);
+  });
+
+  it("releases the whole cache when one more resource would pass the resource limit, then refuses", () => {
+    const { source, allocator } = setup({ resourceLimit: 3 });
+    const a = allocator.malloc(256);
+    const b = allocator.malloc(512);
+    allocator.free(a);
+    allocator.malloc(1024); // 2 live + 1 cached = 3 resources after: allowed
+    expect(source.released).toEqual([]);
+    allocator.malloc(2048); // 3 resources already: the cache (a) goes, then 3 live
+    expect(source.released).toEqual([a.buffer]);
+    const counters = allocator.counters();
+    expect(() => allocator.malloc(4096)).toThrow(ResourceLimitError);
+    expect(allocator.counters()).toEqual(counters);
+    expect(() => allocator.addMapping(4096)).toThrow(ResourceLimitError);
+    allocator.free(b);
+    expect(allocator.memoryStats().cache).toBe(512);
+    allocator.addMapping(4096); // b's cached buffer is released to make room for the mapping
+    expect(source.released).toEqual([a.buffer, b.buffer]);
+    expect(allocator.counters()).toMatchObject({ mappings: 1, liveBuffers: 2, cachedBuffers: 0 });
+  });
+});
+
+describe("the hard memory limit", () => {
+  it("refuses a buffer that would push active + mapped past memoryLimit, with the figures on the error", () => {
+    const { allocator } = setup({}, { memoryLimit: 1 * MiB });
+    allocator.malloc(512 * KiB);
+    allocator.addMapping(256 * KiB);
+    const stats = allocator.memoryStats();
+    const counters = allocator.counters();
+    let error: unknown;
+    try {
+      allocator.malloc(256 * KiB + 1);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect(error).toMatchObject({
+      code: "ERR_NUVEC_OUT_OF_MEMORY",
+      requested: 256 * KiB + PAGE,
+      active: 512 * KiB,
+      mapped: 256 * KiB,
+      limit: 1 * MiB,
+    });
+    expect(allocator.memoryStats()).toEqual(stats);
+    expect(allocator.counters()).toEqual({ ...counters, outOfMemoryRefusals: 1 });
+    expect(allocator.malloc(256 * KiB).length).toBe(256 * KiB); // exactly at the limit is allowed
+  });
+
+  it("refuses a mapping the same way, charged at mappingSize", () => {
+    const { allocator } = setup({ pageSize: 4096 }, { memoryLimit: 1 * MiB });
+    allocator.malloc(1 * MiB - 16384);
+    expect(allocator.addMapping(4097)).toMatchObject({ length: 4097, charged: 8192 });
+    allocator.addMapping(8192); // exactly at the limit is allowed
+    expect(() => allocator.addMapping(1)).toThrow(OutOfMemoryError);
+    expect(allocator.memoryStats()).toMatchObject({ mapped: 16384, activeWithMapped: 1 * MiB });
+  });
+
+  it("skips a cache hit that would pass the limit and falls to the miss path", () => {
+    const { source, allocator } = setup();
+    allocator.free(allocator.malloc(8192));
+    allocator.setMemoryLimit(6144);
+    expect(allocator.memoryStats().cache).toBe(8192);
+    const allocation = allocator.malloc(4608); // 8192 would fit the window [4608, 9216) but not the limit
+    expect(allocation.length).toBe(4608);
+    expect(source.acquired.map((buffer) => buffer.length)).toEqual([8192, 4608]);
+    expect(allocator.counters()).toMatchObject({ cacheHits: 0, cacheMisses: 2 });
+  });
+
+  it("retries a failed system allocation once after releasing the cache, and counts the retry", () => {
+    const { source, allocator } = setup();
+    allocator.free(allocator.malloc(1 * MiB));
+    source.failNext = 1;
+    expect(allocator.malloc(4 * MiB).length).toBe(4 * MiB);
+    expect(allocator.counters()).toMatchObject({ allocationRetries: 1, systemReleases: 1 });
+    expect(allocator.memoryStats()).toMatchObject({ cache: 0, systemAllocations: 2 });
+  });
+
+  it("throws SystemAllocationError with the source's error as cause when the retry fails too", () => {
+    const { source, allocator } = setup();
+    source.failNext = 2;
+    let error: unknown;
+    try {
+      allocator.malloc(4 * MiB);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(SystemAllocationError);
+    expect(error).toMatchObject({ code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED", requested: 4 * MiB });
+    expect((error as Error).cause).toBeInstanceOf(Error);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, systemAllocations: 0 });
+    expect(allocator.counters()).toMatchObject({ allocationRetries: 1, cacheMisses: 0 });
+  });
+});
+
+describe("after every malloc", () => {
+  it("active grows by the length handed out; peak and peakWithMapped follow", () => {
+    const { allocator } = setup();
+    allocator.addMapping(100 * KiB); // 114688 charged (7 pages)
+    const a = allocator.malloc(1000);
+    allocator.free(a);
+    allocator.malloc(600); // a hit on the 1024 buffer: active grows by 1024, not 768
+    expect(allocator.memoryStats()).toMatchObject({
+      active: 1024,
+      peak: 1024,
+      activeWithMapped: 1024 + 114688,
+      peakWithMapped: 1024 + 114688,
+    });
+  });
+
+  it("then trims the cache to cacheLimit, least recently cached first", () => {
+    const { source, allocator } = setup({}, { cacheLimit: 10000 });
+    const a = allocator.malloc(8192);
+    const b = allocator.malloc(8192);
+    allocator.free(a); // cache 0 < 10000: cached
+    allocator.free(b); // cache 8192 < 10000: cached, the cache is now over its limit
+    expect(allocator.memoryStats().cache).toBe(16384);
+    allocator.malloc(256); // a miss; then 16384 - 10000 = 6384 to free (< 90%): a goes
+    expect(source.released).toEqual([a.buffer]);
+    expect(allocator.memoryStats().cache).toBe(8192);
+  });
+
+  it("peakReserved is the largest active + cache after an allocation", () => {
+    const { allocator } = setup();
+    const a = allocator.malloc(1 * MiB);
+    allocator.malloc(2 * MiB);
+    allocator.free(a);
+    expect(allocator.counters().peakReserved).toBe(3 * MiB);
+    allocator.malloc(4 * MiB);
+    expect(allocator.counters().peakReserved).toBe(7 * MiB);
+  });
+});
+
+describe("on free", () => {
+  it("caches the buffer when cache < cacheLimit before adding, else releases it at once", () => {
+    const { source, allocator } = setup({}, { cacheLimit: 8192 });
+    const a = allocator.malloc(8192);
+    const b = allocator.malloc(256);
+    allocator.free(a); // cache 0 < 8192: cached
+    allocator.free(b); // cache 8192 = limit: released
+    expect(source.released).toEqual([b.buffer]);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 8192 });
+    expect(allocator.counters()).toMatchObject({ systemReleases: 1, cachedBuffers: 1, liveBuffers: 0 });
+  });
+});
+
+describe("setCacheLimit, clearCache, resetPeak", () => {
+  it("setCacheLimit trims at once (MLX waits for the next malloc) and returns the previous limit", () => {
+    const { source, allocator } = setup({ workingSet: 1 * GiB, memorySize: 2 * GiB });
+    const buffers = [1, 2, 3, 4].map(() => allocator.malloc(1 * MiB));
+    for (const allocation of buffers) allocator.free(allocation);
+    expect(allocator.setCacheLimit(2.5 * MiB)).toBe(1610612736);
+    expect(source.released).toEqual([buffers[0]!.buffer, buffers[1]!.buffer]);
+    expect(allocator.memoryStats()).toMatchObject({ cache: 2 * MiB, cacheLimit: 2.5 * MiB });
+    allocator.setCacheLimit(100 * KiB); // 1.9 MiB to free ≥ 90% of 2 MiB: all
+    expect(allocator.memoryStats().cache).toBe(0);
+  });
+
+  it("clearCache releases every cached buffer", () => {
+    const { source, allocator } = setup();
+    const live = allocator.malloc(100);
+    allocator.free(allocator.malloc(1000));
+    allocator.free(allocator.malloc(100 * KiB));
+    allocator.clearCache();
+    expect(source.released).toHaveLength(2);
+    expect(allocator.memoryStats()).toMatchObject({ cache: 0, active: 256 });
+    expect(live.length).toBe(256);
+  });
+
+  it("resetPeak sets peak = active and peakWithMapped = active + mapped (MLX sets 0)", () => {
+    const { allocator } = setup();
+    const big = allocator.malloc(10 * MiB);
+    allocator.malloc(1 * MiB);
+    allocator.addMapping(2 * MiB);
+    allocator.free(big);
+    allocator.resetPeak();
+    expect(allocator.memoryStats()).toMatchObject({ peak: 1 * MiB, peakWithMapped: 3 * MiB });
+    allocator.malloc(1 * MiB);
+    expect(allocator.memoryStats()).toMatchObject({ peak: 2 * MiB, peakWithMapped: 4 * MiB });
+  });
+
+  it("mapped files raise peakWithMapped, not peak; removing one lowers mapped only", () => {
+    const { allocator } = setup();
+    const mapping = allocator.addMapping(1);
+    expect(mapping).toMatchObject({ length: 1, charged: PAGE });
+    expect(allocator.memoryStats()).toMatchObject({ peak: 0, peakWithMapped: PAGE, mapped: PAGE });
+    allocator.removeMapping(mapping);
+    expect(allocator.memoryStats()).toMatchObject({ mapped: 0, activeWithMapped: 0, peakWithMapped: PAGE });
+    expect(() => allocator.removeMapping(mapping)).toThrow(DoubleFreeError);
+  });
+});
+
+describe("zero bytes, maximum buffer length", () => {
+  it("a 0-byte request gets an empty allocation, counted nowhere; freeing it is a no-op", () => {
+    const { source, allocator } = setup();
+    const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
+    const empty = allocator.malloc(0);
+    expect(empty).toEqual({ buffer: undefined, length: 0, requested: 0 });
+    allocator.free(empty);
+    allocator.free(empty);
+    expect({ stats: allocator.memoryStats(), counters: allocator.counters() }).toEqual(before);
+    expect(source.acquired).toEqual([]);
+    expect(allocator.malloc(-0).length).toBe(0);
+  });
+
+  it("refuses a request above the device's maximum buffer length", () => {
+    const { allocator } = setup({ maxBufferLength: 1 * MiB });
+    expect(allocator.malloc(1 * MiB).length).toBe(1 * MiB);
+    const counters = allocator.counters();
+    expect(() => allocator.malloc(1 * MiB + 1)).toThrow(BufferTooLargeError);
+    expect(() => allocator.malloc(1 * MiB + 1)).toThrow(/maximum buffer length of 1048576/);
+    expect(allocator.counters()).toEqual(counters);
+  });
+});
+
+describe("hooks and the wired provider", () => {
+  it("calls onAcquire right after acquiring and onRelease right before releasing", () => {
+    const log: string[] = [];
+    const source = new TestSource();
+    const acquire = source.acquire.bind(source);
+    const release = source.release.bind(source);
+    source.acquire = (bytes) => {
+      const buffer = acquire(bytes);
+      log.push(`acquire ${buffer.serial}`);
+      return buffer;
+    };
+    source.release = (buffer) => {
+      log.push(`release ${buffer.serial}`);
+      release(buffer);
+    };
+    const allocator = new CachingAllocator(source, {
+      onAcquire: (buffer) => log.push(`onAcquire ${buffer.serial}`),
+      onRelease: (buffer) => log.push(`onRelease ${buffer.serial}`),
+    });
+    allocator.free(allocator.malloc(100));
+    allocator.malloc(100); // a hit: no hook
+    allocator.free(allocator.malloc(5000));
+    allocator.clearCache();
+    expect(log).toEqual(["acquire 0", "onAcquire 0", "acquire 1", "onAcquire 1", "onRelease 1", "release 1"]);
+  });
+
+  it("an onAcquire that throws gives the buffer back and changes nothing", () => {
+    const { source, allocator } = setup(
+      {},
+      {
+        onAcquire: () => {
+          throw new Error("residency full");
+        },
+      },
+    );
+    expect(() => allocator.malloc(100)).toThrow("residency full");
+    expect(source.held.size).toBe(0);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, systemAllocations: 0 });
+  });
+
+  it("fills the wired fields of memoryStats from the provider (zeros without one)", () => {
+    const wired = { wired: 3, wiredMapped: 2, wiredLimit: 10 };
+    const { allocator } = setup({}, { wired: () => wired });
+    expect(allocator.memoryStats()).toMatchObject(wired);
+    expect(setup().allocator.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0, wiredLimit: 0 });
+  });
+});
+
+describe("refused requests throw typed errors and change no counter", () => {
+  const state = (allocator: CachingAllocator<TestBuffer>) => ({
+    stats: allocator.memoryStats(),
+    counters: allocator.counters(),
+  });
+
+  it.each([
+    ["-1", -1],
+    ["1.5", 1.5],
+    ["NaN", Number.NaN],
+    ["Infinity", Number.POSITIVE_INFINITY],
+    ["2^53", 2 ** 53],
+    ["a string", "12"],
+    ["a bigint", 12n],
+    ["undefined", undefined],
+  ])("malloc(%s) is an AllocatorArgumentError", (_name, value) => {
+    const { allocator } = setup();
+    allocator.free(allocator.malloc(100));
+    const before = state(allocator);
+    expect(() => allocator.malloc(value as number)).toThrow(AllocatorArgumentError);
+    try {
+      allocator.malloc(value as number);
+    } catch (error) {
+      expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT" });
+      expect((error as Error).cause).toBeInstanceOf(Error);
+    }
+    expect(state(allocator)).toEqual(before);
+  });
+
+  it("a size class beyond Number.MAX_SAFE_INTEGER is an argument error", () => {
+    const { allocator } = setup({ maxBufferLength: Number.MAX_SAFE_INTEGER });
+    expect(() => allocator.malloc(Number.MAX_SAFE_INTEGER)).toThrow(BufferTooLargeError);
+  });
+
+  it("bad limits and mapping lengths are argument errors", () => {
+    const { allocator } = setup();
+    const before = state(allocator);
+    expect(() => allocator.setMemoryLimit(-1)).toThrow(AllocatorArgumentError);
+    expect(() => allocator.setCacheLimit(0.5)).toThrow(AllocatorArgumentError);
+    expect(() => allocator.addMapping(Number.NaN)).toThrow(AllocatorArgumentError);
+    expect(state(allocator)).toEqual(before);
+  });
+
+  it("a double free is a DoubleFreeError, even after the buffer went to another allocation", () => {
+    const { allocator } = setup();
+    const first = allocator.malloc(100);
+    allocator.free(first);
+    const before = state(allocator);
+    expect(() => allocator.free(first)).toThrow(DoubleFreeError);
+    expect(state(allocator)).toEqual(before);
+    const second = allocator.malloc(100); // the same buffer, now someone else's
+    expect(second.buffer).toBe(first.buffer);
+    expect(() => allocator.free(first)).toThrow(DoubleFreeError);
+    expect(allocator.memoryStats().active).toBe(256);
+    allocator.free(second);
+  });
+
+  it("an allocation or mapping of another allocator, or a look-alike, is a ForeignAllocationError", () => {
+    const { allocator } = setup();
+    const other = setup().allocator;
+    allocator.malloc(100);
+    const before = state(allocator);
+    let error: unknown;
+    try {
+      allocator.free(other.malloc(100));
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ForeignAllocationError);
+    expect(error).toMatchObject({ code: "ERR_NUVEC_FOREIGN_ALLOCATION" });
+    expect(() => allocator.free({ buffer: undefined, length: 0, requested: 0 })).toThrow(
+      ForeignAllocationError,
+    );
+    expect(() => allocator.removeMapping(other.addMapping(1))).toThrow(ForeignAllocationError);
+    expect(() => allocator.removeMapping({ length: 1, charged: PAGE })).toThrow(ForeignAllocationError);
+    expect(state(allocator)).toEqual(before);
+  });
+
+  it("every error is an AllocatorError with a stable code", () => {
+    const errors = [
+      new OutOfMemoryError(1, 2, 3, 4),
+      new ResourceLimitError(5),
+      new AllocatorArgumentError("x"),
+      new BufferTooLargeError(2, 1),
+      new DoubleFreeError("allocation"),
+      new ForeignAllocationError("mapping"),
+      new AllocatorClosedError("malloc"),
+      new SystemAllocationError(1, new Error("x")),
+    ];
+    expect(errors.map((error) => [error.name, error.code])).toEqual([
+      ["OutOfMemoryError", "ERR_NUVEC_OUT_OF_MEMORY"],
+      ["ResourceLimitError", "ERR_NUVEC_RESOURCE_LIMIT"],
+      ["AllocatorArgumentError", "ERR_NUVEC_INVALID_ARGUMENT"],
+      ["BufferTooLargeError", "ERR_NUVEC_BUFFER_TOO_LARGE"],
+      ["DoubleFreeError", "ERR_NUVEC_DOUBLE_FREE"],
+      ["ForeignAllocationError", "ERR_NUVEC_FOREIGN_ALLOCATION"],
+      ["AllocatorClosedError", "ERR_NUVEC_ALLOCATOR_CLOSED"],
+      ["SystemAllocationError", "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED"],
+    ]);
+    for (const error of errors) expect(error).toBeInstanceOf(AllocatorError);
+  });
+});
+
+describe("options and device facts", () => {
+  it("refuses bad options and device facts with AllocatorArgumentError", () => {
+    expect(() => setup({ pageSize: 3000 })).toThrow(AllocatorArgumentError);
+    expect(() => setup({ workingSet: -1 })).toThrow(AllocatorArgumentError);
+    expect(() => setup({}, { memoryLimit: 1.5 })).toThrow(AllocatorArgumentError);
+    expect(() => setup({}, { policy: "lru" as "mlx" })).toThrow(AllocatorArgumentError);
+    expect(() => setup({}, { reserveRatio: 0.5 })).toThrow(AllocatorArgumentError);
+    expect(() => setup({}, { reserveRatio: Number.NaN })).toThrow(AllocatorArgumentError);
+  });
+});
+
+describe("close", () => {
+  it("releases every cached buffer, leaves live ones to the caller, then refuses every call", () => {
+    const { source, allocator } = setup();
+    const live = allocator.malloc(100);
+    allocator.free(allocator.malloc(1000));
+    allocator.close();
+    expect(source.released).toHaveLength(1);
+    expect(source.held.has(live.buffer!)).toBe(true);
+    const calls: [string, () => unknown][] = [
+      ["malloc", () => allocator.malloc(1)],
+      ["malloc(0)", () => allocator.malloc(0)],
+      ["free", () => allocator.free(live)],
+      ["addMapping", () => allocator.addMapping(1)],
+      ["memoryStats", () => allocator.memoryStats()],
+      ["counters", () => allocator.counters()],
+      ["resetPeak", () => allocator.resetPeak()],
+      ["setMemoryLimit", () => allocator.setMemoryLimit(1)],
+      ["setCacheLimit", () => allocator.setCacheLimit(1)],
+      ["clearCache", () => allocator.clearCache()],
+    ];
+    for (const [, call] of calls) expect(call).toThrow(AllocatorClosedError);
+    expect(() => allocator.close()).not.toThrow(); // closing twice does nothing
+  });
+});

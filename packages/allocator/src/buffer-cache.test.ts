@@ -1,0 +1,126 @@
+import { describe, expect, it } from "vitest";
+import { BufferCache, BufferRecord } from "./buffer-cache.js";
+
+function makeCache() {
+  const released: number[] = [];
+  const cache = new BufferCache<number>((record) => released.push(record.buffer));
+  const owner = {};
+  let serial = 0;
+  const put = (length: number) => {
+    const record = new BufferRecord(serial++, length, owner);
+    cache.put(record);
+    return record;
+  };
+  return { cache, released, put };
+}
+
+describe("BufferCache (MLX's buffer_cache.h)", () => {
+  it("finds the smallest cached length in [minimum, limit), oldest of that length first", () => {
+    const { cache, put } = makeCache();
+    put(768);
+    const first640 = put(640);
+    const second640 = put(640);
+    put(1024);
+    const index = cache.find(512, 1024);
+    expect(cache.lengthAt(index)).toBe(640);
+    expect(cache.takeAt(index)).toBe(first640);
+    expect(cache.takeAt(cache.find(512, 1024))).toBe(second640);
+    expect(cache.lengthAt(cache.find(512, 1024))).toBe(768);
+    expect(cache.find(1025, 4096)).toBe(-1);
+    expect(cache.find(512, 768)).toBe(-1); // the limit is exclusive
+    expect(cache.bytes).toBe(768 + 1024);
+    expect(cache.buffers).toBe(2);
+  });
+
+  it("release(n) frees least recently cached buffers until n bytes are freed", () => {
+    const { cache, released, put } = makeCache();
+    put(1000); // buffer 0, least recent
+    put(300); // 1
+    put(200); // 2
+    put(500); // 3
+    expect(cache.release(1100)).toBe(2); // 1000 + 300 ≥ 1100; 1100 < 0.9·2000
+    expect(released).toEqual([0, 1]);
+    expect(cache.bytes).toBe(700);
+    expect(cache.lruSnapshot()).toEqual([200, 500]);
+  });
+
+  it("release(n) clears the whole cache when n is at least 90% of it", () => {
+    const { cache, released, put } = makeCache();
+    put(9000); // the oldest alone would cover n
+    put(1000);
+    expect(cache.release(9000)).toBe(2); // 9000 ≥ 0.9·10000
+    expect(released).toEqual([0, 1]);
+    expect(cache.bytes).toBe(0);
+    const again = makeCache();
+    again.put(9000);
+    again.put(1000);
+    expect(again.cache.release(8999)).toBe(1); // 8999 < 9000: only the oldest
+    expect(again.cache.bytes).toBe(1000);
+  });
+
+  it("release(0) of a non-empty cache releases nothing", () => {
+    const { cache, put } = makeCache();
+    put(256);
+    expect(cache.release(0)).toBe(0);
+    expect(cache.buffers).toBe(1);
+  });
+
+  it("clear() releases everything, least recently cached first", () => {
+    const { cache, released, put } = makeCache();
+    put(512);
+    put(256);
+    put(512);
+    expect(cache.clear()).toBe(3);
+    expect(released).toEqual([0, 1, 2]);
+    expect(cache.find(0, Number.MAX_SAFE_INTEGER)).toBe(-1);
+    put(256);
+    expect(cache.snapshot()).toEqual([256]);
+  });
+
+  it("taking a buffer out of the middle keeps both orders (reuse order and LRU order)", () => {
+    const { cache, released, put } = makeCache();
+    put(256); // 0
+    put(512); // 1
+    put(256); // 2
+    put(1024); // 3
+    cache.takeAt(cache.find(512, 1024)); // takes 1
+    expect(cache.snapshot()).toEqual([256, 256, 1024]);
+    expect(cache.lruSnapshot()).toEqual([256, 256, 1024]);
+    cache.releaseOldest();
+    cache.releaseOldest();
+    expect(released).toEqual([0, 2]);
+  });
+
+  it("stays correct over thousands of distinct lengths (growth, compaction of empty queues)", () => {
+    const { cache, put } = makeCache();
+    const model: number[] = [];
+    let seed = 12345;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let step = 0; step < 20000; step++) {
+      if (model.length > 0 && random() < 0.45) {
+        const minimum = Math.floor(random() * 5000) * 256 + 256;
+        const limit = minimum * 2;
+        const expected = model
+          .filter((length) => length >= minimum && length < limit)
+          .sort((a, b) => a - b)[0];
+        const index = cache.find(minimum, limit);
+        if (expected === undefined) {
+          expect(index).toBe(-1);
+        } else {
+          expect(cache.lengthAt(index)).toBe(expected);
+          cache.takeAt(index);
+          model.splice(model.indexOf(expected), 1);
+        }
+      } else {
+        const length = Math.floor(random() * 5000) * 256 + 256;
+        put(length);
+        model.push(length);
+      }
+    }
+    expect(cache.snapshot()).toEqual([...model].sort((a, b) => a - b));
+    expect(cache.bytes).toBe(model.reduce((sum, length) => sum + length, 0));
+  });
+});

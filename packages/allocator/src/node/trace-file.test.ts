@@ -1,0 +1,79 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+import { readTrace, replayTraceFile } from "../node.js";
+
+const folder = mkdtempSync(join(tmpdir(), "nuvec-trace-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function write(name: string, content: string | Buffer): string {
+  const path = join(folder, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+const text = `${JSON.stringify({ name: "tiny", events: 3 })}\n["a",0,1000]\n["a",1,20]\n["f",0]\n`;
+
+describe("readTrace", () => {
+  it("reads gzipped NDJSON (by its magic bytes) and plain NDJSON alike", () => {
+    const expected = {
+      header: { name: "tiny", events: 3 },
+      events: [
+        ["a", 0, 1000],
+        ["a", 1, 20],
+        ["f", 0],
+      ],
+    };
+    expect(readTrace(write("tiny.ndjson.gz", gzipSync(text)))).toEqual(expected);
+    expect(readTrace(write("tiny.ndjson", text))).toEqual(expected);
+    expect(readTrace(write("tiny-gz-without-suffix", gzipSync(text)))).toEqual(expected);
+  });
+
+  it("accepts a trace without a header and with CRLF line ends", () => {
+    expect(readTrace(write("bare.ndjson", '["a",0,1]\r\n["f",0]\r\n'))).toEqual({
+      header: undefined,
+      events: [
+        ["a", 0, 1],
+        ["f", 0],
+      ],
+    });
+  });
+
+  it.each([
+    ["a missing file", () => join(folder, "absent.ndjson.gz"), "ERR_NUVEC_TRACE_NOT_FOUND", /not found/],
+    ["an empty file", () => write("empty.ndjson", ""), "ERR_NUVEC_TRACE_EMPTY", /no events/],
+    ["a header only", () => write("header.ndjson", '{"name":"x"}\n'), "ERR_NUVEC_TRACE_EMPTY", /no events/],
+    [
+      "broken gzip",
+      () => write("broken.gz", Buffer.from([0x1f, 0x8b, 1, 2, 3])),
+      "ERR_NUVEC_TRACE_CORRUPT",
+      /gzip/,
+    ],
+    ["bad JSON", () => write("bad.ndjson", '["a",0,1]\n["a",1,\n'), "ERR_NUVEC_TRACE_CORRUPT", /line 2/],
+    [
+      "a line that is no event",
+      () => write("odd.ndjson", '["a",0,1]\n["a",1]\n'),
+      "ERR_NUVEC_TRACE_CORRUPT",
+      /line 2/,
+    ],
+    ["a negative size", () => write("negative.ndjson", '["a",0,-1]\n'), "ERR_NUVEC_TRACE_CORRUPT", /line 1/],
+  ])("refuses %s with a clear TraceError", (_name, makePath, code, message) => {
+    const path = makePath();
+    expect(() => readTrace(path)).toThrow(message);
+    try {
+      readTrace(path);
+    } catch (error) {
+      expect(error).toMatchObject({ name: "TraceError", code });
+    }
+  });
+});
+
+describe("replayTraceFile", () => {
+  it("reads and replays, returning the file's header", () => {
+    const result = replayTraceFile(write("replay.ndjson.gz", gzipSync(text)));
+    expect(result.header).toEqual({ name: "tiny", events: 3 });
+    expect(result.stats).toMatchObject({ active: 256, cache: 1024, systemAllocations: 2 });
+  });
+});

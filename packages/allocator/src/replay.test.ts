@@ -1,0 +1,115 @@
+import { describe, expect, it } from "vitest";
+import { MiB } from "../test/support.js";
+import { OutOfMemoryError, TraceError } from "./errors.js";
+import { CountingBufferSource, replayTrace, type TraceEvent } from "./replay.js";
+
+const events: TraceEvent[] = [
+  ["a", 0, 1000],
+  ["a", 1, 5000],
+  ["f", 0],
+  ["a", 2, 900],
+  ["f", 1],
+  ["f", 2],
+];
+
+describe("replayTrace", () => {
+  it("replays events and returns the final statistics, counters, event count and time per event", () => {
+    const result = replayTrace(events);
+    expect(result.events).toBe(6);
+    expect(result.header).toBeUndefined();
+    expect(result.stats).toMatchObject({
+      active: 0,
+      peak: 1024 + 5120,
+      cache: 1024 + 5120,
+      systemAllocations: 2,
+    });
+    expect(result.counters).toMatchObject({ cacheHits: 1, cacheMisses: 2, peakReserved: 1024 + 5120 });
+    expect(result.nsPerEvent).toBeGreaterThanOrEqual(0);
+  });
+
+  it("takes an optional header first and returns it", () => {
+    const header = { name: "tiny", events: 6 };
+    expect(replayTrace([header, ...events]).header).toEqual(header);
+  });
+
+  it("applies the configuration: device, then memory limit, then cache limit (as setters after opening)", () => {
+    const result = replayTrace(events, {
+      workingSet: 512 * MiB,
+      memorySize: 1024 * MiB,
+      memoryLimit: 8192 * MiB,
+      cacheLimit: 1024,
+    });
+    // f1 is cached (cache 0 < 1024), f2 then finds the cache at its limit and is released.
+    expect(result.stats).toMatchObject({ memoryLimit: 8192 * MiB, cacheLimit: 1024, cache: 5120 });
+  });
+
+  it("calls onEvent after every event with its index and the allocator", () => {
+    const seen: [string, number, number][] = [];
+    replayTrace([{ name: "x" }, ...events], {
+      onEvent: (event, index, allocator) => seen.push([event[0], index, allocator.memoryStats().active]),
+    });
+    expect(seen).toEqual([
+      ["a", 0, 1024],
+      ["a", 1, 6144],
+      ["f", 2, 5120],
+      ["a", 3, 6144],
+      ["f", 4, 1024],
+      ["f", 5, 0],
+    ]);
+  });
+
+  it("stops at an out-of-memory refusal, or skips it and its free with outOfMemory: 'skip'", () => {
+    const trace: TraceEvent[] = [
+      ["a", 0, 2048],
+      ["a", 1, 4096],
+      ["f", 1],
+      ["f", 0],
+    ];
+    expect(() => replayTrace(trace, { memoryLimit: 4096 })).toThrow(OutOfMemoryError);
+    const result = replayTrace(trace, { memoryLimit: 4096, outOfMemory: "skip" });
+    expect(result.counters).toMatchObject({ outOfMemoryRefusals: 1, cacheMisses: 1 });
+    expect(result.stats.active).toBe(0);
+  });
+
+  it("runs the bounded policy when asked", () => {
+    const result = replayTrace(events, { policy: "bounded", reserveRatio: 1.5 });
+    expect(result.events).toBe(6);
+  });
+
+  it.each([
+    ["a free of an unknown id", [["f", 3]], /never allocated/],
+    [
+      "a second free",
+      [
+        ["a", 0, 1],
+        ["f", 0],
+        ["f", 0],
+      ],
+      /already freed/,
+    ],
+    [
+      "a reused id",
+      [
+        ["a", 0, 1],
+        ["a", 0, 1],
+      ],
+      /already allocated/,
+    ],
+    ["a bad tag", [["x", 0]], /tag/],
+    ["a bad id", [["a", -1, 1]], /id/],
+    ["a header after events", [["a", 0, 1], { name: "late" }], /header/],
+  ])("refuses %s with a TraceError", (_name, trace, message) => {
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(TraceError);
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(message);
+  });
+});
+
+describe("CountingBufferSource", () => {
+  it("hands out serial numbers and counts releases, with the device facts given (or defaults)", () => {
+    const source = new CountingBufferSource({ workingSet: 1024 });
+    expect(source).toMatchObject({ memorySize: 2048, resourceLimit: 499_000, pageSize: 16384 });
+    expect([source.acquire(1), source.acquire(1)]).toEqual([1, 2]);
+    source.release(1);
+    expect(source).toMatchObject({ acquired: 2, released: 1 });
+  });
+});
