@@ -6,6 +6,8 @@ export default defineConfig({
   dts: true,
   sourcemap: true,
   clean: true,
+  // import.meta.url (to find the package root and the addon) also works in the CommonJS build.
+  shims: true,
   target: "es2022",
   platform: "node",
 });

@@ -296,15 +296,25 @@ class AllocationHandle {
     return buffer;
   }
 
-  void Release(const Napi::CallbackInfo& info, const char* what) {
-    Napi::Env env = info.Env();
-    Live(env, what);
-    // Detach first: no view may outlive the memory (a stale view reads byteLength 0, never a new owner's bytes).
+  // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes.
+  void DetachViews() {
     for (auto& view : views) {
       Napi::ArrayBuffer buffer = view.Value();
       if (!buffer.IsEmpty() && !buffer.IsDetached()) buffer.Detach();
     }
     views.clear();
+  }
+
+  void DetachContents(const Napi::CallbackInfo& info, const char* what) {
+    Live(info.Env(), what);
+    DetachViews();
+  }
+
+  void Release(const Napi::CallbackInfo& info, const char* what) {
+    Napi::Env env = info.Env();
+    Live(env, what);
+    // Detach first: no view may outlive the memory.
+    DetachViews();
     released = true;
     state->HandleDone(env, id, true);
   }
@@ -335,6 +345,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "NativeBufferHandle",
                        {InstanceMethod<&BufferHandle::Contents>("contents"),
+                        InstanceMethod<&BufferHandle::DetachContents>("detachContents"),
                         InstanceMethod<&BufferHandle::Release>("release"),
                         InstanceAccessor<&BufferHandle::Length>("length"),
                         InstanceAccessor<&BufferHandle::AllocatedSize>("allocatedSize"),
@@ -363,6 +374,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
 
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
+  void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "buffer"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {

@@ -1,1 +1,35 @@
-export {};
+/**
+ * `@nuvec/metal-native`: the one place where nuvec touches the system. {@link loadNativeBackend} gives the
+ * real backend of this machine (Metal on macOS, host memory on Linux); `@nuvec/metal-native/mock` gives a
+ * pretend device for tests on any platform. Both implement {@link NativeBackend}.
+ *
+ * @packageDocumentation
+ */
+
+export {
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeError,
+  type NativeErrorCode,
+  NativeReleasedError,
+  NativeSystemError,
+  NativeUnavailableError,
+} from "./errors.js";
+export {
+  loadNativeBackend,
+  NativeAddonBackend,
+  NativeAddonBuffer,
+  NativeAddonMappedFile,
+  NativeAddonResidencySet,
+  openNativeBackend,
+} from "./native.js";
+export type {
+  BackendPlatform,
+  DeviceFacts,
+  NativeAllocation,
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "./types.js";

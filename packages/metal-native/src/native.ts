@@ -1,0 +1,529 @@
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeError,
+  NativeReleasedError,
+  NativeSystemError,
+  NativeUnavailableError,
+} from "./errors.js";
+import type {
+  BackendPlatform,
+  NativeAllocation,
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "./types.js";
+
+// ---------------------------------------------------------------------------------------------------------
+// The raw addon (native/binding.cc). Its handles check their arguments again, and throw plain `Error`s with
+// a `code` (and syscall, errno, errnoNumber, path, bytes, argument) that `typedError` turns into the classes
+// of errors.ts.
+
+interface RawBufferHandle {
+  readonly length: number;
+  readonly allocatedSize: number;
+  readonly released: boolean;
+  contents(): ArrayBuffer;
+  detachContents(): void;
+  release(): void;
+}
+
+interface RawMappedFileHandle extends RawBufferHandle {
+  readonly mappedLength: number;
+}
+
+interface RawResidencySetHandle {
+  readonly allocatedSize: number;
+  readonly allocationCount: number;
+  readonly wiringFailures: number;
+  readonly lastWiringError: string | undefined;
+  readonly released: boolean;
+  add(allocation: RawBufferHandle): void;
+  remove(allocation: RawBufferHandle): void;
+  commit(): void;
+  requestResidency(): void;
+  endResidency(): void;
+  release(): void;
+}
+
+interface RawFacts {
+  name: string;
+  platform: "host" | "metal";
+  memorySize: number;
+  recommendedMaxWorkingSetSize: number;
+  maxBufferLength: number;
+  resourceLimit: number;
+  pageSize: number;
+  supportsResidencySets: boolean;
+}
+
+interface RawAddon {
+  NativeBufferHandle: new (bytes: number) => RawBufferHandle;
+  NativeMappedFileHandle: new (path: string) => RawMappedFileHandle;
+  NativeResidencySetHandle: new () => RawResidencySetHandle;
+  facts(): RawFacts;
+  counters(): NativeCounters;
+  lastWiringError(): string | undefined;
+  attachResidencySet(set: RawResidencySetHandle): void;
+  noop(): void;
+  available: boolean;
+  unavailableReason: string;
+}
+
+interface RawError {
+  code?: unknown;
+  message?: unknown;
+  argument?: unknown;
+  syscall?: unknown;
+  errno?: unknown;
+  errnoNumber?: unknown;
+  path?: unknown;
+  bytes?: unknown;
+}
+
+/** Turns an error thrown by the addon into the matching class of errors.ts; anything else passes through. */
+function typedError(error: unknown): unknown {
+  if (error instanceof NativeError || typeof error !== "object" || error === null) return error;
+  const raw = error as RawError;
+  const message = typeof raw.message === "string" ? raw.message : String(error);
+  switch (raw.code) {
+    case "ERR_NUVEC_INVALID_ARGUMENT":
+      return new NativeArgumentError(typeof raw.argument === "string" ? raw.argument : "argument", message);
+    case "ERR_NUVEC_RELEASED":
+      return new NativeReleasedError(message);
+    case "ERR_NUVEC_SYSTEM":
+      return new NativeSystemError(
+        String(raw.syscall),
+        String(raw.errno),
+        typeof raw.errnoNumber === "number" ? raw.errnoNumber : 0,
+        message,
+        typeof raw.path === "string" ? raw.path : undefined,
+      );
+    case "ERR_NUVEC_ALLOCATION_FAILED":
+      return new NativeAllocationError(typeof raw.bytes === "number" ? raw.bytes : 0, message, {
+        cause: error,
+      });
+    case "ERR_NUVEC_NATIVE_UNAVAILABLE":
+      return new NativeUnavailableError(message, { cause: error });
+    default:
+      return error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Loading.
+
+/** The package's root (where binding.gyp and build/ are): one level above src/ and dist/ alike. */
+function packageRoot(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), "..");
+}
+
+let loaded: { addon: RawAddon } | { error: NativeUnavailableError } | undefined;
+
+function unavailable(reason: string, cause?: unknown): NativeUnavailableError {
+  const where = `${process.platform}-${process.arch}, Node.js ${process.version}`;
+  const supported =
+    process.platform === "win32"
+      ? "There is no native backend for Windows."
+      : "Rebuild it from source with `npm rebuild @nuvec/metal-native` (or `pnpm rebuild @nuvec/metal-native`; " +
+        "node-gyp needs Python 3 and a C++17 compiler; on macOS, the Xcode command line tools).";
+  return new NativeUnavailableError(
+    `@nuvec/metal-native: the native addon cannot load on ${where}: ${reason}. ${supported} ` +
+      "For tests, and on any platform, the mock works without native code: " +
+      'import { MockBackend } from "@nuvec/metal-native/mock".',
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function loadAddon(): RawAddon {
+  if (loaded === undefined) {
+    try {
+      const require = createRequire(import.meta.url);
+      const nodeGypBuild = require("node-gyp-build") as (root: string) => unknown;
+      const addon = nodeGypBuild(packageRoot()) as RawAddon;
+      loaded = addon.available ? { addon } : { error: unavailable(addon.unavailableReason) };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+      loaded = { error: unavailable(reason ?? "unknown error", error) };
+    }
+  }
+  if ("error" in loaded) throw loaded.error;
+  return loaded.addon;
+}
+
+let backend: NativeAddonBackend | undefined;
+
+/**
+ * The real native backend of this machine — Metal on macOS, host memory (`mmap`, `mlock`) on Linux and other
+ * POSIX systems — loaded with node-gyp-build from the package's `build/` (or `prebuilds/`). The same object
+ * on every call within a thread; each worker thread gets its own. Throws a {@link NativeUnavailableError}
+ * saying what to do when the addon cannot load (not built, or an unsupported platform).
+ */
+export function loadNativeBackend(): NativeAddonBackend {
+  if (backend === undefined) backend = new NativeAddonBackend(loadAddon());
+  return backend;
+}
+
+/** The same as {@link loadNativeBackend}, named like `Device.open`. */
+export function openNativeBackend(): NativeAddonBackend {
+  return loadNativeBackend();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The backend and its handles: every argument is checked here, before native code runs.
+
+function checkBytes(bytes: unknown, maxBufferLength: number): number {
+  if (typeof bytes !== "number") {
+    throw new NativeArgumentError("bytes", `bytes must be a number, got ${typeof bytes}`);
+  }
+  if (!Number.isInteger(bytes) || bytes <= 0) {
+    throw new NativeArgumentError("bytes", `bytes must be a positive whole number, got ${bytes}`);
+  }
+  if (bytes > maxBufferLength) {
+    throw new NativeArgumentError("bytes", `bytes (${bytes}) is above maxBufferLength (${maxBufferLength})`);
+  }
+  return bytes;
+}
+
+function checkPath(path: unknown): string {
+  if (typeof path !== "string")
+    throw new NativeArgumentError("path", `path must be a string, got ${typeof path}`);
+  if (path.length === 0) throw new NativeArgumentError("path", "path must not be empty");
+  if (path.includes("\0")) throw new NativeArgumentError("path", "path must not contain a NUL character");
+  return path;
+}
+
+/** A buffer of real memory from the native addon (Metal buffer or host memory). */
+export class NativeAddonBuffer implements NativeBuffer {
+  /** The bytes asked for. */
+  readonly length: number;
+  /** The bytes the system holds for it (page-rounded when it came from `mmap`). */
+  readonly allocatedSize: number;
+  /** @internal */
+  readonly raw: RawBufferHandle;
+  /** @internal */
+  readonly owner: NativeAddonBackend;
+  #released = false;
+  // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
+  // nobody asked for the contents (the common case).
+  #viewsHandedOut = false;
+
+  /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
+  constructor(raw: RawBufferHandle, owner: NativeAddonBackend) {
+    this.raw = raw;
+    this.owner = owner;
+    this.length = raw.length;
+    this.allocatedSize = raw.allocatedSize;
+  }
+
+  /** True once `release()` was called. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release. */
+  contents(): ArrayBuffer {
+    if (this.#released) throw new NativeReleasedError("contents(): the buffer was already released");
+    try {
+      const contents = this.raw.contents();
+      this.#viewsHandedOut = true;
+      return contents;
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /**
+   * Detaches every `ArrayBuffer` handed out so far without releasing the memory (the device calls it when a
+   * freed buffer goes to the cache); the next `contents()` makes a new one. Throws after release.
+   */
+  detachContents(): void {
+    if (this.#released) throw new NativeReleasedError("detachContents(): the buffer was already released");
+    if (!this.#viewsHandedOut) return;
+    this.#viewsHandedOut = false;
+    try {
+      this.raw.detachContents();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
+  release(): void {
+    if (this.#released) throw new NativeReleasedError("release(): the buffer was already released");
+    this.#released = true;
+    try {
+      this.raw.release();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+}
+
+/** A file mapped private and copy-on-write by the native addon. */
+export class NativeAddonMappedFile implements NativeMappedFile {
+  /** The path it was mapped from. */
+  readonly path: string;
+  /** The file's length in bytes. */
+  readonly length: number;
+  /** The mapped length: whole pages. */
+  readonly mappedLength: number;
+  /** The bytes the system holds for the mapping (the mapped length). */
+  readonly allocatedSize: number;
+  /** @internal */
+  readonly raw: RawMappedFileHandle;
+  /** @internal */
+  readonly owner: NativeAddonBackend;
+  #released = false;
+
+  /** @internal Made by {@link NativeAddonBackend.mapFile}. */
+  constructor(raw: RawMappedFileHandle, path: string, owner: NativeAddonBackend) {
+    this.raw = raw;
+    this.owner = owner;
+    this.path = path;
+    this.length = raw.length;
+    this.mappedLength = raw.mappedLength;
+    this.allocatedSize = raw.allocatedSize;
+  }
+
+  /** True once `release()` was called. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
+  contents(): ArrayBuffer {
+    if (this.#released) throw new NativeReleasedError("contents(): the mapped file was already released");
+    try {
+      return this.raw.contents();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Unmaps the file (once no residency set holds it) and detaches every view. A second call throws. */
+  release(): void {
+    if (this.#released) throw new NativeReleasedError("release(): the mapped file was already released");
+    this.#released = true;
+    try {
+      this.raw.release();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+}
+
+/**
+ * A residency set of the native addon: `MTLResidencySet` on Metal, `mlock` on the host. As with Metal, a
+ * set holds what it was given: a buffer released while in a set keeps its memory (and its wiring) until it
+ * is removed and the set committed, or the set is released.
+ */
+export class NativeAddonResidencySet implements NativeResidencySet {
+  /** @internal */
+  readonly raw: RawResidencySetHandle;
+  /** @internal */
+  readonly owner: NativeAddonBackend;
+  #released = false;
+
+  /** @internal Made by {@link NativeAddonBackend.newResidencySet}. */
+  constructor(raw: RawResidencySetHandle, owner: NativeAddonBackend) {
+    this.raw = raw;
+    this.owner = owner;
+  }
+
+  /** True once `release()` was called. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** Bytes of the committed allocations. */
+  get allocatedSize(): number {
+    return this.raw.allocatedSize;
+  }
+
+  /** Number of committed allocations. */
+  get allocationCount(): number {
+    return this.raw.allocationCount;
+  }
+
+  /** Times wiring failed in this set (host: `mlock` refused, e.g. past `RLIMIT_MEMLOCK`); never thrown. */
+  get wiringFailures(): number {
+    return this.raw.wiringFailures;
+  }
+
+  /** What the last wiring failure was and how to lift the limit, or `undefined` when none happened. */
+  get lastWiringError(): string | undefined {
+    return this.raw.lastWiringError;
+  }
+
+  /** Adds an allocation of this backend (effective at the next commit). Throws for a released one. */
+  add(allocation: NativeAllocation): void {
+    this.#assertLive("add");
+    const raw = this.#rawOf(allocation, "add");
+    if (allocation.released) throw new NativeReleasedError("add(): the allocation was already released");
+    this.#call(() => this.raw.add(raw));
+  }
+
+  /** Removes an allocation (effective at the next commit); a released one may be removed. */
+  remove(allocation: NativeAllocation): void {
+    this.#assertLive("remove");
+    const raw = this.#rawOf(allocation, "remove");
+    this.#call(() => this.raw.remove(raw));
+  }
+
+  /** Applies the adds and removes since the last commit (wiring failures are counted, never thrown). */
+  commit(): void {
+    this.#assertLive("commit");
+    this.#call(() => this.raw.commit());
+  }
+
+  /** Wires every committed allocation, and keeps doing so for later commits. */
+  requestResidency(): void {
+    this.#assertLive("requestResidency");
+    this.#call(() => this.raw.requestResidency());
+  }
+
+  /** Ends the residency request: nothing in the set stays wired. */
+  endResidency(): void {
+    this.#assertLive("endResidency");
+    this.#call(() => this.raw.endResidency());
+  }
+
+  /** Ends residency and frees the set (and what only it still held); further calls throw. */
+  release(): void {
+    this.#assertLive("release");
+    this.#released = true;
+    this.#call(() => this.raw.release());
+  }
+
+  #rawOf(allocation: NativeAllocation, method: string): RawBufferHandle {
+    if (
+      (allocation instanceof NativeAddonBuffer || allocation instanceof NativeAddonMappedFile) &&
+      allocation.owner === this.owner
+    ) {
+      return allocation.raw;
+    }
+    throw new NativeArgumentError(
+      "allocation",
+      `${method}(): the allocation must be a buffer or mapped file of this backend`,
+    );
+  }
+
+  #assertLive(method: string): void {
+    if (this.#released) throw new NativeReleasedError(`${method}(): the residency set was already released`);
+  }
+
+  #call(body: () => void): void {
+    try {
+      body();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+}
+
+/**
+ * The native addon as a {@link NativeBackend}: device facts read once, and every argument checked in
+ * TypeScript before native code runs (the addon checks again). Get it from {@link loadNativeBackend}.
+ */
+export class NativeAddonBackend implements NativeBackend {
+  /** A name for people, e.g. `"Apple M3 Max"` or `"host (Linux x64)"`. */
+  readonly name: string;
+  /** `"metal"` on macOS, `"host"` elsewhere. */
+  readonly platform: BackendPlatform;
+  /** Memory the process may use, in bytes. */
+  readonly memorySize: number;
+  /** Metal's recommended working set; host: 3/4 of `memorySize`. */
+  readonly recommendedMaxWorkingSetSize: number;
+  /** The largest buffer `newBuffer` accepts. */
+  readonly maxBufferLength: number;
+  /** The most live system buffers the device allows. */
+  readonly resourceLimit: number;
+  /** The system's page size. */
+  readonly pageSize: number;
+  /** Whether residency sets are available. */
+  readonly supportsResidencySets: boolean;
+  readonly #addon: RawAddon;
+
+  /** @internal Use {@link loadNativeBackend}. */
+  constructor(addon: RawAddon) {
+    this.#addon = addon;
+    const facts = addon.facts();
+    this.name = facts.name;
+    this.platform = facts.platform;
+    this.memorySize = facts.memorySize;
+    this.recommendedMaxWorkingSetSize = facts.recommendedMaxWorkingSetSize;
+    this.maxBufferLength = facts.maxBufferLength;
+    this.resourceLimit = facts.resourceLimit;
+    this.pageSize = facts.pageSize;
+    this.supportsResidencySets = facts.supportsResidencySets;
+  }
+
+  /** A new buffer of `bytes` bytes, zeroed. Throws a {@link NativeArgumentError} for a bad size. */
+  newBuffer(bytes: number): NativeAddonBuffer {
+    checkBytes(bytes, this.maxBufferLength);
+    try {
+      return new NativeAddonBuffer(new this.#addon.NativeBufferHandle(bytes), this);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Maps a whole file private and copy-on-write. Throws a {@link NativeSystemError} for a file that cannot be. */
+  mapFile(path: string): NativeAddonMappedFile {
+    checkPath(path);
+    try {
+      return new NativeAddonMappedFile(new this.#addon.NativeMappedFileHandle(path), path, this);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** A new residency set, or `undefined` when the device has none or cannot make one. */
+  newResidencySet(): NativeAddonResidencySet | undefined {
+    if (!this.supportsResidencySets) return undefined;
+    try {
+      return new NativeAddonResidencySet(new this.#addon.NativeResidencySetHandle(), this);
+    } catch {
+      // The interface's contract: a set that cannot be made is `undefined`, and the caller runs unwired.
+      return undefined;
+    }
+  }
+
+  /** Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do on the host). */
+  attachResidencySet(set: NativeResidencySet): void {
+    if (!(set instanceof NativeAddonResidencySet) || set.owner !== this) {
+      throw new NativeArgumentError(
+        "set",
+        "attachResidencySet(): the set must be a residency set of this backend",
+      );
+    }
+    if (set.released)
+      throw new NativeReleasedError("attachResidencySet(): the residency set was already released");
+    try {
+      this.#addon.attachResidencySet(set.raw);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Counters for leak checks and tests. */
+  counters(): NativeCounters {
+    return this.#addon.counters();
+  }
+
+  /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
+  get lastWiringError(): string | undefined {
+    return this.#addon.lastWiringError();
+  }
+
+  /** Does nothing in native code: what one call across N-API costs (for benchmarks). */
+  emptyCall(): void {
+    this.#addon.noop();
+  }
+}
