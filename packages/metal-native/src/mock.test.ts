@@ -586,6 +586,15 @@ describe("MockBackend.close", () => {
   });
 });
 
+describe("MockBackend disposal", () => {
+  it("Symbol.dispose closes the backend", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(10);
+    mock[Symbol.dispose]();
+    expect([mock.closed, buffer.released]).toEqual([true, true]);
+  });
+});
+
 describe("the mock's imports", () => {
   it("are types, errors and its own files only: no native addon, no static node: import", () => {
     const source = dirname(fileURLToPath(import.meta.url));

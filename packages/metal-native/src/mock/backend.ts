@@ -502,6 +502,9 @@ export class MockBackend implements NativeBackend {
     this.#core.log.record("close", undefined, undefined, "ok");
   }
 
+  /** `close()`, for `using backend = new MockBackend()` (defined where the engine has `Symbol.dispose`). */
+  declare [Symbol.dispose]: () => void;
+
   #assertBufferLength(bytes: unknown): asserts bytes is number {
     if (typeof bytes !== "number") {
       throw new NativeArgumentError(
@@ -522,4 +525,14 @@ export class MockBackend implements NativeBackend {
       );
     }
   }
+}
+
+if (typeof Symbol.dispose === "symbol") {
+  Object.defineProperty(MockBackend.prototype, Symbol.dispose, {
+    value: function dispose(this: MockBackend): void {
+      this.close();
+    },
+    writable: true,
+    configurable: true,
+  });
 }
