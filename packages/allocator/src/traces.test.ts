@@ -102,3 +102,35 @@ describe.skipIf(!hasTraces)("the shared traces under the MLX policy (../shared/t
     }
   });
 });
+
+describe.skipIf(!hasTraces)("the shared traces under the bounded policy (issue 8)", () => {
+  it.each(rows)(
+    "$trace / $configuration: peakReserved ≤ 1.3 × peakLive, and no more system allocations than MLX's $systemAllocations",
+    (row) => {
+      const result = replayTrace(eventsOf(row.trace), {
+        ...configurations[row.configuration],
+        policy: "bounded",
+      });
+      expect(result.counters.peakReserved).toBeLessThanOrEqual(1.3 * result.counters.peakLive);
+      expect(result.stats.systemAllocations).toBeLessThanOrEqual(row.systemAllocations);
+      expect(result.stats.active).toBe(row.active); // the same live buffers at the end
+    },
+  );
+
+  it("gives the issue's figures with the default configuration (reserved/live, system allocations vs MLX)", () => {
+    const figures = ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((trace) => {
+      const mlx = replayTrace(eventsOf(trace), configurations.default);
+      const bounded = replayTrace(eventsOf(trace), { ...configurations.default, policy: "bounded" });
+      return [
+        trace,
+        (bounded.counters.peakReserved / bounded.counters.peakLive).toFixed(2),
+        (bounded.stats.systemAllocations / mlx.stats.systemAllocations).toFixed(2),
+      ];
+    });
+    expect(figures).toEqual([
+      ["gpt2-generate", "1.22", "0.80"],
+      ["bert-dynamic", "1.30", "0.66"],
+      ["resnet50-train", "1.29", "0.95"],
+    ]);
+  });
+});
