@@ -1,0 +1,594 @@
+// Model-based fuzzing of the Device: random sequences of every operation, compared after every step with the
+// reference model of model.ts (every MemoryStats field, the counters, which system buffer a cache hit hands
+// back), with the bytes written into live buffers and mapped files read back, and the views of freed buffers
+// detached. On the mock (many runs, two device shapes) and on the real host backend (fewer runs).
+//
+// A failure prints fast-check's seed, path and the commands' replayPath; replay it with
+//   NUVEC_FUZZ_SEED=<seed> NUVEC_FUZZ_PATH=<path> NUVEC_FUZZ_REPLAY_PATH=<replayPath> \
+//     npx vitest run test/reliability/fuzz.test.ts -t "<test name>"
+import { randomFillSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { NativeBackend } from "@nuvec/metal-native";
+import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
+import { DeviceModel, type ModelFacts, sizeClass } from "./model.js";
+import { budget, hostAvailable, hostBackend, hostUnavailableReason, recordFigures } from "./support.js";
+
+const KIB = 1024;
+const MIB = 1024 ** 2;
+
+const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-fuzz-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+/** Files to map: lengths around the page sizes of both platforms. */
+const files = [1, 100, 4095, 4096, 4097, 16384, 16385, 100_000, MIB + 3].map((length, index) => {
+  const path = join(folder, `file-${index}.bin`);
+  const bytes = randomFillSync(new Uint8Array(length));
+  writeFileSync(path, bytes);
+  return { path, bytes };
+});
+
+interface LiveBuffer {
+  buffer: DeviceBuffer;
+  modelId: number | undefined;
+  /** Bytes written through contents(): offset → value. */
+  written: Map<number, number>;
+  /** Views handed out while it lives (they must stay valid until it is freed). */
+  views: Uint8Array[];
+}
+
+interface LiveFile {
+  file: MappedFile;
+  modelId: number;
+  source: Uint8Array;
+}
+
+interface World {
+  device: Device;
+  backend: NativeBackend;
+  mock: MockBackend | undefined;
+  buffers: LiveBuffer[];
+  files: LiveFile[];
+  /** Views of freed buffers and released files: must read byteLength 0. */
+  stale: Uint8Array[];
+  /** Model id of each system buffer the device holds. */
+  ids: Map<object, number>;
+  wiredLimit: number;
+  workingSet: number;
+  startCounters: ReturnType<NativeBackend["counters"]>;
+  nextMappingId: number;
+}
+
+interface Tally {
+  runs: number;
+  steps: number;
+  refusals: number;
+  cacheHits: number;
+}
+
+const tallies: Record<string, Tally> = {};
+
+function tally(name: string): Tally {
+  tallies[name] ??= { runs: 0, steps: 0, refusals: 0, cacheHits: 0 };
+  return tallies[name];
+}
+
+const refusalCodes = {
+  "out-of-memory": "ERR_NUVEC_OUT_OF_MEMORY",
+  "resource-limit": "ERR_NUVEC_RESOURCE_LIMIT",
+  "too-large": "ERR_NUVEC_BUFFER_TOO_LARGE",
+} as const;
+
+function codeOf(error: unknown): unknown {
+  return (error as { code?: unknown }).code;
+}
+
+/** The native buffer behind a DeviceBuffer (the device's internal record). */
+function nativeOf(buffer: DeviceBuffer): object | undefined {
+  return buffer.record.allocation.buffer as object | undefined;
+}
+
+/** Every check that holds after any step. */
+function checkWorld(model: DeviceModel, world: World, name: string): void {
+  const { device } = world;
+  const stats = device.memoryStats();
+  const expected = model.stats();
+  expect({
+    active: stats.active,
+    peak: stats.peak,
+    activeWithMapped: stats.activeWithMapped,
+    peakWithMapped: stats.peakWithMapped,
+    cache: stats.cache,
+    memoryLimit: stats.memoryLimit,
+    cacheLimit: stats.cacheLimit,
+    systemAllocations: stats.systemAllocations,
+    mapped: stats.mapped,
+  }).toEqual(expected);
+  expect(stats.wiredLimit).toBe(world.wiredLimit);
+  expect(stats.wired).toBeLessThanOrEqual(world.wiredLimit);
+  expect(stats.wiredMapped).toBeLessThanOrEqual(stats.wired);
+  const counters = device.counters();
+  const modelCounters = model.counters();
+  expect({
+    cacheHits: counters.cacheHits,
+    cacheMisses: counters.cacheMisses,
+    systemAllocations: counters.systemAllocations,
+    systemReleases: counters.systemReleases,
+    outOfMemoryRefusals: counters.outOfMemoryRefusals,
+    liveBuffers: counters.liveBuffers,
+    cachedBuffers: counters.cachedBuffers,
+    mappings: counters.mappings,
+  }).toEqual(modelCounters);
+  expect(counters.liveMappedFiles).toBe(world.files.length);
+  // The backend holds exactly the system buffers and mappings of the model, nothing more.
+  const backend = counters.backend;
+  const start = world.startCounters;
+  expect(backend.buffersMade - start.buffersMade - (backend.buffersReleased - start.buffersReleased)).toBe(
+    model.live.size + model.cache.length,
+  );
+  expect(
+    backend.mappingsMade - start.mappingsMade - (backend.mappingsReleased - start.mappingsReleased),
+  ).toBe(model.mappings.size);
+  if (world.mock !== undefined) {
+    // What the mock reports wired, summed independently of the residency manager.
+    expect(stats.wired).toBe(backend.wiredBytes);
+    let wiredMapped = 0;
+    for (const set of world.mock.liveResidencySets) {
+      for (const allocation of set.committedAllocations()) {
+        if (allocation instanceof MockMappedFile && set.isWired(allocation))
+          wiredMapped += allocation.allocatedSize;
+      }
+    }
+    expect(stats.wiredMapped).toBe(wiredMapped);
+  } else if (backend.wiringFailures === start.wiringFailures) {
+    expect(backend.wiredBytes - start.wiredBytes).toBe(stats.wired);
+  }
+  // Data written reads back, through new and old views alike.
+  for (const live of world.buffers) {
+    if (live.written.size === 0) continue;
+    const fresh = new Uint8Array(live.buffer.contents());
+    expect(fresh.byteLength).toBe(live.buffer.allocatedLength);
+    for (const view of [fresh, ...live.views]) {
+      expect(view.byteLength).toBe(live.buffer.allocatedLength);
+      for (const [offset, value] of live.written) {
+        if (view[offset] !== value) {
+          throw new Error(`${name}: byte ${offset} of a live buffer reads ${view[offset]}, wrote ${value}`);
+        }
+      }
+    }
+  }
+  for (const live of world.files) {
+    const view = new Uint8Array(live.file.contents());
+    expect(view.byteLength).toBe(live.source.byteLength);
+    const last = live.source.byteLength - 1;
+    for (const offset of [0, last >> 1, last]) expect(view[offset]).toBe(live.source[offset]);
+  }
+  for (const view of world.stale) expect(view.byteLength).toBe(0);
+}
+
+type Command = fc.Command<DeviceModel, World>;
+
+function step(world: World, name: string): void {
+  tally(name).steps += 1;
+  void world;
+}
+
+function pickIndex(length: number, pick: number): number {
+  return pick % length;
+}
+
+class MallocCommand implements Command {
+  constructor(
+    readonly bytes: number,
+    readonly name: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const hitsBefore = model.cacheHits;
+    const outcome = model.malloc(this.bytes);
+    if (!outcome.ok) {
+      let thrown: unknown;
+      try {
+        world.device.malloc(this.bytes);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(codeOf(thrown), `malloc(${this.bytes})`).toBe(refusalCodes[outcome.refusal]);
+      tally(this.name).refusals += 1;
+    } else {
+      const buffer = world.device.malloc(this.bytes);
+      expect(buffer.length).toBe(this.bytes);
+      const handed = outcome.value;
+      if (handed === undefined) {
+        expect(buffer.allocatedLength).toBe(0);
+        buffer.free(); // counted nowhere, freeing it is a no-op
+      } else {
+        expect(buffer.allocatedLength).toBe(handed.length);
+        const native = nativeOf(buffer)!;
+        // A cache hit hands back the very buffer the model chose (smallest fitting, oldest of its length).
+        if (model.cacheHits > hitsBefore) expect(world.ids.get(native)).toBe(handed.id);
+        else expect(world.ids.has(native)).toBe(false);
+        world.ids.set(native, handed.id);
+        world.buffers.push({ buffer, modelId: handed.id, written: new Map(), views: [] });
+      }
+    }
+    if (model.cacheHits > hitsBefore) tally(this.name).cacheHits += 1;
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `malloc(${this.bytes})`;
+  }
+}
+
+class FreeCommand implements Command {
+  constructor(
+    readonly pick: number,
+    readonly name: string,
+  ) {}
+  check(model: DeviceModel): boolean {
+    return model.live.size > 0;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const index = pickIndex(world.buffers.length, this.pick);
+    const [live] = world.buffers.splice(index, 1);
+    const view = new Uint8Array(live!.buffer.contents());
+    model.free(live!.modelId!);
+    live!.buffer.free();
+    expect(live!.buffer.freed).toBe(true);
+    world.stale.push(view, ...live!.views);
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `free(#${this.pick})`;
+  }
+}
+
+class WriteCommand implements Command {
+  constructor(
+    readonly pick: number,
+    readonly where: number,
+    readonly value: number,
+    readonly keepView: boolean,
+    readonly name: string,
+  ) {}
+  check(model: DeviceModel): boolean {
+    return model.live.size > 0;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const live = world.buffers[pickIndex(world.buffers.length, this.pick)]!;
+    const view = new Uint8Array(live.buffer.contents());
+    // Anywhere in the first `length` bytes (the caller's), and the last byte of the size class.
+    const offsets = [Math.floor(this.where * live.buffer.length), live.buffer.allocatedLength - 1];
+    for (const offset of offsets) {
+      view[offset] = this.value;
+      live.written.set(offset, this.value);
+    }
+    if (this.keepView && live.views.length < 4) live.views.push(view);
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `write(#${this.pick}, ${this.where.toFixed(3)}, ${this.value})`;
+  }
+}
+
+class MapFileCommand implements Command {
+  constructor(
+    readonly fileIndex: number,
+    readonly name: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const source = files[this.fileIndex]!;
+    const id = world.nextMappingId++;
+    const outcome = model.mapFile(source.bytes.byteLength, id);
+    if (!outcome.ok) {
+      let thrown: unknown;
+      try {
+        world.device.mapFile(source.path);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(codeOf(thrown), `mapFile(${source.bytes.byteLength} bytes)`).toBe(refusalCodes[outcome.refusal]);
+      tally(this.name).refusals += 1;
+    } else {
+      const file = world.device.mapFile(source.path);
+      expect(file.length).toBe(source.bytes.byteLength);
+      expect(file.mappedLength).toBe(outcome.value);
+      world.files.push({ file, modelId: id, source: source.bytes });
+    }
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `mapFile(${files[this.fileIndex]!.bytes.byteLength} bytes)`;
+  }
+}
+
+class ReleaseCommand implements Command {
+  constructor(
+    readonly pick: number,
+    readonly name: string,
+  ) {}
+  check(model: DeviceModel): boolean {
+    return model.mappings.size > 0;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const [live] = world.files.splice(pickIndex(world.files.length, this.pick), 1);
+    const view = new Uint8Array(live!.file.contents());
+    model.release(live!.modelId);
+    live!.file.release();
+    expect(live!.file.released).toBe(true);
+    world.stale.push(view);
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `release(#${this.pick})`;
+  }
+}
+
+class LimitCommand implements Command {
+  constructor(
+    readonly which: "memory" | "cache" | "wired",
+    readonly bytes: number,
+    readonly name: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const { device } = world;
+    if (this.which === "memory") {
+      expect(device.setMemoryLimit(this.bytes)).toBe(model.setMemoryLimit(this.bytes));
+    } else if (this.which === "cache") {
+      expect(device.setCacheLimit(this.bytes)).toBe(model.setCacheLimit(this.bytes));
+    } else if (this.bytes > world.workingSet) {
+      expect(() => device.setWiredLimit(this.bytes)).toThrow(
+        expect.objectContaining({ code: "ERR_NUVEC_WIRED_LIMIT" }),
+      );
+      tally(this.name).refusals += 1;
+    } else {
+      expect(device.setWiredLimit(this.bytes)).toBe(world.wiredLimit);
+      world.wiredLimit = this.bytes;
+    }
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `set${this.which[0]!.toUpperCase()}${this.which.slice(1)}Limit(${this.bytes})`;
+  }
+}
+
+class SimpleCommand implements Command {
+  constructor(
+    readonly which: "clearCache" | "resetPeak" | "refreshResidency",
+    readonly name: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    world.device[this.which]();
+    if (this.which === "clearCache") model.clearCache();
+    if (this.which === "resetPeak") model.resetPeak();
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `${this.which}()`;
+  }
+}
+
+interface Shape {
+  name: string;
+  facts: ModelFacts;
+  /** Largest sizes asked for, and the range of limits tried. */
+  largest: number;
+  limitRange: number;
+  wiredRange: number;
+  /** The memory limit the device is opened with (the host's default would allow gigabytes). */
+  memoryLimit: number | undefined;
+  /** Wired limits tried besides the range (the working set and one above it, where that is cheap). */
+  wiredChoices: number[];
+  open: () => { device: Device; backend: NativeBackend; mock: MockBackend | undefined };
+}
+
+function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
+  const { name, facts } = shape;
+  const size = fc.oneof(
+    { weight: 1, arbitrary: fc.constant(0) },
+    // Sizes that come back, so that the cache is hit (and the reuse window's edges are met).
+    { weight: 6, arbitrary: fc.constantFrom(200, 256, 1000, 4096, 16384, 20000, 40000, 65536, 100_000) },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 600 }) },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 40 * KIB }) },
+    { weight: 3, arbitrary: fc.integer({ min: 16 * KIB, max: 300 * KIB }) },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: shape.largest }) },
+    {
+      weight: 1,
+      arbitrary: fc.integer({
+        min: Math.max(1, facts.maxBufferLength - 20 * KIB),
+        max: Math.min(facts.maxBufferLength + 40 * KIB, Number.MAX_SAFE_INTEGER),
+      }),
+    },
+  );
+  const limit = fc.oneof(
+    fc.integer({ min: 0, max: shape.limitRange }),
+    fc.integer({ min: 0, max: 4 * MIB }),
+    fc.constant(shape.memoryLimit ?? Math.floor(Math.min(1.5 * facts.workingSet, 0.95 * facts.memorySize))),
+  );
+  const pick = fc.nat({ max: 1000 });
+  const commands: fc.Arbitrary<Command>[] = [
+    size.map((bytes) => new MallocCommand(bytes, name)),
+    size.map((bytes) => new MallocCommand(bytes, name)),
+    size.map((bytes) => new MallocCommand(bytes, name)),
+    pick.map((index) => new FreeCommand(index, name)),
+    pick.map((index) => new FreeCommand(index, name)),
+    fc
+      .tuple(
+        pick,
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        fc.integer({ min: 1, max: 255 }),
+        fc.boolean(),
+      )
+      .map(([index, where, value, keep]) => new WriteCommand(index, where, value, keep, name)),
+    fc.nat({ max: files.length - 1 }).map((index) => new MapFileCommand(index, name)),
+    pick.map((index) => new ReleaseCommand(index, name)),
+    limit.map((bytes) => new LimitCommand("memory", bytes, name)),
+    limit.map((bytes) => new LimitCommand("cache", bytes, name)),
+    fc
+      .oneof(fc.integer({ min: 0, max: shape.wiredRange }), fc.constantFrom(...shape.wiredChoices))
+      .map((bytes) => new LimitCommand("wired", bytes, name)),
+    fc.constant(new SimpleCommand("clearCache", name)),
+    fc.constant(new SimpleCommand("resetPeak", name)),
+    fc.constant(new SimpleCommand("refreshResidency", name)),
+  ];
+  const replayPath = process.env.NUVEC_FUZZ_REPLAY_PATH;
+  return fc.commands(commands, {
+    maxCommands: 100,
+    size: "+1",
+    ...(replayPath === undefined ? {} : { replayPath }),
+  });
+}
+
+function fuzz(shape: Shape, numRuns: number): void {
+  const seed = Number(process.env.NUVEC_FUZZ_SEED);
+  const path = process.env.NUVEC_FUZZ_PATH;
+  fc.assert(
+    fc.property(commandsFor(shape), (commands) => {
+      const { device, backend, mock } = shape.open();
+      tally(shape.name).runs += 1;
+      const startCounters = backend.counters();
+      const world: World = {
+        device,
+        backend,
+        mock,
+        buffers: [],
+        files: [],
+        stale: [],
+        ids: new Map(),
+        wiredLimit: 0,
+        workingSet: backend.recommendedMaxWorkingSetSize,
+        startCounters,
+        nextMappingId: 1,
+      };
+      const model = new DeviceModel(shape.facts);
+      if (shape.memoryLimit !== undefined) model.setMemoryLimit(shape.memoryLimit);
+      try {
+        fc.modelRun(() => ({ model, real: world }), commands);
+      } finally {
+        device.close();
+      }
+      // Nothing outlives close(): every buffer and mapping the backend made is released, nothing wired.
+      const after = backend.counters();
+      expect(after.buffersMade - startCounters.buffersMade).toBe(
+        after.buffersReleased - startCounters.buffersReleased,
+      );
+      expect(after.mappingsMade - startCounters.mappingsMade).toBe(
+        after.mappingsReleased - startCounters.mappingsReleased,
+      );
+      expect(after.bufferBytes).toBe(startCounters.bufferBytes);
+      expect(after.wiredBytes).toBe(startCounters.wiredBytes);
+      for (const view of [...world.stale, ...world.buffers.flatMap((live) => live.views)]) {
+        expect(view.byteLength).toBe(0);
+      }
+      mock?.close();
+    }),
+    {
+      numRuns,
+      verbose: 1,
+      ...(Number.isFinite(seed) ? { seed } : {}),
+      ...(path === undefined ? {} : { path }),
+    },
+  );
+}
+
+function mockShape(name: string, pageSize: number, resourceLimit: number): Shape {
+  const memorySize = 64 * MIB;
+  const probe = new MockBackend({ memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit });
+  const facts: ModelFacts = {
+    workingSet: probe.recommendedMaxWorkingSetSize,
+    memorySize,
+    maxBufferLength: probe.maxBufferLength,
+    resourceLimit,
+    pageSize,
+  };
+  return {
+    name,
+    facts,
+    largest: 6 * MIB,
+    limitRange: 80 * MIB,
+    wiredRange: 16 * MIB,
+    memoryLimit: undefined,
+    wiredChoices: [facts.workingSet, facts.workingSet + 1],
+    open: () => {
+      const mock = new MockBackend({ memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit });
+      return { device: Device.open({ backend: mock }), backend: mock, mock };
+    },
+  };
+}
+
+const mockRuns = budget("NUVEC_FUZZ_RUNS", 200, 5000);
+const hostRuns = budget("NUVEC_FUZZ_HOST_RUNS", 30, 500);
+
+describe("model-based fuzzing on the mock", () => {
+  it(`Apple-like device (16 KiB pages, resource limit 24): ${mockRuns} runs`, () => {
+    fuzz(mockShape("mock-16k", 16384, 24), mockRuns);
+  });
+
+  it(`Linux-like device (4 KiB pages, resource limit 12): ${mockRuns} runs`, () => {
+    fuzz(mockShape("mock-4k", 4096, 12), mockRuns);
+  });
+});
+
+describe.skipIf(!hostAvailable)(
+  `model-based fuzzing on the host backend${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}`,
+  () => {
+    it(`real memory: ${hostRuns} runs`, () => {
+      const backend = hostBackend();
+      const shape: Shape = {
+        name: "host",
+        facts: {
+          workingSet: backend.recommendedMaxWorkingSetSize,
+          memorySize: backend.memorySize,
+          maxBufferLength: backend.maxBufferLength,
+          resourceLimit: backend.resourceLimit,
+          pageSize: backend.pageSize,
+        },
+        largest: 6 * MIB,
+        limitRange: 80 * MIB,
+        wiredRange: 8 * MIB,
+        memoryLimit: 96 * MIB,
+        // Above the working set is refused before anything is wired; the working set itself would lock GiBs.
+        wiredChoices: [backend.recommendedMaxWorkingSetSize + 1],
+        open: () => ({ device: Device.open({ memoryLimit: 96 * MIB }), backend, mock: undefined }),
+      };
+      fuzz(shape, hostRuns);
+    });
+  },
+);
+
+afterAll(() => {
+  const backends = Object.fromEntries(Object.entries(tallies));
+  recordFigures("fuzz", {
+    backends,
+    hostSkipped: hostAvailable ? undefined : hostUnavailableReason,
+  });
+});
+
+// The size class the model charges is the one the Device reports (a spot check of the model itself).
+describe("the model", () => {
+  it("rounds like allocationSize", () => {
+    expect([0, 1, 256, 257, 16384, 16385].map(sizeClass)).toEqual([0, 256, 256, 512, 16384, 32768]);
+  });
+});

@@ -1,0 +1,98 @@
+// Shared by the reliability suite: the run's length (CI or full), whether the real host backend is here, the
+// figures each test file writes for RELIABILITY.md, and readings of the kernel's view of this process.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** packages/device */
+export const packageDirectory = resolve(here, "../..");
+
+/** `NUVEC_RELIABILITY=full` runs everything at full length (`pnpm --filter @nuvec/device reliability`). */
+export const full = process.env.NUVEC_RELIABILITY === "full";
+
+/** A number from the environment, else the CI or the full default. */
+export function budget(name: string, ci: number, fullLength: number): number {
+  const value = Number(process.env[name]);
+  return Number.isFinite(value) && value > 0 ? value : full ? fullLength : ci;
+}
+
+/** Why the real host backend cannot be used here, or `undefined` when it can. */
+export const hostUnavailableReason: string | undefined = (() => {
+  try {
+    const backend = loadNativeBackend();
+    if (backend.platform !== "host") return `the native backend is ${backend.platform}, not host`;
+    // The device frees through detachContents: a backend without it cannot run the Device yet.
+    const probe = backend.newBuffer(256);
+    const detaches = typeof (probe as { detachContents?: unknown }).detachContents === "function";
+    probe.release();
+    return detaches ? undefined : "the native backend's buffers have no detachContents()";
+  } catch (error) {
+    return (error as Error).message.split("\n")[0];
+  }
+})();
+
+/** Whether the real host backend (mmap, mlock) loads and runs the Device. */
+export const hostAvailable = hostUnavailableReason === undefined;
+
+/** The real host backend (only call when {@link hostAvailable}). */
+export function hostBackend(): NativeBackend {
+  return loadNativeBackend();
+}
+
+/** A field of /proc/self/status in bytes (`VmLck`, `VmSize`, `RssAnon`, …); 0 when absent. */
+export function procStatus(field: string): number {
+  if (!existsSync("/proc/self/status")) return 0;
+  const match = readFileSync("/proc/self/status", "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+/** Lines of /proc/self/maps (mappings of this process); 0 when absent. */
+export function procMapsCount(): number {
+  if (!existsSync("/proc/self/maps")) return 0;
+  return readFileSync("/proc/self/maps", "utf8").split("\n").filter(Boolean).length;
+}
+
+/** Where each test file writes its figures: one JSON file per section, merged by report.mjs. */
+export const figuresDirectory = join(packageDirectory, ".reliability", "sections");
+
+/**
+ * Records figures for RELIABILITY.md under `section` (merged into what the same section already wrote in
+ * this run, so several tests of one file can add to it).
+ */
+export function recordFigures(section: string, figures: Record<string, unknown>): void {
+  mkdirSync(figuresDirectory, { recursive: true });
+  const file = join(figuresDirectory, `${section}.json`);
+  let previous: Record<string, unknown> = {};
+  if (existsSync(file)) {
+    try {
+      const read = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+      // A section written by an earlier run is replaced, not added to.
+      if (read.pid === process.pid) previous = read;
+    } catch {
+      previous = {};
+    }
+  }
+  const merged = {
+    ...previous,
+    ...figures,
+    pid: process.pid,
+    mode: full ? "full" : "ci",
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    writtenAt: new Date().toISOString(),
+  };
+  writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+}
+
+/** The shared traces if present, else the examples' small trace; [] when neither is there. */
+export function tracePaths(): string[] {
+  const shared = resolve(packageDirectory, "../../../shared/traces");
+  const names = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
+  const found = names.map((name) => join(shared, `${name}.ndjson.gz`)).filter((path) => existsSync(path));
+  if (found.length > 0) return found;
+  const fallback = resolve(packageDirectory, "../../apps/examples/traces/gpt2-decode-cut.ndjson.gz");
+  return existsSync(fallback) ? [fallback] : [];
+}
