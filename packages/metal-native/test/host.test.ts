@@ -1,0 +1,400 @@
+// What only the real host layer can show: the kernel's own view of locked memory (VmLck) and of mappings
+// (/proc/self/maps), RLIMIT_MEMLOCK in a child process, worker threads, and the raw addon's own checks.
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  loadNativeBackend,
+  type NativeAddonBackend,
+  NativeArgumentError,
+  type NativeBuffer,
+  NativeReleasedError,
+  NativeSystemError,
+} from "../src/index.js";
+import { lockedBytes, mappingCountWithoutV8Heap } from "./host-support.js";
+
+const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+const MiB = 1024 * 1024;
+
+describe.runIf(process.platform === "linux")("host layer", () => {
+  let backend: NativeAddonBackend;
+  let directory: string;
+
+  beforeAll(() => {
+    backend = loadNativeBackend();
+    directory = mkdtempSync(join(tmpdir(), "nuvec-host-"));
+    chmodSync(directory, 0o755); // the unprivileged child of the RLIMIT_MEMLOCK test reads its script here
+  });
+
+  afterAll(() => {
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  describe("device facts", () => {
+    it("come from the system: page size, memory within RAM, 3/4 working set, map count with headroom", () => {
+      const pageSize = Number(spawnSync("getconf", ["PAGESIZE"], { encoding: "utf8" }).stdout.trim());
+      expect(backend.platform).toBe("host");
+      expect(backend.name).toMatch(/^host \(Linux /);
+      expect(backend.pageSize).toBe(pageSize);
+      const total = Number(/^MemTotal:\s+(\d+) kB/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1]) * 1024;
+      expect(backend.memorySize).toBeGreaterThan(0);
+      expect(backend.memorySize).toBeLessThanOrEqual(total + pageSize);
+      expect(backend.recommendedMaxWorkingSetSize).toBe(Math.floor(backend.memorySize / 4) * 3);
+      expect(backend.maxBufferLength % pageSize).toBe(0);
+      expect(backend.maxBufferLength).toBeLessThanOrEqual(backend.memorySize / 2);
+      const maps = Number(readFileSync("/proc/sys/vm/max_map_count", "utf8"));
+      expect(backend.resourceLimit).toBe(maps > 16384 ? maps - 8192 : Math.floor(maps / 2));
+      expect(backend.supportsResidencySets).toBe(true);
+    });
+  });
+
+  describe("buffers", () => {
+    it("a page or more is its own mapping, page-rounded; smaller ones are heap memory, not mappings", () => {
+      const before = mappingCountWithoutV8Heap();
+      const large = Array.from({ length: 20 }, () => backend.newBuffer(backend.pageSize + 1));
+      // (The kernel merges neighbouring anonymous mappings, so their count says little; the size says it.)
+      expect(large[0]?.allocatedSize).toBe(2 * backend.pageSize);
+      for (const buffer of large) buffer.release();
+
+      const small = Array.from({ length: 2000 }, () => backend.newBuffer(256));
+      expect(small[0]?.allocatedSize).toBe(256);
+      expect(backend.newBuffer(100).allocatedSize).toBe(128);
+      // 2000 small buffers (half a megabyte) cost the process next to no mappings (malloc's arenas grow).
+      expect(mappingCountWithoutV8Heap() - before).toBeLessThan(16);
+      for (const buffer of small) buffer.release();
+    });
+
+    it("small buffers start zeroed even when the heap reuses memory", () => {
+      for (let round = 0; round < 50; round += 1) {
+        const buffer = backend.newBuffer(1024);
+        const view = new Uint8Array(buffer.contents());
+        expect(view.every((byte) => byte === 0)).toBe(true);
+        view.fill(0xab);
+        buffer.release();
+      }
+    });
+
+    it("a view kept after release reads nothing, and never the next owner's bytes", () => {
+      for (const bytes of [256, 4096, 64 * 1024, 4 * MiB]) {
+        const first = backend.newBuffer(bytes);
+        const stale = new Uint8Array(first.contents());
+        stale.fill(1);
+        first.release();
+        expect(stale.byteLength).toBe(0);
+        // The next buffer of the same size often gets the same memory back: the stale view must not see it.
+        const next = backend.newBuffer(bytes);
+        new Uint8Array(next.contents()).fill(0x5a);
+        expect(stale.byteLength).toBe(0);
+        expect(stale[0]).toBeUndefined();
+        stale[0] = 9; // a write through a detached view goes nowhere
+        expect(new Uint8Array(next.contents())[0]).toBe(0x5a);
+        next.release();
+      }
+    });
+
+    it("detachContents (a buffer going to the cache) cuts old views, the memory stays", () => {
+      const buffer = backend.newBuffer(8192);
+      const old = new Uint8Array(buffer.contents());
+      old[5] = 42;
+      buffer.detachContents();
+      expect(old.byteLength).toBe(0);
+      expect(new Uint8Array(buffer.contents())[5]).toBe(42);
+      buffer.release();
+    });
+
+    it("the raw addon checks its arguments again, with the same codes", () => {
+      const require = createRequire(import.meta.url);
+      const nodeGypBuild = require("node-gyp-build") as (root: string) => Record<string, unknown>;
+      const raw = nodeGypBuild(packageRoot) as {
+        NativeBufferHandle: new (bytes: unknown) => { release(): void };
+        NativeMappedFileHandle: new (path: unknown) => unknown;
+      };
+      const before = backend.counters();
+      for (const bad of [-1, 0, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "12", undefined, 2 ** 53]) {
+        expect(() => new raw.NativeBufferHandle(bad)).toThrow(
+          expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "bytes" }),
+        );
+      }
+      for (const bad of [12, "", "a\0b", undefined]) {
+        expect(() => new raw.NativeMappedFileHandle(bad)).toThrow(
+          expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "path" }),
+        );
+      }
+      expect(backend.counters()).toEqual(before);
+    });
+
+    it("the TypeScript layer refuses bad arguments before native code runs", () => {
+      const before = backend.counters();
+      expect(() => backend.newBuffer(backend.maxBufferLength + backend.pageSize)).toThrow(
+        NativeArgumentError,
+      );
+      expect(() => backend.mapFile("a\0b")).toThrow(NativeArgumentError);
+      expect(() => backend.mapFile(42 as unknown as string)).toThrow(NativeArgumentError);
+      expect(backend.counters()).toEqual(before);
+    });
+  });
+
+  describe("mapped files", () => {
+    it("read back byte for byte; writes stay private to the mapping and the file is unchanged", () => {
+      const length = 3 * MiB + 123;
+      const content = new Uint8Array(length);
+      for (let index = 0; index < length; index += 1) content[index] = (index * 2654435761) >>> 27;
+      const path = join(directory, "content.bin");
+      writeFileSync(path, content);
+      const mapped = backend.mapFile(path);
+      expect(mapped.length).toBe(length);
+      expect(mapped.mappedLength).toBe(Math.ceil(length / backend.pageSize) * backend.pageSize);
+      const view = new Uint8Array(mapped.contents());
+      expect(Buffer.compare(view, content)).toBe(0);
+      view.fill(0xff, 0, MiB);
+      view[length - 1] = 0;
+      expect(Buffer.compare(readFileSync(path), content)).toBe(0);
+      const again = backend.mapFile(path);
+      expect(new Uint8Array(again.contents())[0]).toBe(content[0]);
+      again.release();
+      mapped.release();
+      expect(view.byteLength).toBe(0);
+    });
+
+    it("errors carry syscall, errno, errnoNumber and path", () => {
+      const missing = join(directory, "missing.bin");
+      const error = (() => {
+        try {
+          backend.mapFile(missing);
+        } catch (caught) {
+          return caught;
+        }
+      })();
+      expect(error).toBeInstanceOf(NativeSystemError);
+      expect(error).toMatchObject({ syscall: "open", errno: "ENOENT", errnoNumber: 2, path: missing });
+      expect(() => backend.mapFile("/dev/null")).toThrow(
+        expect.objectContaining({ syscall: "mmap", errno: "ENODEV" }),
+      );
+    });
+  });
+
+  describe("residency (mlock)", () => {
+    it("VmLck rises by the wired bytes at requestResidency and falls at remove + commit and endResidency", () => {
+      const start = lockedBytes();
+      const set = backend.newResidencySet();
+      if (!set) throw new Error("no residency set");
+      const buffers = [backend.newBuffer(MiB), backend.newBuffer(MiB), backend.newBuffer(512 * 1024)];
+      for (const buffer of buffers) set.add(buffer);
+      set.commit();
+      expect(lockedBytes()).toBe(start); // committed, not requested: nothing wired yet
+      set.requestResidency();
+      expect(lockedBytes() - start).toBe(2.5 * MiB);
+      expect(backend.counters().wiredBytes).toBeGreaterThanOrEqual(2.5 * MiB);
+      // The request stands: a later commit wires an addition and unwires a removal.
+      const later = backend.newBuffer(MiB);
+      set.add(later);
+      expect(lockedBytes() - start).toBe(2.5 * MiB); // not before the commit
+      set.commit();
+      expect(lockedBytes() - start).toBe(3.5 * MiB);
+      set.remove(buffers[0] as NativeBuffer);
+      set.commit();
+      expect(lockedBytes() - start).toBe(2.5 * MiB);
+      set.endResidency();
+      expect(lockedBytes()).toBe(start);
+      set.release();
+      for (const buffer of [...buffers, later]) buffer.release();
+      expect(lockedBytes()).toBe(start);
+    });
+
+    it("a mapped file is read ahead and wired whole; small buffers sharing a page stay wired until both go", () => {
+      const start = lockedBytes();
+      const path = join(directory, "wired.bin");
+      writeFileSync(path, new Uint8Array(MiB + 1).fill(3));
+      const mapped = backend.mapFile(path);
+      const set = backend.newResidencySet();
+      if (!set) throw new Error("no residency set");
+      set.add(mapped);
+      set.requestResidency();
+      set.commit();
+      expect(lockedBytes() - start).toBe(mapped.mappedLength);
+      set.remove(mapped);
+      set.commit();
+      expect(lockedBytes()).toBe(start);
+
+      const small = Array.from({ length: 8 }, () => backend.newBuffer(256));
+      for (const buffer of small) set.add(buffer);
+      set.commit();
+      const wiredSmall = lockedBytes() - start;
+      expect(wiredSmall).toBeGreaterThan(0);
+      expect(wiredSmall).toBeLessThanOrEqual(8 * 2 * backend.pageSize);
+      // mlock does not nest: unwiring some must not unlock pages the others still need.
+      for (const buffer of small.slice(0, 7)) set.remove(buffer);
+      set.commit();
+      expect(lockedBytes() - start).toBeGreaterThanOrEqual(backend.pageSize);
+      set.release();
+      expect(lockedBytes()).toBe(start);
+      for (const buffer of small) buffer.release();
+      mapped.release();
+    });
+
+    it("as with Metal, a set holds a released buffer (memory and wiring) until remove + commit", () => {
+      const start = lockedBytes();
+      const set = backend.newResidencySet();
+      if (!set) throw new Error("no residency set");
+      const buffer = backend.newBuffer(MiB);
+      set.add(buffer);
+      set.commit();
+      set.requestResidency();
+      buffer.release();
+      expect(() => buffer.contents()).toThrow(NativeReleasedError);
+      expect(lockedBytes() - start).toBe(MiB);
+      expect(set.allocationCount).toBe(1);
+      set.remove(buffer);
+      set.commit();
+      expect(lockedBytes()).toBe(start);
+      expect(set.allocationCount).toBe(0);
+      set.release();
+    });
+  });
+
+  it("no leak: after many rounds of buffers, mappings and wiring, /proc/self/maps and VmLck are back", () => {
+    const path = join(directory, "leak.bin");
+    writeFileSync(path, new Uint8Array(256 * 1024 + 7).fill(1));
+    const round = (live: number) => {
+      const set = backend.newResidencySet();
+      if (!set) throw new Error("no residency set");
+      set.requestResidency();
+      const handles: Array<{ release(): void; contents(): ArrayBuffer }> = [];
+      for (let index = 0; index < live; index += 1) {
+        const sizes = [256, 3000, backend.pageSize, 64 * 1024, MiB];
+        const buffer = backend.newBuffer(sizes[index % sizes.length] as number);
+        new Uint8Array(buffer.contents())[0] = 1;
+        handles.push(buffer);
+        if (index % 4 === 0) set.add(buffer);
+        if (index % 10 === 0) handles.push(backend.mapFile(path));
+      }
+      set.commit();
+      for (const handle of handles) handle.release();
+      set.release();
+    };
+    round(50); // warm up: malloc arenas, V8's code and heap spaces
+    const maps = mappingCountWithoutV8Heap();
+    const locked = lockedBytes();
+    const counters = backend.counters();
+    for (let cycle = 0; cycle < 20; cycle += 1) round(500);
+    // Each round holds over 250 mappings at once and makes 7000 in all: a leak would add hundreds. A few
+    // lines of slack for malloc and V8's code space.
+    const after = mappingCountWithoutV8Heap();
+    expect(Math.abs(after - maps), `maps: ${maps} before, ${after} after`).toBeLessThan(8);
+    expect(lockedBytes()).toBe(locked);
+    const countersAfter = backend.counters();
+    expect(countersAfter.bufferBytes).toBe(counters.bufferBytes);
+    expect(countersAfter.mappedBytes).toBe(counters.mappedBytes);
+    expect(countersAfter.buffersMade - counters.buffersMade).toBe(
+      countersAfter.buffersReleased - counters.buffersReleased,
+    );
+    expect(countersAfter.wiredBytes).toBe(counters.wiredBytes);
+  });
+
+  it("a worker thread loads its own addon, makes and wires buffers, and exits with everything given back", async () => {
+    const script = join(directory, "worker.mjs");
+    writeFileSync(
+      script,
+      `import { parentPort } from "node:worker_threads";
+       const { loadNativeBackend } = await import(${JSON.stringify(join(packageRoot, "dist", "index.js"))});
+       const backend = loadNativeBackend();
+       const set = backend.newResidencySet();
+       const kept = [];
+       for (let index = 0; index < 16; index += 1) {
+         const buffer = backend.newBuffer(256 * 1024);
+         new Uint8Array(buffer.contents()).fill(index);
+         set.add(buffer);
+         kept.push(buffer);
+       }
+       set.commit();
+       set.requestResidency();
+       parentPort.postMessage({ counters: backend.counters() });
+       // Exits holding all of it: the addon's cleanup hook must give it back.
+      `,
+    );
+    const maps = mappingCountWithoutV8Heap();
+    const locked = lockedBytes();
+    const worker = new Worker(script);
+    const message = await new Promise<{ counters: { buffersMade: number; wiredBytes: number } }>(
+      (resolve, reject) => {
+        worker.once("message", resolve);
+        worker.once("error", reject);
+      },
+    );
+    expect(message.counters.buffersMade).toBe(16);
+    expect(message.counters.wiredBytes).toBe(16 * 256 * 1024);
+    const exitCode = await new Promise<number>((resolve) => worker.once("exit", resolve));
+    expect(exitCode).toBe(0);
+    expect(lockedBytes()).toBe(locked);
+    // The worker's own thread stack and heap go too; a few lines of slack for the main thread's V8 meanwhile.
+    expect(mappingCountWithoutV8Heap() - maps).toBeLessThan(16);
+  });
+
+  describe("RLIMIT_MEMLOCK in a child process (unprivileged, `ulimit -l 64`)", () => {
+    it("wiring past the limit fails cleanly: counted, advice given, nothing thrown; unreadable files give EACCES", () => {
+      const unreadable = join(directory, "unreadable.bin");
+      writeFileSync(unreadable, "secret");
+      chmodSync(unreadable, 0o000);
+      const child = join(directory, "child.mjs");
+      writeFileSync(
+        child,
+        `const { loadNativeBackend } = await import(${JSON.stringify(join(packageRoot, "dist", "index.js"))});
+         const backend = loadNativeBackend();
+         const set = backend.newResidencySet();
+         const small = backend.newBuffer(16 * 1024);
+         const large = backend.newBuffer(1024 * 1024);
+         set.add(small);
+         set.add(large);
+         set.commit();
+         set.requestResidency();
+         const report = {
+           wiringFailures: set.wiringFailures,
+           counters: backend.counters(),
+           advice: set.lastWiringError,
+           backendAdvice: backend.lastWiringError,
+         };
+         set.remove(large);
+         set.commit();
+         large.release();
+         set.release();
+         small.release();
+         try {
+           backend.mapFile(${JSON.stringify(unreadable)});
+         } catch (error) {
+           report.unreadable = { name: error.name, syscall: error.syscall, errno: error.errno, path: error.path };
+         }
+         report.locked = Number(/^VmLck:\\s+(\\d+)/m.exec((await import("node:fs")).readFileSync("/proc/self/status", "utf8"))[1]);
+         console.log(JSON.stringify(report));`,
+      );
+      // As root, drop to nobody: root (CAP_IPC_LOCK) is never held to RLIMIT_MEMLOCK, nor to file modes.
+      const asRoot = process.getuid?.() === 0;
+      const result = spawnSync("bash", ["-c", `ulimit -l 64 && exec "${process.execPath}" "${child}"`], {
+        encoding: "utf8",
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      });
+      expect(result.stderr).toBe("");
+      expect(result.status).toBe(0);
+      const report = JSON.parse(result.stdout);
+      // 16 KiB fits under 64 KiB; 1 MiB does not.
+      expect(report.wiringFailures).toBe(1);
+      expect(report.counters.wiringFailures).toBe(1);
+      expect(report.counters.wiredBytes).toBe(16 * 1024);
+      expect(report.advice).toMatch(/mlock of 1048576 bytes failed \((ENOMEM|EPERM|EAGAIN)/);
+      expect(report.advice).toMatch(/ulimit -l/);
+      expect(report.advice).toMatch(/CAP_IPC_LOCK/);
+      expect(report.backendAdvice).toBe(report.advice);
+      expect(report.locked).toBe(0);
+      expect(report.unreadable).toEqual({
+        name: "NativeSystemError",
+        syscall: "open",
+        errno: "EACCES",
+        path: unreadable,
+      });
+    });
+  });
+});

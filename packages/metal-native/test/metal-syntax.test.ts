@@ -1,0 +1,74 @@
+// The Metal layer cannot be built or run on Linux. What can be checked honestly: that it is well-formed
+// Objective-C++ (ARC, blocks, C++17) against the declarations of Metal and Foundation we keep in
+// native/metal/check/ — a declaration stub, not Apple's SDK. Undeclared selectors, type errors and C++ errors
+// are caught; whether Metal behaves as declared is not. Runs when clang is on PATH (.ci/system-packages
+// installs it from Debian), skips otherwise.
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+const clang = spawnSync("clang", ["--version"], { encoding: "utf8" });
+const hasClang = clang.status === 0;
+const onMac = process.platform === "darwin";
+
+/** Node's headers: the running Node's own (as scripts/install.mjs gives node-gyp). */
+function nodeIncludeDirectory(): string {
+  return join(dirname(dirname(process.execPath)), "include", "node");
+}
+
+function check(file: string, extraFlags: string[] = [], options: { input?: string } = {}) {
+  const require = createRequire(import.meta.url);
+  const addonApi = resolve(packageRoot, (require("node-addon-api") as { include_dir: string }).include_dir);
+  return spawnSync(
+    "clang",
+    [
+      "-fsyntax-only",
+      "-x",
+      "objective-c++",
+      "-std=c++17",
+      "-fblocks",
+      "-fobjc-runtime=macosx-13.0",
+      "-fobjc-arc",
+      "-Wall",
+      "-Wextra",
+      "-Wno-unused-parameter",
+      "-Werror",
+      `-I${nodeIncludeDirectory()}`,
+      `-I${addonApi}`,
+      `-I${join(packageRoot, "native", "metal", "check")}`,
+      ...extraFlags,
+      file,
+    ],
+    { encoding: "utf8", cwd: packageRoot, ...options },
+  );
+}
+
+describe.skipIf(!hasClang || onMac)("Metal layer: clang -fsyntax-only against our declaration stub", () => {
+  const sources = readdirSync(join(packageRoot, "native", "metal")).filter((name) => name.endsWith(".mm"));
+
+  it("there is a Metal layer to check", () => {
+    expect(sources).toContain("metal_platform.mm");
+  });
+
+  for (const source of sources) {
+    it(`${source} is well-formed Objective-C++ (ARC, blocks) against the declarations`, () => {
+      const result = check(join("native", "metal", source));
+      expect(result.stderr).toBe("");
+      expect(result.status).toBe(0);
+    });
+  }
+
+  it("the check is not vacuous: a misspelt Metal selector is an error", () => {
+    const source = readFileSync(join(packageRoot, "native", "metal", "metal_platform.mm"), "utf8");
+    // Fed on stdin; -iquote lets its "../platform.h" resolve as from its own folder.
+    const result = check("-", [`-iquote${join(packageRoot, "native", "metal")}`], {
+      input: source.replace("addAllocation:", "addAlocation:"),
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/addAlocation/);
+  });
+});
