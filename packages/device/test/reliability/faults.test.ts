@@ -1,0 +1,312 @@
+// Fault injection. On the mock: system allocations that fail (once: the allocator clears the cache and
+// retries; twice: SystemAllocationError, nothing counted twice), residency sets that cannot be made part way,
+// wiring that fails. On the real host backend: a child process whose RLIMIT_MEMLOCK is lowered (and, as
+// root, whose CAP_IPC_LOCK is dropped) cannot wire; the device counts it and keeps working.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { MockBackend, NativeAllocationError } from "@nuvec/metal-native/mock";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { Device, type DeviceBuffer, SystemAllocationError } from "../../src/index.js";
+import { budget, hostAvailable, hostUnavailableReason, packageDirectory, recordFigures } from "./support.js";
+
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
+const figures = {
+  allocationFaultsInjected: 0,
+  allocationFaultsRetried: 0,
+  allocationFaultsRefused: 0,
+  residencySetFaults: 0,
+  wiringFaultsInjected: 0,
+  hostWiringFailures: 0,
+  hostMemlockChild: "not run" as string,
+  survived: 0,
+};
+
+afterAll(() => recordFigures("faults", figures));
+
+function mockDevice(
+  options: ConstructorParameters<typeof MockBackend>[0] = {},
+  residencySetMaxPercent?: string,
+) {
+  const backend = new MockBackend({ memorySize: 16 * GIB, realFiles: false, ...options });
+  const device = Device.open({
+    backend,
+    ...(residencySetMaxPercent === undefined ? {} : { residencySetMaxPercent }),
+  });
+  return { backend, device };
+}
+
+/** The counters that must agree between the allocator and the backend whatever failed. */
+function expectBooksBalance(device: Device, backend: MockBackend): void {
+  const counters = device.counters();
+  const native = backend.counters();
+  // Every system allocation counted is one buffer the backend made, and each release one it released.
+  expect(counters.systemAllocations).toBe(native.buffersMade);
+  expect(counters.systemReleases).toBe(native.buffersReleased);
+  expect(backend.liveBuffers.length).toBe(counters.liveBuffers + counters.cachedBuffers);
+  expect(device.memoryStats().systemAllocations).toBe(native.buffersMade);
+}
+
+describe("a failing system allocation (mock)", () => {
+  it("fails once: the cache is cleared, the allocation retried once and counted once", () => {
+    const { backend, device } = mockDevice();
+    const kept = device.malloc(MIB);
+    for (const bytes of [2 * MIB, 3 * MIB, 5 * MIB]) device.malloc(bytes).free();
+    const before = device.memoryStats();
+    const countersBefore = device.counters();
+    expect(before.cache).toBe(10 * MIB);
+    backend.failBufferAt(backend.bufferAttempts + 1);
+    figures.allocationFaultsInjected += 1;
+    const buffer = device.malloc(64 * MIB); // a miss: no cached buffer fits
+    figures.allocationFaultsRetried += 1;
+    const after = device.memoryStats();
+    const counters = device.counters();
+    expect(counters.allocationRetries).toBe(countersBefore.allocationRetries + 1);
+    expect(counters.systemAllocations).toBe(countersBefore.systemAllocations + 1);
+    expect(counters.cacheMisses).toBe(countersBefore.cacheMisses + 1);
+    expect(counters.systemReleases).toBe(countersBefore.systemReleases + 3); // the cleared cache
+    expect(after).toEqual({
+      ...before,
+      active: before.active + 64 * MIB,
+      peak: Math.max(before.peak, before.active + 64 * MIB),
+      activeWithMapped: before.activeWithMapped + 64 * MIB,
+      peakWithMapped: Math.max(before.peakWithMapped, before.activeWithMapped + 64 * MIB),
+      cache: 0,
+      systemAllocations: before.systemAllocations + 1,
+    });
+    expectBooksBalance(device, backend);
+    buffer.free();
+    kept.free();
+    figures.survived += 1;
+    device.close();
+  });
+
+  it("fails twice: SystemAllocationError with the backend's error as cause; only the cache changed", () => {
+    const { backend, device } = mockDevice();
+    const kept = device.malloc(MIB);
+    device.malloc(2 * MIB).free();
+    const before = device.memoryStats();
+    const countersBefore = device.counters();
+    backend.failBufferAt(backend.bufferAttempts + 1);
+    backend.failBufferAt(backend.bufferAttempts + 2);
+    figures.allocationFaultsInjected += 2;
+    let thrown: unknown;
+    try {
+      device.malloc(64 * MIB);
+    } catch (error) {
+      thrown = error;
+    }
+    figures.allocationFaultsRefused += 1;
+    // The allocator's own error (not OutOfMemoryError: the limit was not reached, the system failed).
+    expect(thrown).toBeInstanceOf(SystemAllocationError);
+    expect((thrown as SystemAllocationError).code).toBe("ERR_NUVEC_SYSTEM_ALLOCATION_FAILED");
+    expect((thrown as SystemAllocationError).requested).toBe(64 * MIB);
+    expect((thrown as Error).cause).toBeInstanceOf(NativeAllocationError);
+    // The retry released the cache (that is its point); every other field is as before.
+    expect(device.memoryStats()).toEqual({ ...before, cache: 0 });
+    const counters = device.counters();
+    expect(counters).toEqual({
+      ...countersBefore,
+      allocationRetries: countersBefore.allocationRetries + 1,
+      systemReleases: countersBefore.systemReleases + 1,
+      cachedBuffers: 0,
+      backend: counters.backend,
+    });
+    expectBooksBalance(device, backend);
+    // The device keeps working.
+    const next = device.malloc(64 * MIB);
+    expect(device.memoryStats().active).toBe(65 * MIB);
+    next.free();
+    kept.free();
+    figures.survived += 1;
+    device.close();
+  });
+
+  it("random failures in random workloads: nothing counted twice, nothing lost, the device keeps working", () => {
+    const runs = budget("NUVEC_FAULT_RUNS", 100, 2000);
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.record({ op: fc.constant("malloc" as const), bytes: fc.integer({ min: 1, max: 3 * MIB }) }),
+            fc.record({ op: fc.constant("free" as const), pick: fc.nat() }),
+            fc.record({ op: fc.constant("clear" as const) }),
+          ),
+          { maxLength: 80 },
+        ),
+        fc.uniqueArray(fc.integer({ min: 1, max: 24 }), { maxLength: 10 }),
+        (operations, failing) => {
+          const backend = new MockBackend({
+            memorySize: 256 * MIB,
+            realFiles: false,
+            failAllocation: (_bytes, attempt) => failing.includes(attempt),
+          });
+          const device = Device.open({ backend, wiredLimit: 32 * MIB });
+          const live: DeviceBuffer[] = [];
+          let refusals = 0;
+          for (const operation of operations) {
+            if (operation.op === "malloc") {
+              const attempts = backend.bufferAttempts;
+              const before = device.memoryStats();
+              try {
+                live.push(device.malloc(operation.bytes));
+              } catch (error) {
+                const code = (error as { code?: string }).code;
+                expect(["ERR_NUVEC_SYSTEM_ALLOCATION_FAILED", "ERR_NUVEC_OUT_OF_MEMORY"]).toContain(code);
+                if (code === "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED") {
+                  refusals += 1;
+                  expect(backend.bufferAttempts).toBe(attempts + 2); // once, then once more: no third try
+                }
+                expect({ ...device.memoryStats(), cache: 0 }).toEqual({ ...before, cache: 0 });
+              }
+            } else if (operation.op === "free" && live.length > 0) {
+              live.splice(operation.pick % live.length, 1)[0]!.free();
+            } else if (operation.op === "clear") {
+              device.clearCache();
+            }
+            expectBooksBalance(device, backend);
+            const stats = device.memoryStats();
+            expect(stats.wired).toBe(backend.counters().wiredBytes);
+            expect(stats.active).toBe(live.reduce((sum, buffer) => sum + buffer.allocatedLength, 0));
+          }
+          const injected = failing.filter((attempt) => attempt <= backend.bufferAttempts).length;
+          figures.allocationFaultsInjected += injected;
+          figures.allocationFaultsRefused += refusals;
+          figures.allocationFaultsRetried += device.counters().allocationRetries - refusals;
+          figures.survived += injected;
+          device.close();
+          expect(backend.liveBuffers.length).toBe(0);
+          expect(backend.counters().wiredBytes).toBe(0);
+        },
+      ),
+      { numRuns: runs, verbose: 1 },
+    );
+  });
+});
+
+describe("residency sets that cannot be made (mock)", () => {
+  it("part way: later buffers go to the emptiest set, wired stays what the backend wired", () => {
+    // A cap of max(1% of 12 GiB, 64 MiB) per set: one 100 MiB buffer fills a set.
+    const { backend, device } = mockDevice({}, "1");
+    backend.failResidencySetCreationAfter(3);
+    figures.residencySetFaults += 1;
+    device.setWiredLimit(2 * GIB);
+    const buffers = Array.from({ length: 6 }, () => device.malloc(100 * MIB));
+    expect(backend.counters().residencySetsMade).toBe(3);
+    expect(device.info().residencySets).toBe(3);
+    expect(device.memoryStats().wired).toBe(600 * MIB);
+    expect(backend.counters().wiredBytes).toBe(600 * MIB);
+    // Lifted: the next buffers get sets of their own again.
+    backend.failResidencySetCreationAfter(undefined);
+    const more = device.malloc(100 * MIB);
+    expect(device.info().residencySets).toBeGreaterThan(3);
+    expect(device.memoryStats().wired).toBe(backend.counters().wiredBytes);
+    for (const buffer of [...buffers, more]) buffer.free();
+    device.clearCache();
+    expect(device.memoryStats().wired).toBe(0);
+    expect(backend.counters().wiredBytes).toBe(0);
+    figures.survived += 1;
+    device.close();
+    expect(backend.liveResidencySets.length).toBe(0);
+  });
+
+  it("from the start: residency unsupported, the limit stored, nothing wired, everything else works", () => {
+    const backend = new MockBackend({ realFiles: false, residencySetLimit: 0 });
+    const device = Device.open({ backend });
+    figures.residencySetFaults += 1;
+    expect(device.info().residencySupported).toBe(false);
+    expect(device.setWiredLimit(GIB)).toBe(0);
+    const buffer = device.malloc(10 * MIB);
+    expect(device.memoryStats()).toMatchObject({ wired: 0, wiredLimit: GIB, active: 10 * MIB });
+    device.refreshResidency();
+    buffer.free();
+    figures.survived += 1;
+    device.close();
+  });
+});
+
+describe("wiring that fails (mock)", () => {
+  it("is counted, never thrown; the device keeps allocating, mapping and freeing", () => {
+    const { backend, device } = mockDevice();
+    backend.addFile("/weights.bin", 5 * MIB);
+    backend.failWiring = (allocation) => allocation.allocatedSize >= 4 * MIB;
+    device.setWiredLimit(GIB);
+    const small = device.malloc(MIB);
+    const large = device.malloc(8 * MIB);
+    const file = device.mapFile("/weights.bin");
+    const failures = device.counters().backend.wiringFailures;
+    expect(failures).toBe(2);
+    figures.wiringFaultsInjected += failures;
+    // The manager placed all three (within the limit); the backend wired only the small one.
+    expect(backend.counters().wiredBytes).toBe(MIB);
+    expect(device.memoryStats().wired).toBeLessThanOrEqual(GIB);
+    new Uint8Array(large.contents())[0] = 7;
+    expect(new Uint8Array(large.contents())[0]).toBe(7);
+    device.refreshResidency(); // asks again: fails again, counted again, still not thrown
+    expect(device.counters().backend.wiringFailures).toBeGreaterThan(failures);
+    figures.wiringFaultsInjected += device.counters().backend.wiringFailures - failures;
+    backend.failWiring = false;
+    device.setWiredLimit(0);
+    device.setWiredLimit(GIB); // the waiting ones are wired now that wiring works
+    expect(backend.counters().wiredBytes).toBe(device.memoryStats().wired);
+    small.free();
+    large.free();
+    file.release();
+    device.clearCache();
+    expect(backend.counters().wiredBytes).toBe(0);
+    figures.survived += 1;
+    device.close();
+  });
+});
+
+const child = join(packageDirectory, "test/reliability/children/memlock-child.mjs");
+const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
+const isRoot = process.getuid?.() === 0;
+const canDropLock = !isRoot || spawnSync("setpriv", ["--version"]).status === 0;
+const canLimit = spawnSync("prlimit", ["--version"]).status === 0;
+const hostChildReason = !hostAvailable
+  ? hostUnavailableReason
+  : !deviceBuilt
+    ? "packages/device/dist is not built (the child imports @nuvec/device)"
+    : !canLimit
+      ? "prlimit is missing"
+      : !canDropLock
+        ? "running as root without setpriv: CAP_IPC_LOCK would ignore RLIMIT_MEMLOCK"
+        : undefined;
+
+describe.skipIf(hostChildReason !== undefined)(
+  `RLIMIT_MEMLOCK lowered on the host backend${hostChildReason ? ` (skipped: ${hostChildReason})` : ""}`,
+  () => {
+    it("makes wiring fail in a child process: counted, reported, and the device keeps working", () => {
+      // 64 KiB of locked memory at most; as root, CAP_IPC_LOCK (which ignores the limit) is dropped too.
+      const command = ["prlimit", "--memlock=65536:65536"];
+      if (isRoot) command.push("setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock");
+      command.push(process.execPath, child);
+      const result = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", cwd: packageDirectory });
+      expect(result.stderr).toBe("");
+      expect(result.status).toBe(0);
+      const report = JSON.parse(result.stdout.trim().split("\n").at(-1)!) as {
+        wiringFailures: number;
+        lastWiringError: string | undefined;
+        wiredBytes: number;
+        vmLckBefore: number;
+        vmLckWired: number;
+        vmLckAfter: number;
+        worked: boolean;
+        liveAfterClose: number;
+      };
+      expect(report.wiringFailures).toBeGreaterThan(0);
+      expect(report.lastWiringError).toMatch(/mlock|RLIMIT_MEMLOCK|memlock/i);
+      expect(report.vmLckWired).toBeLessThanOrEqual(64 * 1024);
+      expect(report.worked).toBe(true);
+      expect(report.liveAfterClose).toBe(0);
+      expect(report.vmLckAfter).toBe(report.vmLckBefore);
+      figures.hostWiringFailures += report.wiringFailures;
+      figures.hostMemlockChild = `wiring failed ${report.wiringFailures} times under a 64 KiB RLIMIT_MEMLOCK; device kept working`;
+      figures.survived += 1;
+    });
+  },
+);
