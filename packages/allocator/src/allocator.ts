@@ -38,6 +38,9 @@ export interface BufferSource<B> {
  */
 export type AllocatorPolicy = "mlx" | "bounded";
 
+/** Which buffer the bounded policy releases first to stay within its bound. */
+export type BoundedRelease = "least-recent" | "largest";
+
 /** Options of a {@link CachingAllocator}. */
 export interface AllocatorOptions<B> {
   /** Hard limit on `active + mapped`; default `min(1.5·W, 0.95·M)` (floored). */
@@ -48,6 +51,11 @@ export interface AllocatorOptions<B> {
   policy?: AllocatorPolicy;
   /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
   reserveRatio?: number;
+  /**
+   * Which cached buffer the bounded policy's rule 2 releases first: `"least-recent"` (the issue's rule, the
+   * default) or `"largest"` (the oldest buffer of the largest cached length; see the README's comparison).
+   */
+  boundedRelease?: BoundedRelease;
   /** Called right after a system buffer is acquired (the device inserts it in its residency set). */
   onAcquire?: (buffer: B) => void;
   /** Called right before a system buffer is released (the device erases it from its residency set). */
@@ -153,6 +161,7 @@ export class CachingAllocator<B> {
   private readonly cache: BufferCache<B>;
   private readonly bounded: boolean;
   private readonly reserveRatio: number;
+  private readonly releaseLargestFirst: boolean;
   private readonly onAcquire: ((buffer: B) => void) | undefined;
   private readonly onRelease: ((buffer: B) => void) | undefined;
   private readonly wired: (() => { wired: number; wiredMapped: number; wiredLimit: number }) | undefined;
@@ -221,6 +230,13 @@ export class CachingAllocator<B> {
       );
     }
     this.reserveRatio = reserveRatio;
+    const boundedRelease = options.boundedRelease ?? "least-recent";
+    if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
+      throw new AllocatorArgumentError(
+        `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
+      );
+    }
+    this.releaseLargestFirst = boundedRelease === "largest";
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
     this.wired = options.wired;
@@ -443,7 +459,10 @@ export class CachingAllocator<B> {
       // counts, so a growing workload is never squeezed below its own need).
       const live = this.live + sizeClass;
       const bound = this.reserveRatio * Math.max(live, this.peakLive);
-      while (cache.buffers > 0 && this.active + cache.bytes + sizeClass > bound) cache.releaseOldest();
+      while (cache.buffers > 0 && this.active + cache.bytes + sizeClass > bound) {
+        if (this.releaseLargestFirst) cache.releaseLargest();
+        else cache.releaseOldest();
+      }
     }
     const required = this.active + this.mapped + cache.bytes + sizeClass;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);

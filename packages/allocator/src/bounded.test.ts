@@ -97,4 +97,20 @@ describe("the bounded policy (issue 8)", () => {
       expect(allocator.memoryStats().peak).toBe(1280);
     }
   });
+
+  it('boundedRelease: "largest" releases the oldest buffer of the largest length first', () => {
+    const source = new TestSource({ workingSet: 1024 * MiB, memorySize: 2048 * MiB });
+    const allocator = new CachingAllocator(source, { policy: "bounded", boundedRelease: "largest" });
+    const a = allocator.malloc(1 * MiB);
+    const b = allocator.malloc(6 * MiB);
+    const c = allocator.malloc(1 * MiB + PAGE);
+    allocator.free(a);
+    allocator.free(b);
+    allocator.free(c); // hwmLive 8 MiB + 16 KiB, cache the same
+    allocator.malloc(3 * MiB); // 8 + 3 > 1.3 × 8: the 6 MiB buffer goes (least-recent would take a, then b)
+    expect(source.released).toEqual([b.buffer]);
+    expect(() => new CachingAllocator(source, { boundedRelease: "random" as "largest" })).toThrow(
+      /boundedRelease/,
+    );
+  });
 });

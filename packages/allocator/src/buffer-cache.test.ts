@@ -65,6 +65,23 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
     expect(cache.buffers).toBe(1);
   });
 
+  it("releaseLargest() releases the oldest buffer of the largest cached length", () => {
+    const { cache, released, put } = makeCache();
+    put(512); // 0
+    put(70000); // 1
+    put(1024); // 2
+    put(70000); // 3
+    cache.releaseLargest();
+    expect(released).toEqual([1]);
+    cache.releaseLargest();
+    cache.releaseLargest();
+    expect(released).toEqual([1, 3, 2]);
+    expect(cache.lruSnapshot()).toEqual([512]);
+    for (let length = 256; length <= 64 * 256; length += 256) put(length); // more than one bit-set word
+    cache.releaseLargest();
+    expect(cache.bytes).toBe(512 + (63 * 64 * 256) / 2);
+  });
+
   it("clear() releases everything, least recently cached first", () => {
     const { cache, released, put } = makeCache();
     put(512);

@@ -162,6 +162,24 @@ export class BufferCache<B> {
     this.releaseBuffer(record);
   }
 
+  /**
+   * Releases the oldest buffer of the largest cached length (the cache must not be empty): frees the most
+   * bytes for one buffer lost.
+   */
+  releaseLargest(): void {
+    const words = this.nonEmpty;
+    let word = (this.distinct - 1) >>> 5;
+    while (words[word] === 0) word--;
+    const index = (word << 5) + 31 - Math.clz32(words[word]!);
+    const bucket = this.buckets[index]!;
+    const record = bucket.oldest!;
+    this.removeOldestOfBucket(bucket, record);
+    this.unlinkLru(record);
+    this.bytes -= record.length;
+    this.buffers--;
+    this.releaseBuffer(record);
+  }
+
   /** Releases every cached buffer, least recently cached first. Returns the number released. */
   clear(): number {
     let released = 0;

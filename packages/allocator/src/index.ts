@@ -3,6 +3,7 @@ export {
   type AllocatorCounters,
   type AllocatorOptions,
   type AllocatorPolicy,
+  type BoundedRelease,
   type BufferSource,
   CachingAllocator,
   DEFAULT_RESERVE_RATIO,

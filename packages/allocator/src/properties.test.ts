@@ -37,6 +37,7 @@ class Model {
     readonly resourceLimit: number,
     readonly maxBufferLength: number,
     readonly policy: AllocatorPolicy,
+    readonly releaseLargest: boolean,
   ) {
     this.memoryLimit = Math.floor(Math.min(1.5 * workingSet, 0.95 * memorySize));
     this.cacheLimit = this.memoryLimit;
@@ -50,6 +51,14 @@ class Model {
   releaseOldest(): void {
     const oldest = this.cached.reduce((a, b) => (a.cachedAt < b.cachedAt ? a : b));
     this.cached.splice(this.cached.indexOf(oldest), 1);
+    this.released++;
+  }
+
+  releaseLargestOldest(): void {
+    const largest = this.cached.reduce((a, b) =>
+      a.length > b.length || (a.length === b.length && a.cachedAt < b.cachedAt) ? a : b,
+    );
+    this.cached.splice(this.cached.indexOf(largest), 1);
     this.released++;
   }
 
@@ -83,7 +92,10 @@ class Model {
     } else {
       if (this.policy === "bounded") {
         const bound = 1.3 * Math.max(this.peakLive, this.liveBytes + sizeClass);
-        while (this.cached.length > 0 && this.active + this.cache + sizeClass > bound) this.releaseOldest();
+        while (this.cached.length > 0 && this.active + this.cache + sizeClass > bound) {
+          if (this.releaseLargest) this.releaseLargestOldest();
+          else this.releaseOldest();
+        }
       }
       const required = this.active + this.mapped + this.cache + sizeClass;
       if (required >= this.gcLimit) this.releaseBytes(required - this.gcLimit);
@@ -175,9 +187,13 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
   { arbitrary: fc.constant({ kind: "clearCache" as const }), weight: 1 },
 );
 
-describe.each(["mlx", "bounded"] as const)(
-  "properties of the %s policy against a reference model",
-  (policy) => {
+describe.each([
+  ["mlx", "least-recent"],
+  ["bounded", "least-recent"],
+  ["bounded", "largest"],
+] as const)(
+  "properties of the %s policy (%s release) against a reference model",
+  (policy, boundedRelease) => {
     it("every step gives the model's figures and keeps the invariants", () => {
       fc.assert(
         fc.property(
@@ -191,8 +207,15 @@ describe.each(["mlx", "bounded"] as const)(
               maxBufferLength: 2 * MiB,
               resourceLimit,
             });
-            const allocator = new CachingAllocator(source, { policy });
-            const model = new Model(4 * MiB, 8 * MiB, resourceLimit, 2 * MiB, policy);
+            const allocator = new CachingAllocator(source, { policy, boundedRelease });
+            const model = new Model(
+              4 * MiB,
+              8 * MiB,
+              resourceLimit,
+              2 * MiB,
+              policy,
+              boundedRelease === "largest",
+            );
             const live: Allocation<TestBuffer>[] = [];
             const mappings: Mapping[] = [];
             for (const step of operations) {

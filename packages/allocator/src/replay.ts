@@ -3,6 +3,7 @@ import {
   type Allocation,
   type AllocatorCounters,
   type AllocatorPolicy,
+  type BoundedRelease,
   type BufferSource,
   CachingAllocator,
 } from "./allocator.js";
@@ -41,6 +42,8 @@ export interface ReplayOptions {
   policy?: AllocatorPolicy;
   /** The bounded policy's ratio; default 1.3. */
   reserveRatio?: number;
+  /** Which buffer the bounded policy releases first; default `"least-recent"`. */
+  boundedRelease?: BoundedRelease;
   /** Default `Number.MAX_SAFE_INTEGER`: the traces come from another device. */
   maxBufferLength?: number;
   /** Default 499000, Metal's. */
@@ -144,6 +147,7 @@ export function replayTrace(
   const allocator = new CachingAllocator(source, {
     policy: options.policy ?? "mlx",
     reserveRatio: options.reserveRatio,
+    boundedRelease: options.boundedRelease,
   });
   if (options.memoryLimit !== undefined) allocator.setMemoryLimit(options.memoryLimit);
   if (options.cacheLimit !== undefined) allocator.setCacheLimit(options.cacheLimit);

@@ -134,3 +134,22 @@ describe.skipIf(!hasTraces)("the shared traces under the bounded policy (issue 8
     ]);
   });
 });
+
+describe.skipIf(!hasTraces)(
+  "going further: bounded, releasing the largest first, with reserveRatio 1.2",
+  () => {
+    it.each(rows)(
+      "$trace / $configuration: peakReserved ≤ 1.2 × peakLive, no more system allocations than MLX's $systemAllocations",
+      (row) => {
+        const result = replayTrace(eventsOf(row.trace), {
+          ...configurations[row.configuration],
+          policy: "bounded",
+          boundedRelease: "largest",
+          reserveRatio: 1.2,
+        });
+        expect(result.counters.peakReserved).toBeLessThanOrEqual(1.2 * result.counters.peakLive);
+        expect(result.stats.systemAllocations).toBeLessThanOrEqual(row.systemAllocations);
+      },
+    );
+  },
+);
