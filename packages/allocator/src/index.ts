@@ -27,7 +27,12 @@ export {
   type ReplayResult,
   replayTrace,
   type TraceAllocate,
+  type TraceClearCache,
   type TraceEvent,
   type TraceFree,
   type TraceHeader,
+  type TraceLimit,
+  type TraceMap,
+  type TraceResetPeak,
+  type TraceUnmap,
 } from "./replay.js";

@@ -27,6 +27,61 @@ describe("replayTrace", () => {
     expect(result.nsPerEvent).toBeGreaterThanOrEqual(0);
   });
 
+  it("applies the events a Device records: mappings, limits, cache clears and peak resets", () => {
+    const result = replayTrace(
+      [
+        ["a", 0, 1000],
+        ["m", 0, 100_000],
+        ["l", "cache", 0],
+        ["f", 0],
+        ["l", "wired", 4096],
+        ["p"],
+        ["a", 1, 5000],
+        ["f", 1],
+        ["l", "memory", 8 * MiB],
+        ["u", 0],
+        ["c"],
+      ],
+      { cacheLimit: 64 * MiB },
+    );
+    expect(result.events).toBe(11);
+    // 100000 bytes mapped are charged 7 pages of 16 KiB; the cache limit 0 sends every free to the system.
+    expect(result.stats).toMatchObject({
+      active: 0,
+      cache: 0,
+      mapped: 0,
+      cacheLimit: 0,
+      memoryLimit: 8 * MiB,
+    });
+    expect(result.stats.peakWithMapped).toBe(7 * 16384 + 5120);
+    expect(result.stats.peak).toBe(5120);
+    expect(result.counters).toMatchObject({ systemAllocations: 2, systemReleases: 2, mappings: 0 });
+  });
+
+  it.each([
+    ["a release of a mapping never made", [["u", 3]], /never mapped/],
+    [
+      "a mapping released twice",
+      [
+        ["m", 0, 10],
+        ["u", 0],
+        ["u", 0],
+      ],
+      /already released/,
+    ],
+    [
+      "a mapping id used twice",
+      [
+        ["m", 0, 10],
+        ["m", 0, 10],
+      ],
+      /already used/,
+    ],
+    ["an unknown limit", [["l", "speed", 10]], /limit/],
+  ])("refuses %s", (_name, trace, message) => {
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(message);
+  });
+
   it("takes an optional header first and returns it", () => {
     const header = { name: "tiny", events: 6 };
     expect(replayTrace([header, ...events]).header).toEqual(header);

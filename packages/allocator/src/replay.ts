@@ -6,6 +6,7 @@ import {
   type BoundedRelease,
   type BufferSource,
   CachingAllocator,
+  type Mapping,
 } from "./allocator.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
 
@@ -13,8 +14,28 @@ import { OutOfMemoryError, TraceError } from "./errors.js";
 export type TraceAllocate = readonly ["a", number, number];
 /** A free event of a trace: free allocation `id`. */
 export type TraceFree = readonly ["f", number];
-/** One event of a trace. */
-export type TraceEvent = TraceAllocate | TraceFree;
+/** A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces). */
+export type TraceMap = readonly ["m", number, number];
+/** Mapping `id` released. */
+export type TraceUnmap = readonly ["u", number];
+/** A limit set: the memory limit, the cache limit or the wired limit (a pure replay has no wired memory). */
+export type TraceLimit = readonly ["l", "memory" | "cache" | "wired", number];
+/** The cache cleared. */
+export type TraceClearCache = readonly ["c"];
+/** The peak reset. */
+export type TraceResetPeak = readonly ["p"];
+/**
+ * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
+ * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
+ */
+export type TraceEvent =
+  | TraceAllocate
+  | TraceFree
+  | TraceMap
+  | TraceUnmap
+  | TraceLimit
+  | TraceClearCache
+  | TraceResetPeak;
 
 /** The header object on a trace's first line (every field optional to a reader). */
 export interface TraceHeader {
@@ -125,8 +146,50 @@ function badEvent(index: number, event: unknown, why: string): TraceError {
   return new TraceError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
 }
 
+/** Applies an event of the kinds a Device records beyond allocations and frees. */
+function applyDeviceEvent(
+  allocator: CachingAllocator<number>,
+  mappings: (Mapping | typeof FREED | undefined)[],
+  event: TraceEvent,
+  index: number,
+): void {
+  switch (event[0]) {
+    case "m": {
+      const id = event[1];
+      if (!Number.isSafeInteger(id) || id < 0)
+        throw badEvent(index, event, "the id is not a non-negative integer");
+      if (mappings[id] !== undefined) throw badEvent(index, event, "this mapping id was already used");
+      mappings[id] = allocator.addMapping(event[2]);
+      return;
+    }
+    case "u": {
+      const mapping = mappings[event[1]];
+      if (mapping === undefined) throw badEvent(index, event, "release of a mapping id never mapped");
+      if (mapping === FREED) throw badEvent(index, event, "this mapping was already released");
+      allocator.removeMapping(mapping);
+      mappings[event[1]] = FREED;
+      return;
+    }
+    case "l":
+      if (event[1] === "memory") allocator.setMemoryLimit(event[2]);
+      else if (event[1] === "cache") allocator.setCacheLimit(event[2]);
+      else if (event[1] !== "wired")
+        throw badEvent(index, event, 'the limit is not "memory", "cache" or "wired"');
+      // A wired limit changes residency only, which a pure replay does not have.
+      return;
+    case "c":
+      allocator.clearCache();
+      return;
+    case "p":
+      allocator.resetPeak();
+      return;
+    default:
+      throw badEvent(index, event, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p"');
+  }
+}
+
 /**
- * Replays a trace (`["a", id, bytes]` and `["f", id]` events, optionally after a header object) against a
+ * Replays a trace (`["a", id, bytes]` and `["f", id]` events, and the kinds a Device records, optionally after a header object) against a
  * {@link CachingAllocator} over a {@link CountingBufferSource}, and returns the final statistics and
  * counters. Pure: runs anywhere.
  *
@@ -156,6 +219,7 @@ export function replayTrace(
 
   // Per id: its allocation while live, `null` when refused (its free is ignored), FREED once freed.
   const live: (Allocation<number> | null | typeof FREED | undefined)[] = [];
+  const mappings: (Mapping | typeof FREED | undefined)[] = [];
   let header: TraceHeader | undefined;
   let index = 0;
   const start = now();
@@ -168,6 +232,13 @@ export function replayTrace(
       throw badEvent(index, item, "an event is an array; only the first item may be a header object");
     }
     const event = item as TraceEvent;
+    const tag = event[0];
+    if (tag !== "a" && tag !== "f") {
+      applyDeviceEvent(allocator, mappings, event, index);
+      index++;
+      onEvent?.(event, index - 1, allocator);
+      continue;
+    }
     const id = event[1];
     if (!Number.isSafeInteger(id) || id < 0)
       throw badEvent(index, event, "the id is not a non-negative integer");
@@ -185,8 +256,6 @@ export function replayTrace(
       if (allocation === FREED) throw badEvent(index, event, "this id was already freed");
       if (allocation !== null) allocator.free(allocation);
       live[id] = FREED;
-    } else {
-      throw badEvent(index, event, 'the event tag is neither "a" nor "f"');
     }
     index++;
     onEvent?.(event, index - 1, allocator);

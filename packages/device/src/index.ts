@@ -7,6 +7,8 @@ export {
   OutOfMemoryError,
   ResourceLimitError,
   SystemAllocationError,
+  type TraceEvent,
+  type TraceHeader,
 } from "@nuvec/allocator";
 export type { MemoryStats } from "@nuvec/stats";
 export {
@@ -28,4 +30,4 @@ export {
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
-export { type DeviceTrace, type TraceEvent, type TraceHeader, TraceRecorder } from "./trace.js";
+export { type DeviceTrace, TraceRecorder } from "./trace.js";

@@ -1,35 +1,9 @@
-/**
- * Memory history in the trace format of nuvec's shared traces (gzipped or plain NDJSON: one header object,
- * then one event per line), so a user can record their own workload and replay it under other limits.
- *
- * Events `["a", id, bytes]` (allocate) and `["f", id]` (free) are the shared format; a Device also records
- * extra kinds, which replay tools that do not know them may skip:
- * `["m", id, length]` a file of `length` bytes mapped, `["u", id]` its release,
- * `["l", "memory" | "cache" | "wired", bytes]` a limit set, `["c"]` the cache cleared, `["p"]` the peak reset.
- */
-export type TraceEvent =
-  | readonly ["a", number, number]
-  | readonly ["f", number]
-  | readonly ["m", number, number]
-  | readonly ["u", number]
-  | readonly ["l", "memory" | "cache" | "wired", number]
-  | readonly ["c"]
-  | readonly ["p"];
-
-/** The first line of a trace. Field names follow the shared traces (snake case). */
-export interface TraceHeader {
-  name: string;
-  workload: string;
-  source: string;
-  /** Number of events after the header. */
-  events: number;
-  /** Number of `"a"` events. */
-  allocations: number;
-  /** Allocations never freed in the trace. */
-  live_at_end: number;
-  /** The highest sum of requested bytes of live allocations. */
-  peak_live_bytes: number;
-}
+// Memory history in the trace format of nuvec's shared traces (one header object, then one event per line),
+// so a user can record their own workload and replay it under other limits. The event and header types are
+// the allocator's (its replay applies every kind): `["a", id, bytes]`, `["f", id]` as the shared traces, and
+// the kinds only a Device records: `["m", id, length]` a file mapped, `["u", id]` its release,
+// `["l", "memory" | "cache" | "wired", bytes]` a limit set, `["c"]` the cache cleared, `["p"]` the peak reset.
+import type { TraceEvent, TraceHeader } from "@nuvec/allocator";
 
 /** A recorded trace: its header and events, and the NDJSON text to save (gzip it to match the shared files). */
 export interface DeviceTrace {

@@ -41,7 +41,27 @@ describe("readTrace", () => {
     });
   });
 
+  it("reads the extra kinds a Device records (map, unmap, limit, clear, reset)", () => {
+    const lines = '["a",0,1]\n["m",0,4096]\n["l","wired",0]\n["c"]\n["p"]\n["u",0]\n["f",0]\n';
+    expect(readTrace(write("device.ndjson", lines)).events).toEqual([
+      ["a", 0, 1],
+      ["m", 0, 4096],
+      ["l", "wired", 0],
+      ["c"],
+      ["p"],
+      ["u", 0],
+      ["f", 0],
+    ]);
+  });
+
   it.each([
+    [
+      "an unknown limit kind",
+      () => write("limit.ndjson", '["l","speed",1]\n'),
+      "ERR_NUVEC_TRACE_CORRUPT",
+      /line 1/,
+    ],
+    ["an unknown tag", () => write("tag.ndjson", '["z",1]\n'), "ERR_NUVEC_TRACE_CORRUPT", /line 1/],
     ["a missing file", () => join(folder, "absent.ndjson.gz"), "ERR_NUVEC_TRACE_NOT_FOUND", /not found/],
     ["an empty file", () => write("empty.ndjson", ""), "ERR_NUVEC_TRACE_EMPTY", /no events/],
     ["a header only", () => write("header.ndjson", '{"name":"x"}\n'), "ERR_NUVEC_TRACE_EMPTY", /no events/],

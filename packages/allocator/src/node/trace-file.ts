@@ -18,12 +18,25 @@ export interface Trace {
   events: TraceEvent[];
 }
 
+const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+
 function isTraceEvent(value: unknown): value is TraceEvent {
   if (!Array.isArray(value)) return false;
-  const id = value[1];
-  if (!Number.isSafeInteger(id) || id < 0) return false;
-  if (value[0] === "f") return value.length === 2;
-  return value[0] === "a" && value.length === 3 && Number.isSafeInteger(value[2]) && value[2] >= 0;
+  switch (value[0]) {
+    case "a":
+    case "m":
+      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
+    case "f":
+    case "u":
+      return value.length === 2 && isByteCount(value[1]);
+    case "l":
+      return value.length === 3 && ["memory", "cache", "wired"].includes(value[1]) && isByteCount(value[2]);
+    case "c":
+    case "p":
+      return value.length === 1;
+    default:
+      return false;
+  }
 }
 
 /**
@@ -87,7 +100,7 @@ export function readTrace(path: string): Trace {
     } else {
       throw new TraceError(
         "ERR_NUVEC_TRACE_CORRUPT",
-        `trace file ${path}, line ${index + 1}: not an event (["a", id, bytes] or ["f", id]): ${line.slice(0, 80)}`,
+        `trace file ${path}, line ${index + 1}: not an event (["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"): ${line.slice(0, 80)}`,
       );
     }
   }
