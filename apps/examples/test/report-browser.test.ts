@@ -14,12 +14,17 @@ const folder = mkdtempSync(join(tmpdir(), "nuvec-report-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** Decodes an 8-bit RGB or RGBA PNG into rows of pixels (enough for Chromium's screenshots). */
-function decodePng(png: Buffer): { width: number; height: number; pixel: (x: number, y: number) => number[] } {
+function decodePng(png: Buffer): {
+  width: number;
+  height: number;
+  pixel: (x: number, y: number) => number[];
+} {
   const width = png.readUInt32BE(16);
   const height = png.readUInt32BE(20);
   const bitDepth = png[24];
   const colorType = png[25];
-  if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6)) throw new Error(`unsupported PNG ${bitDepth}/${colorType}`);
+  if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6))
+    throw new Error(`unsupported PNG ${bitDepth}/${colorType}`);
   const channels = colorType === 6 ? 4 : 3;
   const chunks: Buffer[] = [];
   for (let offset = 8; offset < png.length; ) {
@@ -69,7 +74,12 @@ describe.skipIf(chromium === undefined)("the HTML report in headless Chromium", 
     const page = join(folder, "report.html");
     writeFileSync(
       page,
-      renderReport({ title: "browser test", xLabel: "event", samples, tables: [{ title: "end", stats: emptyMemoryStats() }] }),
+      renderReport({
+        title: "browser test",
+        xLabel: "event",
+        samples,
+        tables: [{ title: "end", stats: emptyMemoryStats() }],
+      }),
     );
     const screenshot = join(folder, "report.png");
     const result = spawnSync(
@@ -103,7 +113,11 @@ describe.skipIf(chromium === undefined)("the HTML report in headless Chromium", 
       for (let x = 0; x < image.width; x += 1) {
         const [r, g, b] = image.pixel(x, y) as [number, number, number];
         for (const [name, [cr, cg, cb]] of Object.entries(colours) as [string, number[]][]) {
-          if (Math.abs(r - (cr as number)) < 12 && Math.abs(g - (cg as number)) < 12 && Math.abs(b - (cb as number)) < 12) {
+          if (
+            Math.abs(r - (cr as number)) < 12 &&
+            Math.abs(g - (cg as number)) < 12 &&
+            Math.abs(b - (cb as number)) < 12
+          ) {
             counts.set(name, (counts.get(name) ?? 0) + 1);
           }
         }

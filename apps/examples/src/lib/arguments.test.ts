@@ -13,25 +13,33 @@ describe("parseBytes", () => {
     expect(parseBytes(text, "--x")).toBe(bytes);
   });
 
-  it.each([["-1"], ["12 parsecs"], [""], ["1e3"], ["NaN"]])("refuses %s with a UsageError naming the flag", (text) => {
-    expect(() => parseBytes(text, "--cache-limit")).toThrow(UsageError);
-    expect(() => parseBytes(text, "--cache-limit")).toThrow(/--cache-limit/);
-  });
+  it.each([["-1"], ["12 parsecs"], [""], ["1e3"], ["NaN"]])(
+    "refuses %s with a UsageError naming the flag",
+    (text) => {
+      expect(() => parseBytes(text, "--cache-limit")).toThrow(UsageError);
+      expect(() => parseBytes(text, "--cache-limit")).toThrow(/--cache-limit/);
+    },
+  );
 });
 
 describe("parseArguments", () => {
   it("reads values, inline values, booleans and positionals", () => {
-    const { flags, positionals } = parseArguments(["trace.gz", "--json", "--cache-limit", "1g", "--policy=bounded"], {
-      values: ["cache-limit", "policy"],
-      booleans: ["json"],
-    });
+    const { flags, positionals } = parseArguments(
+      ["trace.gz", "--json", "--cache-limit", "1g", "--policy=bounded"],
+      {
+        values: ["cache-limit", "policy"],
+        booleans: ["json"],
+      },
+    );
     expect(positionals).toEqual(["trace.gz"]);
     expect(Object.fromEntries(flags)).toEqual({ json: "true", "cache-limit": "1g", policy: "bounded" });
   });
 
   it("refuses unknown flags and missing values", () => {
     expect(() => parseArguments(["--nope"], { values: [], booleans: [] })).toThrow(/unknown flag --nope/);
-    expect(() => parseArguments(["--cache-limit"], { values: ["cache-limit"], booleans: [] })).toThrow(/needs a value/);
+    expect(() => parseArguments(["--cache-limit"], { values: ["cache-limit"], booleans: [] })).toThrow(
+      /needs a value/,
+    );
     expect(() => parseArguments(["--json=1"], { values: [], booleans: ["json"] })).toThrow(/takes no value/);
   });
 

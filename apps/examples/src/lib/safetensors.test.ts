@@ -25,7 +25,9 @@ describe("safetensors", () => {
     const header = parseSafetensors(arrayBufferOf(bytes));
     expect(header.headerLength % 8).toBe(0);
     expect(header.metadata.writer).toBe("nuvec demo");
-    expect(header.tensors.map((tensor) => [tensor.name, tensor.dtype, tensor.shape, tensor.byteLength])).toEqual([
+    expect(
+      header.tensors.map((tensor) => [tensor.name, tensor.dtype, tensor.shape, tensor.byteLength]),
+    ).toEqual([
       ["a", "F16", [3, 5], 30],
       ["b", "F32", [7], 28],
       ["c", "U8", [0], 0],
@@ -59,7 +61,9 @@ describe("safetensors", () => {
     expect(() => parseSafetensors(make('{"x":{"dtype":"F16","shape":[4],"data_offsets":[0,4]}}'))).toThrow(
       /do not match/,
     );
-    expect(() => parseSafetensors(make('{"x":{"dtype":"Q4","shape":[4],"data_offsets":[0,4]}}'))).toThrow(/bad dtype/);
+    expect(() => parseSafetensors(make('{"x":{"dtype":"Q4","shape":[4],"data_offsets":[0,4]}}'))).toThrow(
+      /bad dtype/,
+    );
     const path = join(folder, "bad.safetensors");
     writeFileSync(path, "");
   });
