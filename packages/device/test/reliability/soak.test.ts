@@ -23,9 +23,13 @@ const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
 /** In CI each trace is cut to its first events (a whole ResNet-50 replay on real memory takes seconds). */
 const eventsPerTrace = budget("NUVEC_SOAK_EVENTS", 20_000, Number.MAX_SAFE_INTEGER);
+type ReplayEvent = readonly ["a", number, number] | readonly ["f", number];
+/** Allocations and frees only (a trace may hold other events, e.g. mappings recorded by a Device). */
 const traces = tracePaths().map((path) => ({
   path,
-  events: readTrace(path).events.slice(0, eventsPerTrace),
+  events: (readTrace(path).events as readonly (readonly unknown[])[])
+    .filter((event): event is ReplayEvent => event[0] === "a" || event[0] === "f")
+    .slice(0, eventsPerTrace),
 }));
 const seconds = budget("NUVEC_SOAK_SECONDS", 3, 60);
 const figures: Record<string, unknown> = { traces: traces.map((trace) => trace.path.split("/").at(-1)) };
@@ -47,7 +51,7 @@ interface ReplayTally {
 
 /** Replays one trace through a fresh device; every live buffer carries a stamp of its id in its first bytes. */
 function replay(
-  events: readonly (readonly ["a", number, number] | readonly ["f", number])[],
+  events: readonly ReplayEvent[],
   open: () => Device,
   tally: ReplayTally,
   externalBaseline: number | undefined,
