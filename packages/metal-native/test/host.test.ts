@@ -320,15 +320,20 @@ describe.runIf(process.platform === "linux")("host layer", () => {
     const maps = mappingCountWithoutV8Heap();
     const locked = lockedBytes();
     const worker = new Worker(script);
+    // Listen for the exit from the start: a worker that exits right after its message must not be missed.
+    const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
     const message = await new Promise<{ counters: { buffersMade: number; wiredBytes: number } }>(
       (resolve, reject) => {
         worker.once("message", resolve);
         worker.once("error", reject);
+        worker.once("exit", (code) =>
+          reject(new Error(`the worker exited (code ${code}) before its message`)),
+        );
       },
     );
     expect(message.counters.buffersMade).toBe(16);
     expect(message.counters.wiredBytes).toBe(16 * 256 * 1024);
-    const exitCode = await new Promise<number>((resolve) => worker.once("exit", resolve));
+    const exitCode = await exited;
     expect(exitCode).toBe(0);
     expect(lockedBytes()).toBe(locked);
     // The worker's own thread stack and heap go too; a few lines of slack for the main thread's V8 meanwhile.
@@ -373,8 +378,11 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       );
       // As root, drop to nobody: root (CAP_IPC_LOCK) is never held to RLIMIT_MEMLOCK, nor to file modes.
       const asRoot = process.getuid?.() === 0;
+      // BASH_ENV (set in some environments) would make bash read a startup file nobody may not read.
+      const { BASH_ENV: _bashStartup, ENV: _shellStartup, ...environment } = process.env;
       const result = spawnSync("bash", ["-c", `ulimit -l 64 && exec "${process.execPath}" "${child}"`], {
         encoding: "utf8",
+        env: { ...environment, HOME: directory },
         ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
       });
       expect(result.stderr).toBe("");
