@@ -8,6 +8,9 @@ export default defineConfig({
   clean: true,
   // import.meta.url (to find the package root and the addon) also works in the CommonJS build.
   shims: true,
+  // One copy of the error classes shared by both entries in the CommonJS build too, so `instanceof
+  // NativeError` holds across `@nuvec/metal-native` and `@nuvec/metal-native/mock`.
+  splitting: true,
   target: "es2022",
   platform: "node",
 });

@@ -596,7 +596,7 @@ describe("MockBackend disposal", () => {
 });
 
 describe("the mock's imports", () => {
-  it("are types, errors and its own files only: no native addon, no static node: import", () => {
+  it("are types, errors, argument checks, @nuvec/stats and its own files only: no native addon, no static node: import", () => {
     const source = dirname(fileURLToPath(import.meta.url));
     const files = [
       join(source, "mock.ts"),
@@ -612,8 +612,14 @@ describe("the mock's imports", () => {
       );
       for (const specifier of specifiers) {
         expect(
-          ["../errors.js", "../types.js", "./errors.js", "./types.js"].includes(specifier) ||
-            /^\.\/(mock\/)?[a-z-]+\.js$/.test(specifier),
+          [
+            "../errors.js",
+            "../types.js",
+            "../arguments.js",
+            "./errors.js",
+            "./types.js",
+            "@nuvec/stats",
+          ].includes(specifier) || /^\.\/(mock\/)?[a-z-]+\.js$/.test(specifier),
           `${file} imports ${specifier}`,
         ).toBe(true);
         expect(specifier).not.toMatch(/^node:|index|binding|loader/);

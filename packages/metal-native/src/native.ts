@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { checkBufferLength, checkPath } from "./arguments.js";
 import {
   NativeAllocationError,
   NativeArgumentError,
@@ -176,27 +177,6 @@ export function openNativeBackend(): NativeAddonBackend {
 
 // ---------------------------------------------------------------------------------------------------------
 // The backend and its handles: every argument is checked here, before native code runs.
-
-function checkBytes(bytes: unknown, maxBufferLength: number): number {
-  if (typeof bytes !== "number") {
-    throw new NativeArgumentError("bytes", `bytes must be a number, got ${typeof bytes}`);
-  }
-  if (!Number.isInteger(bytes) || bytes <= 0) {
-    throw new NativeArgumentError("bytes", `bytes must be a positive whole number, got ${bytes}`);
-  }
-  if (bytes > maxBufferLength) {
-    throw new NativeArgumentError("bytes", `bytes (${bytes}) is above maxBufferLength (${maxBufferLength})`);
-  }
-  return bytes;
-}
-
-function checkPath(path: unknown): string {
-  if (typeof path !== "string")
-    throw new NativeArgumentError("path", `path must be a string, got ${typeof path}`);
-  if (path.length === 0) throw new NativeArgumentError("path", "path must not be empty");
-  if (path.includes("\0")) throw new NativeArgumentError("path", "path must not contain a NUL character");
-  return path;
-}
 
 /** A buffer of real memory from the native addon (Metal buffer or host memory). */
 export class NativeAddonBuffer implements NativeBuffer {
@@ -466,7 +446,7 @@ export class NativeAddonBackend implements NativeBackend {
 
   /** A new buffer of `bytes` bytes, zeroed. Throws a {@link NativeArgumentError} for a bad size. */
   newBuffer(bytes: number): NativeAddonBuffer {
-    checkBytes(bytes, this.maxBufferLength);
+    checkBufferLength(bytes, this.maxBufferLength);
     try {
       return new NativeAddonBuffer(new this.#addon.NativeBufferHandle(bytes), this);
     } catch (error) {

@@ -1,3 +1,5 @@
+import { mappingSize } from "@nuvec/stats";
+import { checkBufferLength, checkPath, describeValue } from "../arguments.js";
 import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
 import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
 import { MockBuffer } from "./buffer.js";
@@ -7,11 +9,9 @@ import { MockMappedFile } from "./mapped-file.js";
 import { MockResidencySet } from "./residency-set.js";
 import {
   assertPositiveInteger,
-  describeValue,
   fromFileSystemError,
   isPowerOfTwo,
   nodeFileSystem,
-  roundUpToPages,
   systemError,
 } from "./support.js";
 
@@ -201,7 +201,7 @@ export class MockBackend implements NativeBackend {
   newBuffer(bytes: number): MockBuffer {
     return this.#core.run("newBuffer", undefined, typeof bytes === "number" ? bytes : undefined, () => {
       this.#core.assertOpen("newBuffer()");
-      this.#assertBufferLength(bytes);
+      checkBufferLength(bytes, this.maxBufferLength);
       this.#bufferAttempts += 1;
       const attempt = this.#bufferAttempts;
       if (this.#failingBufferAttempts.delete(attempt) || this.failAllocation?.(bytes, attempt) === true) {
@@ -210,7 +210,7 @@ export class MockBackend implements NativeBackend {
           `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
         );
       }
-      const allocatedSize = bytes >= this.pageSize ? roundUpToPages(bytes, this.pageSize) : bytes;
+      const allocatedSize = bytes >= this.pageSize ? (mappingSize(bytes, this.pageSize) as number) : bytes;
       const buffer = new MockBuffer(this.#core, this.#nextBufferId++, bytes, allocatedSize);
       this.#core.adopt(buffer);
       this.#core.counters.buffersMade += 1;
@@ -274,18 +274,7 @@ export class MockBackend implements NativeBackend {
   mapFile(path: string): MockMappedFile {
     return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {
       this.#core.assertOpen("mapFile()");
-      if (typeof path !== "string") {
-        throw new NativeArgumentError(
-          "path",
-          `path must be a string, got ${typeof path} ${describeValue(path)}`,
-        );
-      }
-      if (path.includes("\0")) {
-        throw new NativeArgumentError(
-          "path",
-          `path must not contain a NUL character, got ${JSON.stringify(path)}`,
-        );
-      }
+      checkPath(path);
       this.#mappingAttempts += 1;
       const failure = this.failMapping?.(path, this.#mappingAttempts);
       if (failure !== undefined && failure !== false) {
@@ -300,7 +289,7 @@ export class MockBackend implements NativeBackend {
       const virtual = this.#files.get(path);
       const file = virtual ?? this.#readRealFile(path);
       if (file.length === 0) throw systemError("mmap", "EINVAL", path, "the file is empty");
-      const mappedLength = roundUpToPages(file.length, this.pageSize);
+      const mappedLength = mappingSize(file.length, this.pageSize) as number;
       const mapping = new MockMappedFile(
         this.#core,
         this.#nextMappingId++,
@@ -504,27 +493,6 @@ export class MockBackend implements NativeBackend {
 
   /** `close()`, for `using backend = new MockBackend()` (defined where the engine has `Symbol.dispose`). */
   declare [Symbol.dispose]: () => void;
-
-  #assertBufferLength(bytes: unknown): asserts bytes is number {
-    if (typeof bytes !== "number") {
-      throw new NativeArgumentError(
-        "bytes",
-        `bytes must be a number of bytes, got ${typeof bytes} ${describeValue(bytes)}`,
-      );
-    }
-    if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-      throw new NativeArgumentError(
-        "bytes",
-        `bytes must be a positive safe integer number of bytes, got ${describeValue(bytes)}`,
-      );
-    }
-    if (bytes > this.maxBufferLength) {
-      throw new NativeArgumentError(
-        "bytes",
-        `bytes must be at most maxBufferLength (${this.maxBufferLength}), got ${bytes}`,
-      );
-    }
-  }
 }
 
 if (typeof Symbol.dispose === "symbol") {

@@ -1,3 +1,4 @@
+import { describeValue } from "../arguments.js";
 import { NativeArgumentError, NativeError, NativeSystemError, NativeUnavailableError } from "../errors.js";
 
 /**
@@ -9,14 +10,6 @@ export function detachArrayBuffer(buffer: ArrayBuffer): ArrayBuffer {
   const transfer = (buffer as { transfer?: () => ArrayBuffer }).transfer;
   if (typeof transfer === "function") return transfer.call(buffer);
   return structuredClone(buffer, { transfer: [buffer] });
-}
-
-/** A value for a message: strings quoted, bigints with `n`, `-0` kept. */
-export function describeValue(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (Object.is(value, -0)) return "-0";
-  return String(value);
 }
 
 /** Checks a positive safe integer option or argument; throws a {@link NativeArgumentError} naming it. */
@@ -32,11 +25,6 @@ export function assertPositiveInteger(value: unknown, name: string): asserts val
 /** Whether `value` is a power of two. */
 export function isPowerOfTwo(value: number): boolean {
   return Number.isSafeInteger(value) && value > 0 && (value & (value - 1)) === 0 && value <= 2 ** 30;
-}
-
-/** `length` rounded up to whole pages (the same as `mappingSize` of `@nuvec/stats`). */
-export function roundUpToPages(length: number, pageSize: number): number {
-  return Math.ceil(length / pageSize) * pageSize;
 }
 
 /** Errno numbers that Linux and macOS share, for when `node:os` is not there to ask. */
