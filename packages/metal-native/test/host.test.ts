@@ -16,7 +16,7 @@ import {
   NativeReleasedError,
   NativeSystemError,
 } from "../src/index.js";
-import { lockedBytes, mappingCountWithoutV8Heap } from "./host-support.js";
+import { lockedBytes, mappingCountWithoutV8Heap, statusBytes } from "./host-support.js";
 
 const packageRoot = fileURLToPath(new URL("..", import.meta.url));
 const MiB = 1024 * 1024;
@@ -204,6 +204,30 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       set.release();
       for (const buffer of [...buffers, later]) buffer.release();
       expect(lockedBytes()).toBe(start);
+    });
+
+    it("wiring a mapped file does not copy it: no anonymous memory, the page cache's pages locked", () => {
+      const path = join(directory, "wired-no-copy.bin");
+      writeFileSync(path, new Uint8Array(32 * MiB).fill(5));
+      const mapped = backend.mapFile(path);
+      const set = backend.newResidencySet();
+      if (!set) throw new Error("no residency set");
+      const anonymous = statusBytes("RssAnon");
+      const locked = lockedBytes();
+      set.add(mapped);
+      set.commit();
+      set.requestResidency();
+      expect(lockedBytes() - locked).toBe(mapped.mappedLength);
+      // A plain mlock of a writable private mapping would copy all 32 MiB into anonymous memory.
+      expect(statusBytes("RssAnon") - anonymous).toBeLessThan(4 * MiB);
+      const view = new Uint8Array(mapped.contents());
+      view[0] = 6; // copy-on-write of one page: private, still wired, the file untouched
+      expect(readFileSync(path)[0]).toBe(5);
+      set.remove(mapped);
+      set.commit();
+      expect(lockedBytes()).toBe(locked);
+      set.release();
+      mapped.release();
     });
 
     it("a mapped file is read ahead and wired whole; small buffers sharing a page stay wired until both go", () => {

@@ -277,6 +277,24 @@ class HostPlatform final : public Platform {
   WiringCounters wiringCounters() const override { return counters_; }
   std::string lastWiringError() const override { return lastWiringError_; }
 
+  // Wires a mapped file without copying it. A plain mlock of a writable private mapping populates it for
+  // writing, which breaks copy-on-write: the kernel would copy every page of the file into anonymous memory.
+  // Locking on fault (MLOCK_ONFAULT) and then reading one byte per page faults the pages in read-only,
+  // shared with the page cache, and locks them as they come. 0 on success, else the errno.
+  int WireFile(void* data, size_t length) {
+    // Ask for the file's pages to be read ahead before locking them in (a hint: its failure is harmless).
+    madvise(data, length, MADV_WILLNEED);
+#if defined(__linux__) && defined(MLOCK_ONFAULT)
+    if (mlock2(data, length, MLOCK_ONFAULT) == 0) {
+      const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(data);
+      for (size_t offset = 0; offset < length; offset += pageSize_) (void)bytes[offset];
+      return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS) return errno;  // a real refusal (e.g. RLIMIT_MEMLOCK)
+#endif
+    return mlock(data, length) == 0 ? 0 : errno;
+  }
+
   // 0 on success, else the errno of the failed mlock.
   int wire(HostAllocation* allocation) {
     if (allocation->wireCount > 0) {
@@ -287,9 +305,11 @@ class HostPlatform final : public Platform {
     if (allocation->kind() == Kind::kSmall) {
       errnum = SmallPageLocks::instance().lock(allocation->data(), allocation->allocatedSize(), pageSize_);
     } else {
-      // Ask for the file's pages to be read ahead before locking them in (a hint: its failure is harmless).
-      if (allocation->kind() == Kind::kFile) madvise(allocation->data(), allocation->allocatedSize(), MADV_WILLNEED);
-      if (mlock(allocation->data(), allocation->allocatedSize()) != 0) errnum = errno;
+      if (allocation->kind() == Kind::kFile) {
+        errnum = WireFile(allocation->data(), allocation->allocatedSize());
+      } else if (mlock(allocation->data(), allocation->allocatedSize()) != 0) {
+        errnum = errno;
+      }
     }
     if (errnum != 0) {
       counters_.wiringFailures += 1;
