@@ -171,8 +171,8 @@ function main(argv: string[]): number {
     const facts: [string, string][] = [
       ["nuvec peakWithMapped (active + mapped) since reset", formatBytes(stats.peakWithMapped)],
       [
-        "nuvec peak reserved (active + cache) + mapped",
-        formatBytes(workloadCounters.peakReserved + stats.mapped),
+        "nuvec peak reserved (active + cache) during the workload",
+        formatBytes(workloadCounters.peakReserved),
       ],
       ["cache hits / system allocations", `${workloadCounters.cacheHits} / ${stats.systemAllocations}`],
     ];
@@ -185,6 +185,10 @@ function main(argv: string[]): number {
         [
           "kernel resident before the workload (Node.js heap, checkpoint pages)",
           formatBytes(baseline.resident),
+        ],
+        [
+          "kernel peak growth during the workload (compare: nuvec peak reserved)",
+          formatBytes(end.peakResident - baseline.resident),
         ],
         ["kernel locked (VmLck) / nuvec wired", `${formatBytes(end.locked)} / ${formatBytes(stats.wired)}`],
       );

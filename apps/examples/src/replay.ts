@@ -10,12 +10,22 @@ import { parseArguments, parseBytes, parsePositiveNumber, UsageError } from "./l
 import { renderReport, type TimelineSample } from "./lib/report.js";
 
 const usage = `usage: replay TRACE [--working-set BYTES] [--memory-size BYTES] [--cache-limit BYTES]
-              [--memory-limit BYTES] [--policy mlx|bounded] [--reserve-ratio R] [--json] [--html FILE]
+              [--memory-limit BYTES] [--policy mlx|bounded] [--reserve-ratio R]
+              [--bounded-release least-recent|largest] [--json] [--html FILE]
   sizes take binary suffixes: 4096, 512MiB, 8GiB (defaults: working set 8GiB, memory size 16GiB)`;
 
 function main(argv: string[]): number {
   const { flags, positionals } = parseArguments(argv, {
-    values: ["working-set", "memory-size", "cache-limit", "memory-limit", "policy", "reserve-ratio", "html"],
+    values: [
+      "working-set",
+      "memory-size",
+      "cache-limit",
+      "memory-limit",
+      "policy",
+      "reserve-ratio",
+      "bounded-release",
+      "html",
+    ],
     booleans: ["json", "help"],
   });
   if (flags.has("help")) {
@@ -32,6 +42,10 @@ function main(argv: string[]): number {
   const reserveRatio = flags.has("reserve-ratio")
     ? parsePositiveNumber(flags.get("reserve-ratio") as string, "--reserve-ratio")
     : undefined;
+  const boundedRelease = flags.get("bounded-release");
+  if (boundedRelease !== undefined && boundedRelease !== "least-recent" && boundedRelease !== "largest") {
+    throw new UsageError(`--bounded-release: "${boundedRelease}" is not least-recent or largest`);
+  }
   const cacheLimit = flags.has("cache-limit")
     ? parseBytes(flags.get("cache-limit") as string, "--cache-limit")
     : undefined;
@@ -46,7 +60,12 @@ function main(argv: string[]): number {
     maxBufferLength: workingSet,
   });
   // As the shared traces' figures: limits set right after opening, memory limit first (it moves the GC limit).
-  const device = Device.open({ backend, policy, ...(reserveRatio === undefined ? {} : { reserveRatio }) });
+  const device = Device.open({
+    backend,
+    policy,
+    ...(reserveRatio === undefined ? {} : { reserveRatio }),
+    ...(boundedRelease === undefined ? {} : { boundedRelease }),
+  });
   if (memoryLimit !== undefined) device.setMemoryLimit(memoryLimit);
   if (cacheLimit !== undefined) device.setCacheLimit(cacheLimit);
 
@@ -117,7 +136,7 @@ function main(argv: string[]): number {
     cacheHits: counters.cacheHits,
     systemAllocations: stats.systemAllocations,
     peakReserved: counters.peakReserved,
-    peakLive: (counters as { peakLive?: number }).peakLive,
+    peakLive: counters.peakLive,
     outOfMemoryRefusals: refused,
     nsPerEvent: Math.round((nanoseconds / Math.max(1, trace.events.length)) * 10) / 10,
   };

@@ -12,6 +12,10 @@ const shippedTrace = join(app, "traces", "gpt2-decode-cut.ndjson.gz");
 const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
+function run_json(args: string[]) {
+  return run("replay", args);
+}
+
 function run(program: string, args: string[]) {
   const result = spawnSync(process.execPath, [join(app, "dist", `${program}.js`), ...args], {
     encoding: "utf8",
@@ -67,6 +71,33 @@ describe("replay", () => {
     expect(result.memoryLimit).toBe(8 * 1024 ** 3);
     expect(result.cache).toBeLessThanOrEqual(64 * 1024 ** 2);
     expect(readFileSync(html, "utf8")).toContain('class="series series-active"');
+  });
+
+  it("runs the bounded policy on request, with peakLive to read reserved/live off", () => {
+    const run = (args: string[]) => JSON.parse(run_(args).stdout);
+    const run_ = (args: string[]) => run_json(args);
+    const mlx = run([shippedTrace, "--json"]);
+    const bounded = run([shippedTrace, "--json", "--policy", "bounded", "--reserve-ratio", "1.3"]);
+    const largest = run([shippedTrace, "--json", "--policy=bounded", "--bounded-release", "largest"]);
+    expect([mlx.policy, bounded.policy, largest.policy]).toEqual(["mlx", "bounded", "bounded"]);
+    expect(bounded.peakLive).toBe(mlx.peakLive);
+    expect(bounded.peakReserved).toBeLessThanOrEqual(mlx.peakReserved);
+    expect(bounded.peakReserved).toBeLessThanOrEqual(1.3 * bounded.peakLive);
+    expect(largest.peakReserved).toBeLessThanOrEqual(1.3 * largest.peakLive);
+    expect(run_([shippedTrace, "--bounded-release", "biggest"]).status).toBe(2);
+  });
+
+  it("runs the bounded policy on request, with peakLive to read reserved/live off", () => {
+    const replay = (args: string[]) => JSON.parse(run("replay", [shippedTrace, "--json", ...args]).stdout);
+    const mlx = replay([]);
+    const bounded = replay(["--policy", "bounded", "--reserve-ratio", "1.3"]);
+    const largest = replay(["--policy=bounded", "--bounded-release", "largest"]);
+    expect([mlx.policy, bounded.policy, largest.policy]).toEqual(["mlx", "bounded", "bounded"]);
+    expect(bounded.peakLive).toBe(mlx.peakLive);
+    expect(bounded.peakReserved).toBeLessThanOrEqual(mlx.peakReserved);
+    expect(bounded.peakReserved).toBeLessThanOrEqual(1.3 * bounded.peakLive);
+    expect(largest.peakReserved).toBeLessThanOrEqual(1.3 * largest.peakLive);
+    expect(run("replay", [shippedTrace, "--bounded-release", "biggest"]).status).toBe(2);
   });
 
   it("replays a recorded trace with mappings and limit changes", () => {

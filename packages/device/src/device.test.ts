@@ -412,3 +412,30 @@ describe("memory history", () => {
     b.free();
   });
 });
+
+describe("cache policies", () => {
+  // A workload whose shapes change: sizes from a fixed pseudo-random sequence, about 24 buffers live at once.
+  function run(policy: "mlx" | "bounded") {
+    const { device } = mockDevice({}, { policy });
+    const live: ReturnType<Device["malloc"]>[] = [];
+    let state = 12345;
+    for (let step = 0; step < 4000; step += 1) {
+      state = (state * 1103515245 + 12345) % 2 ** 31;
+      live.push(device.malloc(1024 + (state % (8 * MIB))));
+      if (live.length > 24) live.splice(state % live.length, 1)[0]?.free();
+    }
+    const counters = device.counters();
+    device.close();
+    return { policy: device.info().policy, counters };
+  }
+
+  it("runs MLX's policy by default and the bounded one on request, which holds reserved memory near the live peak", () => {
+    const mlx = run("mlx");
+    const bounded = run("bounded");
+    expect(mlx.policy).toBe("mlx");
+    expect(bounded.policy).toBe("bounded");
+    expect(bounded.counters.peakLive).toBe(mlx.counters.peakLive);
+    expect(bounded.counters.peakReserved).toBeLessThan(mlx.counters.peakReserved);
+    expect(bounded.counters.peakReserved).toBeLessThanOrEqual(1.3 * bounded.counters.peakLive);
+  });
+});

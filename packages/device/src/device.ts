@@ -2,6 +2,7 @@ import {
   type Allocation,
   type AllocatorCounters,
   type AllocatorPolicy,
+  type BoundedRelease,
   CachingAllocator,
   type Mapping,
 } from "@nuvec/allocator";
@@ -40,8 +41,10 @@ export interface DeviceOptions {
   wiredLimit?: number;
   /** The cache policy: `"mlx"` (default, MLX's decisions exactly) or `"bounded"`. */
   policy?: AllocatorPolicy;
-  /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark. */
+  /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark (default 1.3). */
   reserveRatio?: number;
+  /** For the `"bounded"` policy: which cached buffer goes first, `"least-recent"` (default) or `"largest"`. */
+  boundedRelease?: BoundedRelease;
   /**
    * The per-set cap of residency sets, as the text of `MLX_RESIDENCY_SET_MAX_PCT` (percent of the working
    * set; `"0"` or `"100"`: one set). Default: that environment variable, else 5.
@@ -290,6 +293,7 @@ export class Device {
         ...(options.cacheLimit === undefined ? {} : { cacheLimit: options.cacheLimit }),
         ...(options.policy === undefined ? {} : { policy: options.policy }),
         ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
+        ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
         // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
         onAcquire: (buffer) => residency.insert(buffer, false),
         onRelease: (buffer) => residency.erase(buffer),

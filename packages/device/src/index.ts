@@ -3,6 +3,7 @@ export {
   AllocatorArgumentError,
   AllocatorError,
   type AllocatorPolicy,
+  type BoundedRelease,
   BufferTooLargeError,
   OutOfMemoryError,
   ResourceLimitError,
