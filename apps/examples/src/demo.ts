@@ -36,14 +36,13 @@ function main(argv: string[]): number {
   const samples: TimelineSample[] = [];
   const phases: TimelinePhase[] = [];
   const tables: { title: string; stats: MemoryStats }[] = [];
-  let clock = 0;
   const started = performance.now();
 
   const device = Device.open();
   const sample = () => {
     const stats = device.memoryStats();
     samples.push({
-      x: clock,
+      x: performance.now() - started,
       active: stats.active,
       cache: stats.cache,
       wired: stats.wired,
@@ -51,7 +50,7 @@ function main(argv: string[]): number {
     });
   };
   const phase = (name: string) => {
-    phases.push({ name, x: clock });
+    phases.push({ name, x: performance.now() - started });
     sample();
   };
   const show = (title: string) => {
@@ -73,6 +72,7 @@ function main(argv: string[]): number {
   if (checkpointPath === undefined) {
     temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
     checkpointPath = join(temporary, "model.safetensors");
+    phase("writing");
     const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
     const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
       writing.update(fraction),
@@ -88,7 +88,6 @@ function main(argv: string[]): number {
     file = device.mapFile(checkpointPath);
     const header = parseSafetensors(file.contents());
     const after = processMemory();
-    clock += 1;
     phase("mapped");
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
     console.log(
@@ -111,7 +110,6 @@ function main(argv: string[]): number {
     // 3. Wire it: the weights stay resident, so the first token is not slowed by paging.
     const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.mappedLength + 64 * 1024 * 1024);
     device.setWiredLimit(wiredLimit);
-    clock += 1;
     phase("wired");
     const wiredNow = processMemory();
     const counters = device.counters();
@@ -148,12 +146,12 @@ function main(argv: string[]): number {
           systemAllocations = now;
           const bytes = buffer.bytes();
           for (let offset = 0; offset < bytes.length; offset += 4096) bytes[offset] = 1;
+          sample();
         }
       } else if (event[0] === "f") {
         live.get(event[1])?.free();
         live.delete(event[1]);
       }
-      clock += 1;
       if (index % 100 === 0) {
         sample();
         replaying.update(index / trace.events.length);
@@ -206,7 +204,7 @@ function main(argv: string[]): number {
       renderReport({
         title: `nuvec demo on ${info.name}`,
         subtitle: `checkpoint ${formatBytes(file.length)} mapped and wired, then ${trace.events.length} events of ${trace.header?.name ?? "a trace"}`,
-        xLabel: "step (events of the workload)",
+        xLabel: "milliseconds since the device was opened",
         samples,
         phases,
         tables,

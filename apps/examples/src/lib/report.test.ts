@@ -27,7 +27,7 @@ describe("renderReport", () => {
       expect(match).not.toBeNull();
       const points = (match?.[1] ?? "").split(" ");
       expect(points.length).toBeGreaterThan(100);
-      expect(points.length).toBeLessThanOrEqual(1500);
+      expect(points.length).toBeLessThanOrEqual(2 * 1500); // steps: two points per sample
     }
     expect(html).toContain('class="phase"');
     expect(html).toContain("<caption>end</caption>");

@@ -65,7 +65,7 @@ function thin(samples: TimelineSample[], limit: number): TimelineSample[] {
 export function renderReport(input: ReportInput): string {
   const width = 960;
   const height = 360;
-  const margin = { left: 80, right: 20, top: 20, bottom: 40 };
+  const margin = { left: 80, right: 20, top: 20, bottom: 56 };
   const samples = thin(input.samples, 1500);
   const xs = samples.map((sample) => sample.x);
   const minX = Math.min(...xs, 0);
@@ -76,9 +76,14 @@ export function renderReport(input: ReportInput): string {
   const scaleY = (y: number) => height - margin.bottom - (y / maxY) * (height - margin.top - margin.bottom);
 
   const paths = SERIES.map((series) => {
-    const points = samples.map(
-      (sample) => `${scaleX(sample.x).toFixed(1)},${scaleY(sample[series.key]).toFixed(1)}`,
-    );
+    // Steps, not slopes: a value holds until the next sample (memory does not ramp between two samples).
+    const points: string[] = [];
+    samples.forEach((sample, index) => {
+      const x = scaleX(sample.x).toFixed(1);
+      const previous = samples[index - 1];
+      if (previous !== undefined) points.push(`${x},${scaleY(previous[series.key]).toFixed(1)}`);
+      points.push(`${x},${scaleY(sample[series.key]).toFixed(1)}`);
+    });
     return `<polyline class="series series-${series.key}" fill="none" stroke="${series.color}" stroke-width="2" points="${points.join(" ")}"><title>${series.label}</title></polyline>`;
   }).join("\n");
 
@@ -89,10 +94,21 @@ export function renderReport(input: ReportInput): string {
     })
     .join("\n");
 
+  // Labels step down one line per phase, so phases close together stay readable.
   const phases = (input.phases ?? [])
-    .map((phase) => {
+    .map((phase, index) => {
       const x = scaleX(phase.x);
-      return `<line class="phase" x1="${x}" x2="${x}" y1="${margin.top}" y2="${height - margin.bottom}" stroke="#6b7280" stroke-dasharray="4 3"/><text x="${x + 4}" y="${margin.top + 12}" font-size="11" fill="#374151">${escapeHtml(phase.name)}</text>`;
+      const y = margin.top + 12 + (index % 6) * 13;
+      return `<line class="phase" x1="${x}" x2="${x}" y1="${margin.top}" y2="${height - margin.bottom}" stroke="#6b7280" stroke-dasharray="4 3"/><text x="${x + 4}" y="${y}" font-size="11" fill="#374151">${escapeHtml(phase.name)}</text>`;
+    })
+    .join("\n");
+
+  const xTicks = [0, 0.25, 0.5, 0.75, 1]
+    .map((fraction) => {
+      const value = minX + (maxX - minX) * fraction;
+      const x = scaleX(value);
+      const anchor = fraction === 0 ? "start" : fraction === 1 ? "end" : "middle";
+      return `<text x="${x}" y="${height - margin.bottom + 14}" text-anchor="${anchor}" font-size="11">${Math.round(value)}</text>`;
     })
     .join("\n");
 
@@ -137,7 +153,8 @@ ${input.subtitle ? `<p class="subtitle">${escapeHtml(input.subtitle)}</p>` : ""}
 ${ticks}
 ${phases}
 ${paths}
-<text x="${(width + margin.left) / 2}" y="${height - 24}" text-anchor="middle" font-size="11" fill="#374151">${escapeHtml(input.xLabel)}</text>
+${xTicks}
+<text x="${(width + margin.left) / 2}" y="${height - 26}" text-anchor="middle" font-size="11" fill="#374151">${escapeHtml(input.xLabel)}</text>
 ${legend}
 </svg>
 ${facts ? `<table class="facts">${facts}</table>` : ""}
