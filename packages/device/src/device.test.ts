@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import {
   BufferFreedError,
   Device,
+  DeviceArgumentError,
   DeviceClosedError,
   ForeignBufferError,
   MappingReleasedError,
@@ -234,8 +235,10 @@ describe("wired memory", () => {
     const { device } = mockDevice();
     device.setWiredLimit(GIB);
     expect(() => device.setWiredLimit(8 * GIB + 1)).toThrow(WiredLimitError);
-    expect(() => device.setWiredLimit(-1)).toThrow(RangeError);
-    expect(() => device.setWiredLimit(Number.NaN)).toThrow(RangeError);
+    expect(() => device.setWiredLimit(-1)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
+    );
+    expect(() => device.setWiredLimit(Number.NaN)).toThrow(DeviceArgumentError);
     expect(device.memoryStats().wiredLimit).toBe(GIB);
   });
 
@@ -309,6 +312,9 @@ describe("close", () => {
     expect(view.byteLength).toBe(0);
     expect(device.closed).toBe(true);
     expect(device.info().closed).toBe(true);
+    // The last statistics and counters stay readable: everything released.
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, mapped: 0, wired: 0 });
+    expect(device.counters()).toMatchObject({ liveDeviceBuffers: 0, liveMappedFiles: 0, cachedBuffers: 0 });
     expect(() => device.malloc(1)).toThrow(DeviceClosedError);
     expect(() => live.free()).toThrow(DeviceClosedError);
     expect(() => live.contents()).toThrow(DeviceClosedError);
@@ -347,6 +353,32 @@ describe("the safety net", () => {
     await collect(() => device.counters().leakedBuffers > 0);
     expect(device.counters().leakedBuffers).toBe(1);
     expect(device.memoryStats()).toMatchObject({ active: 0, cache: MIB });
+  });
+
+  it.skipIf(gc === undefined)(
+    "can be turned off: a dropped buffer then stays live until close()",
+    async () => {
+      const { device, backend } = mockDevice({}, { safetyNet: false });
+      (() => {
+        device.malloc(MIB);
+      })();
+      await collect(() => false);
+      expect(device.counters()).toMatchObject({ leakedBuffers: 0, liveDeviceBuffers: 1 });
+      expect(device.memoryStats().active).toBe(MIB);
+      device.close();
+      expect(backend.counters().buffersReleased).toBe(backend.counters().buffersMade);
+    },
+  );
+
+  it("counts live buffers through any order of frees", () => {
+    const { device } = mockDevice();
+    const buffers = Array.from({ length: 6 }, (_, index) => device.malloc(1000 * (index + 1)));
+    device.malloc(0);
+    for (const index of [2, 0, 5, 3]) buffers[index]?.free();
+    expect(device.counters().liveDeviceBuffers).toBe(2);
+    expect(device.memoryStats().active).toBe(2048 + 5120);
+    device.close();
+    expect(device.counters().liveDeviceBuffers).toBe(0);
   });
 
   it.skipIf(gc === undefined)("never while a view over it is reachable", async () => {

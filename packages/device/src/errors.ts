@@ -25,8 +25,8 @@ export class DeviceArgumentError extends DeviceError {
   /** The argument's name. */
   readonly argument: string;
 
-  constructor(argument: string, message: string) {
-    super("ERR_NUVEC_INVALID_ARGUMENT", message);
+  constructor(argument: string, message: string, options?: { cause?: unknown }) {
+    super("ERR_NUVEC_INVALID_ARGUMENT", message, options);
     this.argument = argument;
   }
 }

@@ -76,7 +76,9 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     const anonymousAfter = status("RssAnon");
     // Reading 32 MiB through the mapping adds file-backed pages, not anonymous ones (a copy would add 32 MiB).
     expect(anonymousAfter - anonymousBefore).toBeLessThan(8 * MIB);
-    expect(device.memoryStats().mapped).toBe(Math.ceil(data.length / device.info().pageSize) * device.info().pageSize);
+    expect(device.memoryStats().mapped).toBe(
+      Math.ceil(data.length / device.info().pageSize) * device.info().pageSize,
+    );
     view[0] = (view[0] as number) ^ 0xff; // private copy-on-write: the file is untouched
     expect(readFileSync(path)[0]).toBe(data[0]);
   });
