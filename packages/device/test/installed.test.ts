@@ -1,6 +1,6 @@
 // The full device for a runtime, installed as a user would: every package packed as pnpm would publish it
 // (workspace ranges replaced), the tarballs installed with npm into a fresh project outside the workspace (the
-// addon built from source by its install script), then used from ESM — the real backend and the mock.
+// addon's prebuild for this platform, or a build from source by its install script), then used from ESM — the real backend and the mock.
 // Needs the npm registry for the addon's build tools (node-addon-api, node-gyp); NUVEC_SKIP_INSTALL_TEST=1 skips.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -69,10 +69,12 @@ console.log(JSON.stringify(results));`,
       host: { platform: "host", active: 3072, byte: 7 },
       mock: { platform: "mock", active: 3072, byte: 7 },
     });
-    // The addon was built from source at install (the tarball ships sources, no binary).
+    // On linux-x64 the tarball ships an N-API prebuild (made at pack time), loaded without compiling anything.
+    const installed = join(project, "node_modules/@nuvec/metal-native");
     expect(
-      existsSync(join(project, "node_modules/@nuvec/metal-native/build/Release/nuvec_metal_native.node")),
+      existsSync(join(installed, `prebuilds/${process.platform}-${process.arch}/@nuvec+metal-native.node`)),
     ).toBe(true);
+    expect(existsSync(join(installed, "build/Release/nuvec_metal_native.node"))).toBe(false);
     const device = JSON.parse(readFileSync(join(project, "node_modules/@nuvec/device/package.json"), "utf8"));
     for (const range of Object.values(device.dependencies as Record<string, string>)) {
       expect(range).not.toMatch(/workspace:/);

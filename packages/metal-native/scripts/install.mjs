@@ -47,11 +47,10 @@ function loadable() {
   } catch {
     return false;
   }
-  // A build from older sources (a developer edited native/) is rebuilt; prebuilds are taken as they are.
-  if (found.startsWith(join(root, "build"))) {
-    const sources = Math.max(newestSource(join(root, "native")), newestSource(join(root, "binding.gyp")));
-    if (statSync(found).mtimeMs < sources) return false;
-  }
+  // An addon older than its sources (a developer edited native/ after a build or a pack) is rebuilt. In an
+  // installed tarball every file has the same time, so a shipped prebuild is taken as it is.
+  const sources = Math.max(newestSource(join(root, "native")), newestSource(join(root, "binding.gyp")));
+  if (statSync(found).mtimeMs < sources) return false;
   try {
     require(found);
     return true;
