@@ -73,7 +73,9 @@ function main(argv: string[]): number {
     temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
     checkpointPath = join(temporary, "model.safetensors");
     phase("writing");
-    const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
+    const writing = progress(
+      `writing a checkpoint of about ${formatBytes(checkpointSize)} of random fp16 weights`,
+    );
     const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
       writing.update(fraction),
     );
@@ -93,11 +95,15 @@ function main(argv: string[]): number {
     console.log(
       `\nmapped ${file.path}: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`,
     );
-    for (const tensor of header.tensors.slice(0, 6)) {
-      console.log(
-        `  ${tensor.name.padEnd(40)} ${tensor.dtype.padEnd(4)} [${tensor.shape.join(", ")}]`.padEnd(80) +
-          formatBytes(tensor.byteLength).padStart(11),
-      );
+    const shown = header.tensors.slice(0, 6);
+    const nameWidth = Math.max(...shown.map((tensor) => tensor.name.length));
+    const rows = shown.map(
+      (tensor) =>
+        `  ${tensor.name.padEnd(nameWidth)}  ${tensor.dtype.padEnd(4)}  [${tensor.shape.join(", ")}]`,
+    );
+    const rowWidth = Math.max(...rows.map((row) => row.length));
+    for (const [index, tensor] of shown.entries()) {
+      console.log(`${rows[index]?.padEnd(rowWidth)}  ${formatBytes(tensor.byteLength).padStart(11)}`);
     }
     if (header.tensors.length > 6) console.log(`  … and ${header.tensors.length - 6} more`);
     if (before && after) {

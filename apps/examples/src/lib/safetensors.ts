@@ -115,7 +115,8 @@ export interface TensorSpec {
 /** The tensors of a small decoder-only model of about `targetBytes` bytes of fp16 weights. */
 export function decoderModel(targetBytes: number): TensorSpec[] {
   const hidden = 1024;
-  const vocabulary = 32000;
+  // The embedding takes at most a quarter of the target, so small checkpoints stay near their size.
+  const vocabulary = Math.max(256, Math.min(32000, Math.floor(targetBytes / 4 / (hidden * 2))));
   const tensors: TensorSpec[] = [
     { name: "model.embed_tokens.weight", dtype: "F16", shape: [vocabulary, hidden] },
   ];
