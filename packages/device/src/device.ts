@@ -8,6 +8,7 @@ import {
 } from "@nuvec/allocator";
 import {
   type DeviceFacts,
+  deviceFacts,
   loadNativeBackend,
   type NativeAllocation,
   type NativeBackend,
@@ -586,16 +587,8 @@ export class Device {
 
   /** The backend's facts and the device's setup. */
   info(): DeviceInfo {
-    const backend = this.#backend;
     return {
-      name: backend.name,
-      platform: backend.platform,
-      memorySize: backend.memorySize,
-      recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
-      maxBufferLength: backend.maxBufferLength,
-      resourceLimit: backend.resourceLimit,
-      pageSize: backend.pageSize,
-      supportsResidencySets: backend.supportsResidencySets,
+      ...deviceFacts(this.#backend),
       policy: this.#allocator.policy,
       residencySupported: this.#residency.supported,
       residencySets: this.#residency.setCount,

@@ -15,6 +15,7 @@ export {
   NativeSystemError,
   NativeUnavailableError,
 } from "./errors.js";
+export { deviceFacts } from "./facts.js";
 export {
   loadNativeBackend,
   NativeAddonBackend,

@@ -13,6 +13,7 @@ import {
   NativeReleasedError,
   NativeSystemError,
 } from "../src/errors.js";
+import { deviceFacts } from "../src/facts.js";
 import type {
   NativeAllocation,
   NativeBackend,
@@ -207,16 +208,7 @@ export function describeNativeBackendContract(
       });
 
       it("do not change between reads", () => {
-        const read = () => ({
-          name: backend.name,
-          platform: backend.platform,
-          memorySize: backend.memorySize,
-          recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
-          maxBufferLength: backend.maxBufferLength,
-          resourceLimit: backend.resourceLimit,
-          pageSize: backend.pageSize,
-          supportsResidencySets: backend.supportsResidencySets,
-        });
+        const read = () => deviceFacts(backend);
         const first = read();
         newBuffer(backend.pageSize).release();
         expect(read()).toEqual(first);
