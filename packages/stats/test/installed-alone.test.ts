@@ -48,6 +48,13 @@ describe("@nuvec/stats installed alone from its packed tarball", () => {
     expect(paths.some((path) => path.includes(".test.") || path.startsWith("src/"))).toBe(false);
   });
 
+  it("has nothing a browser bundle cannot take: no node: imports, no require, no process", () => {
+    for (const file of ["index.js", "index.cjs"]) {
+      const code = readFileSync(join(project, "node_modules", "@nuvec", "stats", "dist", file), "utf8");
+      expect(code).not.toMatch(/["']node:|require\(["'](?!\.)|\bprocess\.|\bBuffer\b/);
+    }
+  });
+
   it("imports from ESM", () => {
     writeFileSync(
       join(project, "esm.mjs"),
