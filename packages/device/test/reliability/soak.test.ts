@@ -4,7 +4,6 @@
 // backend's live buffers and bytes, VmLck, and the process's mappings are back where they started. V8's
 // `external` memory is compared with the device's accounts while the replay runs.
 import { readTrace } from "@nuvec/allocator/node";
-import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { afterAll, describe, expect, it } from "vitest";
 import { Device, type DeviceBuffer } from "../../src/index.js";
@@ -111,13 +110,8 @@ function replay(
   tally.replays += 1;
 }
 
-function soak(
-  name: string,
-  backend: NativeBackend,
-  open: () => Device,
-  measureExternal: boolean,
-): ReplayTally {
-  const tally: ReplayTally = {
+function emptyTally(): ReplayTally {
+  return {
     events: 0,
     replays: 0,
     refusals: 0,
@@ -125,6 +119,10 @@ function soak(
     externalWorstGap: 0,
     externalCheckpoints: 0,
   };
+}
+
+function soak(name: string, open: () => Device, measureExternal: boolean): ReplayTally {
+  const tally = emptyTally();
   const started = performance.now();
   let round = 0;
   do {
@@ -135,7 +133,6 @@ function soak(
     round += 1;
   } while (performance.now() - started < seconds * 1000);
   figures[name] = { ...tally, rounds: round, seconds: Math.round((performance.now() - started) / 100) / 10 };
-  void backend;
   return tally;
 }
 
@@ -143,14 +140,7 @@ describe.skipIf(traces.length === 0)("soak on the mock", () => {
   it("replays the traces for the budget; every buffer and set is released at the end", () => {
     const backend = new MockBackend({ memorySize: 64 * GIB, realMemoryUpTo: 0 });
     // realMemoryUpTo 0 gives no bytes to stamp: the mock soak checks the accounts, the host soak the bytes.
-    const tally: ReplayTally = {
-      events: 0,
-      replays: 0,
-      refusals: 0,
-      stampsChecked: 0,
-      externalWorstGap: 0,
-      externalCheckpoints: 0,
-    };
+    const tally = emptyTally();
     const started = performance.now();
     let rounds = 0;
     do {
@@ -192,12 +182,7 @@ describe.skipIf(traces.length === 0 || !hostAvailable)(
       // are counted. The cache limit keeps reserved memory small.
       const open = () => Device.open({ memoryLimit: 2 * GIB, cacheLimit: 256 * MIB });
       // A first short replay warms V8 up (its heap grows once), so the baseline is the steady state.
-      replay(
-        traces[0]!.events.slice(0, 2000),
-        open,
-        { events: 0, replays: 0, refusals: 0, stampsChecked: 0, externalWorstGap: 0, externalCheckpoints: 0 },
-        undefined,
-      );
+      replay(traces[0]!.events.slice(0, 2000), open, emptyTally(), undefined);
       collectGarbage();
       const start = {
         counters: backend.counters(),
@@ -206,7 +191,7 @@ describe.skipIf(traces.length === 0 || !hostAvailable)(
         maps: procMapsCount(),
         external: process.memoryUsage().external,
       };
-      const tally = soak("host", backend, open, true);
+      const tally = soak("host", open, true);
       collectGarbage();
       const end = {
         counters: backend.counters(),
