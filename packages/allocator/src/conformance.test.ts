@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { conformanceFile, hasConformance, type TestBuffer, TestSource } from "../test/support.js";
+import { conformanceFile, type TestBuffer, TestSource } from "../test/support.js";
 import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
 import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
@@ -22,9 +22,9 @@ interface Scenario {
   expect: { result: "ok" | "oom" | "error"; stats: Record<string, number> }[];
 }
 
-const scenarios: Scenario[] = hasConformance ? JSON.parse(readFileSync(conformanceFile, "utf8")) : [];
+const scenarios: Scenario[] = JSON.parse(readFileSync(conformanceFile, "utf8"));
 
-describe.skipIf(!hasConformance)("the shared conformance scenarios (../shared/conformance)", () => {
+describe("the conformance scenarios (fixtures/conformance)", () => {
   it.each(scenarios.map((scenario, index) => [index, scenario] as const))(
     "scenario %i: every step gives the expected result and statistics",
     (_index, scenario) => {

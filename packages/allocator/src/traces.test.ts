@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasTraces, tracesDir } from "../test/support.js";
+import { tracesDir } from "../test/support.js";
 import { readTrace } from "./node.js";
 import { type ReplayOptions, replayTrace, type TraceEvent } from "./replay.js";
 
@@ -68,7 +68,7 @@ function eventsOf(trace: string): TraceEvent[] {
   return events;
 }
 
-describe.skipIf(!hasTraces)("the shared traces under the MLX policy (../shared/traces/README.md)", () => {
+describe("the shared traces under the MLX policy (../shared/traces/README.md)", () => {
   it.each(rows)("$trace / $configuration gives exactly the table's figures", (row) => {
     const result = replayTrace(eventsOf(row.trace), configurations[row.configuration]);
     expect({
@@ -103,7 +103,7 @@ describe.skipIf(!hasTraces)("the shared traces under the MLX policy (../shared/t
   });
 });
 
-describe.skipIf(!hasTraces)("the shared traces under the bounded policy (issue 8)", () => {
+describe("the shared traces under the bounded policy (issue 8)", () => {
   it.each(rows)(
     "$trace / $configuration: peakReserved ≤ 1.3 × peakLive, and no more system allocations than MLX's $systemAllocations",
     (row) => {
@@ -135,21 +135,18 @@ describe.skipIf(!hasTraces)("the shared traces under the bounded policy (issue 8
   });
 });
 
-describe.skipIf(!hasTraces)(
-  "going further: bounded, releasing the largest first, with reserveRatio 1.2",
-  () => {
-    it.each(rows)(
-      "$trace / $configuration: peakReserved ≤ 1.2 × peakLive, no more system allocations than MLX's $systemAllocations",
-      (row) => {
-        const result = replayTrace(eventsOf(row.trace), {
-          ...configurations[row.configuration],
-          policy: "bounded",
-          boundedRelease: "largest",
-          reserveRatio: 1.2,
-        });
-        expect(result.counters.peakReserved).toBeLessThanOrEqual(1.2 * result.counters.peakLive);
-        expect(result.stats.systemAllocations).toBeLessThanOrEqual(row.systemAllocations);
-      },
-    );
-  },
-);
+describe("going further: bounded, releasing the largest first, with reserveRatio 1.2", () => {
+  it.each(rows)(
+    "$trace / $configuration: peakReserved ≤ 1.2 × peakLive, no more system allocations than MLX's $systemAllocations",
+    (row) => {
+      const result = replayTrace(eventsOf(row.trace), {
+        ...configurations[row.configuration],
+        policy: "bounded",
+        boundedRelease: "largest",
+        reserveRatio: 1.2,
+      });
+      expect(result.counters.peakReserved).toBeLessThanOrEqual(1.2 * result.counters.peakLive);
+      expect(result.stats.systemAllocations).toBeLessThanOrEqual(row.systemAllocations);
+    },
+  );
+});

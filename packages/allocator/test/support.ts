@@ -1,17 +1,14 @@
-// Helpers for the tests beside the code: where the shared data is, and a buffer source that can fail.
-import { existsSync } from "node:fs";
+// Helpers for the tests beside the code: where the fixtures are, and a buffer source that can fail.
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BufferSource } from "../src/allocator.js";
 
 /** The repository root (this file is packages/allocator/test/support.ts). */
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
-/** `../shared` beside the repository: the design's traces and conformance scenarios, when present. */
-export const sharedDir = resolve(repoRoot, "../shared");
-export const tracesDir = resolve(sharedDir, "traces");
-export const conformanceFile = resolve(sharedDir, "conformance/allocator-scenarios.json");
-export const hasTraces = existsSync(resolve(tracesDir, "gpt2-generate.ndjson.gz"));
-export const hasConformance = existsSync(conformanceFile);
+/** The repository's copies of the design's traces and conformance scenarios (fixtures/README.md). */
+export const fixturesDir = resolve(repoRoot, "fixtures");
+export const tracesDir = resolve(fixturesDir, "traces");
+export const conformanceFile = resolve(fixturesDir, "conformance/allocator-scenarios.json");
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;

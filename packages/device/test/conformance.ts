@@ -1,6 +1,6 @@
-// The shared allocator conformance scenarios (../shared/conformance, beside the repository), replayed through
+// The allocator conformance scenarios (fixtures/conformance, the repository's copy of the design's), replayed through
 // a whole Device: one runner for every backend, each giving its own way to make a file of a given length.
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
@@ -17,13 +17,11 @@ export interface AllocatorScenario {
 
 const file = resolve(
   dirname(fileURLToPath(import.meta.url)),
-  "../../../../shared/conformance/allocator-scenarios.json",
+  "../../../fixtures/conformance/allocator-scenarios.json",
 );
 
-/** The scenarios, or none when the shared folder is absent (the tests then skip). */
-export const allocatorScenarios: AllocatorScenario[] = existsSync(file)
-  ? JSON.parse(readFileSync(file, "utf8"))
-  : [];
+/** The scenarios (the repository's copy, fixtures/conformance). */
+export const allocatorScenarios: AllocatorScenario[] = JSON.parse(readFileSync(file, "utf8"));
 
 /** The device facts a scenario describes (max buffer length = working set, Metal's resource limit). */
 export function scenarioFacts(scenario: AllocatorScenario) {

@@ -87,12 +87,8 @@ export function recordFigures(section: string, figures: Record<string, unknown>)
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
 }
 
-/** The shared traces if present, else the examples' small trace; [] when neither is there. */
+/** The three real traces (the repository's copies, fixtures/traces). */
 export function tracePaths(): string[] {
-  const shared = resolve(packageDirectory, "../../../shared/traces");
-  const names = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
-  const found = names.map((name) => join(shared, `${name}.ndjson.gz`)).filter((path) => existsSync(path));
-  if (found.length > 0) return found;
-  const fallback = resolve(packageDirectory, "../../apps/examples/traces/gpt2-decode-cut.ndjson.gz");
-  return existsSync(fallback) ? [fallback] : [];
+  const traces = resolve(packageDirectory, "../../fixtures/traces");
+  return ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((name) => join(traces, `${name}.ndjson.gz`));
 }
