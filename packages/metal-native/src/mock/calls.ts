@@ -5,9 +5,11 @@ export type MockCallName =
   | "newBuffer"
   | "buffer.contents"
   | "buffer.detachContents"
+  | "buffer.nativeHandle"
   | "buffer.release"
   | "mapFile"
   | "mappedFile.contents"
+  | "mappedFile.nativeHandle"
   | "mappedFile.release"
   | "newResidencySet"
   | "attachResidencySet"
@@ -50,9 +52,11 @@ function zeroCounts(): MockCallCounts {
     newBuffer: 0,
     "buffer.contents": 0,
     "buffer.detachContents": 0,
+    "buffer.nativeHandle": 0,
     "buffer.release": 0,
     mapFile: 0,
     "mappedFile.contents": 0,
+    "mappedFile.nativeHandle": 0,
     "mappedFile.release": 0,
     newResidencySet: 0,
     attachResidencySet: 0,

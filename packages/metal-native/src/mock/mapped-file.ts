@@ -1,6 +1,7 @@
 import { NativeAllocationError, NativeReleasedError } from "../errors.js";
-import type { NativeMappedFile } from "../types.js";
+import type { MockMemoryHandle, NativeMappedFile } from "../types.js";
 import type { MockCore } from "./core.js";
+import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
 
 /** Where a mock mapping's bytes came from. */
@@ -77,6 +78,16 @@ export class MockMappedFile implements NativeMappedFile {
         this.#memory = memory;
       }
       return this.#memory;
+    });
+  }
+
+  /** Synthetic pointers, distinct from every other allocation's, never valid addresses (see MOCK.md). */
+  nativeHandle(): MockMemoryHandle {
+    return this.#core.run("mappedFile.nativeHandle", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.nativeHandle(): the mapping was already released`);
+      }
+      return mockMemoryHandle("mapping", this.id);
     });
   }
 

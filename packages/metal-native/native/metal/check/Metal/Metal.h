@@ -27,6 +27,7 @@ static const MTLGPUFamily MTLGPUFamilyMetal3 = 5001;
 @protocol MTLBuffer <MTLResource>
 - (void*)contents;
 @property(readonly) NSUInteger length;
+@property(readonly) uint64_t gpuAddress API_AVAILABLE(macos(13.0));
 @end
 
 API_AVAILABLE(macos(15.0))
@@ -48,10 +49,12 @@ API_AVAILABLE(macos(15.0))
 
 @protocol MTLCommandQueue <NSObject>
 - (void)addResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
+- (void)removeResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
 @end
 
 @protocol MTLDevice <NSObject>
 @property(readonly) NSString* name;
+@property(readonly) uint64_t registryID;
 @property(readonly) uint64_t recommendedMaxWorkingSetSize;
 @property(readonly) NSUInteger maxBufferLength;
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
