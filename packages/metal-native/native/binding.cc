@@ -410,6 +410,7 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
     return DefineClass(env, "NativeMappedFileHandle",
                        {InstanceMethod<&MappedFileHandle::Contents>("contents"),
                         InstanceMethod<&MappedFileHandle::NativeHandle>("nativeHandle"),
+                        InstanceMethod<&MappedFileHandle::DetachContents>("detachContents"),
                         InstanceMethod<&MappedFileHandle::Release>("release"),
                         InstanceAccessor<&MappedFileHandle::Length>("length"),
                         InstanceAccessor<&MappedFileHandle::AllocatedSize>("allocatedSize"),
@@ -443,6 +444,7 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
   Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "mapped file"); }
+  void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "mapped file"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {

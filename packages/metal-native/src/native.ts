@@ -315,6 +315,17 @@ export class NativeAddonMappedFile implements NativeMappedFile {
     }
   }
 
+  /** Detaches every `ArrayBuffer` handed out so far, without unmapping. Throws after release. */
+  detachContents(): void {
+    if (this.#released)
+      throw new NativeReleasedError("detachContents(): the mapped file was already released");
+    try {
+      this.raw.detachContents();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
   /** Where the mapping is (its first byte is the file's first byte); see {@link NativeAddonBuffer.nativeHandle}. */
   nativeHandle(): NativeMemoryHandle {
     if (this.#released) throw new NativeReleasedError("nativeHandle(): the mapped file was already released");

@@ -109,6 +109,11 @@ export interface NativeMappedFile {
   readonly released: boolean;
   /** The file's bytes (`length` of them) as an external `ArrayBuffer`, detached on release. */
   contents(): ArrayBuffer;
+  /**
+   * Detaches every `ArrayBuffer` handed out so far without unmapping (a release deferred until a kernel is
+   * done cuts JavaScript off at once). Throws after release.
+   */
+  detachContents(): void;
   /** Where the mapping is (its first byte is the file's first byte); valid until `release()`, throws after. */
   nativeHandle(): NativeMemoryHandle;
   /** Unmaps the file and detaches every view. A second call throws. */

@@ -368,6 +368,17 @@ export function describeNativeBackendContract(
         expect(buffer.contents().byteLength).toBe(512);
       });
 
+      it("a mapping's detachContents detaches old views and keeps its bytes for the next contents()", () => {
+        const content = patternBytes(300, 8);
+        const mapping = mapFile(writeTemporaryFile(content));
+        const view = new Uint8Array(mapping.contents());
+        mapping.detachContents();
+        expect(view.byteLength).toBe(0);
+        expect(new Uint8Array(mapping.contents())).toEqual(content);
+        mapping.release();
+        expectNativeError(() => mapping.detachContents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+      });
+
       it("releasing a mapping detaches its views", () => {
         const path = writeTemporaryFile(patternBytes(3000, 3));
         const mapping = mapFile(path);

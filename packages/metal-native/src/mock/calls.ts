@@ -10,6 +10,7 @@ export type MockCallName =
   | "mapFile"
   | "mappedFile.contents"
   | "mappedFile.nativeHandle"
+  | "mappedFile.detachContents"
   | "mappedFile.release"
   | "newResidencySet"
   | "attachResidencySet"
@@ -57,6 +58,7 @@ function zeroCounts(): MockCallCounts {
     mapFile: 0,
     "mappedFile.contents": 0,
     "mappedFile.nativeHandle": 0,
+    "mappedFile.detachContents": 0,
     "mappedFile.release": 0,
     newResidencySet: 0,
     attachResidencySet: 0,

@@ -81,6 +81,16 @@ export class MockMappedFile implements NativeMappedFile {
     });
   }
 
+  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
+  detachContents(): void {
+    this.#core.run("mappedFile.detachContents", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.detachContents(): the mapping was already released`);
+      }
+      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory);
+    });
+  }
+
   /** Synthetic pointers, distinct from every other allocation's, never valid addresses (see MOCK.md). */
   nativeHandle(): MockMemoryHandle {
     return this.#core.run("mappedFile.nativeHandle", this.label, undefined, () => {
