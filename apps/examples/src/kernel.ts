@@ -36,7 +36,18 @@ async function main(argv: string[]): Promise<number> {
   const factor = Number(values.factor);
   if (!Number.isFinite(factor)) throw new RangeError(`--factor: "${values.factor}" is not a number`);
   const kernels = loadKernelAddon();
-  using device = Device.open();
+  // On macOS the scaling runs on the GPU, on the runtime's own queue that nuvec's residency sets attach to
+  // (written for Metal, compile-checked only: never run where it was written). Elsewhere on the CPU pool.
+  const gpu = process.platform === "darwin" ? kernels.metal : undefined;
+  const commandQueue = gpu?.newCommandQueue();
+  using device = Device.open(commandQueue === undefined ? {} : { metal: { commandQueue } });
+  const scale = (factorToApply: number) => {
+    const native = handle;
+    if (gpu !== undefined && commandQueue !== undefined && native.platform === "metal") {
+      return gpu.scale(native.metalBuffer, count, factorToApply, commandQueue);
+    }
+    return kernels.scale(native.address, count, factorToApply);
+  };
   const bytes = count * Float32Array.BYTES_PER_ELEMENT;
 
   // 1. malloc and fill through contents(): small integers, so the float32 sums below are exact.
@@ -50,13 +61,13 @@ async function main(argv: string[]): Promise<number> {
   const handle = buffer.nativeHandle();
 
   // 2. Zero copy: a kernel writes the memory, JavaScript reads its writes through the same view.
-  await kernels.scale(handle.address, count, 2);
+  await scale(2);
   let zeroCopy = true;
   for (let index = 0; index < count; index += 1) zeroCopy &&= data[index] === 2 * (index % 7);
   expected *= 2;
 
   // 3. The kernel runs on the same memory, asynchronously; the buffer is freed at once, with { after }.
-  const kernel = kernels.scale(handle.address, count, factor).then(() => kernels.sum(handle.address, count));
+  const kernel = scale(factor).then(() => kernels.sum(handle.address, count));
   buffer.free({ after: kernel });
   const viewDetached = data.length === 0;
   const whileRunning = { stats: device.memoryStats(), pendingFrees: device.counters().pendingFrees };

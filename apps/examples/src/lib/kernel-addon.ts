@@ -12,6 +12,20 @@ import { DeviceArgumentError } from "@nuvec/device";
 interface RawKernelAddon {
   scale(address: bigint, count: number, factor: number): Promise<undefined>;
   sum(address: bigint, count: number): Promise<number>;
+  // macOS only (kernel/metal/kernel_metal.mm):
+  scaleMetal?(metalBuffer: bigint, count: number, factor: number, commandQueue: bigint): Promise<undefined>;
+  newCommandQueue?(): bigint;
+}
+
+/**
+ * The Metal version (macOS builds only; compile-checked, never run where it was written): `scale` as a
+ * compute kernel bound to the buffer by its `metalBuffer`, on the runtime's queue.
+ */
+export interface MetalKernels {
+  /** A new `id<MTLCommandQueue>` on the system GPU, to pass to `Device.open({ metal: { commandQueue } })`. */
+  newCommandQueue(): bigint;
+  /** `data[i] *= factor` on the GPU; resolves in the command buffer's completion handler. */
+  scale(metalBuffer: bigint, count: number, factor: number, commandQueue: bigint): Promise<void>;
 }
 
 /** The example kernels over `count` float32 values at `address` (a `nativeHandle().address`). */
@@ -20,6 +34,8 @@ export interface KernelAddon {
   scale(address: bigint, count: number, factor: number): Promise<void>;
   /** `Σ data[i]` for `i < count` (accumulated in double), off the JavaScript thread. */
   sum(address: bigint, count: number): Promise<number>;
+  /** The Metal kernels, in a macOS build; `undefined` elsewhere. */
+  readonly metal: MetalKernels | undefined;
 }
 
 /** The examples' folder (where kernel/ is), from src/lib (tests) or dist/ (the built programs). */
@@ -62,7 +78,27 @@ export function loadKernelAddon(): KernelAddon {
     addon = createRequire(import.meta.url)(path) as RawKernelAddon;
   }
   const raw = addon;
+  const { scaleMetal, newCommandQueue } = raw;
+  const metal: MetalKernels | undefined =
+    scaleMetal === undefined || newCommandQueue === undefined
+      ? undefined
+      : {
+          newCommandQueue: () => newCommandQueue.call(raw),
+          async scale(metalBuffer, count, factor, commandQueue) {
+            checkAddress(metalBuffer);
+            checkCount(count);
+            checkAddress(commandQueue);
+            if (typeof factor !== "number" || !Number.isFinite(factor)) {
+              throw new DeviceArgumentError(
+                "factor",
+                `factor must be a finite number, got ${String(factor)}`,
+              );
+            }
+            await scaleMetal.call(raw, metalBuffer, count, factor, commandQueue);
+          },
+        };
   return {
+    metal,
     async scale(address, count, factor) {
       checkAddress(address);
       checkCount(count);
