@@ -278,6 +278,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("close() releases everything else at once and each pending free when its promise settles", async () => {
       const { backend, device } = open();
       const before = backend.counters();
+      device.setWiredLimit(1 << 20); // the pending buffer is wired in a residency set when close() runs
       const pending = device.malloc(20_000);
       const file = device.mapFile(writeFile(pattern(3000, 2)));
       device.malloc(1000); // live, released by close()
@@ -307,6 +308,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(after.buffersMade - after.buffersReleased).toBe(before.buffersMade - before.buffersReleased);
       expect(after.mappingsMade - after.mappingsReleased).toBe(before.mappingsMade - before.mappingsReleased);
       expect(after.bufferBytes).toBe(before.bufferBytes);
+      expect(after.wiredBytes).toBe(before.wiredBytes);
       expect(device.memoryStats()).toMatchObject({ active: 0, mapped: 0, activeWithMapped: 0 });
       expect(device.counters()).toMatchObject({ pendingFrees: 0, liveBuffers: 0, mappings: 0 });
     });
