@@ -234,7 +234,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const { device } = open();
       const buffer = device.malloc(300);
       const before = { stats: device.memoryStats(), counters: device.counters() };
-      // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a promise, on purpose
+      // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
       for (const after of [5, "soon", null, {}, { then: 1 }]) {
         const error = (() => {
           try {
