@@ -228,6 +228,31 @@ function checkMetalOptions(metal: unknown, backend: NativeBackend): void {
   }
 }
 
+/**
+ * Runs `settle` once `after` settles, fulfilled or rejected. A failure inside `settle` (say, a backend closed
+ * under the device) must not become an unhandled rejection, which would end the process: it is reported as
+ * a process warning instead.
+ */
+function settleAfter(after: PromiseLike<unknown>, settle: () => void): void {
+  const run = () => {
+    try {
+      settle();
+    } catch (error) {
+      const warn = globalThis.process?.emitWarning;
+      if (typeof warn === "function") {
+        warn.call(
+          globalThis.process,
+          `nuvec: a deferred free failed: ${(error as Error)?.message ?? error}`,
+          {
+            code: "NUVEC_DEFERRED_FREE_FAILED",
+          },
+        );
+      }
+    }
+  };
+  Promise.resolve(after).then(run, run);
+}
+
 /** Checks one pointer of the `metal` option: a bigint in (0, 2^64). */
 function checkPointerOption(value: unknown, name: string): void {
   if (value === undefined) return;
@@ -602,7 +627,7 @@ export class Device {
         this.#settledAfterClose(record.allocation.length, 0);
       }
     };
-    Promise.resolve(after).then(settle, settle);
+    settleAfter(after, settle);
   }
 
   /** Takes a free that settled after close() out of the last figures (they said it was still in use). */
@@ -716,7 +741,7 @@ export class Device {
         this.#settledAfterClose(0, file.mapping.charged);
       }
     };
-    Promise.resolve(after).then(settle, settle);
+    settleAfter(after, settle);
   }
 
   #unmap(file: MappedFile): void {

@@ -349,6 +349,32 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
   });
 });
 
+describe("a deferred free that fails when it settles", () => {
+  it("is a process warning, never an unhandled rejection (a backend closed under the device)", async () => {
+    const backend = new MockBackend({ realFiles: false });
+    backend.addFile("/weights.bin", 100_000);
+    const device = Device.open({ backend, wiredLimit: 1 << 20 });
+    const file = device.mapFile("/weights.bin");
+    const kernel = deferred();
+    file.release({ after: kernel.promise });
+    backend.close(); // the runtime's test tears the backend down first: unwiring the file will throw
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      kernel.resolve();
+      await settled();
+      await settled();
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.map((warning) => (warning as Error & { code?: string }).code)).toEqual([
+      "NUVEC_DEFERRED_FREE_FAILED",
+    ]);
+    expect(device.counters().pendingFrees).toBe(0);
+  });
+});
+
 describe("Metal options, with a stand-in Metal backend (the Device's plumbing; Metal itself never runs here)", () => {
   /** The mock dressed as Metal: its sets get pretend pointers, and every attach records its queue. */
   function pretendMetal() {
