@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/demo.ts", "src/replay.ts", "src/checkpoint.ts"],
+  entry: ["src/demo.ts", "src/replay.ts", "src/checkpoint.ts", "src/kernel.ts"],
   format: ["esm"],
   sourcemap: true,
   clean: true,

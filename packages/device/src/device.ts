@@ -15,6 +15,7 @@ import {
   type NativeBuffer,
   type NativeCounters,
   type NativeMappedFile,
+  type NativeMemoryHandle,
   type NativeResidencySet,
 } from "@nuvec/metal-native";
 import { Residency } from "@nuvec/residency";
@@ -62,7 +63,46 @@ export interface DeviceOptions {
    * residency after the GPU idles. Default: off.
    */
   residencyKeepAliveMilliseconds?: number;
+  /**
+   * Metal only: where a runtime's own kernels run, as pointers (`bigint`). `commandQueue` (an
+   * `id<MTLCommandQueue>`): nuvec's residency sets are attached to it instead of the addon's private queue
+   * (and removed from it before they are released), so the runtime's command buffers see them. `device` (an
+   * `id<MTLDevice>`): checked to be the GPU nuvec's buffers come from. Refused on other backends with a
+   * {@link DeviceArgumentError} naming the option.
+   */
+  metal?: MetalOptions;
 }
+
+/** The runtime's Metal objects, as pointers (see {@link DeviceOptions.metal}). */
+export interface MetalOptions {
+  /** The runtime's `id<MTLCommandQueue>`, e.g. `(uint64_t)(__bridge void*)queue` passed to JavaScript as a BigInt. */
+  commandQueue?: bigint;
+  /** The runtime's `id<MTLDevice>`. */
+  device?: bigint;
+}
+
+/** Options of `buffer.free()` and `mappedFile.release()`. */
+export interface FreeOptions {
+  /**
+   * Free only once this promise settles (fulfilled or rejected): views are detached at once, but the memory
+   * is neither cached, reused nor unmapped until then, and counts in `active` (or `mapped`) and in
+   * `pendingFrees` meanwhile. Pass the promise of the kernel still using the memory. A promise that never
+   * settles keeps the memory for the life of the process: a leak, counted in `pendingFrees`.
+   */
+  after?: PromiseLike<unknown>;
+}
+
+/**
+ * A {@link NativeMemoryHandle} (the backend's pointers) with the allocation's lengths: what a runtime's
+ * native code needs to run a kernel on nuvec memory. Frozen; valid until the buffer is freed (or the file
+ * released), and after a deferred free until its promise settles.
+ */
+export type DeviceMemoryHandle = NativeMemoryHandle & {
+  /** Bytes the caller may use: the bytes asked for (buffers) or the file's length (mapped files). */
+  readonly length: number;
+  /** Bytes behind the address: the size class handed out (buffers) or the mapped length (mapped files). */
+  readonly allocatedLength: number;
+};
 
 /** What a device is and how it is set up (see {@link Device.info}). */
 export interface DeviceInfo extends DeviceFacts {
@@ -86,6 +126,11 @@ export interface DeviceCounters extends AllocatorCounters {
   liveDeviceBuffers: number;
   /** Live mapped files. */
   liveMappedFiles: number;
+  /**
+   * Buffers and mapped files freed with `{ after }` whose promise has not settled yet: their memory is
+   * still in use (counted in `active` or `mapped`) and will be freed when it does.
+   */
+  pendingFrees: number;
   /** What the native backend counted. */
   backend: NativeCounters;
 }
@@ -114,6 +159,107 @@ function checkByteCount(value: unknown, name: string): asserts value is number {
 const ownerOfView = new WeakMap<ArrayBuffer, DeviceBuffer>();
 
 const EMPTY = new ArrayBuffer(0);
+
+/** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
+function nullHandle(platform: string): NativeMemoryHandle {
+  const pointers = platform === "metal" || platform === "mock" ? { metalBuffer: 0n, gpuAddress: 0n } : {};
+  return { platform, address: 0n, ...pointers } as NativeMemoryHandle;
+}
+
+/** Checks `free`/`release` options: `after`, when given, must be a thenable (a promise). */
+function checkFreeOptions(options: unknown, operation: string): PromiseLike<unknown> | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== "object") {
+    throw new DeviceArgumentError(
+      "options",
+      `${operation}: options must be an object, got ${String(options)}`,
+    );
+  }
+  const after = (options as FreeOptions).after;
+  if (after === undefined) return undefined;
+  if (
+    (typeof after !== "object" && typeof after !== "function") ||
+    after === null ||
+    typeof (after as { then?: unknown }).then !== "function"
+  ) {
+    throw new DeviceArgumentError(
+      "after",
+      `${operation}: after must be a promise (a thenable), got ${after === null ? "null" : typeof after}`,
+    );
+  }
+  return after;
+}
+
+/**
+ * Checks `Device.open`'s `metal` option against the backend: pointers well-formed, the backend a Metal one
+ * (anything else is refused, naming the options given), and the runtime's device the backend's GPU.
+ */
+function checkMetalOptions(metal: unknown, backend: NativeBackend): void {
+  if (metal === null || typeof metal !== "object") {
+    throw new DeviceArgumentError("metal", "Device.open(options): metal must be an object");
+  }
+  const { commandQueue, device } = metal as MetalOptions;
+  checkPointerOption(commandQueue, "metal.commandQueue");
+  checkPointerOption(device, "metal.device");
+  const given = [
+    ...(commandQueue === undefined ? [] : ["metal.commandQueue"]),
+    ...(device === undefined ? [] : ["metal.device"]),
+  ];
+  if (given.length === 0) return;
+  if (backend.platform !== "metal") {
+    throw new DeviceArgumentError(
+      given[0] as string,
+      `Device.open(): ${given.join(" and ")} ${given.length > 1 ? "are" : "is"} for the Metal backend; ` +
+        `this device runs on the ${backend.platform} backend, which has no Metal queue or device`,
+    );
+  }
+  if (device === undefined) return;
+  if (backend.checkMetalDevice === undefined) {
+    throw new DeviceArgumentError("metal.device", "Device.open(): this Metal backend cannot check a device");
+  }
+  try {
+    backend.checkMetalDevice(device);
+  } catch (error) {
+    throw new DeviceArgumentError(
+      "metal.device",
+      `Device.open(): metal.device: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Runs `settle` once `after` settles, fulfilled or rejected. A failure inside `settle` (say, a backend closed
+ * under the device) must not become an unhandled rejection, which would end the process: it is reported as
+ * a process warning instead.
+ */
+function settleAfter(after: PromiseLike<unknown>, settle: () => void): void {
+  const run = () => {
+    try {
+      settle();
+    } catch (error) {
+      const warn = globalThis.process?.emitWarning;
+      if (typeof warn === "function") {
+        warn.call(
+          globalThis.process,
+          `nuvec: a deferred free failed: ${(error as Error)?.message ?? error}`,
+          {
+            code: "NUVEC_DEFERRED_FREE_FAILED",
+          },
+        );
+      }
+    }
+  };
+  Promise.resolve(after).then(run, run);
+}
+
+/** Checks one pointer of the `metal` option: a bigint in (0, 2^64). */
+function checkPointerOption(value: unknown, name: string): void {
+  if (value === undefined) return;
+  if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
+    throw new DeviceArgumentError(name, `${name} must be a non-zero 64-bit pointer given as a bigint`);
+  }
+}
 
 /**
  * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
@@ -168,9 +314,26 @@ export class DeviceBuffer {
     return new Uint8Array(this.contents(), 0, this.length);
   }
 
-  /** Gives the buffer back to the device (to its cache, or to the system). A second call throws. */
-  free(): void {
-    this.#device.free(this);
+  /**
+   * Where the memory is, for a runtime's native code (a kernel): the backend's pointers (`address`; on Metal
+   * `metalBuffer` and `gpuAddress`) with `length` and `allocatedLength`. Frozen; valid until the buffer is
+   * freed (with `{ after }`: until that promise settles). A 0-byte buffer's pointers are all `0n`. Throws
+   * `BufferFreedError` after `free()`.
+   */
+  nativeHandle(): DeviceMemoryHandle {
+    this.#check("nativeHandle()");
+    const allocation = this.#record.allocation;
+    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device.backend.platform);
+    return Object.freeze({ ...native, length: allocation.requested, allocatedLength: allocation.length });
+  }
+
+  /**
+   * Gives the buffer back to the device (to its cache, or to the system). A second call throws.
+   * `{ after: promise }`: views are detached now, the memory is given back once the promise settles (see
+   * {@link FreeOptions}).
+   */
+  free(options?: FreeOptions): void {
+    this.#device.free(this, options);
   }
 
   /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */
@@ -238,9 +401,26 @@ export class MappedFile {
     return this.#native.contents();
   }
 
-  /** Unmaps the file. A second call throws. */
-  release(): void {
-    this.#device.releaseMapping(this);
+  /**
+   * Where the mapping is: its `address` is the file's first byte (see {@link DeviceBuffer.nativeHandle});
+   * `allocatedLength` is the mapped length. Throws `MappingReleasedError` after `release()`.
+   */
+  nativeHandle(): DeviceMemoryHandle {
+    if (this.#device.closed) throw new DeviceClosedError("nativeHandle()");
+    if (!this.#live) throw new MappingReleasedError("nativeHandle()");
+    return Object.freeze({
+      ...this.#native.nativeHandle(),
+      length: this.#native.length,
+      allocatedLength: this.#native.mappedLength,
+    });
+  }
+
+  /**
+   * Unmaps the file. A second call throws. `{ after: promise }`: views are detached now, the file is
+   * unmapped once the promise settles (see {@link FreeOptions}).
+   */
+  release(options?: FreeOptions): void {
+    this.#device.releaseMapping(this, options);
   }
 
   /** `using file = device.mapFile(path)` releases it at the end of the scope. */
@@ -283,9 +463,14 @@ export class Device {
   // The last statistics and counters, taken at close(), so they can still be read afterwards.
   #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
   #trace: TraceRecorder | undefined;
+  // Frees deferred with `{ after }` whose promise has not settled (see #deferFree).
+  #pendingFrees = 0;
+  // Every residency set made (Residency keeps them until close), for residencySetHandles().
+  readonly #residencySets: NativeResidencySet[] = [];
 
   private constructor(backend: NativeBackend, options: DeviceOptions) {
     this.#backend = backend;
+    const commandQueue = options.metal?.commandQueue;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
     this.#allocator = new CachingAllocator<NativeBuffer>(
@@ -317,8 +502,16 @@ export class Device {
     this.#residency = new Residency<NativeAllocation, NativeResidencySet>(
       {
         supportsResidencySets: backend.supportsResidencySets,
-        newResidencySet: () => backend.newResidencySet(),
-        attachResidencySet: (set) => backend.attachResidencySet(set),
+        newResidencySet: () => {
+          const set = backend.newResidencySet();
+          if (set !== undefined) this.#residencySets.push(set);
+          return set;
+        },
+        // On the runtime's queue when it gave one (Metal), so its command buffers see the sets.
+        attachResidencySet: (set) =>
+          commandQueue === undefined
+            ? backend.attachResidencySet(set)
+            : backend.attachResidencySet(set, commandQueue),
         allocatedSize: (allocation) => allocation.allocatedSize,
       },
       {
@@ -349,6 +542,7 @@ export class Device {
     }
     if (options.wiredLimit !== undefined) checkByteCount(options.wiredLimit, "wiredLimit");
     const backend = options.backend ?? loadNativeBackend();
+    if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
       throw new WiredLimitError(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
@@ -393,8 +587,11 @@ export class Device {
     return buffer;
   }
 
-  /** Frees `buffer` (same as `buffer.free()`). Double free, a buffer of another device: typed errors. */
-  free(buffer: DeviceBuffer): void {
+  /**
+   * Frees `buffer` (same as `buffer.free(options)`). Double free, a buffer of another device: typed errors.
+   * `{ after: promise }` defers giving the memory back until the promise settles (see {@link FreeOptions}).
+   */
+  free(buffer: DeviceBuffer, options?: FreeOptions): void {
     if (!(buffer instanceof DeviceBuffer)) {
       throw new DeviceArgumentError("buffer", "free(buffer): buffer must be a DeviceBuffer");
     }
@@ -402,8 +599,49 @@ export class Device {
     if (this.#closed) throw new DeviceClosedError("free()");
     const record = buffer.record;
     if (!record.live) throw new BufferFreedError("free()");
-    this.#freeRecord(record);
+    const after = checkFreeOptions(options, "free()");
+    if (after === undefined) this.#freeRecord(record);
+    else this.#deferFree(record, after);
     this.#safetyNet?.unregister(record);
+  }
+
+  /**
+   * A free that waits for `after`: the buffer is dead to JavaScript now (views detached, every use a
+   * BufferFreedError), but its memory stays out of the cache, and counted in `active`, until the promise
+   * settles either way — a kernel may still be reading or writing it. Settling after close() gives the
+   * memory straight back to the system (the allocator is gone).
+   */
+  #deferFree(record: BufferRecord, after: PromiseLike<unknown>): void {
+    const native = record.allocation.buffer;
+    if (native !== undefined) native.detachContents();
+    record.live = false;
+    this.#unlink(record);
+    this.#pendingFrees += 1;
+    const settle = () => {
+      this.#pendingFrees -= 1;
+      if (!this.#closed) {
+        this.#allocator.free(record.allocation);
+        if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
+      } else if (native !== undefined) {
+        native.release();
+        this.#settledAfterClose(record.allocation.length, 0);
+      }
+    };
+    settleAfter(after, settle);
+  }
+
+  /** Takes a free that settled after close() out of the last figures (they said it was still in use). */
+  #settledAfterClose(bufferBytes: number, mappedBytes: number): void {
+    const final = this.#final;
+    if (final === undefined) return;
+    final.stats.active -= bufferBytes;
+    final.stats.mapped -= mappedBytes;
+    final.stats.activeWithMapped -= bufferBytes + mappedBytes;
+    if (bufferBytes > 0) {
+      final.counters.liveBuffers -= 1;
+      final.counters.systemReleases += 1;
+    }
+    if (mappedBytes > 0) final.counters.mappings -= 1;
   }
 
   #link(record: BufferRecord): void {
@@ -467,16 +705,43 @@ export class Device {
     return file;
   }
 
-  /** Releases a mapped file (same as `file.release()`). */
-  releaseMapping(file: MappedFile): void {
+  /**
+   * Releases a mapped file (same as `file.release(options)`). `{ after: promise }` defers the unmapping until
+   * the promise settles (see {@link FreeOptions}).
+   */
+  releaseMapping(file: MappedFile, options?: FreeOptions): void {
     if (!(file instanceof MappedFile)) {
       throw new DeviceArgumentError("file", "releaseMapping(file): file must be a MappedFile");
     }
     if (file.device !== this) throw new ForeignBufferError("releaseMapping()");
     if (this.#closed) throw new DeviceClosedError("releaseMapping()");
     if (file.released) throw new MappingReleasedError("release()");
+    const after = checkFreeOptions(options, "release()");
+    if (after !== undefined) {
+      this.#deferUnmap(file, after);
+      return;
+    }
     this.#unmap(file);
     if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+  }
+
+  /** As #deferFree, for a mapped file: views detached now, unmapped (and uncharged) once `after` settles. */
+  #deferUnmap(file: MappedFile, after: PromiseLike<unknown>): void {
+    file.native.detachContents();
+    file.markReleased();
+    this.#mappings.delete(file);
+    this.#pendingFrees += 1;
+    const settle = () => {
+      this.#pendingFrees -= 1;
+      if (!this.#closed) {
+        this.#unmap(file);
+        if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+      } else {
+        file.native.release();
+        this.#settledAfterClose(0, file.mapping.charged);
+      }
+    };
+    settleAfter(after, settle);
   }
 
   #unmap(file: MappedFile): void {
@@ -499,6 +764,7 @@ export class Device {
       leakedBuffers: this.#leakedBuffers,
       liveDeviceBuffers: this.#liveCount,
       liveMappedFiles: this.#mappings.size,
+      pendingFrees: this.#pendingFrees,
       backend: this.#backend.counters(),
     };
   }
@@ -597,6 +863,23 @@ export class Device {
     };
   }
 
+  /**
+   * Metal: the `id<MTLResidencySet>`s nuvec uses now, as pointers (not retained), for a runtime with several
+   * command queues to attach them itself (`[queue addResidencySet:]`). The list only grows, when residency
+   * needs a new set (each holds up to `max(W·pct/100, 64 MiB)`, at most 32 sets; the first is made at
+   * open), and is empty after close(): read it again after raising the wired limit. Empty on backends
+   * without Metal residency sets (the host, the mock).
+   */
+  residencySetHandles(): bigint[] {
+    if (this.#closed) return [];
+    const handles: bigint[] = [];
+    for (const set of this.#residencySets) {
+      const pointer = set.metalResidencySet;
+      if (pointer !== undefined) handles.push(pointer);
+    }
+    return handles;
+  }
+
   /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
@@ -614,7 +897,10 @@ export class Device {
 
   /**
    * Releases everything: live buffers (their views detached), cached buffers, mapped files and residency
-   * sets. Idempotent. Every later use of the device or its buffers throws `DeviceClosedError`.
+   * sets. Idempotent. Every later use of the device or its buffers throws `DeviceClosedError`. Frees deferred
+   * with `{ after }` are the exception: each one's memory goes back to the system when its promise settles
+   * (a kernel may still be using it); until then it stays in the last `memoryStats()` (`active`, `mapped`)
+   * and in `counters().pendingFrees`.
    */
   close(): void {
     if (this.#closed) return;

@@ -17,8 +17,11 @@ export {
   DeviceBuffer,
   type DeviceCounters,
   type DeviceInfo,
+  type DeviceMemoryHandle,
   type DeviceOptions,
+  type FreeOptions,
   MappedFile,
+  type MetalOptions,
 } from "./device.js";
 export {
   BufferFreedError,

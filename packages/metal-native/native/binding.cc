@@ -296,6 +296,23 @@ class AllocationHandle {
     return buffer;
   }
 
+  // Where the memory is, for a runtime's native code: { platform, address, and on Metal metalBuffer and
+  // gpuAddress }, pointers as BigInts. Nothing is retained: valid until release.
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info, const char* what) {
+    Napi::Env env = info.Env();
+    Allocation* allocation = Live(env, what);
+    const std::string& platform = PlatformOf(env, *state).facts().platform;
+    Napi::Object handle = Napi::Object::New(env);
+    handle.Set("platform", Napi::String::New(env, platform));
+    uint64_t address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(allocation->data()));
+    handle.Set("address", Napi::BigInt::New(env, address));
+    if (platform == "metal") {
+      handle.Set("metalBuffer", Napi::BigInt::New(env, allocation->metalBuffer()));
+      handle.Set("gpuAddress", Napi::BigInt::New(env, allocation->gpuAddress()));
+    }
+    return handle;
+  }
+
   // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes.
   void DetachViews() {
     for (auto& view : views) {
@@ -346,6 +363,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
     return DefineClass(env, "NativeBufferHandle",
                        {InstanceMethod<&BufferHandle::Contents>("contents"),
                         InstanceMethod<&BufferHandle::DetachContents>("detachContents"),
+                        InstanceMethod<&BufferHandle::NativeHandle>("nativeHandle"),
                         InstanceMethod<&BufferHandle::Release>("release"),
                         InstanceAccessor<&BufferHandle::Length>("length"),
                         InstanceAccessor<&BufferHandle::AllocatedSize>("allocatedSize"),
@@ -375,6 +393,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
   void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "buffer"); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "buffer"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
@@ -390,6 +409,8 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "NativeMappedFileHandle",
                        {InstanceMethod<&MappedFileHandle::Contents>("contents"),
+                        InstanceMethod<&MappedFileHandle::NativeHandle>("nativeHandle"),
+                        InstanceMethod<&MappedFileHandle::DetachContents>("detachContents"),
                         InstanceMethod<&MappedFileHandle::Release>("release"),
                         InstanceAccessor<&MappedFileHandle::Length>("length"),
                         InstanceAccessor<&MappedFileHandle::AllocatedSize>("allocatedSize"),
@@ -422,6 +443,8 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
 
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "mapped file"); }
+  void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "mapped file"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
@@ -456,6 +479,7 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
                         InstanceAccessor<&ResidencySetHandle::AllocationCount>("allocationCount"),
                         InstanceAccessor<&ResidencySetHandle::WiringFailures>("wiringFailures"),
                         InstanceAccessor<&ResidencySetHandle::LastWiringError>("lastWiringError"),
+                        InstanceAccessor<&ResidencySetHandle::MetalResidencySet>("metalResidencySet"),
                         InstanceAccessor<&ResidencySetHandle::Released>("released")});
   }
 
@@ -544,6 +568,12 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
   Napi::Value Released(const Napi::CallbackInfo& info) {
     return Napi::Boolean::New(info.Env(), Find() == nullptr);
   }
+  // The id<MTLResidencySet> as a BigInt (Metal), undefined elsewhere or once released.
+  Napi::Value MetalResidencySet(const Napi::CallbackInfo& info) {
+    ResidencySet* set = Find();
+    uint64_t pointer = set ? PlatformOf(info.Env(), *state_).metalResidencySet(set) : 0;
+    return pointer == 0 ? info.Env().Undefined() : Napi::BigInt::New(info.Env(), pointer);
+  }
 
   std::shared_ptr<AddonState> state_;
   uint64_t id_ = 0;
@@ -591,6 +621,18 @@ Napi::Value LastWiringError(const Napi::CallbackInfo& info) {
   return advice.empty() ? env.Undefined() : Napi::String::New(env, advice);
 }
 
+// A pointer given as a BigInt: a non-zero value that fits 64 bits (0 when optional and undefined).
+uint64_t PointerArgument(Napi::Env env, const Napi::Value& value, const char* name, bool optional) {
+  if (optional && value.IsUndefined()) return 0;
+  if (!value.IsBigInt()) ThrowArgument(env, name, std::string(name) + " must be a pointer given as a bigint");
+  bool lossless = false;
+  uint64_t pointer = value.As<Napi::BigInt>().Uint64Value(&lossless);
+  if (!lossless || pointer == 0) {
+    ThrowArgument(env, name, std::string(name) + " must be a non-zero 64-bit pointer");
+  }
+  return pointer;
+}
+
 void AttachResidencySet(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AddonData& data = DataOf(env);
@@ -598,7 +640,20 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.residencySetConstructor.Value())) {
     ThrowArgument(env, "set", "set must be a residency set of this backend");
   }
-  platform.attachResidencySet(ResidencySetHandle::Unwrap(info[0].As<Napi::Object>())->Live(env));
+  ResidencySet* set = ResidencySetHandle::Unwrap(info[0].As<Napi::Object>())->Live(env);
+  uint64_t commandQueue = PointerArgument(env, info[1], "commandQueue", true);
+  Failure failure;
+  platform.attachResidencySet(set, commandQueue, &failure);
+  if (failure.failed()) ThrowArgument(env, "commandQueue", failure.message);
+}
+
+// checkMetalDevice(device): throws an argument error unless device is the GPU the buffers come from.
+void CheckMetalDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Platform& platform = PlatformOf(env, *DataOf(env).state);
+  uint64_t device = PointerArgument(env, info[0], "device", false);
+  Failure failure;
+  if (!platform.checkMetalDevice(device, &failure)) ThrowArgument(env, "device", failure.message);
 }
 
 // Nothing: what a call across N-API costs, for the benchmark.
@@ -631,6 +686,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("counters", Napi::Function::New<CountersOf>(env, "counters"));
   exports.Set("lastWiringError", Napi::Function::New<LastWiringError>(env, "lastWiringError"));
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
+  exports.Set("checkMetalDevice", Napi::Function::New<CheckMetalDevice>(env, "checkMetalDevice"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
   exports.Set("available", Napi::Boolean::New(env, static_cast<bool>(data->state->platform)));
   exports.Set("unavailableReason", Napi::String::New(env, failure.message));

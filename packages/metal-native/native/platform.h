@@ -52,6 +52,10 @@ class Allocation {
   virtual size_t length() const = 0;
   // Bytes the system really holds (page-rounded for mmap'd memory; Metal's allocatedSize).
   virtual size_t allocatedSize() const = 0;
+  // For runtimes' native code (nativeHandle()): the id<MTLBuffer> as a pointer (not retained) and its
+  // gpuAddress on Metal; 0 on layers without them (the binding then leaves the fields out).
+  virtual uint64_t metalBuffer() const { return 0; }
+  virtual uint64_t gpuAddress() const { return 0; }
 
   // Sets that hold this allocation (a pending add or committed). Maintained by binding.cc: as with Metal,
   // where a residency set retains what it holds, memory released while a set holds it is freed only once
@@ -147,7 +151,14 @@ class Platform {
   virtual std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) = 0;
   // nullptr (and no failure) when the device has no residency sets.
   virtual std::unique_ptr<ResidencySet> newResidencySet(Failure* failure) = 0;
-  virtual void attachResidencySet(ResidencySet* set) = 0;
+  // commandQueue: 0 for the platform's own queue, else a runtime's id<MTLCommandQueue> as a pointer (Metal;
+  // the set is removed from it before it is released). A layer without queues fails for a non-zero one.
+  virtual void attachResidencySet(ResidencySet* set, uint64_t commandQueue, Failure* failure) = 0;
+  // Whether `device` (an id<MTLDevice> as a pointer) is the GPU the buffers come from; `failure` says why
+  // not. Layers without Metal always fail.
+  virtual bool checkMetalDevice(uint64_t device, Failure* failure) = 0;
+  // The id<MTLResidencySet> behind a set as a pointer (not retained); 0 on layers without them.
+  virtual uint64_t metalResidencySet(ResidencySet*) const { return 0; }
   virtual WiringCounters wiringCounters() const = 0;
   // Advice for the last wiring failure of any set, or "".
   virtual std::string lastWiringError() const = 0;

@@ -27,10 +27,14 @@ export {
 export type {
   BackendPlatform,
   DeviceFacts,
+  HostMemoryHandle,
+  MetalMemoryHandle,
+  MockMemoryHandle,
   NativeAllocation,
   NativeBackend,
   NativeBuffer,
   NativeCounters,
   NativeMappedFile,
+  NativeMemoryHandle,
   NativeResidencySet,
 } from "./types.js";

@@ -29,10 +29,14 @@ export { MockResidencySet, type MockResidencySetCalls } from "./mock/residency-s
 export type {
   BackendPlatform,
   DeviceFacts,
+  HostMemoryHandle,
+  MetalMemoryHandle,
+  MockMemoryHandle,
   NativeAllocation,
   NativeBackend,
   NativeBuffer,
   NativeCounters,
   NativeMappedFile,
+  NativeMemoryHandle,
   NativeResidencySet,
 } from "./types.js";

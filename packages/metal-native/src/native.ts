@@ -17,6 +17,7 @@ import type {
   NativeBuffer,
   NativeCounters,
   NativeMappedFile,
+  NativeMemoryHandle,
   NativeResidencySet,
 } from "./types.js";
 
@@ -30,6 +31,7 @@ interface RawBufferHandle {
   readonly allocatedSize: number;
   readonly released: boolean;
   contents(): ArrayBuffer;
+  nativeHandle(): NativeMemoryHandle;
   detachContents(): void;
   release(): void;
 }
@@ -44,6 +46,7 @@ interface RawResidencySetHandle {
   readonly wiringFailures: number;
   readonly lastWiringError: string | undefined;
   readonly released: boolean;
+  readonly metalResidencySet: bigint | undefined;
   add(allocation: RawBufferHandle): void;
   remove(allocation: RawBufferHandle): void;
   commit(): void;
@@ -70,7 +73,8 @@ interface RawAddon {
   facts(): RawFacts;
   counters(): NativeCounters;
   lastWiringError(): string | undefined;
-  attachResidencySet(set: RawResidencySetHandle): void;
+  attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
+  checkMetalDevice(device: bigint): void;
   noop(): void;
   available: boolean;
   unavailableReason: string;
@@ -113,6 +117,17 @@ function typedError(error: unknown): unknown {
       return new NativeUnavailableError(message, { cause: error });
     default:
       return error;
+  }
+}
+
+/** A pointer argument: `undefined`, or a `bigint` in (0, 2^64). */
+function checkOptionalPointer(value: unknown, name: string): asserts value is bigint | undefined {
+  if (value === undefined) return;
+  if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
+    throw new NativeArgumentError(
+      name,
+      `${name} must be a non-zero 64-bit pointer given as a bigint, got ${typeof value === "bigint" ? `${value}n` : String(value)}`,
+    );
   }
 }
 
@@ -233,6 +248,20 @@ export class NativeAddonBuffer implements NativeBuffer {
     }
   }
 
+  /**
+   * Where the memory is, for a runtime's native code: `{ platform: "host", address }`, or on Metal also the
+   * `id<MTLBuffer>` (`metalBuffer`, not retained) and its `gpuAddress`. Frozen; valid until release, throws
+   * after.
+   */
+  nativeHandle(): NativeMemoryHandle {
+    if (this.#released) throw new NativeReleasedError("nativeHandle(): the buffer was already released");
+    try {
+      return Object.freeze(this.raw.nativeHandle());
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
   /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
   release(): void {
     if (this.#released) throw new NativeReleasedError("release(): the buffer was already released");
@@ -281,6 +310,27 @@ export class NativeAddonMappedFile implements NativeMappedFile {
     if (this.#released) throw new NativeReleasedError("contents(): the mapped file was already released");
     try {
       return this.raw.contents();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Detaches every `ArrayBuffer` handed out so far, without unmapping. Throws after release. */
+  detachContents(): void {
+    if (this.#released)
+      throw new NativeReleasedError("detachContents(): the mapped file was already released");
+    try {
+      this.raw.detachContents();
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** Where the mapping is (its first byte is the file's first byte); see {@link NativeAddonBuffer.nativeHandle}. */
+  nativeHandle(): NativeMemoryHandle {
+    if (this.#released) throw new NativeReleasedError("nativeHandle(): the mapped file was already released");
+    try {
+      return Object.freeze(this.raw.nativeHandle());
     } catch (error) {
       throw typedError(error);
     }
@@ -339,6 +389,11 @@ export class NativeAddonResidencySet implements NativeResidencySet {
   /** What the last wiring failure was and how to lift the limit, or `undefined` when none happened. */
   get lastWiringError(): string | undefined {
     return this.raw.lastWiringError;
+  }
+
+  /** Metal: the `id<MTLResidencySet>` as a pointer (not retained); `undefined` on the host or after release. */
+  get metalResidencySet(): bigint | undefined {
+    return this.#released ? undefined : this.raw.metalResidencySet;
   }
 
   /** Adds an allocation of this backend (effective at the next commit). Throws for a released one. */
@@ -475,8 +530,13 @@ export class NativeAddonBackend implements NativeBackend {
     }
   }
 
-  /** Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do on the host). */
-  attachResidencySet(set: NativeResidencySet): void {
+  /**
+   * Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do on the host).
+   * Metal: `commandQueue` (a runtime's `id<MTLCommandQueue>`) instead of the addon's own queue, the set
+   * removed from it before it is released; the host refuses a queue with a {@link NativeArgumentError}.
+   */
+  attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
+    checkOptionalPointer(commandQueue, "commandQueue");
     if (!(set instanceof NativeAddonResidencySet) || set.owner !== this) {
       throw new NativeArgumentError(
         "set",
@@ -486,7 +546,23 @@ export class NativeAddonBackend implements NativeBackend {
     if (set.released)
       throw new NativeReleasedError("attachResidencySet(): the residency set was already released");
     try {
-      this.#addon.attachResidencySet(set.raw);
+      if (commandQueue === undefined) this.#addon.attachResidencySet(set.raw);
+      else this.#addon.attachResidencySet(set.raw, commandQueue);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /**
+   * Metal: checks that `device` (a runtime's `id<MTLDevice>`) is the GPU the buffers come from; a
+   * {@link NativeArgumentError} otherwise, and always on the host (no Metal device).
+   */
+  checkMetalDevice(device: bigint): void {
+    checkOptionalPointer(device, "device");
+    if (device === undefined)
+      throw new NativeArgumentError("device", "checkMetalDevice(): device is required");
+    try {
+      this.#addon.checkMetalDevice(device);
     } catch (error) {
       throw typedError(error);
     }

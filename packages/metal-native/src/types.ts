@@ -27,6 +27,46 @@ export interface DeviceFacts {
   readonly supportsResidencySets: boolean;
 }
 
+/**
+ * What a runtime's native code needs to reach an allocation's memory, keyed by `platform`. Pointers are
+ * `bigint`s (a JavaScript number cannot hold every 64-bit address). Valid until the allocation is released;
+ * nothing in it is retained for the caller. Other backends add their own member to this union (keyed by a
+ * platform of their own), so code that reads it switches on `platform`.
+ */
+export type NativeMemoryHandle = MetalMemoryHandle | HostMemoryHandle | MockMemoryHandle;
+
+/** Metal: the CPU address of the shared-storage contents, the `id<MTLBuffer>` and its `gpuAddress`. */
+export interface MetalMemoryHandle {
+  readonly platform: "metal";
+  /** `[buffer contents]`: the CPU address of the memory (shared storage: the GPU sees the same bytes). */
+  readonly address: bigint;
+  /** The `id<MTLBuffer>` as a pointer (`(__bridge void*)`), not retained: bind it in a compute encoder. */
+  readonly metalBuffer: bigint;
+  /** The buffer's `gpuAddress` (for argument buffers; macOS 13+). */
+  readonly gpuAddress: bigint;
+}
+
+/** The host backend: the CPU address of real memory (`mmap` or `aligned_alloc`, a mapped file's `mmap`). */
+export interface HostMemoryHandle {
+  readonly platform: "host";
+  /** The first byte's address in this process. */
+  readonly address: bigint;
+}
+
+/**
+ * The mock: synthetic values that are never valid addresses (their top 16 bits make them non-canonical on
+ * x86-64 and arm64), distinct per allocation, shaped like Metal's so a runtime's plumbing can be tested.
+ */
+export interface MockMemoryHandle {
+  readonly platform: "mock";
+  /** Synthetic, never dereferenceable. */
+  readonly address: bigint;
+  /** Synthetic, never a real `id<MTLBuffer>`. */
+  readonly metalBuffer: bigint;
+  /** Synthetic, never a real GPU address. */
+  readonly gpuAddress: bigint;
+}
+
 /** A block of device memory: a Metal buffer, or real host memory. */
 export interface NativeBuffer {
   /** The bytes asked for (the allocator asks for whole size classes). */
@@ -46,6 +86,11 @@ export interface NativeBuffer {
    * data can never be read or written through an old view. Throws after release.
    */
   detachContents(): void;
+  /**
+   * Where the memory is, for a runtime's native code (a kernel): see {@link NativeMemoryHandle}. Valid until
+   * `release()`; throws after release.
+   */
+  nativeHandle(): NativeMemoryHandle;
   /** Gives the memory back to the system and detaches every view. A second call throws. */
   release(): void;
 }
@@ -64,6 +109,13 @@ export interface NativeMappedFile {
   readonly released: boolean;
   /** The file's bytes (`length` of them) as an external `ArrayBuffer`, detached on release. */
   contents(): ArrayBuffer;
+  /**
+   * Detaches every `ArrayBuffer` handed out so far without unmapping (a release deferred until a kernel is
+   * done cuts JavaScript off at once). Throws after release.
+   */
+  detachContents(): void;
+  /** Where the mapping is (its first byte is the file's first byte); valid until `release()`, throws after. */
+  nativeHandle(): NativeMemoryHandle;
   /** Unmaps the file and detaches every view. A second call throws. */
   release(): void;
 }
@@ -95,6 +147,8 @@ export interface NativeResidencySet {
   readonly wiringFailures: number;
   /** Ends residency and frees the set; further calls throw. */
   release(): void;
+  /** Metal only: the `id<MTLResidencySet>` as a pointer (not retained); `undefined` elsewhere or after release. */
+  readonly metalResidencySet?: bigint | undefined;
 }
 
 /** A device: its facts, and the calls the allocator and the residency manager need. */
@@ -106,8 +160,18 @@ export interface NativeBackend extends DeviceFacts {
   mapFile(path: string): NativeMappedFile;
   /** A new residency set, or `undefined` when the device has none or cannot make one. */
   newResidencySet(): NativeResidencySet | undefined;
-  /** Attaches a set to the device's command queue (Metal's `addResidencySet:`; host: nothing to do). */
-  attachResidencySet(set: NativeResidencySet): void;
+  /**
+   * Attaches a set to the device's command queue (Metal's `addResidencySet:`; host: nothing to do). Metal:
+   * `commandQueue` (an `id<MTLCommandQueue>` as a pointer) attaches it to that queue instead, and the set is
+   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   */
+  attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void;
+  /**
+   * Metal only: checks that `device` (an `id<MTLDevice>` as a pointer) is the GPU this backend's buffers
+   * come from, so that a runtime's kernels can bind them; throws a `NativeArgumentError` otherwise. Absent
+   * on backends without Metal.
+   */
+  checkMetalDevice?(device: bigint): void;
   /** Counters for leak checks and tests. */
   counters(): NativeCounters;
 }

@@ -37,6 +37,13 @@ export interface NativeBackendContractOptions {
   failingWiring?: (backend: NativeBackend) => NativeAllocation | undefined;
   /** Rounds of making and releasing in the leak test. Default 100. */
   cycles?: number;
+  /**
+   * Reads `length` bytes of this process's memory at `address`, not through any view the backend handed out
+   * (the host: `/proc/self/mem`). With it the suite checks that a native handle's `address` is the memory
+   * `contents()` shows, byte for byte; without it (the mock, whose addresses are synthetic) it checks that
+   * the handles are synthetic instead.
+   */
+  readMemory?: (address: bigint, length: number) => Uint8Array;
 }
 
 /** Anything the suite makes and must release after each test (residency sets have no `released`). */
@@ -359,6 +366,17 @@ export function describeNativeBackendContract(
         const buffer = newBuffer(512);
         buffer.detachContents();
         expect(buffer.contents().byteLength).toBe(512);
+      });
+
+      it("a mapping's detachContents detaches old views and keeps its bytes for the next contents()", () => {
+        const content = patternBytes(300, 8);
+        const mapping = mapFile(writeTemporaryFile(content));
+        const view = new Uint8Array(mapping.contents());
+        mapping.detachContents();
+        expect(view.byteLength).toBe(0);
+        expect(new Uint8Array(mapping.contents())).toEqual(content);
+        mapping.release();
+        expectNativeError(() => mapping.detachContents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
       });
 
       it("releasing a mapping detaches its views", () => {
@@ -696,6 +714,114 @@ export function describeNativeBackendContract(
         expect(() => set.endResidency()).not.toThrow();
         expect(() => set.release()).not.toThrow();
         expect(backend.counters().wiredBytes).toBe(before.wiredBytes);
+      });
+    });
+
+    // ------------------------------------------------------------------ native handles
+
+    describe("native handles", () => {
+      // The top 16 bits of a canonical x86-64 or arm64 address are all 0 (user) or all 1 (kernel).
+      const isCanonical = (pointer: bigint) => {
+        const top = pointer >> 48n;
+        return top === 0n || top === 0xffffn;
+      };
+
+      it("a buffer's handle is frozen, names the backend's platform, and is the same on every call", () => {
+        const buffer = newBuffer(1000);
+        const handle = buffer.nativeHandle();
+        expect(Object.isFrozen(handle)).toBe(true);
+        expect(handle.platform).toBe(backend.platform);
+        expect(typeof handle.address).toBe("bigint");
+        expect(handle.address).toBeGreaterThan(0n);
+        expect(buffer.nativeHandle()).toEqual(handle);
+        if (handle.platform === "metal" || handle.platform === "mock") {
+          expect(typeof handle.metalBuffer).toBe("bigint");
+          expect(typeof handle.gpuAddress).toBe("bigint");
+          expect(handle.metalBuffer).not.toBe(0n);
+        } else {
+          expect(Object.keys(handle).sort()).toEqual(["address", "platform"]);
+        }
+      });
+
+      it("live allocations have distinct addresses that do not overlap", () => {
+        const page = backend.pageSize;
+        const allocations: Array<{ start: bigint; length: number }> = [];
+        for (const bytes of [100, 100, page, 3 * page]) {
+          const buffer = newBuffer(bytes);
+          allocations.push({ start: buffer.nativeHandle().address, length: buffer.length });
+        }
+        const mapping = mapFile(writeTemporaryFile(patternBytes(page + 1, 3)));
+        allocations.push({ start: mapping.nativeHandle().address, length: mapping.length });
+        const sorted = [...allocations].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+        for (let index = 1; index < sorted.length; index += 1) {
+          const previous = sorted[index - 1] as { start: bigint; length: number };
+          expect((sorted[index] as { start: bigint }).start).toBeGreaterThanOrEqual(
+            previous.start + BigInt(previous.length),
+          );
+        }
+      });
+
+      it("nativeHandle() after release throws NativeReleasedError, for buffers and mappings", () => {
+        const buffer = backend.newBuffer(64);
+        buffer.release();
+        expectNativeError(() => buffer.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        const mapping = backend.mapFile(writeTemporaryFile(patternBytes(10, 4)));
+        mapping.release();
+        expectNativeError(() => mapping.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+      });
+
+      const readMemory = options.readMemory;
+      if (readMemory !== undefined) {
+        it("a buffer's address is the memory contents() shows (read around every view)", () => {
+          const page = backend.pageSize;
+          for (const bytes of [200, 3 * page + 7]) {
+            const buffer = newBuffer(bytes);
+            const pattern = patternBytes(bytes, bytes);
+            new Uint8Array(buffer.contents()).set(pattern);
+            expect(readMemory(buffer.nativeHandle().address, bytes)).toEqual(pattern);
+          }
+        });
+
+        it("a mapped file's address is the file's bytes, and a write through contents() shows there", () => {
+          const content = patternBytes(2 * backend.pageSize + 33, 21);
+          const mapping = mapFile(writeTemporaryFile(content));
+          const address = mapping.nativeHandle().address;
+          expect(address % BigInt(backend.pageSize)).toBe(0n);
+          expect(readMemory(address, content.length)).toEqual(content);
+          new Uint8Array(mapping.contents())[5] = (content[5] as number) ^ 0xff;
+          expect(readMemory(address + 5n, 1)[0]).toBe((content[5] as number) ^ 0xff);
+        });
+      } else {
+        it("the mock's handles are synthetic: distinct, and never canonical addresses", (context) => {
+          if (backend.platform !== "mock") context.skip("a real backend; no way to read its memory here");
+          const buffer = newBuffer(64);
+          const mapping = mapFile(writeTemporaryFile(patternBytes(10, 5)));
+          for (const handle of [buffer.nativeHandle(), mapping.nativeHandle()]) {
+            expect(handle.platform).toBe("mock");
+            if (handle.platform !== "mock") continue;
+            for (const pointer of [handle.address, handle.metalBuffer, handle.gpuAddress]) {
+              expect(isCanonical(pointer)).toBe(false);
+            }
+          }
+          const all = [buffer.nativeHandle(), mapping.nativeHandle()].flatMap((handle) =>
+            handle.platform === "mock" ? [handle.address, handle.metalBuffer, handle.gpuAddress] : [],
+          );
+          expect(new Set(all).size).toBe(6);
+        });
+      }
+
+      it("attachResidencySet with a command queue is refused unless the backend is Metal", (context) => {
+        const set = newResidencySet(context);
+        if (backend.platform === "metal") context.skip("Metal accepts a queue (never run here)");
+        const before = backend.counters();
+        const error = expectNativeError(
+          () => backend.attachResidencySet(set, 0x1000n),
+          NativeArgumentError,
+          "ERR_NUVEC_INVALID_ARGUMENT",
+        );
+        expect(error.argument).toBe("commandQueue");
+        expect(backend.counters()).toEqual(before);
+        expect(set.metalResidencySet).toBeUndefined();
       });
     });
 

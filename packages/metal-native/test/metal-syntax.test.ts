@@ -4,7 +4,7 @@
 // are caught; whether Metal behaves as declared is not. Runs when clang is on PATH (.ci/system-packages
 // installs it from Debian), skips otherwise.
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,6 +61,32 @@ describe.skipIf(!hasClang || onMac)("Metal layer: clang -fsyntax-only against ou
       expect(result.status).toBe(0);
     });
   }
+
+  // The example a runtime author copies (apps/examples/kernel): a compute kernel bound to a nuvec buffer by
+  // its metalBuffer, on the runtime's queue. Checked against the same declarations.
+  const exampleFolder = resolve(packageRoot, "..", "..", "apps", "examples", "kernel", "metal");
+  const examples = existsSync(exampleFolder)
+    ? readdirSync(exampleFolder).filter((name) => name.endsWith(".mm"))
+    : [];
+
+  it("the example kernel's Metal version is there to check", () => {
+    expect(examples).toContain("kernel_metal.mm");
+  });
+
+  for (const source of examples) {
+    it(`apps/examples/kernel/metal/${source} is well-formed Objective-C++ against the declarations`, () => {
+      const result = check(join(exampleFolder, source));
+      expect(result.stderr).toBe("");
+      expect(result.status).toBe(0);
+    });
+  }
+
+  it("the example's check is not vacuous: a misspelt encoder selector is an error", () => {
+    const source = readFileSync(join(exampleFolder, "kernel_metal.mm"), "utf8");
+    const result = check("-", [], { input: source.replace("dispatchThreads:", "dispatchThread:") });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/dispatchThread/);
+  });
 
   it("the check is not vacuous: a misspelt Metal selector is an error", () => {
     const source = readFileSync(join(packageRoot, "native", "metal", "metal_platform.mm"), "utf8");

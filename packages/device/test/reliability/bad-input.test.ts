@@ -212,6 +212,75 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       },
     },
   );
+  // Runtimes' native code (issue 13): deferred frees with a bad `after`, handles after free, Metal options
+  // where there is no Metal (the mock and the host).
+  for (const [kind, after] of [
+    ["number", 5],
+    ["string", "later"],
+    ["null", null],
+    ["object without then", {}],
+    // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
+    ["non-function then", { then: 1 }],
+  ] as [string, unknown][]) {
+    cases.push(
+      {
+        name: `free({ after: ${kind} })`,
+        act: ({ device }) => {
+          const buffer = device.malloc(1000);
+          return () => buffer.free({ after } as never);
+        },
+      },
+      {
+        name: `release({ after: ${kind} })`,
+        act: ({ device }) => {
+          const file = device.mapFile(paths.file);
+          return () => file.release({ after } as never);
+        },
+      },
+    );
+  }
+  cases.push(
+    {
+      name: "free(options: number)",
+      act: ({ device }) => {
+        const buffer = device.malloc(1000);
+        return () => buffer.free(5 as never);
+      },
+    },
+    {
+      name: "nativeHandle() after free",
+      act: ({ device }) => {
+        const buffer = device.malloc(1000);
+        buffer.free();
+        return () => buffer.nativeHandle();
+      },
+    },
+    {
+      name: "nativeHandle() after a deferred free",
+      act: ({ device }) => {
+        const buffer = device.malloc(1000);
+        buffer.free({ after: Promise.resolve() });
+        return () => buffer.nativeHandle();
+      },
+    },
+    {
+      name: "mapping nativeHandle() after release",
+      act: ({ device }) => {
+        const file = device.mapFile(paths.file);
+        file.release();
+        return () => file.nativeHandle();
+      },
+    },
+  );
+  for (const [kind, metal] of [
+    ["commandQueue off Metal", { commandQueue: 0x1000n }],
+    ["device off Metal", { device: 0x2000n }],
+    ["commandQueue: number", { commandQueue: 4096 }],
+    ["device: 0n", { device: 0n }],
+    ["metal: string", "queue"],
+  ] as [string, unknown][]) {
+    cases.push({ name: `Device.open(metal ${kind})`, act: ({ open }) => open({ metal } as DeviceOptions) });
+  }
   // Paths and files.
   for (const [kind, value] of [
     ["undefined", undefined],

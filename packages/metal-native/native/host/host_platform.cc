@@ -272,7 +272,14 @@ class HostPlatform final : public Platform {
     return std::make_unique<HostResidencySet>(this);
   }
 
-  void attachResidencySet(ResidencySet*) override {}  // no command queue on the host
+  // No command queue on the host: its own "queue" needs nothing, a runtime's Metal queue is refused.
+  void attachResidencySet(ResidencySet*, uint64_t commandQueue, Failure* failure) override {
+    if (commandQueue != 0) *failure = Failure::Argument("the host backend has no Metal command queue");
+  }
+  bool checkMetalDevice(uint64_t, Failure* failure) override {
+    *failure = Failure::Argument("the host backend has no Metal device");
+    return false;
+  }
 
   WiringCounters wiringCounters() const override { return counters_; }
   std::string lastWiringError() const override { return lastWiringError_; }

@@ -72,6 +72,11 @@ class MetalAllocation final : public Allocation {
   size_t length() const override { return length_; }
   size_t allocatedSize() const override { return allocatedSize_; }
   id<MTLBuffer> buffer() const { return buffer_; }
+  // For nativeHandle(): the buffer object itself (not retained for the caller) and its GPU address.
+  uint64_t metalBuffer() const override {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>((__bridge void*)buffer_));
+  }
+  uint64_t gpuAddress() const override { return buffer_.gpuAddress; }
 
  private:
   id<MTLBuffer> buffer_;
@@ -90,6 +95,9 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
   ~MetalResidencySet() override {
     registry_->erase(this);
     @autoreleasepool {
+      // A runtime's queue (Device.open's metal.commandQueue) outlives the set: take the set off it first.
+      for (id<MTLCommandQueue> queue : runtimeQueues_) [queue removeResidencySet:set_];
+      runtimeQueues_.clear();
       [set_ endResidency];
       set_ = nil;
     }
@@ -113,6 +121,8 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
 
   bool requested() const { return requested_; }
   id<MTLResidencySet> set() const { return set_; }
+  // Remembers a runtime's queue it was attached to (retained until the set goes, to detach from it).
+  void attachedToRuntimeQueue(id<MTLCommandQueue> queue) { runtimeQueues_.push_back(queue); }
 
  protected:
   void onAdd(Allocation* allocation) override {
@@ -136,6 +146,7 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
   id<MTLResidencySet> set_;
   std::unordered_set<ResidencySet*>* registry_;
   bool requested_ = false;
+  std::vector<id<MTLCommandQueue>> runtimeQueues_;
 };
 
 class MetalPlatform final : public Platform {
@@ -209,10 +220,40 @@ class MetalPlatform final : public Platform {
     }
   }
 
-  void attachResidencySet(ResidencySet* set) override {
+  // commandQueue: 0 for nuvec's own queue, else the runtime's queue (Device.open's metal.commandQueue), so
+  // that its command buffers see the set, as MLX attaches its set to the queue its kernels run on.
+  void attachResidencySet(ResidencySet* set, uint64_t commandQueue, Failure*) override {
     @autoreleasepool {
-      if (@available(macOS 15, *)) [queue_ addResidencySet:static_cast<MetalResidencySet*>(set)->set()];
+      if (@available(macOS 15, *)) {
+        auto* metalSet = static_cast<MetalResidencySet*>(set);
+        if (commandQueue == 0) {
+          [queue_ addResidencySet:metalSet->set()];
+          return;
+        }
+        id<MTLCommandQueue> queue = (__bridge id<MTLCommandQueue>)reinterpret_cast<void*>(commandQueue);
+        [queue addResidencySet:metalSet->set()];
+        metalSet->attachedToRuntimeQueue(queue);
+      }
     }
+  }
+
+  // The same GPU: the same object, or the same registry entry (another MTLDevice object of this GPU).
+  bool checkMetalDevice(uint64_t pointer, Failure* failure) override {
+    @autoreleasepool {
+      id<MTLDevice> device = (__bridge id<MTLDevice>)reinterpret_cast<void*>(pointer);
+      if (device == device_ || device.registryID == device_.registryID) return true;
+      *failure = Failure::Argument("the runtime's MTLDevice (" + Utf8(device.name) +
+                                   ") is not the GPU nuvec's buffers come from (" + Utf8(device_.name) + ")");
+      return false;
+    }
+  }
+
+  uint64_t metalResidencySet(ResidencySet* set) const override {
+    if (@available(macOS 15, *)) {
+      id<MTLResidencySet> metalSet = static_cast<MetalResidencySet*>(set)->set();
+      return static_cast<uint64_t>(reinterpret_cast<uintptr_t>((__bridge void*)metalSet));
+    }
+    return 0;
   }
 
   // Bytes covered by standing residency requests (Metal does not say what it actually made resident).

@@ -395,11 +395,20 @@ export class MockBackend implements NativeBackend {
     this.residencySetLimit = count;
   }
 
-  /** Records that `set` (a live set of this backend) is attached to the pretend command queue. */
-  attachResidencySet(set: NativeResidencySet): void {
+  /**
+   * Records that `set` (a live set of this backend) is attached to the pretend command queue. A
+   * `commandQueue` is refused with a {@link NativeArgumentError}: the mock has no Metal queues.
+   */
+  attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
     const label = set instanceof MockResidencySet ? set.label : undefined;
     this.#core.run("attachResidencySet", label, undefined, () => {
       this.#core.assertOpen("attachResidencySet()");
+      if (commandQueue !== undefined) {
+        throw new NativeArgumentError(
+          "commandQueue",
+          "attachResidencySet(): the mock backend has no Metal command queues to attach a set to",
+        );
+      }
       if (!(set instanceof MockResidencySet) || !this.#madeSets.has(set)) {
         throw new NativeArgumentError(
           "set",

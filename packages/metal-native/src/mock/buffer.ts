@@ -1,6 +1,7 @@
 import { NativeAllocationError, NativeReleasedError } from "../errors.js";
-import type { NativeBuffer } from "../types.js";
+import type { MockMemoryHandle, NativeBuffer } from "../types.js";
 import type { MockCore } from "./core.js";
+import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
 
 /**
@@ -73,6 +74,17 @@ export class MockBuffer implements NativeBuffer {
         this.#memory = detachArrayBuffer(this.#memory);
         this.#detachments += 1;
       }
+    });
+  }
+
+  /**
+   * Synthetic pointers, distinct for every allocation of this backend and never valid addresses (see
+   * MOCK.md): a runtime's plumbing can pass them around, no kernel can run on them.
+   */
+  nativeHandle(): MockMemoryHandle {
+    return this.#core.run("buffer.nativeHandle", this.label, undefined, () => {
+      this.#assertLive("nativeHandle");
+      return mockMemoryHandle("buffer", this.id);
     });
   }
 

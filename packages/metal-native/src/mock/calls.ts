@@ -5,9 +5,12 @@ export type MockCallName =
   | "newBuffer"
   | "buffer.contents"
   | "buffer.detachContents"
+  | "buffer.nativeHandle"
   | "buffer.release"
   | "mapFile"
   | "mappedFile.contents"
+  | "mappedFile.nativeHandle"
+  | "mappedFile.detachContents"
   | "mappedFile.release"
   | "newResidencySet"
   | "attachResidencySet"
@@ -50,9 +53,12 @@ function zeroCounts(): MockCallCounts {
     newBuffer: 0,
     "buffer.contents": 0,
     "buffer.detachContents": 0,
+    "buffer.nativeHandle": 0,
     "buffer.release": 0,
     mapFile: 0,
     "mappedFile.contents": 0,
+    "mappedFile.nativeHandle": 0,
+    "mappedFile.detachContents": 0,
     "mappedFile.release": 0,
     newResidencySet: 0,
     attachResidencySet: 0,

@@ -1,6 +1,7 @@
 import { NativeAllocationError, NativeReleasedError } from "../errors.js";
-import type { NativeMappedFile } from "../types.js";
+import type { MockMemoryHandle, NativeMappedFile } from "../types.js";
 import type { MockCore } from "./core.js";
+import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
 
 /** Where a mock mapping's bytes came from. */
@@ -77,6 +78,26 @@ export class MockMappedFile implements NativeMappedFile {
         this.#memory = memory;
       }
       return this.#memory;
+    });
+  }
+
+  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
+  detachContents(): void {
+    this.#core.run("mappedFile.detachContents", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.detachContents(): the mapping was already released`);
+      }
+      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory);
+    });
+  }
+
+  /** Synthetic pointers, distinct from every other allocation's, never valid addresses (see MOCK.md). */
+  nativeHandle(): MockMemoryHandle {
+    return this.#core.run("mappedFile.nativeHandle", this.label, undefined, () => {
+      if (this.#released) {
+        throw new NativeReleasedError(`${this.label}.nativeHandle(): the mapping was already released`);
+      }
+      return mockMemoryHandle("mapping", this.id);
     });
   }
 

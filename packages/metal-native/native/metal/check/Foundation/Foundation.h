@@ -52,4 +52,12 @@ extern NSErrorDomain const NSPOSIXErrorDomain;
 - (BOOL)isEqualToString:(NSString*)aString;
 @end
 
+// The toll-free bridge out of ARC: a +1 reference the caller owns (the example kernel's command queue).
+typedef const void* CFTypeRef;
+#ifdef __cplusplus
+extern "C"
+#endif
+    CFTypeRef
+    CFBridgingRetain(id X);
+
 #endif  // NUVEC_CHECK_FOUNDATION_H_

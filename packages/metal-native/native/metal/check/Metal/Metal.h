@@ -27,6 +27,7 @@ static const MTLGPUFamily MTLGPUFamilyMetal3 = 5001;
 @protocol MTLBuffer <MTLResource>
 - (void*)contents;
 @property(readonly) NSUInteger length;
+@property(readonly) uint64_t gpuAddress API_AVAILABLE(macos(13.0));
 @end
 
 API_AVAILABLE(macos(15.0))
@@ -46,12 +47,64 @@ API_AVAILABLE(macos(15.0))
 @property(readonly) NSUInteger allocationCount;
 @end
 
+// What the example kernel (apps/examples/kernel/metal/kernel_metal.mm) uses to run a compute kernel.
+typedef struct {
+  NSUInteger width, height, depth;
+} MTLSize;
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
+  MTLSize size = {width, height, depth};
+  return size;
+}
+
+typedef NSUInteger MTLCommandBufferStatus;
+static const MTLCommandBufferStatus MTLCommandBufferStatusCompleted = 4;
+static const MTLCommandBufferStatus MTLCommandBufferStatusError = 5;
+
+@protocol MTLDevice;
+
+@interface MTLCompileOptions : NSObject
+@end
+
+@protocol MTLFunction <NSObject>
+@end
+
+@protocol MTLLibrary <NSObject>
+- (id<MTLFunction>)newFunctionWithName:(NSString*)functionName;
+@end
+
+@protocol MTLComputePipelineState <NSObject>
+@property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@end
+
+@protocol MTLComputeCommandEncoder <NSObject>
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)dispatchThreads:(MTLSize)threadsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+- (void)endEncoding;
+@end
+
+@protocol MTLCommandBuffer;
+typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
+
+@protocol MTLCommandBuffer <NSObject>
+- (id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (void)addCompletedHandler:(MTLCommandBufferHandler)block;
+- (void)commit;
+@property(readonly) MTLCommandBufferStatus status;
+@property(readonly) NSError* error;
+@end
+
 @protocol MTLCommandQueue <NSObject>
+@property(readonly) id<MTLDevice> device;
+- (id<MTLCommandBuffer>)commandBuffer;
 - (void)addResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
+- (void)removeResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
 @end
 
 @protocol MTLDevice <NSObject>
 @property(readonly) NSString* name;
+@property(readonly) uint64_t registryID;
 @property(readonly) uint64_t recommendedMaxWorkingSetSize;
 @property(readonly) NSUInteger maxBufferLength;
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
@@ -61,6 +114,11 @@ API_AVAILABLE(macos(15.0))
                                    length:(NSUInteger)length
                                   options:(MTLResourceOptions)options
                               deallocator:(void (^)(void* pointer, NSUInteger length))deallocator;
+- (id<MTLLibrary>)newLibraryWithSource:(NSString*)source
+                               options:(MTLCompileOptions*)options
+                                 error:(NSError**)error;
+- (id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                                             error:(NSError**)error;
 - (id<MTLResidencySet>)newResidencySetWithDescriptor:(MTLResidencySetDescriptor*)descriptor
                                                error:(NSError**)error API_AVAILABLE(macos(15.0));
 @end

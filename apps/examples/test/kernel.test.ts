@@ -1,0 +1,159 @@
+// The example kernel addon (kernel/) on nuvec memory, on the real host backend: a runtime's native kernels
+// reading and writing DeviceBuffers and mapped files by their native handles, and frees deferred until the
+// kernels' promises settle. Then the `kernel` program end to end, from its built file.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Device, DeviceArgumentError } from "@nuvec/device";
+import { allocationSize } from "@nuvec/stats";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadKernelAddon } from "../src/lib/kernel-addon.js";
+
+const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const folder = mkdtempSync(join(tmpdir(), "nuvec-kernel-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+// Only where the host backend and the addon are built: Linux here and in CI (macOS runs Metal, never here).
+const onHost = process.platform === "linux";
+
+describe.runIf(onHost)("the example kernel addon on nuvec memory (host backend)", () => {
+  const kernels = loadKernelAddon();
+  const COUNT = 1 << 20;
+  const BYTES = COUNT * 4;
+
+  function filled(device: Device) {
+    const buffer = device.malloc(BYTES);
+    const data = new Float32Array(buffer.contents(), 0, COUNT);
+    let total = 0;
+    for (let index = 0; index < COUNT; index += 1) {
+      data[index] = index % 5;
+      total += index % 5;
+    }
+    return { buffer, data, total };
+  }
+
+  it("a kernel's writes are visible through contents(): the same memory, no copy", async () => {
+    using device = Device.open();
+    const { buffer, data, total } = filled(device);
+    const { address } = buffer.nativeHandle();
+    await kernels.scale(address, COUNT, 3);
+    for (const index of [0, 1, 4, 777, COUNT - 1]) expect(data[index]).toBe(3 * (index % 5));
+    data[10] = 100; // and JavaScript's writes reach the kernel
+    expect(await kernels.sum(address, COUNT)).toBe(3 * total - 3 * (10 % 5) + 100);
+    buffer.free();
+  });
+
+  it("while a kernel runs on a buffer freed with { after }, a malloc of its size class gets other memory and the kernel's result is intact", async () => {
+    using device = Device.open();
+    const { buffer, total } = filled(device);
+    const { address } = buffer.nativeHandle();
+    const kernel = kernels.scale(address, COUNT, 2).then(() => kernels.sum(address, COUNT));
+    buffer.free({ after: kernel });
+    expect(device.counters().pendingFrees).toBe(1);
+    const other = device.malloc(BYTES);
+    expect(other.allocatedLength).toBe(buffer.allocatedLength);
+    expect(other.nativeHandle().address).not.toBe(address);
+    // Had the memory been reused, this would overwrite the kernel's data before its sum ran.
+    new Float32Array(other.contents()).fill(-1);
+    expect(await kernel).toBe(2 * total);
+  });
+
+  it("once the kernel's promise settles the memory is a cache hit again, at the same address", async () => {
+    using device = Device.open();
+    const { buffer } = filled(device);
+    const { address } = buffer.nativeHandle();
+    const kernel = kernels.sum(address, COUNT);
+    buffer.free({ after: kernel });
+    await kernel;
+    await new Promise((settled) => setImmediate(settled));
+    expect(device.counters().pendingFrees).toBe(0);
+    const hits = device.counters().cacheHits;
+    const again = device.malloc(BYTES);
+    expect(device.counters().cacheHits).toBe(hits + 1);
+    expect(again.nativeHandle().address).toBe(address);
+  });
+
+  it("a kernel whose promise rejects frees the buffer too", async () => {
+    using device = Device.open();
+    const { buffer } = filled(device);
+    const { address } = buffer.nativeHandle();
+    const kernel = kernels.scale(address, COUNT, 2).then(() => {
+      throw new Error("the runtime's kernel failed");
+    });
+    buffer.free({ after: kernel });
+    await expect(kernel).rejects.toThrow("the runtime's kernel failed");
+    await new Promise((settled) => setImmediate(settled));
+    expect(device.counters().pendingFrees).toBe(0);
+    expect(device.memoryStats().active).toBe(0);
+    expect(device.malloc(BYTES).nativeHandle().address).toBe(address);
+  });
+
+  it("a mapped file's handle addresses the file's bytes", async () => {
+    const values = new Float32Array(3000);
+    for (let index = 0; index < values.length; index += 1) values[index] = (index % 11) - 5;
+    const path = join(folder, "floats.bin");
+    writeFileSync(path, new Uint8Array(values.buffer));
+    using device = Device.open();
+    const file = device.mapFile(path);
+    const handle = file.nativeHandle();
+    expect(handle.length).toBe(values.byteLength);
+    const expected = values.reduce((sum, value) => sum + value, 0);
+    expect(await kernels.sum(handle.address, values.length)).toBe(expected);
+    const sumBeforeRelease = kernels.sum(handle.address, values.length);
+    file.release({ after: sumBeforeRelease });
+    expect(await sumBeforeRelease).toBe(expected);
+  });
+
+  it("refuses bad arguments with typed errors before any native code runs", () => {
+    for (const [call, argument] of [
+      [() => kernels.sum(0n, 1), "address"],
+      [() => kernels.sum(6n, 1), "address"],
+      [() => kernels.sum(2n ** 64n, 1), "address"],
+      [() => kernels.sum(4096n, -1), "count"],
+      [() => kernels.sum(4096n, 1.5), "count"],
+      [() => kernels.sum(4096 as never, 1), "address"],
+    ] as const) {
+      expect(call).toThrow(DeviceArgumentError);
+      expect(call).toThrow(expect.objectContaining({ argument }));
+    }
+    return expect(kernels.scale(4096n, 1, Number.NaN)).rejects.toMatchObject({ argument: "factor" });
+  });
+});
+
+describe.runIf(onHost)("the kernel program", () => {
+  it("runs the flow end to end and reports the stats while the kernel ran", () => {
+    const result = spawnSync(
+      process.execPath,
+      [join(app, "dist", "kernel.js"), "--json", "--count", "500000"],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+    const report = JSON.parse(result.stdout);
+    expect(report).toMatchObject({
+      backend: "host",
+      zeroCopy: true,
+      viewDetached: true,
+      otherMemoryWhileRunning: true,
+      resultIntact: true,
+      cacheHitSameAddress: true,
+      ok: true,
+    });
+    expect(report.total).toBe(report.expected);
+    // The freed buffer's size class (500000 float32) still counted in `active` while its kernel ran.
+    expect(report.whileRunning).toEqual({ active: allocationSize(2_000_000), pendingFrees: 1 });
+    expect(report.afterSettling.pendingFrees).toBe(0);
+  });
+
+  it("a bad option is a usage error (exit 2)", () => {
+    const result = spawnSync(process.execPath, [join(app, "dist", "kernel.js"), "--count", "-3"], {
+      encoding: "utf8",
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/--count/);
+  });
+});

@@ -1,0 +1,454 @@
+// What a runtime's native code relies on (issue 13): native handles, frees deferred until a kernel's promise
+// settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
+// real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
+// around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  BufferFreedError,
+  Device,
+  DeviceArgumentError,
+  DeviceClosedError,
+  MappingReleasedError,
+} from "../src/index.js";
+
+const folder = mkdtempSync(join(tmpdir(), "nuvec-runtime-interop-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+let fileNumber = 0;
+
+function writeFile(bytes: Uint8Array): string {
+  fileNumber += 1;
+  const path = join(folder, `file-${fileNumber}.bin`);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+function pattern(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed) & 0xff;
+  return bytes;
+}
+
+/** Reads this process's memory at `address` through /proc/self/mem (not through any view). */
+function readOwnMemory(address: bigint, length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  const descriptor = openSync("/proc/self/mem", "r");
+  try {
+    let done = 0;
+    while (done < length) {
+      const read = readSync(descriptor, bytes, done, length - done, Number(address) + done);
+      if (read === 0) throw new Error(`nothing to read at ${address}`);
+      done += read;
+    }
+  } finally {
+    closeSync(descriptor);
+  }
+  return bytes;
+}
+
+/** A promise and the functions that settle it. */
+function deferred() {
+  let resolve!: (value?: unknown) => void;
+  let reject!: (reason: unknown) => void;
+  const promise = new Promise((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets every settled promise's reactions run. */
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+let host: NativeBackend | undefined;
+try {
+  host = process.platform === "linux" ? loadNativeBackend() : undefined;
+} catch {
+  host = undefined;
+}
+
+const backends: Array<[string, () => NativeBackend, boolean]> = [
+  ["mock", () => new MockBackend({ name: "Mock interop", pageSize: 4096 }), false],
+];
+if (host !== undefined) backends.push(["host", () => host as NativeBackend, true]);
+
+describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend, realMemory) => {
+  const open = () => {
+    const backend = makeBackend();
+    return { backend, device: Device.open({ backend }) };
+  };
+
+  describe("native handles", () => {
+    it("a buffer's handle: frozen, the backend's platform, lengths, and a cache hit gives the same address", () => {
+      const { backend, device } = open();
+      const buffer = device.malloc(1000);
+      const handle = buffer.nativeHandle();
+      expect(Object.isFrozen(handle)).toBe(true);
+      expect(handle).toMatchObject({ platform: backend.platform, length: 1000, allocatedLength: 1024 });
+      expect(handle.address).toBeGreaterThan(0n);
+      buffer.free();
+      const again = device.malloc(1000);
+      expect(device.counters().cacheHits).toBe(1);
+      expect(again.nativeHandle().address).toBe(handle.address);
+      device.close();
+    });
+
+    it("after free() nativeHandle() throws BufferFreedError; after close() DeviceClosedError", () => {
+      const { device } = open();
+      const buffer = device.malloc(64);
+      buffer.free();
+      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
+      const other = device.malloc(64);
+      device.close();
+      expect(() => other.nativeHandle()).toThrow(DeviceClosedError);
+    });
+
+    it("a 0-byte buffer's handle has a null address", () => {
+      const { device } = open();
+      const handle = device.malloc(0).nativeHandle();
+      expect(handle).toMatchObject({ address: 0n, length: 0, allocatedLength: 0 });
+      device.close();
+    });
+
+    it("a mapped file's handle: its length and mapped length; MappingReleasedError after release", () => {
+      const { backend, device } = open();
+      const content = pattern(10_000, 7);
+      const file = device.mapFile(writeFile(content));
+      const handle = file.nativeHandle();
+      expect(Object.isFrozen(handle)).toBe(true);
+      expect(handle).toMatchObject({
+        platform: backend.platform,
+        length: 10_000,
+        allocatedLength: file.mappedLength,
+      });
+      if (realMemory) expect(readOwnMemory(handle.address, content.length)).toEqual(content);
+      file.release();
+      expect(() => file.nativeHandle()).toThrow(MappingReleasedError);
+      device.close();
+    });
+
+    if (realMemory) {
+      it("a buffer's address is the memory contents() shows (zero copy)", () => {
+        const { device } = open();
+        const buffer = device.malloc(50_000);
+        const bytes = pattern(50_000, 3);
+        buffer.bytes().set(bytes);
+        expect(readOwnMemory(buffer.nativeHandle().address, bytes.length)).toEqual(bytes);
+        device.close();
+      });
+    }
+  });
+
+  describe("free({ after })", () => {
+    it("keeps the memory out of the cache until the promise settles; a malloc meanwhile gets other memory", async () => {
+      const { backend, device } = open();
+      const buffer = device.malloc(100_000);
+      const view = buffer.bytes();
+      view.fill(7);
+      const address = buffer.nativeHandle().address;
+      const active = device.memoryStats().active;
+      const kernel = deferred();
+      buffer.free({ after: kernel.promise });
+
+      expect(view.byteLength).toBe(0); // detached at once
+      expect(() => buffer.contents()).toThrow(BufferFreedError);
+      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
+      expect(() => buffer.free()).toThrow(BufferFreedError);
+      expect(device.memoryStats().active).toBe(active);
+      expect(device.counters()).toMatchObject({ pendingFrees: 1, liveDeviceBuffers: 0, cachedBuffers: 0 });
+
+      const other = device.malloc(100_000); // the same size class
+      expect(other.nativeHandle().address).not.toBe(address);
+      expect(device.counters().cacheMisses).toBe(2);
+      if (realMemory) expect(readOwnMemory(address, 4)).toEqual(new Uint8Array([7, 7, 7, 7]));
+
+      kernel.resolve();
+      await settled();
+      expect(device.counters()).toMatchObject({ pendingFrees: 0, cachedBuffers: 1 });
+      expect(device.memoryStats().active).toBe(other.allocatedLength);
+      const reused = device.malloc(100_000);
+      expect(device.counters().cacheHits).toBe(1);
+      expect(reused.nativeHandle().address).toBe(address);
+      device.close();
+      const counters = backend.counters();
+      expect(counters.buffersReleased - counters.buffersMade).toBeLessThanOrEqual(0);
+    });
+
+    it("a rejected promise frees too (and is not reported as unhandled by the device)", async () => {
+      const { device } = open();
+      const buffer = device.malloc(4096);
+      const address = buffer.nativeHandle().address;
+      const kernel = deferred();
+      buffer.free({ after: kernel.promise });
+      kernel.promise.catch(() => {}); // the runtime handles its own kernel's failure
+      kernel.reject(new Error("the kernel failed"));
+      await settled();
+      expect(device.counters().pendingFrees).toBe(0);
+      expect(device.memoryStats().active).toBe(0);
+      expect(device.malloc(4096).nativeHandle().address).toBe(address);
+      device.close();
+    });
+
+    it("accepts any thenable; one whose then() throws counts as rejected and frees", async () => {
+      const { device } = open();
+      let release!: () => void;
+      const thenable = {
+        // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a promise, on purpose
+        then: (resolve: () => void) => {
+          release = resolve;
+        },
+      };
+      device.malloc(256).free({ after: thenable as unknown as PromiseLike<unknown> });
+      device.malloc(512).free({
+        after: {
+          // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a promise, on purpose
+          then: () => {
+            throw new Error("broken");
+          },
+        },
+      });
+      await settled();
+      expect(device.counters().pendingFrees).toBe(1);
+      release();
+      await settled();
+      expect(device.counters().pendingFrees).toBe(0);
+      expect(device.memoryStats().active).toBe(0);
+      device.close();
+    });
+
+    it("a promise that never settles is a counted leak: the memory stays in active and pendingFrees", async () => {
+      const { device } = open();
+      device.malloc(8192).free({ after: new Promise(() => {}) });
+      await settled();
+      expect(device.counters().pendingFrees).toBe(1);
+      expect(device.memoryStats().active).toBe(8192);
+      expect(device.malloc(8192).nativeHandle().address).toBeGreaterThan(0n);
+      expect(device.counters().cacheHits).toBe(0);
+    });
+
+    it("a bad `after` is a DeviceArgumentError and changes nothing", () => {
+      const { device } = open();
+      const buffer = device.malloc(300);
+      const before = { stats: device.memoryStats(), counters: device.counters() };
+      // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
+      for (const after of [5, "soon", null, {}, { then: 1 }]) {
+        const error = (() => {
+          try {
+            buffer.free({ after: after as never });
+          } catch (caught) {
+            return caught;
+          }
+        })();
+        expect(error).toBeInstanceOf(DeviceArgumentError);
+        expect((error as DeviceArgumentError).argument).toBe("after");
+      }
+      expect(() => buffer.free(7 as never)).toThrow(DeviceArgumentError);
+      expect({ stats: device.memoryStats(), counters: device.counters() }).toEqual(before);
+      expect(buffer.freed).toBe(false);
+      buffer.free({}); // no `after`: an ordinary free
+      expect(device.counters().cachedBuffers).toBe(1);
+      device.close();
+    });
+
+    it("mappedFile.release({ after }) detaches views now and unmaps when the promise settles", async () => {
+      const { backend, device } = open();
+      const file = device.mapFile(writeFile(pattern(5000, 1)));
+      const view = new Uint8Array(file.contents());
+      const mapped = device.memoryStats().mapped;
+      const released = backend.counters().mappingsReleased;
+      const kernel = deferred();
+      file.release({ after: kernel.promise });
+      expect(view.byteLength).toBe(0);
+      expect(() => file.contents()).toThrow(MappingReleasedError);
+      expect(device.memoryStats().mapped).toBe(mapped);
+      expect(device.counters()).toMatchObject({ pendingFrees: 1, liveMappedFiles: 0 });
+      expect(backend.counters().mappingsReleased).toBe(released);
+      kernel.resolve();
+      await settled();
+      expect(device.memoryStats().mapped).toBe(0);
+      expect(device.counters().pendingFrees).toBe(0);
+      expect(backend.counters().mappingsReleased).toBe(released + 1);
+      device.close();
+    });
+
+    it("close() releases everything else at once and each pending free when its promise settles", async () => {
+      const { backend, device } = open();
+      const before = backend.counters();
+      device.setWiredLimit(1 << 20); // the pending buffer is wired in a residency set when close() runs
+      const pending = device.malloc(20_000);
+      const file = device.mapFile(writeFile(pattern(3000, 2)));
+      device.malloc(1000); // live, released by close()
+      device.malloc(2000).free(); // cached, released by close()
+      const kernel = deferred();
+      pending.free({ after: kernel.promise });
+      file.release({ after: kernel.promise });
+      device.close();
+
+      const closed = backend.counters();
+      expect(
+        closed.buffersMade - before.buffersMade - (closed.buffersReleased - before.buffersReleased),
+      ).toBe(1);
+      expect(closed.mappingsMade - closed.mappingsReleased).toBe(
+        before.mappingsMade - before.mappingsReleased + 1,
+      );
+      expect(device.memoryStats()).toMatchObject({
+        active: pending.allocatedLength,
+        mapped: file.mappedLength,
+      });
+      expect(device.counters().pendingFrees).toBe(2);
+      expect(() => device.malloc(10)).toThrow(DeviceClosedError);
+
+      kernel.resolve();
+      await settled();
+      const after = backend.counters();
+      expect(after.buffersMade - after.buffersReleased).toBe(before.buffersMade - before.buffersReleased);
+      expect(after.mappingsMade - after.mappingsReleased).toBe(before.mappingsMade - before.mappingsReleased);
+      expect(after.bufferBytes).toBe(before.bufferBytes);
+      expect(after.wiredBytes).toBe(before.wiredBytes);
+      expect(device.memoryStats()).toMatchObject({ active: 0, mapped: 0, activeWithMapped: 0 });
+      expect(device.counters()).toMatchObject({ pendingFrees: 0, liveBuffers: 0, mappings: 0 });
+    });
+  });
+
+  describe("Metal options", () => {
+    it("are refused with a DeviceArgumentError naming them, and nothing is made", () => {
+      const backend = makeBackend();
+      const before = backend.counters();
+      for (const [metal, argument] of [
+        [{ commandQueue: 0x1000n }, "metal.commandQueue"],
+        [{ device: 0x2000n }, "metal.device"],
+        [{ commandQueue: 0x1000n, device: 0x2000n }, "metal.commandQueue"],
+        [{ commandQueue: 5 }, "metal.commandQueue"],
+        [{ device: 0n }, "metal.device"],
+        ["queue", "metal"],
+      ] as const) {
+        const error = (() => {
+          try {
+            Device.open({ backend, metal: metal as never });
+          } catch (caught) {
+            return caught;
+          }
+        })();
+        expect(error).toBeInstanceOf(DeviceArgumentError);
+        expect((error as DeviceArgumentError).argument).toBe(argument);
+      }
+      expect(backend.counters()).toEqual(before);
+    });
+
+    it("residencySetHandles() is empty without Metal residency sets", () => {
+      const { device } = open();
+      device.setWiredLimit(1 << 20);
+      expect(device.info().residencySets).toBeGreaterThan(0);
+      expect(device.residencySetHandles()).toEqual([]);
+      device.close();
+    });
+  });
+});
+
+describe("a deferred free that fails when it settles", () => {
+  it("is a process warning, never an unhandled rejection (a backend closed under the device)", async () => {
+    const backend = new MockBackend({ realFiles: false });
+    backend.addFile("/weights.bin", 100_000);
+    const device = Device.open({ backend, wiredLimit: 1 << 20 });
+    const file = device.mapFile("/weights.bin");
+    const kernel = deferred();
+    file.release({ after: kernel.promise });
+    backend.close(); // the runtime's test tears the backend down first: unwiring the file will throw
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      kernel.resolve();
+      await settled();
+      await settled();
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.map((warning) => (warning as Error & { code?: string }).code)).toEqual([
+      "NUVEC_DEFERRED_FREE_FAILED",
+    ]);
+    expect(device.counters().pendingFrees).toBe(0);
+  });
+});
+
+describe("Metal options, with a stand-in Metal backend (the Device's plumbing; Metal itself never runs here)", () => {
+  /** The mock dressed as Metal: its sets get pretend pointers, and every attach records its queue. */
+  function pretendMetal() {
+    const mock = new MockBackend({ name: "pretend Metal" });
+    const attached: Array<{ set: bigint | undefined; queue: bigint | undefined }> = [];
+    const checkedDevices: bigint[] = [];
+    const pointers = new WeakMap<NativeResidencySet, bigint>();
+    let nextPointer = 0x5e7_0000n;
+    const backend: NativeBackend = {
+      name: mock.name,
+      platform: "metal",
+      memorySize: mock.memorySize,
+      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
+      maxBufferLength: mock.maxBufferLength,
+      resourceLimit: mock.resourceLimit,
+      pageSize: mock.pageSize,
+      supportsResidencySets: true,
+      newBuffer: (bytes) => mock.newBuffer(bytes),
+      mapFile: (path) => mock.mapFile(path),
+      newResidencySet: () => {
+        const set = mock.newResidencySet();
+        if (set === undefined) return undefined;
+        nextPointer += 0x100n;
+        pointers.set(set, nextPointer);
+        Object.defineProperty(set, "metalResidencySet", {
+          get: () => (set.released ? undefined : pointers.get(set)),
+        });
+        return set;
+      },
+      attachResidencySet: (set, queue) => {
+        attached.push({ set: set.metalResidencySet, queue });
+        mock.attachResidencySet(set);
+      },
+      checkMetalDevice: (device) => {
+        checkedDevices.push(device);
+        if (device !== 0xde71cen) throw new Error("not the GPU the buffers come from");
+      },
+      counters: () => mock.counters(),
+    };
+    return { backend, attached, checkedDevices };
+  }
+
+  it("attaches every residency set to the runtime's queue and lists the sets' handles", () => {
+    const { backend, attached, checkedDevices } = pretendMetal();
+    const device = Device.open({
+      backend,
+      metal: { commandQueue: 0x9_0000n, device: 0xde71cen },
+      residencySetMaxPercent: "1",
+    });
+    expect(checkedDevices).toEqual([0xde71cen]);
+    device.setWiredLimit(256 * 1024 ** 2);
+    for (let index = 0; index < 3; index += 1) device.malloc(100 * 1024 ** 2);
+    const handles = device.residencySetHandles();
+    expect(handles.length).toBe(device.info().residencySets);
+    expect(handles.length).toBeGreaterThan(1);
+    expect(attached.map((entry) => entry.queue)).toEqual(handles.map(() => 0x9_0000n));
+    expect(attached.map((entry) => entry.set)).toEqual(handles);
+    device.close();
+    expect(device.residencySetHandles()).toEqual([]);
+  });
+
+  it("without a queue, sets go to the backend's own queue", () => {
+    const { backend, attached } = pretendMetal();
+    const device = Device.open({ backend });
+    device.setWiredLimit(1 << 20);
+    expect(attached.length).toBeGreaterThan(0);
+    expect(attached.every((entry) => entry.queue === undefined)).toBe(true);
+    device.close();
+  });
+
+  it("a device that is not the backend's GPU is refused naming metal.device, with the reason", () => {
+    const { backend } = pretendMetal();
+    expect(() => Device.open({ backend, metal: { device: 0xbadn } })).toThrow(
+      expect.objectContaining({ argument: "metal.device", message: expect.stringMatching(/not the GPU/) }),
+    );
+  });
+});
