@@ -1,8 +1,14 @@
 #!/usr/bin/env node
-// Replays each shared trace (../shared/traces beside the repository) through the built allocator and prints
-// nanoseconds per event (best of several runs; reading and parsing excluded), both policies side by side,
-// and the allocator's own memory per cached buffer. Run after `pnpm run build`:
-//   pnpm --filter @nuvec/allocator bench            (or: node bench/replay-bench.mjs [--runs N])
+// The policy's speed, side by side with a C++ reference of the same MLX policy (reference/mlx-policy.cc,
+// compiled with the system's g++ -O2 when present; skipped with a message when not), on each shared trace
+// (../shared/traces beside the repository) and on a generated long decode-style trace (decode-trace.mjs).
+// Before timing, every trace is replayed by both sides under the traces' three configurations and their
+// figures are checked equal: the reference is provably the same policy (the bench exits 1 otherwise).
+// Then: both policies' figures and speed, and the allocator's memory per cached buffer.
+// Run after `pnpm run build` (it replays dist/):
+//   pnpm --filter @nuvec/allocator bench     (or: node bench/replay-bench.mjs [--milliseconds N])
+// Each ns/event is the best of three measurements of at least --milliseconds (default 1000) of whole
+// replays back to back (a fresh allocator each; the trace read and parsed once beforehand), after a warm-up.
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,16 +16,35 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { CachingAllocator, CountingBufferSource, replayTrace } from "../dist/index.js";
 import { readTrace } from "../dist/node.js";
+import { buildReference } from "./cpp-reference.mjs";
+import { decodeTrace } from "./decode-trace.mjs";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = resolve(packageDir, "../..");
 const tracesDir = resolve(repoRoot, "../shared/traces");
-const runsFlag = process.argv.indexOf("--runs");
-// Short traces finish a run in under a millisecond: keep going for a minimum time too, so the JIT is warm.
-const runs = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 25;
-const MINIMUM_MILLISECONDS = 400;
-const TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
-const DEFAULT = { workingSet: 8589934592, memorySize: 17179869184 };
+const flag = process.argv.indexOf("--milliseconds");
+const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 1000;
+const MEASUREMENTS = 3;
+const SHARED_TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
+// The configurations of ../shared/traces/README.md (set right after opening, memory limit first).
+const CONFIGURATIONS = {
+  default: { workingSet: 8589934592, memorySize: 17179869184 },
+  cache64: { workingSet: 8589934592, memorySize: 17179869184, cacheLimit: 67108864 },
+  small: { workingSet: 536870912, memorySize: 1073741824, memoryLimit: 8589934592 },
+};
+const FIGURES = [
+  "active",
+  "peak",
+  "cache",
+  "systemAllocations",
+  "systemReleases",
+  "cacheHits",
+  "cacheMisses",
+  "peakReserved",
+  "peakLive",
+  "liveBuffers",
+  "cachedBuffers",
+];
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc");
@@ -29,15 +54,38 @@ const collectGarbage = () => {
   gc();
 };
 
-function best(events, options) {
-  let fastest = Number.POSITIVE_INFINITY;
-  let result;
+const sizeClass = (bytes) =>
+  bytes > 16384 ? Math.ceil(bytes / 16384) * 16384 : Math.ceil(bytes / 256) * 256;
+const distinctSizeClasses = (events) =>
+  new Set(events.filter((event) => event[0] === "a" && event[2] > 0).map((event) => sizeClass(event[2])))
+    .size;
+
+/** ns per event of whole replays back to back for at least `milliseconds`. */
+function measure(events, options, milliseconds) {
   const start = performance.now();
-  for (let run = 0; run < runs || performance.now() - start < MINIMUM_MILLISECONDS; run++) {
-    result = replayTrace(events, options);
-    fastest = Math.min(fastest, result.nsPerEvent);
+  let replayed = 0;
+  let elapsed;
+  do {
+    replayTrace(events, options);
+    replayed += events.length;
+    elapsed = performance.now() - start;
+  } while (elapsed < milliseconds);
+  return (elapsed * 1e6) / replayed;
+}
+
+/** The best of three measurements after a warm-up of half a measurement. */
+function bestOfThree(events, options, milliseconds = MILLISECONDS) {
+  measure(events, options, milliseconds / 2);
+  let best = Number.POSITIVE_INFINITY;
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    best = Math.min(best, measure(events, options, milliseconds));
   }
-  return { result, nsPerEvent: fastest };
+  return best;
+}
+
+function figuresOf(result) {
+  const figures = { ...result.stats, ...result.counters };
+  return Object.fromEntries(FIGURES.map((name) => [name, figures[name]]));
 }
 
 function memoryPerCachedBuffer(count) {
@@ -57,39 +105,103 @@ function memoryPerCachedBuffer(count) {
   return { bytes: (after - before) / cached, cached };
 }
 
-if (!existsSync(tracesDir)) {
-  console.log(`no traces at ${tracesDir}: nothing to replay`);
+const traces = [];
+if (existsSync(tracesDir)) {
+  for (const name of SHARED_TRACES) {
+    traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
+  }
 } else {
-  console.log(
-    `node ${process.version}, best of at least ${runs} runs and ${MINIMUM_MILLISECONDS} ms per row, configuration "default" (W 8 GiB, M 16 GiB)\n`,
-  );
-  console.log("| trace | policy | events | ns/event | reserved/live | system allocations | cache hits |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- |");
-  for (const trace of TRACES) {
-    const { events } = readTrace(resolve(tracesDir, `${trace}.ndjson.gz`));
-    const variants = {
-      mlx: { policy: "mlx" },
-      bounded: { policy: "bounded" },
-      "bounded, largest first, 1.2": { policy: "bounded", boundedRelease: "largest", reserveRatio: 1.2 },
-    };
-    let mlxAllocations;
-    for (const [name, variant] of Object.entries(variants)) {
-      const { result, nsPerEvent } = best(events, { ...DEFAULT, ...variant });
-      const { peakReserved, peakLive, cacheHits } = result.counters;
-      const allocations = result.stats.systemAllocations;
-      mlxAllocations ??= allocations;
-      const ratio = name === "mlx" ? "" : ` (${(allocations / mlxAllocations).toFixed(2)}× mlx)`;
-      console.log(
-        `| ${trace} | ${name} | ${result.events} | ${nsPerEvent.toFixed(1)} | ${(peakReserved / peakLive).toFixed(2)} | ${allocations}${ratio} | ${cacheHits} |`,
-      );
+  console.log(`no shared traces at ${tracesDir}: the generated trace only`);
+}
+traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
+
+const reference = buildReference();
+console.log(
+  `node ${process.version}; each ns/event the best of ${MEASUREMENTS} measurements of ≥ ${MILLISECONDS} ms of whole replays, after a warm-up`,
+);
+if (reference.skipped !== undefined) console.log(`C++ reference skipped: ${reference.skipped}`);
+
+// 1. The same policy: every figure equal, on every trace under every configuration.
+let mismatches = 0;
+if (reference.skipped === undefined) {
+  for (const trace of traces) {
+    trace.eventsPath = reference.writeEvents(trace.events);
+    for (const [configuration, options] of Object.entries(CONFIGURATIONS)) {
+      const script = figuresOf(replayTrace(trace.events, options));
+      const cpp = reference.run(trace.eventsPath, options);
+      const different = FIGURES.filter((name) => script[name] !== cpp[name]);
+      if (different.length > 0) {
+        mismatches++;
+        console.log(
+          `MISMATCH ${trace.name} ${configuration}: ${different.map((name) => `${name} TS ${script[name]} C++ ${cpp[name]}`).join(", ")}`,
+        );
+      }
     }
   }
+  console.log(
+    mismatches === 0
+      ? `\nfigures equal, TS and C++, on ${traces.length} traces × ${Object.keys(CONFIGURATIONS).length} configurations (${FIGURES.join(", ")})`
+      : `\n${mismatches} trace/configuration pairs differ: the C++ reference is not the same policy`,
+  );
 }
+
+// 2. Speed, MLX policy, configuration "default": TypeScript and C++ side by side.
+console.log('\nMLX policy, configuration "default" (W 8 GiB, M 16 GiB)\n');
+console.log("| trace | events | size classes | TS ns/event | C++ ns/event | TS / C++ |");
+console.log("| --- | --- | --- | --- | --- | --- |");
+for (const trace of traces) {
+  const script = bestOfThree(trace.events, CONFIGURATIONS.default);
+  trace.mlxNsPerEvent = script;
+  let cpp = "—";
+  let ratio = "—";
+  if (reference.skipped === undefined) {
+    const { nsPerEvent } = reference.run(trace.eventsPath, CONFIGURATIONS.default, {
+      milliseconds: MILLISECONDS,
+      measurements: MEASUREMENTS,
+    });
+    const best = Math.min(...nsPerEvent);
+    cpp = best.toFixed(1);
+    ratio = `${(script / best).toFixed(2)}×`;
+  }
+  console.log(
+    `| ${trace.name} | ${trace.events.length} | ${distinctSizeClasses(trace.events)} | ${script.toFixed(1)} | ${cpp} | ${ratio} |`,
+  );
+}
+if (reference.skipped === undefined) reference.dispose();
+
+// 3. Both policies: figures and speed (shorter measurements).
+console.log('\nboth policies, configuration "default"\n');
+console.log("| trace | policy | ns/event | reserved/live | system allocations | cache hits |");
+console.log("| --- | --- | --- | --- | --- | --- |");
+const VARIANTS = {
+  mlx: { policy: "mlx" },
+  bounded: { policy: "bounded" },
+  "bounded, largest first, 1.2": { policy: "bounded", boundedRelease: "largest", reserveRatio: 1.2 },
+};
+for (const trace of traces) {
+  let mlxAllocations;
+  for (const [name, variant] of Object.entries(VARIANTS)) {
+    const options = { ...CONFIGURATIONS.default, ...variant };
+    const result = replayTrace(trace.events, options);
+    const nsPerEvent =
+      name === "mlx" ? trace.mlxNsPerEvent : bestOfThree(trace.events, options, MILLISECONDS / 2);
+    const { peakReserved, peakLive, cacheHits } = result.counters;
+    const allocations = result.stats.systemAllocations;
+    mlxAllocations ??= allocations;
+    const ratio = name === "mlx" ? "" : ` (${(allocations / mlxAllocations).toFixed(2)}× mlx)`;
+    console.log(
+      `| ${trace.name} | ${name} | ${nsPerEvent.toFixed(1)} | ${(peakReserved / peakLive).toFixed(2)} | ${allocations}${ratio} | ${cacheHits} |`,
+    );
+  }
+}
+
+// 4. The allocator's own memory per cached buffer (goal ≤ 96 bytes).
 let memory = memoryPerCachedBuffer(200_000);
 for (let attempt = 0; attempt < 2; attempt++) {
   const again = memoryPerCachedBuffer(200_000);
   if (again.bytes < memory.bytes) memory = again;
 }
 console.log(
-  `\nallocator memory per cached buffer: ${memory.bytes.toFixed(0)} bytes (${memory.cached} cached, 4096 lengths)`,
+  `\nallocator memory per cached buffer: ${memory.bytes.toFixed(0)} bytes (goal ≤ 96; V8 heap growth over ${memory.cached} cached buffers of 4096 lengths, best of 3)`,
 );
+if (mismatches > 0) process.exitCode = 1;
