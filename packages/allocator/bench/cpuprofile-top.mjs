@@ -8,8 +8,8 @@
 // function's line numbers with the caller's script): read such a line in the other file.
 //   node bench/cpuprofile-top.mjs PROFILE.cpuprofile [--operations N] [--top 20] [--lines]
 import { existsSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { basename, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const [path] = process.argv.slice(2);
 if (path === undefined) {

@@ -8,7 +8,8 @@
 // Each figure is the best of three measurements after a warm-up. The host rows run first: the mock rows
 // would otherwise make the Device's calls into its backend polymorphic before the goals are measured.
 // Run after `pnpm run build`: pnpm --filter @nuvec/device bench   (or: node bench/device-bench.mjs
-// [--milliseconds N]; default 500 for the micro rows, twice that for the replays)
+// [--milliseconds N] [--measurements N]; default 500 ms for the micro rows, twice that for the replays, and
+// three measurements)
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,7 +24,9 @@ const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const tracesDir = resolve(packageDir, "../../../shared/traces");
 const flag = process.argv.indexOf("--milliseconds");
 const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 500;
-const MEASUREMENTS = 3;
+const measurementsFlag = process.argv.indexOf("--measurements");
+// More measurements give a busy machine more chances at a quiet second.
+const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
 const KiB = 1024;
 const GiB = 1024 ** 3;
 
