@@ -38,43 +38,59 @@ function loopOf(body) {
   return new Function("context", "count", `for (let index = 0; index < count; index++) { ${body} }`);
 }
 
-/** ns per iteration of `loop(context, batch)` run in batches for at least `milliseconds`. */
+/** A stopwatch of wall-clock and CPU time (the process's, V8's helper threads included). */
+function stopwatch() {
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  return () => {
+    const used = process.cpuUsage(cpu);
+    return { wall: (performance.now() - wall) * 1e6, cpu: (used.user + used.system) * 1e3 };
+  };
+}
+
+/** ns per iteration of `loop(context, batch)` run in batches for at least `milliseconds` ({ wall, cpu }). */
 function measure(loop, context, milliseconds) {
   const batch = 10_000;
   const start = performance.now();
+  const elapsed = stopwatch();
   let iterations = 0;
-  let elapsed;
   do {
     loop(context, batch);
     iterations += batch;
-    elapsed = performance.now() - start;
-  } while (elapsed < milliseconds);
-  return (elapsed * 1e6) / iterations;
+  } while (performance.now() - start < milliseconds);
+  const { wall, cpu } = elapsed();
+  return { wall: wall / iterations, cpu: cpu / iterations };
 }
 
+/** The best of the measurements after a warm-up, wall-clock and CPU time apart. */
 function bestOf(run, milliseconds) {
   run(milliseconds / 2); // warm-up
-  let best = Number.POSITIVE_INFINITY;
-  for (let measurement = 0; measurement < MEASUREMENTS; measurement++)
-    best = Math.min(best, run(milliseconds));
+  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    const { wall, cpu } = run(milliseconds);
+    best.wall = Math.min(best.wall, wall);
+    best.cpu = Math.min(best.cpu, cpu);
+  }
   return best;
 }
+
+const difference = (a, b) => ({ wall: a.wall - b.wall, cpu: a.cpu - b.cpu });
 
 const bestLoop = (body, context, milliseconds = MILLISECONDS) =>
   bestOf((ms) => measure(loopOf(body), context, ms), milliseconds);
 
-const rows = [];
-const row = (what, ns, goal = "") => {
-  rows.push({ what, ns, goal });
-  console.log(`| ${what} | ${ns.toFixed(0)} | ${goal} |`);
+const row = (what, ns, goal) => {
+  const verdict = (value) => (goal === undefined ? "" : value <= goal ? " ✓" : " ✗");
+  console.log(
+    `| ${what} | ${ns.wall.toFixed(0)}${verdict(ns.wall)} | ${ns.cpu.toFixed(0)}${verdict(ns.cpu)} | ${goal === undefined ? "" : `≤ ${goal}`} |`,
+  );
 };
-const verdict = (ns, goal) => `≤ ${goal} ${ns <= goal ? "✓" : "✗"}`;
 
 console.log(
   `node ${process.version}; best of ${MEASUREMENTS} measurements of ≥ ${MILLISECONDS} ms each, after a warm-up\n`,
 );
-console.log("| path | ns | goal |");
-console.log("| --- | --- | --- |");
+console.log("| path | ns | ns, CPU time | goal (ns) |");
+console.log("| --- | --- | --- | --- |");
 
 // 1. malloc(n).free() of a cached size.
 const allocator = new CachingAllocator({
@@ -97,16 +113,16 @@ try {
   host = Device.open();
   hostUnsafe = Device.open({ safetyNet: false });
 } catch (error) {
-  console.log(`| host backend unavailable: ${error.message} | | |`);
+  console.log(`| host backend unavailable: ${error.message} | | | |`);
 }
 if (host !== undefined) {
   const mallocFree = "context.device.malloc(context.size).free();";
   for (const size of [256, 64 * KiB]) {
     const label = size === 256 ? "256 B" : "64 KiB";
     const safe = bestLoop(mallocFree, { device: host, size });
-    row(`host, default options (safety net): malloc(${label}).free()`, safe, verdict(safe, 200));
+    row(`host, default options (safety net): malloc(${label}).free()`, safe, 200);
     const unsafe = bestLoop(mallocFree, { device: hostUnsafe, size });
-    row(`host, safetyNet: false: malloc(${label}).free()`, unsafe, verdict(unsafe, 150));
+    row(`host, safetyNet: false: malloc(${label}).free()`, unsafe, 150);
   }
 
   // 2. contents(). In a malloc + contents() + free() cycle the first contents() pays for the external
@@ -118,22 +134,24 @@ if (host !== undefined) {
   );
   const bare = bestLoop(mallocFree, { device: host, size });
   row("host: malloc(64 KiB) + first contents() + free()", cycle);
-  row("host: first contents() (that cycle − malloc + free)", cycle - bare, verdict(cycle - bare, 1000));
+  row("host: first contents() (that cycle − malloc + free)", difference(cycle, bare), 1000);
   // The call alone: 256 fresh buffers, contents() once each (their detaching and collection not counted).
   const firstCall = bestOf((milliseconds) => {
     const buffers = new Array(256);
-    let timed = 0;
+    const timed = { wall: 0, cpu: 0 };
     let calls = 0;
     const start = performance.now();
     while (performance.now() - start < milliseconds) {
       for (let index = 0; index < buffers.length; index++) buffers[index] = host.malloc(size);
-      const before = performance.now();
+      const elapsed = stopwatch();
       for (let index = 0; index < buffers.length; index++) buffers[index].contents();
-      timed += performance.now() - before;
+      const { wall, cpu } = elapsed();
+      timed.wall += wall;
+      timed.cpu += cpu;
       calls += buffers.length;
       for (let index = 0; index < buffers.length; index++) buffers[index].free();
     }
-    return (timed * 1e6) / calls;
+    return { wall: timed.wall / calls, cpu: timed.cpu / calls };
   }, MILLISECONDS);
   row("host: first contents(), the call alone (batch of 256 buffers)", firstCall);
   const held = host.malloc(size);
@@ -192,14 +210,14 @@ function replayProgram(events, deviceOptions) {
 
 function perEvent(replay, events, milliseconds) {
   const start = performance.now();
+  const elapsed = stopwatch();
   let replayed = 0;
-  let elapsed;
   do {
     replay();
     replayed += events.length;
-    elapsed = performance.now() - start;
-  } while (elapsed < milliseconds);
-  return (elapsed * 1e6) / replayed;
+  } while (performance.now() - start < milliseconds);
+  const { wall, cpu } = elapsed();
+  return { wall: wall / replayed, cpu: cpu / replayed };
 }
 
 const traces = [];
@@ -216,9 +234,9 @@ console.log(
   `\nreplay program (Device over the mock, as apps/examples/src/replay.ts) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
 );
 console.log(
-  "| trace | events | replayTrace | program | program / policy (goal ≤ 3×) | program, safetyNet: false |",
+  "| trace | events | replayTrace | program | program / policy (goal ≤ 3×) | the same, CPU time | program, safetyNet: false (CPU time) |",
 );
-console.log("| --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const { name, events } of traces) {
   const policy = replayTrace(events, DEFAULT);
   const program = replayProgram(events, {});
@@ -233,8 +251,10 @@ for (const { name, events } of traces) {
     (ms) => perEvent(() => replayProgram(events, { safetyNet: false }), events, ms),
     2 * MILLISECONDS,
   );
-  const ratio = programNs / policyNs;
+  const ratio = (value) => `${value.toFixed(1)}× ${value <= 3 ? "✓" : "✗"}`;
+  const wall = programNs.wall / policyNs.wall;
+  const cpu = programNs.cpu / policyNs.cpu;
   console.log(
-    `| ${name} | ${events.length} | ${policyNs.toFixed(1)} | ${programNs.toFixed(1)} | ${ratio.toFixed(1)}× ${ratio <= 3 ? "✓" : "✗"} | ${unsafeNs.toFixed(1)} |`,
+    `| ${name} | ${events.length} | ${policyNs.wall.toFixed(1)} | ${programNs.wall.toFixed(1)} | ${ratio(wall)} | ${policyNs.cpu.toFixed(1)} vs ${programNs.cpu.toFixed(1)}: ${ratio(cpu)} | ${unsafeNs.wall.toFixed(1)} (${unsafeNs.cpu.toFixed(1)}): ${(unsafeNs.cpu / policyNs.cpu).toFixed(1)}× |`,
   );
 }
