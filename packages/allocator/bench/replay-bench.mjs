@@ -1,8 +1,17 @@
 #!/usr/bin/env node
-// Replays each shared trace (../shared/traces beside the repository) through the built allocator and prints
-// nanoseconds per event (best of several runs; reading and parsing excluded), both policies side by side,
-// and the allocator's own memory per cached buffer. Run after `pnpm run build`:
-//   pnpm --filter @nuvec/allocator bench            (or: node bench/replay-bench.mjs [--runs N])
+// The policy's speed, side by side with a C++ reference of the same MLX policy (reference/mlx-policy.cc,
+// compiled with the system's g++ -O2 when present; skipped with a message when not), on each shared trace
+// (../shared/traces beside the repository) and on a generated long decode-style trace (decode-trace.mjs).
+// Before timing, every trace is replayed by both sides under the traces' three configurations and their
+// figures are checked equal: the reference is provably the same policy (the bench exits 1 otherwise).
+// Then: both policies' figures and speed, and the allocator's memory per cached buffer.
+// Run after `pnpm run build` (it replays dist/):
+//   pnpm --filter @nuvec/allocator bench     (or: node bench/replay-bench.mjs [--milliseconds N]
+//                                              [--measurements N])
+// Each ns/event is the best of three (--measurements) measurements of at least --milliseconds (default 1000)
+// of whole replays back to back (a fresh allocator each; the trace read and parsed once beforehand), after a
+// warm-up, in wall-clock time and, apart, in the process's CPU time (steadier on a shared machine). The two
+// sides take turns, one measurement each, so a busy second of a shared machine does not fall on one side only.
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,16 +19,37 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { CachingAllocator, CountingBufferSource, replayTrace } from "../dist/index.js";
 import { readTrace } from "../dist/node.js";
+import { buildReference } from "./cpp-reference.mjs";
+import { decodeTrace } from "./decode-trace.mjs";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = resolve(packageDir, "../..");
 const tracesDir = resolve(repoRoot, "../shared/traces");
-const runsFlag = process.argv.indexOf("--runs");
-// Short traces finish a run in under a millisecond: keep going for a minimum time too, so the JIT is warm.
-const runs = runsFlag > 0 ? Number(process.argv[runsFlag + 1]) : 25;
-const MINIMUM_MILLISECONDS = 400;
-const TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
-const DEFAULT = { workingSet: 8589934592, memorySize: 17179869184 };
+const flag = process.argv.indexOf("--milliseconds");
+const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 1000;
+const measurementsFlag = process.argv.indexOf("--measurements");
+// More measurements give a busy machine more chances at a quiet second.
+const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
+const SHARED_TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
+// The configurations of ../shared/traces/README.md (set right after opening, memory limit first).
+const CONFIGURATIONS = {
+  default: { workingSet: 8589934592, memorySize: 17179869184 },
+  cache64: { workingSet: 8589934592, memorySize: 17179869184, cacheLimit: 67108864 },
+  small: { workingSet: 536870912, memorySize: 1073741824, memoryLimit: 8589934592 },
+};
+const FIGURES = [
+  "active",
+  "peak",
+  "cache",
+  "systemAllocations",
+  "systemReleases",
+  "cacheHits",
+  "cacheMisses",
+  "peakReserved",
+  "peakLive",
+  "liveBuffers",
+  "cachedBuffers",
+];
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc");
@@ -29,15 +59,42 @@ const collectGarbage = () => {
   gc();
 };
 
-function best(events, options) {
-  let fastest = Number.POSITIVE_INFINITY;
-  let result;
+const sizeClass = (bytes) =>
+  bytes > 16384 ? Math.ceil(bytes / 16384) * 16384 : Math.ceil(bytes / 256) * 256;
+const distinctSizeClasses = (events) =>
+  new Set(events.filter((event) => event[0] === "a" && event[2] > 0).map((event) => sizeClass(event[2])))
+    .size;
+
+/** ns per event of whole replays back to back for at least `milliseconds`. */
+function measure(events, options, milliseconds) {
   const start = performance.now();
-  for (let run = 0; run < runs || performance.now() - start < MINIMUM_MILLISECONDS; run++) {
-    result = replayTrace(events, options);
-    fastest = Math.min(fastest, result.nsPerEvent);
+  const cpuStart = process.cpuUsage();
+  let replayed = 0;
+  let elapsed;
+  do {
+    replayTrace(events, options);
+    replayed += events.length;
+    elapsed = performance.now() - start;
+  } while (elapsed < milliseconds);
+  const cpu = process.cpuUsage(cpuStart);
+  return { wall: (elapsed * 1e6) / replayed, cpu: ((cpu.user + cpu.system) * 1e3) / replayed };
+}
+
+/** The best of the measurements (wall-clock and CPU time apart) after a warm-up of half a measurement. */
+function bestOf(events, options, milliseconds = MILLISECONDS) {
+  measure(events, options, milliseconds / 2);
+  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    const { wall, cpu } = measure(events, options, milliseconds);
+    best.wall = Math.min(best.wall, wall);
+    best.cpu = Math.min(best.cpu, cpu);
   }
-  return { result, nsPerEvent: fastest };
+  return best;
+}
+
+function figuresOf(result) {
+  const figures = { ...result.stats, ...result.counters };
+  return Object.fromEntries(FIGURES.map((name) => [name, figures[name]]));
 }
 
 function memoryPerCachedBuffer(count) {
@@ -57,39 +114,114 @@ function memoryPerCachedBuffer(count) {
   return { bytes: (after - before) / cached, cached };
 }
 
-if (!existsSync(tracesDir)) {
-  console.log(`no traces at ${tracesDir}: nothing to replay`);
+const traces = [];
+if (existsSync(tracesDir)) {
+  for (const name of SHARED_TRACES) {
+    traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
+  }
 } else {
-  console.log(
-    `node ${process.version}, best of at least ${runs} runs and ${MINIMUM_MILLISECONDS} ms per row, configuration "default" (W 8 GiB, M 16 GiB)\n`,
-  );
-  console.log("| trace | policy | events | ns/event | reserved/live | system allocations | cache hits |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- |");
-  for (const trace of TRACES) {
-    const { events } = readTrace(resolve(tracesDir, `${trace}.ndjson.gz`));
-    const variants = {
-      mlx: { policy: "mlx" },
-      bounded: { policy: "bounded" },
-      "bounded, largest first, 1.2": { policy: "bounded", boundedRelease: "largest", reserveRatio: 1.2 },
-    };
-    let mlxAllocations;
-    for (const [name, variant] of Object.entries(variants)) {
-      const { result, nsPerEvent } = best(events, { ...DEFAULT, ...variant });
-      const { peakReserved, peakLive, cacheHits } = result.counters;
-      const allocations = result.stats.systemAllocations;
-      mlxAllocations ??= allocations;
-      const ratio = name === "mlx" ? "" : ` (${(allocations / mlxAllocations).toFixed(2)}× mlx)`;
-      console.log(
-        `| ${trace} | ${name} | ${result.events} | ${nsPerEvent.toFixed(1)} | ${(peakReserved / peakLive).toFixed(2)} | ${allocations}${ratio} | ${cacheHits} |`,
-      );
+  console.log(`no shared traces at ${tracesDir}: the generated trace only`);
+}
+traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
+
+const reference = buildReference();
+console.log(
+  `node ${process.version}; each ns/event the best of ${MEASUREMENTS} measurements of ≥ ${MILLISECONDS} ms of whole replays, after a warm-up`,
+);
+if (reference.skipped !== undefined) console.log(`C++ reference skipped: ${reference.skipped}`);
+
+// 1. The same policy: every figure equal, on every trace under every configuration.
+let mismatches = 0;
+if (reference.skipped === undefined) {
+  for (const trace of traces) {
+    trace.eventsPath = reference.writeEvents(trace.events);
+    for (const [configuration, options] of Object.entries(CONFIGURATIONS)) {
+      const script = figuresOf(replayTrace(trace.events, options));
+      const cpp = reference.run(trace.eventsPath, options);
+      const different = FIGURES.filter((name) => script[name] !== cpp[name]);
+      if (different.length > 0) {
+        mismatches++;
+        console.log(
+          `MISMATCH ${trace.name} ${configuration}: ${different.map((name) => `${name} TS ${script[name]} C++ ${cpp[name]}`).join(", ")}`,
+        );
+      }
     }
   }
+  console.log(
+    mismatches === 0
+      ? `\nfigures equal, TS and C++, on ${traces.length} traces × ${Object.keys(CONFIGURATIONS).length} configurations (${FIGURES.join(", ")})`
+      : `\n${mismatches} trace/configuration pairs differ: the C++ reference is not the same policy`,
+  );
 }
+
+// 2. Speed, MLX policy, configuration "default": TypeScript and C++ side by side, in wall-clock time and in
+// CPU time (the process's: it leaves out the seconds other processes of a shared machine had the core; the
+// TypeScript side's includes V8's helper threads, e.g. concurrent GC).
+console.log('\nMLX policy, configuration "default" (W 8 GiB, M 16 GiB), ns per event\n');
+console.log(
+  "| trace | events | size classes | TS | C++ | TS / C++ | TS, CPU time | C++, CPU time | TS / C++, CPU time |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+for (const trace of traces) {
+  const options = CONFIGURATIONS.default;
+  measure(trace.events, options, MILLISECONDS / 2); // warm-up
+  const script = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  const cpp = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    const { wall, cpu } = measure(trace.events, options, MILLISECONDS);
+    script.wall = Math.min(script.wall, wall);
+    script.cpu = Math.min(script.cpu, cpu);
+    if (reference.skipped === undefined) {
+      const timing = { milliseconds: MILLISECONDS, measurements: 1 };
+      const { nsPerEvent, cpuNsPerEvent } = reference.run(trace.eventsPath, options, timing);
+      cpp.wall = Math.min(cpp.wall, ...nsPerEvent);
+      cpp.cpu = Math.min(cpp.cpu, ...cpuNsPerEvent);
+    }
+  }
+  trace.mlxNsPerEvent = script;
+  const known = reference.skipped === undefined;
+  const cell = (value) => (known ? value.toFixed(1) : "—");
+  const ratio = (numerator, denominator) => (known ? `${(numerator / denominator).toFixed(2)}×` : "—");
+  console.log(
+    `| ${trace.name} | ${trace.events.length} | ${distinctSizeClasses(trace.events)} | ${script.wall.toFixed(1)} | ${cell(cpp.wall)} | ${ratio(script.wall, cpp.wall)} | ${script.cpu.toFixed(1)} | ${cell(cpp.cpu)} | ${ratio(script.cpu, cpp.cpu)} |`,
+  );
+}
+if (reference.skipped === undefined) reference.dispose();
+
+// 3. Both policies: figures and speed (shorter measurements).
+console.log('\nboth policies, configuration "default"\n');
+console.log(
+  "| trace | policy | ns/event | ns/event, CPU time | reserved/live | system allocations | cache hits |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
+const VARIANTS = {
+  mlx: { policy: "mlx" },
+  bounded: { policy: "bounded" },
+  "bounded, largest first, 1.2": { policy: "bounded", boundedRelease: "largest", reserveRatio: 1.2 },
+};
+for (const trace of traces) {
+  let mlxAllocations;
+  for (const [name, variant] of Object.entries(VARIANTS)) {
+    const options = { ...CONFIGURATIONS.default, ...variant };
+    const result = replayTrace(trace.events, options);
+    const nsPerEvent = name === "mlx" ? trace.mlxNsPerEvent : bestOf(trace.events, options, MILLISECONDS / 2);
+    const { peakReserved, peakLive, cacheHits } = result.counters;
+    const allocations = result.stats.systemAllocations;
+    mlxAllocations ??= allocations;
+    const ratio = name === "mlx" ? "" : ` (${(allocations / mlxAllocations).toFixed(2)}× mlx)`;
+    console.log(
+      `| ${trace.name} | ${name} | ${nsPerEvent.wall.toFixed(1)} | ${nsPerEvent.cpu.toFixed(1)} | ${(peakReserved / peakLive).toFixed(2)} | ${allocations}${ratio} | ${cacheHits} |`,
+    );
+  }
+}
+
+// 4. The allocator's own memory per cached buffer (goal ≤ 96 bytes).
 let memory = memoryPerCachedBuffer(200_000);
 for (let attempt = 0; attempt < 2; attempt++) {
   const again = memoryPerCachedBuffer(200_000);
   if (again.bytes < memory.bytes) memory = again;
 }
 console.log(
-  `\nallocator memory per cached buffer: ${memory.bytes.toFixed(0)} bytes (${memory.cached} cached, 4096 lengths)`,
+  `\nallocator memory per cached buffer: ${memory.bytes.toFixed(0)} bytes (goal ≤ 96; V8 heap growth over ${memory.cached} cached buffers of 4096 lengths, best of 3)`,
 );
+if (mismatches > 0) process.exitCode = 1;

@@ -1,55 +1,260 @@
 #!/usr/bin/env node
-// The Device's hot path: malloc + free of a cached size (the common case of a runtime), over the mock and
-// over the real host backend, next to the allocator alone; and contents() (an external ArrayBuffer).
-// Run: pnpm --filter @nuvec/device bench
-import { CachingAllocator } from "@nuvec/allocator";
+// The Device's hot paths, each figure next to its goal (issue 15):
+//   1. malloc(n).free() of a cached size on the host backend, default options (safety net on) and
+//      `safetyNet: false`, next to the allocator alone;
+//   2. the first contents() of a buffer (an external ArrayBuffer, detached again on free) and repeated calls;
+//   3. the examples' replay program (a Device over the mock, as apps/examples/src/replay.ts runs a trace)
+//      against `replayTrace` alone on the same pre-read events.
+// Each figure is the best of three measurements after a warm-up. The host rows run first: the mock rows
+// would otherwise make the Device's calls into its backend polymorphic before the goals are measured.
+// Run after `pnpm run build`: pnpm --filter @nuvec/device bench   (or: node bench/device-bench.mjs
+// [--milliseconds N] [--measurements N]; default 500 ms for the micro rows, twice that for the replays, and
+// three measurements)
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CachingAllocator, replayTrace } from "@nuvec/allocator";
+import { readTrace } from "@nuvec/allocator/node";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { Bench } from "tinybench";
+// The allocator bench's generated decode trace (a long one: the shared traces are short).
+import { decodeTrace } from "../../allocator/bench/decode-trace.mjs";
 import { Device } from "../dist/index.js";
 
-const bench = new Bench({ time: 500, warmupTime: 100 });
-const sizes = [256, 64 * 1024, 16 * 1024 * 1024];
+const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const tracesDir = resolve(packageDir, "../../../shared/traces");
+const flag = process.argv.indexOf("--milliseconds");
+const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 500;
+const measurementsFlag = process.argv.indexOf("--measurements");
+// More measurements give a busy machine more chances at a quiet second.
+const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
+const KiB = 1024;
+const GiB = 1024 ** 3;
 
+/**
+ * A loop of `body` compiled on its own (`new Function`): each row gets its own type feedback, so what one
+ * row calls does not make another row's call sites polymorphic.
+ */
+function loopOf(body) {
+  return new Function("context", "count", `for (let index = 0; index < count; index++) { ${body} }`);
+}
+
+/** A stopwatch of wall-clock and CPU time (the process's, V8's helper threads included). */
+function stopwatch() {
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  return () => {
+    const used = process.cpuUsage(cpu);
+    return { wall: (performance.now() - wall) * 1e6, cpu: (used.user + used.system) * 1e3 };
+  };
+}
+
+/** ns per iteration of `loop(context, batch)` run in batches for at least `milliseconds` ({ wall, cpu }). */
+function measure(loop, context, milliseconds) {
+  const batch = 10_000;
+  const start = performance.now();
+  const elapsed = stopwatch();
+  let iterations = 0;
+  do {
+    loop(context, batch);
+    iterations += batch;
+  } while (performance.now() - start < milliseconds);
+  const { wall, cpu } = elapsed();
+  return { wall: wall / iterations, cpu: cpu / iterations };
+}
+
+/** The best of the measurements after a warm-up, wall-clock and CPU time apart. */
+function bestOf(run, milliseconds) {
+  run(milliseconds / 2); // warm-up
+  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    const { wall, cpu } = run(milliseconds);
+    best.wall = Math.min(best.wall, wall);
+    best.cpu = Math.min(best.cpu, cpu);
+  }
+  return best;
+}
+
+const difference = (a, b) => ({ wall: a.wall - b.wall, cpu: a.cpu - b.cpu });
+
+const bestLoop = (body, context, milliseconds = MILLISECONDS) =>
+  bestOf((ms) => measure(loopOf(body), context, ms), milliseconds);
+
+const row = (what, ns, goal) => {
+  const verdict = (value) => (goal === undefined ? "" : value <= goal ? " ✓" : " ✗");
+  console.log(
+    `| ${what} | ${ns.wall.toFixed(0)}${verdict(ns.wall)} | ${ns.cpu.toFixed(0)}${verdict(ns.cpu)} | ${goal === undefined ? "" : `≤ ${goal}`} |`,
+  );
+};
+
+console.log(
+  `node ${process.version}; best of ${MEASUREMENTS} measurements of ≥ ${MILLISECONDS} ms each, after a warm-up\n`,
+);
+console.log("| path | ns | ns, CPU time | goal (ns) |");
+console.log("| --- | --- | --- | --- |");
+
+// 1. malloc(n).free() of a cached size.
 const allocator = new CachingAllocator({
-  recommendedMaxWorkingSetSize: 8 * 1024 ** 3,
-  memorySize: 16 * 1024 ** 3,
-  maxBufferLength: 8 * 1024 ** 3,
+  recommendedMaxWorkingSetSize: 8 * GiB,
+  memorySize: 16 * GiB,
+  maxBufferLength: 8 * GiB,
   resourceLimit: 499000,
   pageSize: 16384,
   acquire: (bytes) => ({ bytes }),
   release: () => {},
 });
-for (const size of sizes) {
-  bench.add(`allocator alone: malloc+free ${size} B (cached)`, () => allocator.free(allocator.malloc(size)));
-}
-
-const mock = Device.open({ backend: new MockBackend() });
-for (const size of sizes) {
-  bench.add(`device over mock: malloc+free ${size} B (cached)`, () => mock.malloc(size).free());
-}
+row(
+  "allocator alone: free(malloc(64 KiB)), cached",
+  bestLoop("context.allocator.free(context.allocator.malloc(context.size));", { allocator, size: 64 * KiB }),
+);
 
 let host;
+let hostUnsafe;
 try {
   host = Device.open();
-  for (const size of sizes) {
-    bench.add(`device over host: malloc+free ${size} B (cached)`, () => host.malloc(size).free());
-  }
-  bench.add("device over host: malloc+contents()+free 64 KiB", () => {
-    const buffer = host.malloc(64 * 1024);
-    buffer.contents();
-    buffer.free();
-  });
+  hostUnsafe = Device.open({ safetyNet: false });
 } catch (error) {
-  console.log(`host backend unavailable: ${error.message}`);
+  console.log(`| host backend unavailable: ${error.message} | | | |`);
+}
+if (host !== undefined) {
+  const mallocFree = "context.device.malloc(context.size).free();";
+  for (const size of [256, 64 * KiB]) {
+    const label = size === 256 ? "256 B" : "64 KiB";
+    const safe = bestLoop(mallocFree, { device: host, size });
+    row(`host, default options (safety net): malloc(${label}).free()`, safe, 200);
+    const unsafe = bestLoop(mallocFree, { device: hostUnsafe, size });
+    row(`host, safetyNet: false: malloc(${label}).free()`, unsafe, 150);
+  }
+
+  // 2. contents(). In a malloc + contents() + free() cycle the first contents() pays for the external
+  // ArrayBuffer, its detaching on free and its collection later: that cycle minus malloc + free is its cost.
+  const size = 64 * KiB;
+  const cycle = bestLoop(
+    "const buffer = context.device.malloc(context.size); buffer.contents(); buffer.free();",
+    { device: host, size },
+  );
+  const bare = bestLoop(mallocFree, { device: host, size });
+  row("host: malloc(64 KiB) + first contents() + free()", cycle);
+  row("host: first contents() (that cycle − malloc + free)", difference(cycle, bare), 1000);
+  // The call alone: 256 fresh buffers, contents() once each (their detaching and collection not counted).
+  const firstCall = bestOf((milliseconds) => {
+    const buffers = new Array(256);
+    const timed = { wall: 0, cpu: 0 };
+    let calls = 0;
+    const start = performance.now();
+    while (performance.now() - start < milliseconds) {
+      for (let index = 0; index < buffers.length; index++) buffers[index] = host.malloc(size);
+      const elapsed = stopwatch();
+      for (let index = 0; index < buffers.length; index++) buffers[index].contents();
+      const { wall, cpu } = elapsed();
+      timed.wall += wall;
+      timed.cpu += cpu;
+      calls += buffers.length;
+      for (let index = 0; index < buffers.length; index++) buffers[index].free();
+    }
+    return { wall: timed.wall / calls, cpu: timed.cpu / calls };
+  }, MILLISECONDS);
+  row("host: first contents(), the call alone (batch of 256 buffers)", firstCall);
+  const held = host.malloc(size);
+  held.contents();
+  row("host: repeated contents() of a live buffer", bestLoop("context.buffer.contents();", { buffer: held }));
+  held.free();
 }
 
-await bench.run();
-console.table(
-  bench.tasks.map((task) => ({
-    task: task.name,
-    "ns/op (median)": Math.round((task.result?.latency?.p50 ?? Number.NaN) * 1e6),
-    "ops/s": Math.round(task.result?.throughput?.mean ?? 0),
-  })),
+// Over the mock, for comparison (after the host rows: see the top).
+const mock = Device.open({ backend: new MockBackend() });
+const mockUnsafe = Device.open({ backend: new MockBackend(), safetyNet: false });
+row(
+  "mock, default options: malloc(64 KiB).free()",
+  bestLoop("context.device.malloc(context.size).free();", { device: mock, size: 64 * KiB }),
+);
+row(
+  "mock, safetyNet: false: malloc(64 KiB).free()",
+  bestLoop("context.device.malloc(context.size).free();", { device: mockUnsafe, size: 64 * KiB }),
 );
 mock.close();
+mockUnsafe.close();
 host?.close();
+hostUnsafe?.close();
+
+// 3. The replay program against the policy alone, per event, on the same pre-read events.
+const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB };
+
+/** apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else). */
+function replayProgram(events, deviceOptions) {
+  const backend = new MockBackend({
+    recommendedMaxWorkingSetSize: DEFAULT.workingSet,
+    memorySize: DEFAULT.memorySize,
+    maxBufferLength: DEFAULT.workingSet,
+  });
+  const device = Device.open({ backend, policy: "mlx", ...deviceOptions });
+  const buffers = new Map();
+  for (const event of events) {
+    switch (event[0]) {
+      case "a":
+        buffers.set(event[1], device.malloc(event[2]));
+        break;
+      case "f":
+        buffers.get(event[1])?.free();
+        buffers.delete(event[1]);
+        break;
+      default:
+        throw new Error(`the bench replays allocations and frees only, not ${JSON.stringify(event)}`);
+    }
+  }
+  const stats = device.memoryStats();
+  const counters = device.counters();
+  for (const buffer of buffers.values()) buffer.free();
+  device.close();
+  return { systemAllocations: stats.systemAllocations, cacheHits: counters.cacheHits, peak: stats.peak };
+}
+
+function perEvent(replay, events, milliseconds) {
+  const start = performance.now();
+  const elapsed = stopwatch();
+  let replayed = 0;
+  do {
+    replay();
+    replayed += events.length;
+  } while (performance.now() - start < milliseconds);
+  const { wall, cpu } = elapsed();
+  return { wall: wall / replayed, cpu: cpu / replayed };
+}
+
+const traces = [];
+if (existsSync(tracesDir)) {
+  for (const name of ["gpt2-generate", "bert-dynamic", "resnet50-train"]) {
+    traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
+  }
+} else {
+  console.log(`\nno shared traces at ${tracesDir}: the generated trace only`);
+}
+traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
+
+console.log(
+  `\nreplay program (Device over the mock, as apps/examples/src/replay.ts) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
+);
+console.log(
+  "| trace | events | replayTrace | program | program / policy (goal ≤ 3×) | the same, CPU time | program, safetyNet: false (CPU time) |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
+for (const { name, events } of traces) {
+  const policy = replayTrace(events, DEFAULT);
+  const program = replayProgram(events, {});
+  for (const figure of ["systemAllocations", "cacheHits", "peak"]) {
+    const expected = figure === "cacheHits" ? policy.counters.cacheHits : policy.stats[figure];
+    if (program[figure] !== expected)
+      throw new Error(`${name}: the program's ${figure} ${program[figure]} ≠ ${expected}`);
+  }
+  const policyNs = bestOf((ms) => perEvent(() => replayTrace(events, DEFAULT), events, ms), 2 * MILLISECONDS);
+  const programNs = bestOf((ms) => perEvent(() => replayProgram(events, {}), events, ms), 2 * MILLISECONDS);
+  const unsafeNs = bestOf(
+    (ms) => perEvent(() => replayProgram(events, { safetyNet: false }), events, ms),
+    2 * MILLISECONDS,
+  );
+  const ratio = (value) => `${value.toFixed(1)}× ${value <= 3 ? "✓" : "✗"}`;
+  const wall = programNs.wall / policyNs.wall;
+  const cpu = programNs.cpu / policyNs.cpu;
+  console.log(
+    `| ${name} | ${events.length} | ${policyNs.wall.toFixed(1)} | ${programNs.wall.toFixed(1)} | ${ratio(wall)} | ${policyNs.cpu.toFixed(1)} vs ${programNs.cpu.toFixed(1)}: ${ratio(cpu)} | ${unsafeNs.wall.toFixed(1)} (${unsafeNs.cpu.toFixed(1)}): ${(unsafeNs.cpu / policyNs.cpu).toFixed(1)}× |`,
+  );
+}
