@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Makes the demo's own trace: the first EVENTS events of a shared trace (a prefix keeps ids dense and every
 // free after its allocation), with a header that describes the cut. Run once by hand:
-//   node apps/examples/scripts/cut-trace.mjs ../shared/traces/gpt2-generate.ndjson.gz 24000 apps/examples/traces/gpt2-decode-cut.ndjson.gz
+//   node apps/examples/scripts/cut-trace.mjs fixtures/traces/gpt2-generate.ndjson.gz 24000 apps/examples/traces/gpt2-decode-cut.ndjson.gz
 import { readFileSync, writeFileSync } from "node:fs";
 import { gunzipSync, gzipSync } from "node:zlib";
 

@@ -10,7 +10,7 @@ import { replayTrace } from "../dist/index.js";
 import { readTrace } from "../dist/node.js";
 import { decodeTrace } from "./decode-trace.mjs";
 
-const tracesDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../shared/traces");
+const tracesDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../fixtures/traces");
 const which = process.argv[2] ?? "decode";
 const events =
   which === "decode" ? decodeTrace() : readTrace(resolve(tracesDir, `${which}.ndjson.gz`)).events;

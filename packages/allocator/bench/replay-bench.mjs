@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The policy's speed, side by side with a C++ reference of the same MLX policy (reference/mlx-policy.cc,
 // compiled with the system's g++ -O2 when present; skipped with a message when not), on each shared trace
-// (../shared/traces beside the repository) and on a generated long decode-style trace (decode-trace.mjs).
+// (fixtures/traces, the repository's copies) and on a generated long decode-style trace (decode-trace.mjs).
 // Before timing, every trace is replayed by both sides under the traces' three configurations and their
 // figures are checked equal: the reference is provably the same policy (the bench exits 1 otherwise).
 // Then: both policies' figures and speed, and the allocator's memory per cached buffer.
@@ -24,14 +24,14 @@ import { decodeTrace } from "./decode-trace.mjs";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = resolve(packageDir, "../..");
-const tracesDir = resolve(repoRoot, "../shared/traces");
+const tracesDir = resolve(repoRoot, "fixtures/traces");
 const flag = process.argv.indexOf("--milliseconds");
 const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 1000;
 const measurementsFlag = process.argv.indexOf("--measurements");
 // More measurements give a busy machine more chances at a quiet second.
 const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
 const SHARED_TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
-// The configurations of ../shared/traces/README.md (set right after opening, memory limit first).
+// The configurations of fixtures/traces/README.md (set right after opening, memory limit first).
 const CONFIGURATIONS = {
   default: { workingSet: 8589934592, memorySize: 17179869184 },
   cache64: { workingSet: 8589934592, memorySize: 17179869184, cacheLimit: 67108864 },
@@ -120,7 +120,7 @@ if (existsSync(tracesDir)) {
     traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
   }
 } else {
-  console.log(`no shared traces at ${tracesDir}: the generated trace only`);
+  console.log(`no traces at ${tracesDir}: the generated trace only`);
 }
 traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
 

@@ -4,7 +4,7 @@ import { tracesDir } from "../test/support.js";
 import { readTrace } from "./node.js";
 import { type ReplayOptions, replayTrace, type TraceEvent } from "./replay.js";
 
-// The configurations and the MLX-policy figures of ../shared/traces/README.md, verbatim.
+// The configurations and the MLX-policy figures of fixtures/traces/README.md, verbatim.
 const configurations: Record<string, ReplayOptions> = {
   default: { workingSet: 8589934592, memorySize: 17179869184 },
   cache64: { workingSet: 8589934592, memorySize: 17179869184, cacheLimit: 67108864 },
@@ -68,7 +68,7 @@ function eventsOf(trace: string): TraceEvent[] {
   return events;
 }
 
-describe("the shared traces under the MLX policy (../shared/traces/README.md)", () => {
+describe("the shared traces under the MLX policy (fixtures/traces/README.md)", () => {
   it.each(rows)("$trace / $configuration gives exactly the table's figures", (row) => {
     const result = replayTrace(eventsOf(row.trace), configurations[row.configuration]);
     expect({

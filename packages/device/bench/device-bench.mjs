@@ -21,7 +21,7 @@ import { decodeTrace } from "../../allocator/bench/decode-trace.mjs";
 import { Device } from "../dist/index.js";
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const tracesDir = resolve(packageDir, "../../../shared/traces");
+const tracesDir = resolve(packageDir, "../../fixtures/traces");
 const flag = process.argv.indexOf("--milliseconds");
 const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 500;
 const measurementsFlag = process.argv.indexOf("--measurements");

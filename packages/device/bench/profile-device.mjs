@@ -45,7 +45,7 @@ if (which === "safe" || which === "unsafe") {
   }
   device.close();
 } else if (which === "program" || which === "program-unsafe") {
-  const tracesDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../shared/traces");
+  const tracesDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../fixtures/traces");
   const { events } = readTrace(resolve(tracesDir, "gpt2-generate.ndjson.gz"));
   const options = which === "program-unsafe" ? { safetyNet: false } : {};
   while (running()) {

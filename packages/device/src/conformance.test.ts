@@ -1,5 +1,5 @@
 // The shared conformance scenarios of the allocator, run through the whole Device over the mock backend:
-// the expected state after every step, to the byte. Skips when ../shared/conformance is absent.
+// the expected state after every step, to the byte (fixtures/conformance).
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { allocatorScenarios, replayScenario, scenarioFacts } from "../test/conformance.js";
