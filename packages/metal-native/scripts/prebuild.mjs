@@ -91,7 +91,10 @@ function buildWithZig(zigTarget, file) {
   }
   const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
   if (!existsSync(join(nodeInclude, "node_api.h"))) fail(`no Node-API headers at ${nodeInclude}`);
-  const addonApi = createRequire(join(root, "package.json"))("node-addon-api").include_dir;
+  // include_dir is relative to the working directory node-addon-api was loaded from: make it absolute.
+  const addonApi = resolve(
+    createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
+  );
   const { sources, defines, cflags } = gypSettings("linux");
   const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
   try {
@@ -116,7 +119,7 @@ function buildWithZig(zigTarget, file) {
         ...cflags.filter((flag) => !flag.startsWith("-W")),
         ...defines.map((define) => `-D${define}`),
         `-I${nodeInclude}`,
-        `-I${addonApi.replace(/^"|"$/g, "")}`,
+        `-I${addonApi}`,
         ...sources.map((source) => join(root, "native", source)),
         `-Wl,--version-script=${exportsMap}`,
         "-s",

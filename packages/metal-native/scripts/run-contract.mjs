@@ -10,7 +10,15 @@
 // Debian's libc6-arm64-cross and libstdc++6-arm64-cross (QEMU_LD_PREFIX=/usr/aarch64-linux-gnu): Node needs
 // libstdc++, the addon does not. Exits 1 when a test fails, 3 when this machine cannot run the binary.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { homedir, tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
@@ -92,6 +100,46 @@ export async function bundleContractSuite(directory) {
   return outfile;
 }
 
+/** The tests of a node:test TAP report (suites left out): which passed, failed, and were skipped and why. */
+export function summarize(tap) {
+  const lines = tap.split("\n");
+  const summary = { passed: [], failed: [], skipped: [] };
+  lines.forEach((line, index) => {
+    const match = /^\s*(ok|not ok) \d+ - (.*?)(?: # SKIP(?: (.*))?)?$/.exec(line);
+    if (!match) return;
+    // A YAML block follows each result; a suite's says type: 'suite'.
+    let end = index + 1;
+    while (end < lines.length && !/^\s*\.\.\.$/.test(lines[end] ?? "")) end += 1;
+    if (lines.slice(index + 1, end).some((text) => /type: 'suite'/.test(text))) return;
+    const [, status, name, reason] = match;
+    if (line.includes(" # SKIP")) summary.skipped.push({ name, reason: reason ?? "no reason given" });
+    else (status === "ok" ? summary.passed : summary.failed).push(name);
+  });
+  return summary;
+}
+
+/** Prints which parts of the suite ran and which were skipped and why (and to a GitHub job summary). */
+function report(target, file, { passed, failed, skipped }) {
+  const lines = [
+    `contract suite on ${target} (${file}): ${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped`,
+    ...failed.map((name) => `  failed:  ${name}`),
+    ...skipped.map(({ name, reason }) => `  skipped: ${name} — ${reason}`),
+  ];
+  console.log(`\n${lines.join("\n")}`);
+  if (process.env.GITHUB_STEP_SUMMARY) {
+    const markdown = [
+      `### Contract suite: ${target}`,
+      "",
+      `${passed.length} passed, ${failed.length} failed, ${skipped.length} skipped (\`${file}\`)`,
+      "",
+      ...failed.map((name) => `- ❌ ${name}`),
+      ...skipped.map(({ name, reason }) => `- skipped: ${name} — ${reason}`),
+      "",
+    ];
+    appendFileSync(process.env.GITHUB_STEP_SUMMARY, `${markdown.join("\n")}\n`);
+  }
+}
+
 async function main() {
   const args = process.argv.slice(2);
   const file = args[0] && !args[0].startsWith("--") ? resolve(args[0]) : undefined;
@@ -115,11 +163,15 @@ async function main() {
     console.log(
       `run-contract: ${target} ${file}${lead.length > 0 ? ` under ${program} ${lead.join(" ")}` : ""}`,
     );
-    const result = spawnSync(program, [...lead, "--test-reporter=spec", bundle], {
+    const tap = join(scratch, "results.tap");
+    const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout"];
+    reporters.push("--test-reporter=tap", `--test-reporter-destination=${tap}`);
+    const result = spawnSync(program, [...lead, ...reporters, bundle], {
       stdio: "inherit",
       env: { ...process.env, ...runner.env, NUVEC_CONTRACT_ADDON: file },
     });
     if (result.error) throw result.error;
+    if (existsSync(tap)) report(target, file, summarize(readFileSync(tap, "utf8")));
     process.exitCode = result.status ?? 1;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
