@@ -225,6 +225,18 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no
       const installed = realpathSync(join(project, "node_modules/@nuvec/metal-native"));
       expect(existsSync(join(installed, "native", "build"))).toBe(false);
       expect(readdirSync(installed)).not.toContain("binding.gyp");
+      // CommonJS finds it too.
+      const fromCommonJs = execFileSync(
+        process.execPath,
+        ["-e", 'console.log(require("@nuvec/metal-native").loadNativeBackend().platform)'],
+        { cwd: project, env: toollessEnvironment(), encoding: "utf8" },
+      );
+      expect(fromCommonJs.trim()).toBe("host");
+      // A broken local source build (tried first) does not hide the platform package.
+      mkdirSync(join(installed, "native", "build", "Release"), { recursive: true });
+      writeFileSync(join(installed, "native", "build", "Release", "nuvec_metal_native.node"), "not an addon");
+      expect(use(project)).toMatchObject({ native: "loaded", host: { platform: "host" } });
+      rmSync(join(installed, "native", "build"), { recursive: true });
       const device = JSON.parse(
         readFileSync(join(project, "node_modules/@nuvec/device/package.json"), "utf8"),
       );
