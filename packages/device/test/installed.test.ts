@@ -260,7 +260,7 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no
         reason: "not-installed",
       });
       const message = (before.native as { message: string }).message;
-      expect(message).toContain("@nuvec/metal-native-linux-x64-gnu");
+      expect(message).toContain("npm install @nuvec/metal-native-linux-x64-gnu@0.0.0");
       expect(message).toContain("npx @nuvec/metal-native build");
       // The documented command (`npx @nuvec/metal-native build` is `npm exec`), now with the compilers on PATH:
       // node-gyp is found at that time (npm's own).

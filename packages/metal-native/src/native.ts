@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -152,6 +152,15 @@ function unavailable(reason: NativeUnavailableReason, what: string, cause?: unkn
   );
 }
 
+/** This package's version: its platform packages are pinned to it. */
+function ownVersion(): string {
+  try {
+    return JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")).version;
+  } catch {
+    return "<the version of @nuvec/metal-native>";
+  }
+}
+
 function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "unknown error";
 }
@@ -203,7 +212,7 @@ function findAddon(): { addon: RawAddon } | { error: NativeUnavailableError } {
         "not-installed",
         `${packageName}, the prebuilt addon for ${key}, is not installed (it is an optional dependency: ` +
           `installed with optional dependencies left out, or on another platform? Install it with ` +
-          `npm install ${packageName})${also}`,
+          `npm install ${packageName}@${ownVersion()})${also}`,
       ),
     };
   }
