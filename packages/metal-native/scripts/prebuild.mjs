@@ -151,7 +151,16 @@ function buildOnMac(file) {
     cpSync(join(root, "package.json"), join(scratch, "package.json"));
     cpSync(join(root, "scripts", "build-from-source.mjs"), join(scratch, "scripts", "build-from-source.mjs"));
     symlinkSync(join(root, "node_modules"), join(scratch, "node_modules"), "dir");
-    run(process.execPath, [join(scratch, "scripts", "build-from-source.mjs"), "--quiet"]);
+    // The copy cannot resolve the workspace's node-gyp (a root devDependency) from the scratch folder: pass it.
+    const environment = { ...process.env };
+    try {
+      environment.npm_config_node_gyp = createRequire(join(packagesDir, "..", "package.json")).resolve(
+        "node-gyp/bin/node-gyp.js",
+      );
+    } catch {}
+    run(process.execPath, [join(scratch, "scripts", "build-from-source.mjs"), "--quiet"], {
+      env: environment,
+    });
     copyFileSync(join(scratch, "native", "build", "Release", ADDON), `${file}.partial`);
     renameSync(`${file}.partial`, file);
   } finally {
