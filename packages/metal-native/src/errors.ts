@@ -67,9 +67,31 @@ export class NativeAllocationError extends NativeError {
   }
 }
 
-/** The native addon cannot load on this platform, or was not built. The message says what to do. */
+/**
+ * Why the native addon is unavailable:
+ * - `no-prebuilt`: no prebuilt package exists for this platform (e.g. musl, linux-ppc64): build from source;
+ * - `not-installed`: the platform's package exists but is not installed (optional dependencies omitted);
+ * - `load-failed`: an addon was found but did not load (the message has the loader's error);
+ * - `backend-unavailable`: the addon loaded but the system has no device for it (no Metal device);
+ * - `unsupported-platform`: no native backend exists for this platform at all (Windows).
+ */
+export type NativeUnavailableReason =
+  | "no-prebuilt"
+  | "not-installed"
+  | "load-failed"
+  | "backend-unavailable"
+  | "unsupported-platform";
+
+/**
+ * The native addon cannot load here: `reason` says why, the message says what is missing and how to build it
+ * from source (`npx @nuvec/metal-native build`). The mock (`@nuvec/metal-native/mock`) works anywhere.
+ */
 export class NativeUnavailableError extends NativeError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Why: see {@link NativeUnavailableReason}. */
+  readonly reason: NativeUnavailableReason;
+
+  constructor(message: string, options?: { cause?: unknown; reason?: NativeUnavailableReason }) {
     super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
+    this.reason = options?.reason ?? "load-failed";
   }
 }

@@ -14,6 +14,7 @@ export {
   NativeReleasedError,
   NativeSystemError,
   NativeUnavailableError,
+  type NativeUnavailableReason,
 } from "./errors.js";
 export { deviceFacts } from "./facts.js";
 export {

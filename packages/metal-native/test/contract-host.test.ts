@@ -1,8 +1,11 @@
 // The NativeBackend contract (test/contract.ts, shared with the mock) against the real addon: its host layer
 // on Linux, its Metal layer on macOS (.github/workflows/macos.yml; never run on the machines it was written on).
+// NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
+// packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
 import { closeSync, openSync, readSync } from "node:fs";
 import { describe } from "vitest";
 import { loadNativeBackend } from "../src/index.js";
+import { openNativeBackendFile } from "../src/native.js";
 import { describeNativeBackendContract } from "./contract.js";
 import { canLockWithoutLimit, lockLimit } from "./host-support.js";
 
@@ -23,8 +26,12 @@ function readOwnMemory(address: bigint, length: number): Uint8Array {
   return bytes;
 }
 
+const addonFile = process.env.NUVEC_CONTRACT_ADDON;
+const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => loadNativeBackend();
+const which = addonFile ? ` from ${addonFile}` : "";
+
 if (process.platform === "linux") {
-  describeNativeBackendContract("host addon (real memory, mlock)", () => loadNativeBackend(), {
+  describeNativeBackendContract(`host addon (real memory, mlock)${which}`, openBackend, {
     realMemory: true,
     // Past RLIMIT_MEMLOCK wiring fails, unless the process may lock without limit (root, CAP_IPC_LOCK): then
     // there is no way to make it fail here and the test is skipped (test/host.test.ts does it in a child).
@@ -38,7 +45,7 @@ if (process.platform === "linux") {
   });
 } else if (process.platform === "darwin") {
   // Metal does not report wiring failures: that test is skipped.
-  describeNativeBackendContract("Metal addon", () => loadNativeBackend(), { realMemory: true, cycles: 100 });
+  describeNativeBackendContract(`Metal addon${which}`, openBackend, { realMemory: true, cycles: 100 });
 } else {
   describe.skip(`native addon: no native backend for ${process.platform}`, () => {});
 }

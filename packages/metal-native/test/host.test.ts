@@ -109,8 +109,7 @@ describe.runIf(process.platform === "linux")("host layer", () => {
 
     it("the raw addon checks its arguments again, with the same codes", () => {
       const require = createRequire(import.meta.url);
-      const nodeGypBuild = require("node-gyp-build") as (root: string) => Record<string, unknown>;
-      const raw = nodeGypBuild(packageRoot) as {
+      const raw = require(join(packageRoot, "native/build/Release/nuvec_metal_native.node")) as {
         NativeBufferHandle: new (bytes: unknown) => { release(): void };
         NativeMappedFileHandle: new (path: unknown) => unknown;
       };

@@ -15,7 +15,7 @@ const clang = spawnSync("clang", ["--version"], { encoding: "utf8" });
 const hasClang = clang.status === 0;
 const onMac = process.platform === "darwin";
 
-/** Node's headers: the running Node's own (as scripts/install.mjs gives node-gyp). */
+/** Node's headers: the running Node's own (as scripts/build-from-source.mjs gives node-gyp). */
 function nodeIncludeDirectory(): string {
   return join(dirname(dirname(process.execPath)), "include", "node");
 }

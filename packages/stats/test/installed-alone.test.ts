@@ -26,7 +26,7 @@ describe("@nuvec/stats installed alone from its packed tarball", () => {
     if (!tarball) throw new Error("npm pack wrote no tarball");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true }));
     run(npm, ["install", "--no-audit", "--no-fund", "--ignore-scripts=false", `./${tarball}`], project);
-  });
+  }, 120_000); // packing and installing: seconds alone, longer while other packages' tests build addons
 
   afterAll(() => {
     if (project) rmSync(project, { recursive: true, force: true });

@@ -1,8 +1,12 @@
+# Here, not at the package root: a binding.gyp at the root of a published package makes npm and pnpm run
+# `node-gyp rebuild` at install (pnpm then asks for approval). It is built only when asked for:
+# scripts/build-from-source.mjs (the workspace's build, and `npx @nuvec/metal-native build`) runs node-gyp here,
+# so the addon lands in native/build/Release. The Linux prebuilds use the same lists (scripts/prebuild.mjs).
 {
   "targets": [
     {
       "target_name": "nuvec_metal_native",
-      "sources": ["native/binding.cc", "native/posix.cc"],
+      "sources": ["binding.cc", "posix.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
@@ -12,7 +16,7 @@
         [
           "OS=='mac'",
           {
-            "sources": ["native/metal/metal_platform.mm"],
+            "sources": ["metal/metal_platform.mm"],
             "link_settings": {
               "libraries": ["-framework Metal", "-framework Foundation"]
             },
@@ -28,7 +32,7 @@
         [
           "OS!='mac' and OS!='win'",
           {
-            "sources": ["native/host/host_platform.cc"]
+            "sources": ["host/host_platform.cc"]
           }
         ]
       ]
