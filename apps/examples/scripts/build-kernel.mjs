@@ -25,9 +25,8 @@ function newest(path) {
 
 if (existsSync(built) && statSync(built).mtimeMs >= newest(kernel)) process.exit(0);
 
-const fromExamples = createRequire(import.meta.url);
-const fromMetalNative = createRequire(fromExamples.resolve("@nuvec/metal-native/package.json"));
-const nodeGyp = fromMetalNative.resolve("node-gyp/bin/node-gyp.js");
+// node-gyp is the workspace's development dependency (the root's), found by walking up from here.
+const nodeGyp = createRequire(import.meta.url).resolve("node-gyp/bin/node-gyp.js");
 const prefix = dirname(dirname(process.execPath));
 const nodedir = existsSync(join(prefix, "include", "node", "node_api.h")) ? [`--nodedir=${prefix}`] : [];
 const result = spawnSync(process.execPath, [nodeGyp, "rebuild", ...nodedir, "--jobs=max", "--silent"], {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Prints node-addon-api's include directory (its package folder, where napi.h is) for kernel/binding.gyp.
-// The examples take node-addon-api and node-gyp from @nuvec/metal-native's own pinned dependencies rather
-// than declaring them a second time; a runtime copying the example declares `node-addon-api` itself and
+// The examples take node-addon-api from @nuvec/metal-native's own pinned dependency (and node-gyp from the
+// workspace root) rather than declaring them a second time; a runtime copying the example declares `node-addon-api` itself and
 // writes `<!(node -p "require('node-addon-api').include_dir")` as packages/metal-native/binding.gyp does.
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
