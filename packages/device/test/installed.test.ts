@@ -42,6 +42,7 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs", () => 
       cwd: project,
       stdio: "pipe",
     });
+    // Minutes, for a fresh machine: an empty npm cache and pnpm store (pnpm itself may be fetched by npx).
   }, 600_000);
 
   afterAll(() => {
