@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 120_000,
+    // Failing fast-check properties print their seed; NUVEC_FC_SEED / NUVEC_FC_PATH replay them.
+    setupFiles: ["../../scripts/fast-check-seed.ts"],
     // The safety-net tests collect garbage on purpose.
     execArgv: ["--expose-gc"],
     reporters: ["default", "json"],

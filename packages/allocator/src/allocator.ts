@@ -30,6 +30,28 @@ export interface BufferSource<B> {
   acquire(bytes: number): B;
   /** Gives a buffer back to the system. */
   release(buffer: B): void;
+  /**
+   * Whether an error thrown by `acquire` is a refusal to allocate (worth a retry after the cache is
+   * released); default {@link isAllocationFailure}. Any other error propagates from `malloc` unchanged.
+   */
+  isAllocationFailure?(error: unknown): boolean;
+}
+
+/** The `code` of a buffer source's refusal to allocate (`NativeAllocationError` of `@nuvec/metal-native`). */
+export const ALLOCATION_FAILED_CODE = "ERR_NUVEC_ALLOCATION_FAILED";
+
+/**
+ * The default test of an allocation failure: an error whose `code` is {@link ALLOCATION_FAILED_CODE} (what
+ * nuvec's backends throw when the system refuses memory), or a `RangeError` (what JavaScript throws when an
+ * `ArrayBuffer` cannot be allocated).
+ */
+export function isAllocationFailure(error: unknown): boolean {
+  if (error instanceof RangeError) return true;
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { code?: unknown }).code === ALLOCATION_FAILED_CODE
+  );
 }
 
 /**
@@ -286,6 +308,10 @@ export class CachingAllocator<B> {
     }
     if (record === undefined) record = this.allocateSystemBuffer(sizeClass);
 
+    const peaks =
+      cache.bytes > this.cacheLimit
+        ? { peak: this.peak, peakWithMapped: this.peakWithMapped, peakLive: this.peakLive }
+        : undefined;
     const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
     record.allocation = allocation;
     record.liveSizeClass = sizeClass;
@@ -297,7 +323,23 @@ export class CachingAllocator<B> {
     const live = this.live + sizeClass;
     this.live = live;
     if (live > this.peakLive) this.peakLive = live;
-    if (cache.bytes > this.cacheLimit) cache.release(cache.bytes - this.cacheLimit);
+    if (cache.bytes > this.cacheLimit) {
+      try {
+        cache.release(cache.bytes - this.cacheLimit);
+      } catch (error) {
+        // The trim finished (every buffer it chose left the cache) but a release threw: refuse this malloc
+        // rather than hand out an allocation together with an error. Its buffer goes back to the cache.
+        record.allocation = null;
+        this.liveBuffers--;
+        this.active -= record.length;
+        this.live -= sizeClass;
+        this.peak = peaks!.peak;
+        this.peakWithMapped = peaks!.peakWithMapped;
+        this.peakLive = peaks!.peakLive;
+        cache.put(record);
+        throw error;
+      }
+    }
     if (active + cache.bytes > this.peakReserved) this.peakReserved = active + cache.bytes;
     return allocation;
   }
@@ -448,8 +490,12 @@ export class CachingAllocator<B> {
    */
   close(): void {
     if (this.closed) return;
-    this.cache.clear();
-    this.closed = true;
+    // Closed even when a release throws (the clear finishes the others and rethrows the first error).
+    try {
+      this.cache.clear();
+    } finally {
+      this.closed = true;
+    }
   }
 
   private allocateSystemBuffer(sizeClass: number): BufferRecord<B> {
@@ -459,10 +505,17 @@ export class CachingAllocator<B> {
       // counts, so a growing workload is never squeezed below its own need).
       const live = this.live + sizeClass;
       const bound = this.reserveRatio * Math.max(live, this.peakLive);
+      let failure: { error: unknown } | undefined;
       while (cache.buffers > 0 && this.active + cache.bytes + sizeClass > bound) {
-        if (this.releaseLargestFirst) cache.releaseLargest();
-        else cache.releaseOldest();
+        // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
+        try {
+          if (this.releaseLargestFirst) cache.releaseLargest();
+          else cache.releaseOldest();
+        } catch (error) {
+          failure ??= { error };
+        }
       }
+      if (failure !== undefined) throw failure.error;
     }
     const required = this.active + this.mapped + cache.bytes + sizeClass;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
@@ -471,7 +524,10 @@ export class CachingAllocator<B> {
     let buffer: B;
     try {
       buffer = this.source.acquire(sizeClass);
-    } catch {
+    } catch (error) {
+      // Only a refusal to allocate is worth a retry; anything else (a closed backend, a bad argument, a bug)
+      // propagates unchanged, and the cache is left alone.
+      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
       // PyTorch's retry: the system may have refused because of what the cache holds.
       this.allocationRetries++;
       cache.clear();
@@ -502,9 +558,26 @@ export class CachingAllocator<B> {
       throw new ResourceLimitError(this.resourceLimit);
   }
 
+  /**
+   * Gives a buffer that left the allocator's books back to the system. The source's release runs even when
+   * the `onRelease` hook throws (the buffer must not leak); the first error is rethrown afterwards. Counted
+   * as released either way: the allocator holds the buffer no more.
+   */
   private releaseToSystem(record: BufferRecord<B>): void {
     this.systemReleases++;
-    this.onRelease?.(record.buffer);
-    this.source.release(record.buffer);
+    let failure: { error: unknown } | undefined;
+    if (this.onRelease !== undefined) {
+      try {
+        this.onRelease(record.buffer);
+      } catch (error) {
+        failure = { error };
+      }
+    }
+    try {
+      this.source.release(record.buffer);
+    } catch (error) {
+      failure ??= { error };
+    }
+    if (failure !== undefined) throw failure.error;
   }
 }

@@ -138,16 +138,25 @@ export class BufferCache<B> {
   /**
    * MLX's `release_cached_buffers`: releases least recently cached buffers until at least `minimumBytes` are
    * freed, or the whole cache when that is 90% of it or more. Returns the number of buffers released.
+   * Exception-safe like {@link clear}: every buffer of the trim leaves the cache, the first error is rethrown.
    */
   release(minimumBytes: number): number {
     if (minimumBytes >= 0.9 * this.bytes) return this.clear();
     let freed = 0;
     let released = 0;
+    let failure: { error: unknown } | undefined;
     while (this.oldest !== null && freed < minimumBytes) {
       freed += this.oldest.length;
-      this.releaseOldest();
       released++;
+      // A buffer whose release threw is out of the cache all the same (its record was unlinked first): the
+      // trim goes on, so one failing release never leaves the cache above what was asked.
+      try {
+        this.releaseOldest();
+      } catch (error) {
+        failure ??= { error };
+      }
     }
+    if (failure !== undefined) throw failure.error;
     return released;
   }
 
@@ -180,7 +189,11 @@ export class BufferCache<B> {
     this.releaseBuffer(record);
   }
 
-  /** Releases every cached buffer, least recently cached first. Returns the number released. */
+  /**
+   * Releases every cached buffer, least recently cached first. Returns the number released. Exception-safe:
+   * when a release throws, the others are still released and the first error is rethrown at the end (the
+   * cache is empty either way).
+   */
   clear(): number {
     let released = 0;
     let record = this.oldest;
@@ -198,16 +211,22 @@ export class BufferCache<B> {
     this.distinct = 0;
     this.emptyBuckets = 0;
     this.nonEmpty.fill(0);
+    let failure: { error: unknown } | undefined;
     while (record !== null) {
       const newer: BufferRecord<B> | null = record.newer;
       record.newer = null;
       record.older = null;
       record.nextOfLength = null;
       record.bucket = null;
-      this.releaseBuffer(record);
+      try {
+        this.releaseBuffer(record);
+      } catch (error) {
+        failure ??= { error };
+      }
       released++;
       record = newer;
     }
+    if (failure !== undefined) throw failure.error;
     return released;
   }
 

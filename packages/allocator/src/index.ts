@@ -1,4 +1,5 @@
 export {
+  ALLOCATION_FAILED_CODE,
   type Allocation,
   type AllocatorCounters,
   type AllocatorOptions,
@@ -7,6 +8,7 @@ export {
   type BufferSource,
   CachingAllocator,
   DEFAULT_RESERVE_RATIO,
+  isAllocationFailure,
   type Mapping,
 } from "./allocator.js";
 export {

@@ -34,6 +34,12 @@ export class TestSource implements BufferSource<TestBuffer> {
   readonly released: TestBuffer[] = [];
   readonly held = new Set<TestBuffer>();
   failNext = 0;
+  /** Overrides the allocator's default test of an allocation failure when set. */
+  isAllocationFailure?: (error: unknown) => boolean;
+  /** When set, `acquire` throws it (not an allocation failure: a closed source, a bug). */
+  acquireError: Error | undefined;
+  /** When set, `release` throws it after taking the buffer back (the buffer is released all the same). */
+  releaseError: ((buffer: TestBuffer) => Error | undefined) | undefined;
 
   constructor(
     facts: {
@@ -52,9 +58,10 @@ export class TestSource implements BufferSource<TestBuffer> {
   }
 
   acquire(bytes: number): TestBuffer {
+    if (this.acquireError !== undefined) throw this.acquireError;
     if (this.failNext > 0) {
       this.failNext--;
-      throw new Error("injected allocation failure");
+      throw Object.assign(new Error("injected allocation failure"), { code: "ERR_NUVEC_ALLOCATION_FAILED" });
     }
     const buffer = { serial: this.acquired.length, length: bytes };
     this.acquired.push(buffer);
@@ -65,5 +72,7 @@ export class TestSource implements BufferSource<TestBuffer> {
   release(buffer: TestBuffer): void {
     if (!this.held.delete(buffer)) throw new Error(`buffer ${buffer.serial} released twice or never made`);
     this.released.push(buffer);
+    const error = this.releaseError?.(buffer);
+    if (error !== undefined) throw error;
   }
 }

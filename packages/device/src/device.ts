@@ -104,6 +104,14 @@ export type DeviceMemoryHandle = NativeMemoryHandle & {
   readonly allocatedLength: number;
 };
 
+/** Node's timers take at most 2³¹−1 ms; a longer delay silently becomes 1 ms (TimeoutOverflowWarning). */
+const MAX_TIMER_MILLISECONDS = 2 ** 31 - 1;
+
+/** A keep-alive interval that a timer honours as given: positive, finite, at most 2³¹−1 ms. */
+function isTimerInterval(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 && value <= MAX_TIMER_MILLISECONDS;
+}
+
 /** What a device is and how it is set up (see {@link Device.info}). */
 export interface DeviceInfo extends DeviceFacts {
   /** The cache policy in use. */
@@ -534,10 +542,10 @@ export class Device {
       throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
     }
     const keepAlive = options.residencyKeepAliveMilliseconds;
-    if (keepAlive !== undefined && !(Number.isFinite(keepAlive) && keepAlive > 0)) {
+    if (keepAlive !== undefined && !isTimerInterval(keepAlive)) {
       throw new DeviceArgumentError(
         "residencyKeepAliveMilliseconds",
-        `residencyKeepAliveMilliseconds must be a positive number, got ${String(keepAlive)}`,
+        `residencyKeepAliveMilliseconds must be a positive number of at most ${MAX_TIMER_MILLISECONDS}, got ${String(keepAlive)}`,
       );
     }
     if (options.wiredLimit !== undefined) checkByteCount(options.wiredLimit, "wiredLimit");
@@ -831,10 +839,10 @@ export class Device {
    */
   startResidencyKeepAlive(intervalMilliseconds = 1000): void {
     this.#ensureOpen("startResidencyKeepAlive()");
-    if (!(Number.isFinite(intervalMilliseconds) && intervalMilliseconds > 0)) {
+    if (!isTimerInterval(intervalMilliseconds)) {
       throw new DeviceArgumentError(
         "intervalMilliseconds",
-        `intervalMilliseconds must be a positive number, got ${String(intervalMilliseconds)}`,
+        `intervalMilliseconds must be a positive number of at most ${MAX_TIMER_MILLISECONDS}, got ${String(intervalMilliseconds)}`,
       );
     }
     this.stopResidencyKeepAlive();

@@ -13,6 +13,9 @@ const require = createRequire(import.meta.url);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
 let project: string;
+// npm pack and install on a fresh machine (an empty npm cache, a cold disk) take far longer than vitest's 10 s
+// hook default: minutes are fit for it, and the hook still ends a truly stuck install.
+const coldCacheInstall = 600_000;
 
 function run(command: string, args: string[], cwd: string): string {
   return execFileSync(command, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
@@ -26,7 +29,7 @@ describe("@nuvec/stats installed alone from its packed tarball", () => {
     if (!tarball) throw new Error("npm pack wrote no tarball");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true }));
     run(npm, ["install", "--no-audit", "--no-fund", "--ignore-scripts=false", `./${tarball}`], project);
-  }, 120_000); // packing and installing: seconds alone, longer while other packages' tests build addons
+  }, coldCacheInstall);
 
   afterAll(() => {
     if (project) rmSync(project, { recursive: true, force: true });

@@ -2,6 +2,10 @@
 // reference model of model.ts (every MemoryStats field, the counters, which system buffer a cache hit hands
 // back), with the bytes written into live buffers and mapped files read back, and the views of freed buffers
 // detached. On the mock (many runs, two device shapes) and on the real host backend (fewer runs).
+// Besides the operations of one Device: a second Device on the same backend (the process's other user),
+// trace windows (startTrace/stopTrace), clearCache and limit changes. Every step compares the figures; the
+// bytes of the buffer or file a step touched are read back at once, and every live and stale view is swept
+// every SWEEP_EVERY steps and at the end of each run (the sweep is what made the harness slow).
 //
 // A failure prints fast-check's seed, path and the commands' replayPath; replay it with
 //   NUVEC_FUZZ_SEED=<seed> NUVEC_FUZZ_PATH=<path> NUVEC_FUZZ_REPLAY_PATH=<replayPath> \
@@ -47,8 +51,24 @@ interface LiveFile {
   source: Uint8Array;
 }
 
+/** The second Device on the same backend: it holds nothing between steps (see OtherDeviceCommand). */
+interface OtherDevice {
+  device: Device;
+  mallocs: number;
+}
+
+/** A trace window being recorded: the sizes of the mallocs it must end with, in order. */
+interface TraceWindow {
+  mallocs: number[];
+}
+
 interface World {
   device: Device;
+  openOther: () => Device;
+  other: OtherDevice | undefined;
+  trace: TraceWindow | undefined;
+  /** Steps since the last full sweep of the bytes and views. */
+  sinceSweep: number;
   backend: NativeBackend;
   mock: MockBackend | undefined;
   buffers: LiveBuffer[];
@@ -68,13 +88,47 @@ interface Tally {
   steps: number;
   refusals: number;
   cacheHits: number;
+  /** Steps on the second Device, and trace windows closed and checked. */
+  otherDeviceSteps: number;
+  traceWindows: number;
+  /** Wall time of the shape's property, for RELIABILITY.md (measured, never asserted). */
+  milliseconds: number;
 }
 
 const tallies: Record<string, Tally> = {};
 
 function tally(name: string): Tally {
-  tallies[name] ??= { runs: 0, steps: 0, refusals: 0, cacheHits: 0 };
+  tallies[name] ??= {
+    runs: 0,
+    steps: 0,
+    refusals: 0,
+    cacheHits: 0,
+    otherDeviceSteps: 0,
+    traceWindows: 0,
+    milliseconds: 0,
+  };
   return tallies[name];
+}
+
+/** A full sweep of every live buffer's written bytes, every mapped file and every stale view this often. */
+const SWEEP_EVERY = 64;
+
+/** Throws with expect's message only when the figures differ (expect's deep equality is slow per step). */
+function sameFigures(actual: Record<string, number>, expected: Record<string, number>, what: string): void {
+  for (const key in expected) {
+    if (actual[key] !== expected[key]) {
+      expect(actual, what).toEqual(expected);
+      return;
+    }
+  }
+}
+
+function sameValue(actual: unknown, expected: unknown, what: string): void {
+  if (actual !== expected) expect(actual, what).toBe(expected);
+}
+
+function atMost(actual: number, bound: number, what: string): void {
+  if (!(actual <= bound)) expect(actual, what).toBeLessThanOrEqual(bound);
 }
 
 const refusalCodes = {
@@ -92,50 +146,114 @@ function nativeOf(buffer: DeviceBuffer): object | undefined {
   return buffer.record.allocation.buffer as object | undefined;
 }
 
-/** Every check that holds after any step. */
-function checkWorld(model: DeviceModel, world: World, name: string): void {
+/** The system buffers the second Device holds (none between its steps; counted in case it ever does). */
+function otherHeld(world: World): number {
+  if (world.other === undefined) return 0;
+  const counters = world.other.device.counters();
+  return counters.liveBuffers + counters.cachedBuffers;
+}
+
+function checkBuffer(live: LiveBuffer, name: string): void {
+  if (live.written.size === 0) return;
+  const fresh = new Uint8Array(live.buffer.contents());
+  sameValue(fresh.byteLength, live.buffer.allocatedLength, `${name}: contents() length`);
+  for (const view of [fresh, ...live.views]) {
+    sameValue(view.byteLength, live.buffer.allocatedLength, `${name}: a live view's length`);
+    for (const [offset, value] of live.written) {
+      if (view[offset] !== value) {
+        throw new Error(`${name}: byte ${offset} of a live buffer reads ${view[offset]}, wrote ${value}`);
+      }
+    }
+  }
+}
+
+function checkFile(live: LiveFile, name: string): void {
+  const view = new Uint8Array(live.file.contents());
+  sameValue(view.byteLength, live.source.byteLength, `${name}: mapped length`);
+  const last = live.source.byteLength - 1;
+  for (const offset of [0, last >> 1, last])
+    sameValue(view[offset], live.source[offset], `${name}: mapped byte`);
+}
+
+/**
+ * Every check that holds after any step: the figures always, the bytes of what the step touched (`touched`)
+ * at once, and everything else every {@link SWEEP_EVERY} steps (`sweep` forces it).
+ */
+function checkWorld(
+  model: DeviceModel,
+  world: World,
+  name: string,
+  touched?: LiveBuffer | LiveFile,
+  sweep = false,
+): void {
   const { device } = world;
   const stats = device.memoryStats();
-  const expected = model.stats();
-  expect({
-    active: stats.active,
-    peak: stats.peak,
-    activeWithMapped: stats.activeWithMapped,
-    peakWithMapped: stats.peakWithMapped,
-    cache: stats.cache,
-    memoryLimit: stats.memoryLimit,
-    cacheLimit: stats.cacheLimit,
-    systemAllocations: stats.systemAllocations,
-    mapped: stats.mapped,
-  }).toEqual(expected);
-  expect(stats.wiredLimit).toBe(world.wiredLimit);
-  expect(stats.wired).toBeLessThanOrEqual(world.wiredLimit);
-  expect(stats.wiredMapped).toBeLessThanOrEqual(stats.wired);
+  sameFigures(
+    {
+      active: stats.active,
+      peak: stats.peak,
+      activeWithMapped: stats.activeWithMapped,
+      peakWithMapped: stats.peakWithMapped,
+      cache: stats.cache,
+      memoryLimit: stats.memoryLimit,
+      cacheLimit: stats.cacheLimit,
+      systemAllocations: stats.systemAllocations,
+      mapped: stats.mapped,
+    },
+    model.stats() as unknown as Record<string, number>,
+    `${name}: memoryStats()`,
+  );
+  sameValue(stats.wiredLimit, world.wiredLimit, `${name}: wiredLimit`);
+  atMost(stats.wired, world.wiredLimit, `${name}: wired ≤ wiredLimit`);
+  atMost(stats.wiredMapped, stats.wired, `${name}: wiredMapped ≤ wired`);
   const counters = device.counters();
-  const modelCounters = model.counters();
-  expect({
-    cacheHits: counters.cacheHits,
-    cacheMisses: counters.cacheMisses,
-    systemAllocations: counters.systemAllocations,
-    systemReleases: counters.systemReleases,
-    outOfMemoryRefusals: counters.outOfMemoryRefusals,
-    liveBuffers: counters.liveBuffers,
-    cachedBuffers: counters.cachedBuffers,
-    mappings: counters.mappings,
-  }).toEqual(modelCounters);
-  expect(counters.liveMappedFiles).toBe(world.files.length);
-  // The backend holds exactly the system buffers and mappings of the model, nothing more.
+  sameFigures(
+    {
+      cacheHits: counters.cacheHits,
+      cacheMisses: counters.cacheMisses,
+      systemAllocations: counters.systemAllocations,
+      systemReleases: counters.systemReleases,
+      outOfMemoryRefusals: counters.outOfMemoryRefusals,
+      liveBuffers: counters.liveBuffers,
+      cachedBuffers: counters.cachedBuffers,
+      mappings: counters.mappings,
+    },
+    model.counters() as unknown as Record<string, number>,
+    `${name}: counters()`,
+  );
+  sameValue(counters.liveMappedFiles, world.files.length, `${name}: liveMappedFiles`);
+  // The backend holds exactly the system buffers and mappings of the model (and of the second Device).
   const backend = counters.backend;
   const start = world.startCounters;
-  expect(backend.buffersMade - start.buffersMade - (backend.buffersReleased - start.buffersReleased)).toBe(
-    model.live.size + model.cache.length,
+  sameValue(
+    backend.buffersMade - start.buffersMade - (backend.buffersReleased - start.buffersReleased),
+    model.live.size + model.cache.length + otherHeld(world),
+    `${name}: buffers the backend holds`,
   );
-  expect(
+  sameValue(
     backend.mappingsMade - start.mappingsMade - (backend.mappingsReleased - start.mappingsReleased),
-  ).toBe(model.mappings.size);
+    model.mappings.size,
+    `${name}: mappings the backend holds`,
+  );
   if (world.mock !== undefined) {
-    // What the mock reports wired, summed independently of the residency manager.
-    expect(stats.wired).toBe(backend.wiredBytes);
+    // What the mock reports wired (the second Device wires nothing: its wired limit stays 0).
+    sameValue(stats.wired, backend.wiredBytes, `${name}: wired = the mock's wiredBytes`);
+  } else if (backend.wiringFailures === start.wiringFailures) {
+    sameValue(
+      backend.wiredBytes - start.wiredBytes,
+      stats.wired,
+      `${name}: wired = the backend's wiredBytes`,
+    );
+  }
+  if (touched !== undefined) {
+    if ("buffer" in touched) checkBuffer(touched, name);
+    else checkFile(touched, name);
+  }
+  world.sinceSweep += 1;
+  if (!sweep && world.sinceSweep < SWEEP_EVERY) return;
+  world.sinceSweep = 0;
+  if (world.mock !== undefined) {
+    // wiredMapped summed independently of the residency manager.
     let wiredMapped = 0;
     for (const set of world.mock.liveResidencySets) {
       for (const allocation of set.committedAllocations()) {
@@ -143,31 +261,12 @@ function checkWorld(model: DeviceModel, world: World, name: string): void {
           wiredMapped += allocation.allocatedSize;
       }
     }
-    expect(stats.wiredMapped).toBe(wiredMapped);
-  } else if (backend.wiringFailures === start.wiringFailures) {
-    expect(backend.wiredBytes - start.wiredBytes).toBe(stats.wired);
+    sameValue(stats.wiredMapped, wiredMapped, `${name}: wiredMapped summed over the mock's sets`);
   }
-  // Data written reads back, through new and old views alike.
-  for (const live of world.buffers) {
-    if (live.written.size === 0) continue;
-    const fresh = new Uint8Array(live.buffer.contents());
-    expect(fresh.byteLength).toBe(live.buffer.allocatedLength);
-    for (const view of [fresh, ...live.views]) {
-      expect(view.byteLength).toBe(live.buffer.allocatedLength);
-      for (const [offset, value] of live.written) {
-        if (view[offset] !== value) {
-          throw new Error(`${name}: byte ${offset} of a live buffer reads ${view[offset]}, wrote ${value}`);
-        }
-      }
-    }
-  }
-  for (const live of world.files) {
-    const view = new Uint8Array(live.file.contents());
-    expect(view.byteLength).toBe(live.source.byteLength);
-    const last = live.source.byteLength - 1;
-    for (const offset of [0, last >> 1, last]) expect(view[offset]).toBe(live.source[offset]);
-  }
-  for (const view of world.stale) expect(view.byteLength).toBe(0);
+  // Data written reads back, through new and old views alike; stale views stay detached.
+  for (const live of world.buffers) checkBuffer(live, name);
+  for (const live of world.files) checkFile(live, name);
+  for (const view of world.stale) sameValue(view.byteLength, 0, `${name}: a stale view's length`);
 }
 
 type Command = fc.Command<DeviceModel, World>;
@@ -218,6 +317,7 @@ class MallocCommand implements Command {
         world.ids.set(native, handed.id);
         world.buffers.push({ buffer, modelId: handed.id, written: new Map(), views: [] });
       }
+      world.trace?.mallocs.push(this.bytes);
     }
     if (model.cacheHits > hitsBefore) tally(this.name).cacheHits += 1;
     checkWorld(model, world, this.name);
@@ -242,7 +342,8 @@ class FreeCommand implements Command {
     const view = new Uint8Array(live!.buffer.contents());
     model.free(live!.modelId!);
     live!.buffer.free();
-    expect(live!.buffer.freed).toBe(true);
+    sameValue(live!.buffer.freed, true, "freed");
+    for (const stale of [view, ...live!.views]) sameValue(stale.byteLength, 0, "a freed buffer's view");
     world.stale.push(view, ...live!.views);
     checkWorld(model, world, this.name);
   }
@@ -273,7 +374,7 @@ class WriteCommand implements Command {
       live.written.set(offset, this.value);
     }
     if (this.keepView && live.views.length < 4) live.views.push(view);
-    checkWorld(model, world, this.name);
+    checkWorld(model, world, this.name, live);
   }
   toString(): string {
     return `write(#${this.pick}, ${this.where.toFixed(3)}, ${this.value})`;
@@ -308,7 +409,7 @@ class MapFileCommand implements Command {
       expect(file.mappedLength).toBe(outcome.value);
       world.files.push({ file, modelId: id, source: source.bytes });
     }
-    checkWorld(model, world, this.name);
+    checkWorld(model, world, this.name, world.files.at(-1));
   }
   toString(): string {
     return `mapFile(${files[this.fileIndex]!.bytes.byteLength} bytes)`;
@@ -329,7 +430,8 @@ class ReleaseCommand implements Command {
     const view = new Uint8Array(live!.file.contents());
     model.release(live!.modelId);
     live!.file.release();
-    expect(live!.file.released).toBe(true);
+    sameValue(live!.file.released, true, "released");
+    sameValue(view.byteLength, 0, "a released file's view");
     world.stale.push(view);
     checkWorld(model, world, this.name);
   }
@@ -390,6 +492,83 @@ class SimpleCommand implements Command {
   }
 }
 
+/**
+ * The process's other user: a second Device on the same backend. It opens, mallocs, writes and frees (its
+ * cache limit is 0 and it frees at once, so it holds nothing between steps and cannot move this Device's
+ * limits, whatever accounts a limit is kept in), and closes; meanwhile the first Device's figures, bytes and
+ * buffer identities must not change.
+ */
+class OtherDeviceCommand implements Command {
+  constructor(
+    readonly action: "open" | "malloc" | "close",
+    readonly bytes: number,
+    readonly name: string,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    tally(this.name).otherDeviceSteps += 1;
+    if (this.action === "open") {
+      if (world.other === undefined) world.other = { device: world.openOther(), mallocs: 0 };
+    } else if (this.action === "close") {
+      world.other?.device.close();
+      world.other = undefined;
+    } else if (world.other !== undefined) {
+      let buffer: DeviceBuffer | undefined;
+      try {
+        buffer = world.other.device.malloc(this.bytes);
+      } catch (error) {
+        // Its own limits (or the host's memory) may refuse; a refusal is typed and changes nothing here.
+        expect(codeOf(error)).toMatch(/^ERR_NUVEC_/);
+      }
+      if (buffer !== undefined) {
+        world.other.mallocs += 1;
+        const native = nativeOf(buffer);
+        // Never one of this Device's buffers, live or cached.
+        if (native !== undefined) sameValue(world.ids.has(native), false, "the other Device's buffer");
+        const view = new Uint8Array(buffer.contents());
+        view.fill(0xa5);
+        buffer.free();
+        sameValue(view.byteLength, 0, "the other Device's freed view");
+      }
+    }
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return this.action === "malloc" ? `other.malloc(${this.bytes})` : `other.${this.action}()`;
+  }
+}
+
+/**
+ * A trace window: starts a trace, or stops the one running and checks that it ends with the window's
+ * mallocs, in order (it may open with more: a trace can describe what was live at its start).
+ */
+class TraceCommand implements Command {
+  constructor(readonly name: string) {}
+  check(): boolean {
+    return true;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    if (world.trace === undefined) {
+      world.device.startTrace(`fuzz-${this.name}`);
+      world.trace = { mallocs: [] };
+    } else {
+      const trace = world.device.stopTrace();
+      const allocated = trace.events.filter((event) => event[0] === "a").map((event) => event[2] as number);
+      expect(allocated.slice(allocated.length - world.trace.mallocs.length)).toEqual(world.trace.mallocs);
+      world.trace = undefined;
+      tally(this.name).traceWindows += 1;
+    }
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return "trace()";
+  }
+}
+
 interface Shape {
   name: string;
   facts: ModelFacts;
@@ -402,6 +581,8 @@ interface Shape {
   /** Wired limits tried besides the range (the working set and one above it, where that is cheap). */
   wiredChoices: number[];
   open: () => { device: Device; backend: NativeBackend; mock: MockBackend | undefined };
+  /** A second Device on the same backend (cache limit 0, wired limit 0). */
+  openOther: (backend: NativeBackend) => Device;
 }
 
 function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
@@ -452,11 +633,16 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
     fc.constant(new SimpleCommand("clearCache", name)),
     fc.constant(new SimpleCommand("resetPeak", name)),
     fc.constant(new SimpleCommand("refreshResidency", name)),
+    fc.constantFrom("open", "close").map((action) => new OtherDeviceCommand(action, 0, name)),
+    fc.integer({ min: 0, max: 200 * KIB }).map((bytes) => new OtherDeviceCommand("malloc", bytes, name)),
+    fc.constant(new TraceCommand(name)),
   ];
   const replayPath = process.env.NUVEC_FUZZ_REPLAY_PATH;
   return fc.commands(commands, {
-    maxCommands: 100,
-    size: "+1",
+    // Long runs: opening a Device costs more than a step, and deep states find more.
+    maxCommands: MAX_COMMANDS,
+    // Lengths spread up to maxCommands (the default size keeps them near 50).
+    size: "max",
     ...(replayPath === undefined ? {} : { replayPath }),
   });
 }
@@ -464,6 +650,15 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
 function fuzz(shape: Shape, numRuns: number): void {
   const seed = Number(process.env.NUVEC_FUZZ_SEED);
   const path = process.env.NUVEC_FUZZ_PATH;
+  const began = performance.now();
+  try {
+    fuzzRuns(shape, numRuns, seed, path);
+  } finally {
+    tally(shape.name).milliseconds += Math.round(performance.now() - began);
+  }
+}
+
+function fuzzRuns(shape: Shape, numRuns: number, seed: number, path: string | undefined): void {
   fc.assert(
     fc.property(commandsFor(shape), (commands) => {
       const { device, backend, mock } = shape.open();
@@ -471,6 +666,10 @@ function fuzz(shape: Shape, numRuns: number): void {
       const startCounters = backend.counters();
       const world: World = {
         device,
+        other: undefined,
+        trace: undefined,
+        sinceSweep: 0,
+        openOther: () => shape.openOther(backend),
         backend,
         mock,
         buffers: [],
@@ -486,7 +685,10 @@ function fuzz(shape: Shape, numRuns: number): void {
       if (shape.memoryLimit !== undefined) model.setMemoryLimit(shape.memoryLimit);
       try {
         fc.modelRun(() => ({ model, real: world }), commands);
+        checkWorld(model, world, `${shape.name}: end of run`, undefined, true);
+        if (world.trace !== undefined) new TraceCommand(shape.name).run(model, world);
       } finally {
+        world.other?.device.close();
         device.close();
       }
       // Nothing outlives close(): every buffer and mapping the backend made is released, nothing wired.
@@ -532,14 +734,19 @@ function mockShape(name: string, pageSize: number, resourceLimit: number): Shape
     memoryLimit: undefined,
     wiredChoices: [facts.workingSet, facts.workingSet + 1],
     open: () => {
+      // Virtual files: the same bytes as on disk, without reading the disk at every mapping.
       const mock = new MockBackend({ memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit });
+      for (const file of files) mock.addFile(file.path, file.bytes);
       return { device: Device.open({ backend: mock }), backend: mock, mock };
     },
+    openOther: (backend) => Device.open({ backend, cacheLimit: 0 }),
   };
 }
 
-const mockRuns = budget("NUVEC_FUZZ_RUNS", 200, 5000);
-const hostRuns = budget("NUVEC_FUZZ_HOST_RUNS", 30, 500);
+/** The longest command sequence of one run (runs average about half of it). */
+const MAX_COMMANDS = budget("NUVEC_FUZZ_MAX_COMMANDS", 400, 400);
+const mockRuns = budget("NUVEC_FUZZ_RUNS", 300, 3000);
+const hostRuns = budget("NUVEC_FUZZ_HOST_RUNS", 80, 350);
 
 describe("model-based fuzzing on the mock", () => {
   it(`Apple-like device (16 KiB pages, resource limit 24): ${mockRuns} runs`, () => {
@@ -572,6 +779,7 @@ describe.skipIf(!hostAvailable)(
         // Above the working set is refused before anything is wired; the working set itself would lock GiBs.
         wiredChoices: [backend.recommendedMaxWorkingSetSize + 1],
         open: () => ({ device: Device.open({ memoryLimit: 96 * MIB }), backend, mock: undefined }),
+        openOther: () => Device.open({ memoryLimit: 16 * MIB, cacheLimit: 0 }),
       };
       fuzz(shape, hostRuns);
     });

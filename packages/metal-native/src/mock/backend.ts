@@ -325,7 +325,8 @@ export class MockBackend implements NativeBackend {
     const fs = nodeFileSystem(path);
     let descriptor: number;
     try {
-      descriptor = fs.openSync(path, "r");
+      // O_NONBLOCK, as the host backend: opening a FIFO must not wait for a writer (it is refused below).
+      descriptor = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
     } catch (error) {
       throw fromFileSystemError(error, "open", path);
     }
@@ -337,6 +338,8 @@ export class MockBackend implements NativeBackend {
         throw fromFileSystemError(error, "fstat", path);
       }
       if (stats.isDirectory()) throw systemError("open", "EISDIR", path, "a directory cannot be mapped");
+      // What mmap(2) answers for a FIFO, a socket or most devices, as the host backend reports it.
+      if (!stats.isFile()) throw systemError("mmap", "ENODEV", path, "is not a regular file");
       const length = stats.size;
       if (length === 0 || length > this.realMemoryUpTo) return { bytes: undefined, length };
       const bytes = new Uint8Array(length);
@@ -493,11 +496,22 @@ export class MockBackend implements NativeBackend {
    */
   close(): void {
     if (this.#core.closed) return;
-    for (const set of this.liveResidencySets) set.release();
+    // Every handle is released even if one release throws; the backend is closed either way and the first
+    // error is rethrown at the end.
+    let failure: { error: unknown } | undefined;
+    const attempt = (release: () => void) => {
+      try {
+        release();
+      } catch (error) {
+        failure ??= { error };
+      }
+    };
+    for (const set of this.liveResidencySets) attempt(() => set.release());
     for (const allocation of [...this.#core.allocations])
-      (allocation as MockBuffer | MockMappedFile).release();
+      attempt(() => (allocation as MockBuffer | MockMappedFile).release());
     this.#core.closed = true;
     this.#core.log.record("close", undefined, undefined, "ok");
+    if (failure !== undefined) throw failure.error;
   }
 
   /** `close()`, for `using backend = new MockBackend()` (defined where the engine has `Symbol.dispose`). */

@@ -71,7 +71,9 @@ export class MockBuffer implements NativeBuffer {
     this.#core.run("buffer.detachContents", this.label, undefined, () => {
       this.#assertLive("detachContents");
       if (this.#memory !== undefined) {
-        this.#memory = detachArrayBuffer(this.#memory);
+        // After the holder moved the ArrayBuffer away, its bytes went with it: the next contents() is fresh
+        // zeros (the mock cannot keep memory that JavaScript took: docs/DESIGN-NOTES.md).
+        this.#memory = detachArrayBuffer(this.#memory, this.length);
         this.#detachments += 1;
       }
     });
@@ -94,7 +96,7 @@ export class MockBuffer implements NativeBuffer {
       this.#assertLive("release");
       this.#released = true;
       if (this.#memory !== undefined) {
-        detachArrayBuffer(this.#memory);
+        detachArrayBuffer(this.#memory, this.length);
         this.#memory = undefined;
         this.#detachments += 1;
       }

@@ -108,7 +108,7 @@ export class MockMappedFile implements NativeMappedFile {
         throw new NativeReleasedError(`${this.label}.release(): the mapping was already released`);
       }
       this.#released = true;
-      if (this.#memory !== undefined) detachArrayBuffer(this.#memory);
+      if (this.#memory !== undefined) detachArrayBuffer(this.#memory, this.length);
       this.#memory = undefined;
       this.#snapshot = undefined;
       const counters = this.#core.counters;

@@ -2,11 +2,25 @@ import { describeValue } from "../arguments.js";
 import { NativeArgumentError, NativeError, NativeSystemError, NativeUnavailableError } from "../errors.js";
 
 /**
+ * Whether `buffer` is detached already: moved away by its holder (`postMessage`/`structuredClone` transfer,
+ * `ArrayBuffer.prototype.transfer`). Reads `detached` where the engine has it; elsewhere a detached buffer
+ * is one of `byteLength` 0 while `expectedLength` bytes stood behind it.
+ */
+export function isDetached(buffer: ArrayBuffer, expectedLength: number): boolean {
+  const detached = (buffer as { detached?: unknown }).detached;
+  if (typeof detached === "boolean") return detached;
+  return expectedLength > 0 && buffer.byteLength === 0;
+}
+
+/**
  * Detaches `buffer` (every view over it then reads `byteLength` 0) and returns a new `ArrayBuffer` holding
  * its bytes, without a copy. Uses `ArrayBuffer.prototype.transfer` where the engine has it (Node.js ≥ 21)
- * and a transferring `structuredClone` otherwise (Node.js 20).
+ * and a transferring `structuredClone` otherwise (Node.js 20). A buffer that was moved away already (its
+ * holder transferred it) has nothing left to detach: the bytes went with the transfer, and `undefined` is
+ * returned (never the TypeError the engine throws for a second transfer).
  */
-export function detachArrayBuffer(buffer: ArrayBuffer): ArrayBuffer {
+export function detachArrayBuffer(buffer: ArrayBuffer, expectedLength: number): ArrayBuffer | undefined {
+  if (isDetached(buffer, expectedLength)) return undefined;
   const transfer = (buffer as { transfer?: () => ArrayBuffer }).transfer;
   if (typeof transfer === "function") return transfer.call(buffer);
   return structuredClone(buffer, { transfer: [buffer] });

@@ -1,0 +1,183 @@
+// Hostile use of the allocator (issue 11, items 10 and 11): errors from the buffer source other than a refusal
+// to allocate propagate unchanged, and a release or hook that throws never stops a trim half way, never leaks
+// a buffer and never leaves a counter wrong.
+import { describe, expect, it } from "vitest";
+import { MiB, type TestBuffer, TestSource } from "../test/support.js";
+import { CachingAllocator, isAllocationFailure } from "./allocator.js";
+import { BufferCache, BufferRecord } from "./buffer-cache.js";
+import { SystemAllocationError } from "./errors.js";
+
+class ClosedSourceError extends Error {
+  readonly code = "ERR_NUVEC_RELEASED";
+}
+
+function held(source: TestSource, allocator: CachingAllocator<TestBuffer>): void {
+  const counters = allocator.counters();
+  expect(source.held.size).toBe(counters.liveBuffers + counters.cachedBuffers);
+  expect(counters.systemReleases).toBe(source.released.length);
+}
+
+describe("the retry after a failed system allocation (item 10)", () => {
+  it("retries only an allocation failure: any other error propagates unchanged and the cache stays", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    allocator.free(allocator.malloc(1 * MiB));
+    const closed = new ClosedSourceError("the backend is closed");
+    source.acquireError = closed;
+    expect(() => allocator.malloc(4 * MiB)).toThrow(closed);
+    expect(allocator.counters()).toMatchObject({ allocationRetries: 0, systemReleases: 0, cachedBuffers: 1 });
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 1 * MiB, systemAllocations: 1 });
+  });
+
+  it("does not report a cached buffer's release error in place of the source's own error", () => {
+    // The issue's case: after the backend closed, acquiring throws "closed" and releasing any cached buffer
+    // throws "already released"; malloc used to clear the cache on any error and report the latter.
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    allocator.free(allocator.malloc(1 * MiB));
+    const closed = new ClosedSourceError("the backend is closed");
+    source.acquireError = closed;
+    source.releaseError = () => new Error("buffer already released");
+    let thrown: unknown;
+    try {
+      allocator.malloc(2 * MiB);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBe(closed);
+  });
+
+  it("still retries a refusal (code ERR_NUVEC_ALLOCATION_FAILED or a RangeError)", () => {
+    expect(isAllocationFailure(Object.assign(new Error("no"), { code: "ERR_NUVEC_ALLOCATION_FAILED" }))).toBe(
+      true,
+    );
+    expect(isAllocationFailure(new RangeError("Array buffer allocation failed"))).toBe(true);
+    expect(isAllocationFailure(new TypeError("x"))).toBe(false);
+    expect(isAllocationFailure(Object.assign(new Error("no"), { code: "ERR_NUVEC_RELEASED" }))).toBe(false);
+    expect(isAllocationFailure("ERR_NUVEC_ALLOCATION_FAILED")).toBe(false);
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    source.failNext = 2;
+    expect(() => allocator.malloc(1 * MiB)).toThrow(SystemAllocationError);
+    expect(allocator.counters().allocationRetries).toBe(1);
+  });
+
+  it("asks the source's own isAllocationFailure when it has one", () => {
+    const source = new TestSource();
+    source.isAllocationFailure = (error: unknown) => error instanceof ClosedSourceError;
+    const allocator = new CachingAllocator(source);
+    source.acquireError = new ClosedSourceError("treated as a refusal by this source");
+    expect(() => allocator.malloc(1 * MiB)).toThrow(SystemAllocationError);
+    expect(allocator.counters().allocationRetries).toBe(1);
+  });
+});
+
+describe("exception-safe trimming and release (item 11)", () => {
+  function cacheOf(count: number, failing: Set<number>) {
+    const released: number[] = [];
+    const cache = new BufferCache<number>((record) => {
+      released.push(record.buffer);
+      if (failing.has(record.buffer)) throw new Error(`release ${record.buffer} failed`);
+    });
+    const owner = {};
+    for (let index = 0; index < count; index++) cache.put(new BufferRecord(index, 256 * (index + 1), owner));
+    return { cache, released };
+  }
+
+  it("clear releases every buffer when some releases throw, and rethrows the first error", () => {
+    const { cache, released } = cacheOf(5, new Set([1, 3]));
+    expect(() => cache.clear()).toThrow("release 1 failed");
+    expect(released).toEqual([0, 1, 2, 3, 4]);
+    expect(cache).toMatchObject({ bytes: 0, buffers: 0 });
+    expect(cache.lruSnapshot()).toEqual([]);
+  });
+
+  it("a partial trim goes on past a throwing release and frees what it was asked", () => {
+    const { cache, released } = cacheOf(6, new Set([0]));
+    // 256 + 512 + 768 = 1536 bytes from the oldest: three releases, the first of which throws.
+    expect(() => cache.release(1500)).toThrow("release 0 failed");
+    expect(released).toEqual([0, 1, 2]);
+    expect(cache.lruSnapshot()).toEqual([1024, 1280, 1536]);
+    expect(cache).toMatchObject({ bytes: 1024 + 1280 + 1536, buffers: 3 });
+  });
+
+  it("releases the buffer to the source even when the onRelease hook throws", () => {
+    const source = new TestSource();
+    let hookCalls = 0;
+    const allocator = new CachingAllocator(source, {
+      onRelease: () => {
+        hookCalls++;
+        throw new Error("hook failed");
+      },
+    });
+    for (const allocation of [
+      allocator.malloc(1 * MiB),
+      allocator.malloc(2 * MiB),
+      allocator.malloc(3 * MiB),
+    ])
+      allocator.free(allocation);
+    expect(() => allocator.clearCache()).toThrow("hook failed");
+    expect(hookCalls).toBe(3);
+    expect(source.held.size).toBe(0);
+    expect(allocator.counters()).toMatchObject({ systemReleases: 3, cachedBuffers: 0 });
+    expect(allocator.memoryStats().cache).toBe(0);
+    held(source, allocator);
+  });
+
+  it("close releases the whole cache and closes even when a release throws", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    for (const allocation of [allocator.malloc(1 * MiB), allocator.malloc(2 * MiB)])
+      allocator.free(allocation);
+    source.releaseError = (buffer) => (buffer.serial === 0 ? new Error("first release failed") : undefined);
+    expect(() => allocator.close()).toThrow("first release failed");
+    expect(source.held.size).toBe(0);
+    expect(() => allocator.memoryStats()).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_ALLOCATOR_CLOSED" }),
+    );
+    expect(() => allocator.close()).not.toThrow();
+  });
+
+  it("setCacheLimit trims to the limit past a throwing release; counters stay right", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    const sizes = [1, 2, 3, 4].map((n) => n * MiB);
+    for (const allocation of sizes.map((size) => allocator.malloc(size))) allocator.free(allocation);
+    source.releaseError = (buffer) => (buffer.serial === 0 ? new Error("release failed") : undefined);
+    expect(() => allocator.setCacheLimit(4 * MiB)).toThrow("release failed");
+    expect(allocator.memoryStats().cache).toBeLessThanOrEqual(4 * MiB);
+    held(source, allocator);
+  });
+
+  it("a malloc whose trim after the allocation throws is refused and changes no figure", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    const a = allocator.malloc(1 * MiB);
+    const b = allocator.malloc(2 * MiB);
+    allocator.setCacheLimit(2 * MiB);
+    allocator.free(b); // cache 2 MiB, at the limit
+    allocator.free(a); // released at once (cache not under its limit)
+    allocator.setCacheLimit(3 * MiB);
+    const c = allocator.malloc(3 * MiB);
+    allocator.free(c); // cached: 5 MiB, over the limit until the next malloc trims it
+    allocator.resetPeak();
+    const stats = allocator.memoryStats();
+    const counters = allocator.counters();
+    source.releaseError = () => new Error("release failed");
+    // A miss (nothing cached fits 1 MiB); the cache, over its limit, is trimmed after the buffer is made.
+    expect(() => allocator.malloc(1 * MiB)).toThrow("release failed");
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, peak: stats.peak });
+    expect(allocator.counters()).toMatchObject({ liveBuffers: 0, peakLive: counters.peakLive });
+    held(source, allocator);
+  });
+
+  it("a free that releases at once and throws still gives the allocation back", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source, { cacheLimit: 0 });
+    const allocation = allocator.malloc(1 * MiB);
+    source.releaseError = () => new Error("release failed");
+    expect(() => allocator.free(allocation)).toThrow("release failed");
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+    held(source, allocator);
+  });
+});

@@ -1,0 +1,132 @@
+// The `hostile` part of the reliability suite, for the allocator, the mock and the keep-alive (issue 11, items
+// 6, 9, 10, 11 and the mock's FIFO of 13): what a hostile or careless user does at the Device level, each case
+// with the behaviour it had before the fix in its name. Regression tests beside the code: the allocator's
+// src/hostile.test.ts, the mock's src/mock/hostile.test.ts.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { afterAll, describe, expect, it } from "vitest";
+import { Device, DeviceArgumentError } from "../../src/index.js";
+
+const MIB = 1024 ** 2;
+const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-hostile-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function snapshot(device: Device) {
+  return { stats: device.memoryStats(), counters: device.counters() };
+}
+
+describe("hostile: a residency keep-alive past what a timer can wait (item 9; was: silently 1 ms)", () => {
+  for (const interval of [2 ** 31, 2 ** 32, Number.MAX_SAFE_INTEGER, 1e300]) {
+    it(`refuses ${interval} ms as an option and as startResidencyKeepAlive's argument`, () => {
+      const backend = new MockBackend();
+      expect(() => Device.open({ backend, residencyKeepAliveMilliseconds: interval })).toThrow(
+        DeviceArgumentError,
+      );
+      expect(backend.counters().residencySetsMade).toBe(0);
+      const device = Device.open({ backend: new MockBackend(), wiredLimit: MIB });
+      const before = snapshot(device);
+      let thrown: unknown;
+      try {
+        device.startResidencyKeepAlive(interval);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(DeviceArgumentError);
+      expect(thrown).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "intervalMilliseconds" });
+      expect(snapshot(device)).toEqual(before);
+      device.close();
+    });
+  }
+
+  it("still takes the largest interval a timer honours, 2³¹−1 ms", () => {
+    const device = Device.open({ backend: new MockBackend(), residencyKeepAliveMilliseconds: 2 ** 31 - 1 });
+    device.startResidencyKeepAlive(2 ** 31 - 1);
+    device.close();
+  });
+});
+
+describe("hostile: the backend closed under an open Device (item 10; was: another buffer's 'already released')", () => {
+  it("malloc reports the backend's own error, unchanged, and retries nothing", () => {
+    const backend = new MockBackend();
+    const device = Device.open({ backend });
+    device.malloc(1 * MIB).free(); // one buffer in the cache
+    backend.close();
+    let thrown: unknown;
+    try {
+      device.malloc(4 * MIB);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toMatchObject({ code: "ERR_NUVEC_RELEASED" });
+    expect((thrown as Error).message).toMatch(/newBuffer\(\): the mock backend is closed/);
+    expect((thrown as Error).message).not.toMatch(/buffer#/);
+    expect(device.counters().allocationRetries).toBe(0);
+  });
+
+  it("a refusal to allocate is still retried after the cache is cleared", () => {
+    const backend = new MockBackend();
+    const device = Device.open({ backend });
+    device.malloc(1 * MIB).free();
+    backend.failBufferAt(backend.bufferAttempts + 1);
+    const buffer = device.malloc(4 * MIB);
+    expect(device.counters()).toMatchObject({ allocationRetries: 1, cachedBuffers: 0 });
+    buffer.free();
+    device.close();
+  });
+});
+
+describe("hostile: a residency hook or release that throws during a trim (item 11; was: half a cache left, buffers leaked)", () => {
+  it("clearCache releases every cached buffer even when releases throw; books balance", () => {
+    const backend = new MockBackend();
+    const device = Device.open({ backend });
+    const buffers = [1, 2, 3, 4].map((n) => device.malloc(n * MIB));
+    for (const buffer of buffers) buffer.free();
+    // Release one cached native buffer behind the Device's back: its release by the cache then throws.
+    const victim = backend.liveBuffers[1]!;
+    victim.release();
+    expect(() => device.clearCache()).toThrow(expect.objectContaining({ code: "ERR_NUVEC_RELEASED" }));
+    expect(backend.liveBuffers).toHaveLength(0);
+    expect(device.memoryStats().cache).toBe(0);
+    expect(device.counters()).toMatchObject({ cachedBuffers: 0, systemReleases: 4 });
+    device.close();
+  });
+});
+
+describe("hostile: views moved away before free (item 6, mock; was: free/close threw a TypeError on Node ≥ 21)", () => {
+  it("free and close after a postMessage transfer of a buffer's view", () => {
+    const backend = new MockBackend();
+    const device = Device.open({ backend });
+    const buffer = device.malloc(64 * 1024);
+    const view = buffer.contents();
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(view, [view]);
+    port1.close();
+    port2.close();
+    buffer.free();
+    const other = device.malloc(64 * 1024);
+    expect(other.bytes().byteLength).toBe(64 * 1024);
+    device.close();
+    backend.close();
+    expect(backend.closed).toBe(true);
+  });
+});
+
+describe.skipIf(process.platform === "win32")(
+  "hostile: mapping a FIFO on the mock (item 13; was: hung in open(2) waiting for a writer)",
+  () => {
+    it("is refused at once with the host's mmap/ENODEV and changes nothing", () => {
+      const fifo = join(folder, "pipe");
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      const device = Device.open({ backend: new MockBackend({ realFiles: true }) });
+      const before = snapshot(device);
+      expect(() => device.mapFile(fifo)).toThrow(
+        expect.objectContaining({ code: "ERR_NUVEC_SYSTEM", syscall: "mmap", errno: "ENODEV" }),
+      );
+      expect(snapshot(device)).toEqual(before);
+      device.close();
+    });
+  },
+);
