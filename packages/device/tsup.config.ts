@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts"],
+  entry: ["src/index.ts", "src/mock.ts"],
   format: ["esm", "cjs"],
   dts: true,
   // No source maps in what ships: the output is unminified ES2022 that reads like the source, and a map
