@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The README's two commands, on a machine with only Node.js 20 and npm:
 //   npm run demo   installs the workspace if needed (pinned pnpm through npx), builds, runs the demo;
-//   npm test       the same install and build, then typecheck, lint, tests and package checks.
+//   npm test       the same install and build, then typecheck, lint, tests and package checks, then the docs
+//                  test (every README's TypeScript blocks against the packed packages, scripts/docs-test.mjs).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -36,8 +37,22 @@ function ensureInstalled() {
   if (pnpmRun(["install", "--frozen-lockfile"]) !== 0) process.exit(1);
 }
 
-// Sums the vitest JSON reports of every package into one plain closing line.
-function summarize() {
+// The docs test packs every package and installs the tarballs into a fresh project: on a cold npm cache that
+// downloads their registry dependencies, hence a generous bound (it takes about 30 s warm).
+const DOCS_TEST_TIMEOUT_MS = 15 * 60_000;
+function docsTest() {
+  const result = spawnSync(process.execPath, [join(root, "scripts/docs-test.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+    timeout: DOCS_TEST_TIMEOUT_MS,
+    killSignal: "SIGKILL",
+  });
+  if (result.error) console.error(`docs test: ${result.error.message}`);
+  return result.status === 0;
+}
+
+// Sums the vitest JSON reports of every package, and the docs test, into one plain closing line.
+function summarize(docsPassed) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
@@ -51,7 +66,10 @@ function summarize() {
       skipped += results.numPendingTests + results.numTodoTests;
     }
   }
-  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+  // The docs test counts as one test (its blocks are listed in its own output above).
+  if (docsPassed) passed += 1;
+  else failed += 1;
+  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped (the docs test included)`);
   return failed;
 }
 
@@ -73,7 +91,7 @@ if (task === "demo") {
     "--continue=dependencies-successful",
     ...rest,
   ]);
-  const failedTests = summarize();
+  const failedTests = summarize(docsTest());
   process.exit(status !== 0 || failedTests > 0 ? 1 : 0);
 } else {
   console.error(`unknown task ${task}: use demo or test`);
