@@ -56,6 +56,8 @@ function summarize(docsPassed) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
+  // A file whose setup failed has no failed test but a failed suite: the closing line must not hide it.
+  let brokenFiles = 0;
   for (const group of ["packages", "apps"]) {
     for (const name of readdirSync(join(root, group))) {
       const report = join(root, group, name, ".vitest-results", "results.json");
@@ -64,13 +66,20 @@ function summarize(docsPassed) {
       passed += results.numPassedTests;
       failed += results.numFailedTests;
       skipped += results.numPendingTests + results.numTodoTests;
+      for (const file of results.testResults ?? []) {
+        const failedTests = (file.assertionResults ?? []).some((test) => test.status === "failed");
+        if (file.status === "failed" && !failedTests) brokenFiles += 1;
+      }
     }
   }
   // The docs test counts as one test (its blocks are listed in its own output above).
   if (docsPassed) passed += 1;
   else failed += 1;
-  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped (the docs test included)`);
-  return failed;
+  const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed before their tests ran` : "";
+  console.log(
+    `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken} (the docs test included)`,
+  );
+  return failed + brokenFiles;
 }
 
 ensureInstalled();

@@ -26,7 +26,8 @@ describe("@nuvec/stats installed alone from its packed tarball", () => {
     if (!tarball) throw new Error("npm pack wrote no tarball");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true }));
     run(npm, ["install", "--no-audit", "--no-fund", "--ignore-scripts=false", `./${tarball}`], project);
-  });
+    // npm pack and install take seconds alone and far more on a loaded or cold machine: a setup bound only.
+  }, 300_000);
 
   afterAll(() => {
     if (project) rmSync(project, { recursive: true, force: true });
