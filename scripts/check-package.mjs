@@ -22,6 +22,22 @@ export function pnpmArgs(args) {
   return ["pnpm", args];
 }
 
+/**
+ * The workspace's published packages (every workspace member not marked private), as
+ * `{ folder, manifest }`, in name order: found through pnpm, so any folder pnpm-workspace.yaml names counts.
+ */
+export function publishedWorkspacePackages(root) {
+  const [command, args] = pnpmArgs(["ls", "--recursive", "--depth", "-1", "--json"]);
+  const listed = JSON.parse(execFileSync(command, args, { cwd: root, encoding: "utf8" }));
+  return listed
+    .map((entry) => ({
+      folder: entry.path,
+      manifest: JSON.parse(readFileSync(join(entry.path, "package.json"), "utf8")),
+    }))
+    .filter(({ manifest }) => !manifest.private)
+    .sort((a, b) => (a.manifest.name < b.manifest.name ? -1 : 1));
+}
+
 /** Packs the package in `folder` with pnpm (which runs its prepack) into `destination`; returns the tarball. */
 export function packPackage(folder, destination) {
   const before = new Set(readdirSync(destination));

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The docs test: every TypeScript block of every README (root, packages/*, apps/*) is what a user would
 // paste into their own project, so it is checked there, against what npm would give them:
-//   1. packs every published workspace package with pnpm (workspace: ranges replaced, prepack run);
+//   1. packs every published workspace package for this platform with pnpm (workspace: ranges replaced,
+//      prepack run);
 //   2. makes a fresh project outside the workspace and installs the tarballs into it with npm;
 //   3. typechecks every block against the packed types twice, with moduleResolution node16 and bundler;
 //   4. runs the blocks marked `ts runnable` with Node (compiled by tsc, so `using` runs on Node 20), in a
@@ -27,7 +28,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { packPackage } from "./check-package.mjs";
+import { packPackage, publishedWorkspacePackages } from "./check-package.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const keep = process.argv.includes("--keep");
@@ -109,15 +110,24 @@ function run(command, args, options = {}) {
   return result.status ?? 1;
 }
 
-/** The published (non-private) workspace packages, as folders. */
-function publishedPackages() {
-  return readdirSync(join(root, "packages"))
-    .sort()
-    .map((name) => join(root, "packages", name))
-    .filter((folder) => {
-      const manifest = join(folder, "package.json");
-      return existsSync(manifest) && !JSON.parse(readFileSync(manifest, "utf8")).private;
-    });
+/**
+ * Whether npm would install a package on this machine (its `os`, `cpu` and `libc` fields): a per-platform
+ * package of another platform is left out of the fresh project, as npm leaves it out of a user's.
+ */
+function installsHere(manifest) {
+  const allows = (list, value) => {
+    if (!Array.isArray(list) || list.length === 0) return true;
+    const denied = list.filter((entry) => entry.startsWith("!")).map((entry) => entry.slice(1));
+    const allowed = list.filter((entry) => !entry.startsWith("!"));
+    return !denied.includes(value) && (allowed.length === 0 || allowed.includes(value));
+  };
+  const glibc = process.platform === "linux" && process.report?.getReport().header.glibcVersionRuntime;
+  const libc = process.platform !== "linux" ? undefined : glibc ? "glibc" : "musl";
+  return (
+    allows(manifest.os, process.platform) &&
+    allows(manifest.cpu, process.arch) &&
+    (libc === undefined || allows(manifest.libc, libc))
+  );
 }
 
 /** A safetensors file of one float32 tensor of 4 elements: what a block mapping "model.safetensors" maps. */
@@ -173,7 +183,10 @@ function main() {
     // 1. Pack.
     const tarballs = join(project, "tarballs");
     mkdirSync(tarballs);
-    for (const folder of publishedPackages()) packPackage(folder, tarballs);
+    for (const { folder, manifest } of publishedWorkspacePackages(root)) {
+      if (installsHere(manifest)) packPackage(folder, tarballs);
+      else console.log(`docs test: ${manifest.name} is for another platform, left out`);
+    }
 
     // 2. A fresh project that installs them as a user would.
     const app = join(project, "app");

@@ -13,12 +13,12 @@
 // Options: --dry-run (everything but the publish and the tags: npm publish --dry-run), --tag <dist-tag>,
 // --provenance and --otp=<code> (passed to npm publish). See RELEASING.md.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { checkTarball, packPackage, pnpmArgs } from "./check-package.mjs";
+import { checkTarball, packPackage, pnpmArgs, publishedWorkspacePackages } from "./check-package.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -94,13 +94,7 @@ function main() {
       `${pending.length} changesets are pending (${pending.join(", ")}): run pnpm version-packages and commit first`,
     );
 
-  const folders = readdirSync(join(root, "packages"))
-    .sort()
-    .map((name) => join(root, "packages", name))
-    .filter((folder) => existsSync(join(folder, "package.json")));
-  const manifests = folders
-    .map((folder) => ({ folder, ...JSON.parse(readFileSync(join(folder, "package.json"), "utf8")) }))
-    .filter((manifest) => !manifest.private);
+  const manifests = publishedWorkspacePackages(root).map(({ folder, manifest }) => ({ folder, ...manifest }));
   const order = publishOrder(manifests);
 
   // 2. Build.
