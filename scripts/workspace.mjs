@@ -51,25 +51,34 @@ function docsTest() {
   return result.status === 0;
 }
 
-// Sums the vitest JSON reports of every package, and the docs test, into one plain closing line.
+// The tests of these scripts themselves (scripts/*.test.mjs): a few milliseconds, so not worth a turbo task.
+function scriptsTest() {
+  const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
+  return run(process.execPath, [vitest, "run", "--config", join(root, "scripts/vitest.config.mjs")]);
+}
+
+// Sums the vitest JSON reports of every package and of the scripts, and the docs test, into one plain
+// closing line.
 function summarize(docsPassed) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
   // A file whose setup failed has no failed test but a failed suite: the closing line must not hide it.
   let brokenFiles = 0;
+  const folders = [join(root, "scripts")];
   for (const group of ["packages", "apps"]) {
-    for (const name of readdirSync(join(root, group))) {
-      const report = join(root, group, name, ".vitest-results", "results.json");
-      if (!existsSync(report)) continue;
-      const results = JSON.parse(readFileSync(report, "utf8"));
-      passed += results.numPassedTests;
-      failed += results.numFailedTests;
-      skipped += results.numPendingTests + results.numTodoTests;
-      for (const file of results.testResults ?? []) {
-        const failedTests = (file.assertionResults ?? []).some((test) => test.status === "failed");
-        if (file.status === "failed" && !failedTests) brokenFiles += 1;
-      }
+    for (const name of readdirSync(join(root, group))) folders.push(join(root, group, name));
+  }
+  for (const folder of folders) {
+    const report = join(folder, ".vitest-results", "results.json");
+    if (!existsSync(report)) continue;
+    const results = JSON.parse(readFileSync(report, "utf8"));
+    passed += results.numPassedTests;
+    failed += results.numFailedTests;
+    skipped += results.numPendingTests + results.numTodoTests;
+    for (const file of results.testResults ?? []) {
+      const failedTests = (file.assertionResults ?? []).some((test) => test.status === "failed");
+      if (file.status === "failed" && !failedTests) brokenFiles += 1;
     }
   }
   // The docs test counts as one test (its blocks are listed in its own output above).
@@ -100,8 +109,9 @@ if (task === "demo") {
     "--continue=dependencies-successful",
     ...rest,
   ]);
+  const scriptsStatus = scriptsTest();
   const failedTests = summarize(docsTest());
-  process.exit(status !== 0 || failedTests > 0 ? 1 : 0);
+  process.exit(status !== 0 || scriptsStatus !== 0 || failedTests > 0 ? 1 : 0);
 } else {
   console.error(`unknown task ${task}: use demo or test`);
   process.exit(2);
