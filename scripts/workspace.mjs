@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The README's two commands, on a machine with only Node.js 20 and npm:
 //   npm run demo   installs the workspace if needed (pinned pnpm through npx), builds, runs the demo;
-//   npm test       the same install and build, then typecheck, lint, tests and package checks.
+//   npm test       the same install and build, then typecheck, lint, tests and package checks, then the docs
+//                  test (every README's TypeScript blocks against the packed packages, scripts/docs-test.mjs).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -36,23 +37,58 @@ function ensureInstalled() {
   if (pnpmRun(["install", "--frozen-lockfile"]) !== 0) process.exit(1);
 }
 
-// Sums the vitest JSON reports of every package into one plain closing line.
-function summarize() {
+// The docs test packs every package and installs the tarballs into a fresh project: on a cold npm cache that
+// downloads their registry dependencies, hence a generous bound (it takes about 30 s warm).
+const DOCS_TEST_TIMEOUT_MS = 15 * 60_000;
+function docsTest() {
+  const result = spawnSync(process.execPath, [join(root, "scripts/docs-test.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+    timeout: DOCS_TEST_TIMEOUT_MS,
+    killSignal: "SIGKILL",
+  });
+  if (result.error) console.error(`docs test: ${result.error.message}`);
+  return result.status === 0;
+}
+
+// The tests of these scripts themselves (scripts/*.test.mjs): a few milliseconds, so not worth a turbo task.
+function scriptsTest() {
+  const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
+  return run(process.execPath, [vitest, "run", "--config", join(root, "scripts/vitest.config.mjs")]);
+}
+
+// Sums the vitest JSON reports of every package and of the scripts, and the docs test, into one plain
+// closing line.
+function summarize(docsPassed) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
+  // A file whose setup failed has no failed test but a failed suite: the closing line must not hide it.
+  let brokenFiles = 0;
+  const folders = [join(root, "scripts")];
   for (const group of ["packages", "apps"]) {
-    for (const name of readdirSync(join(root, group))) {
-      const report = join(root, group, name, ".vitest-results", "results.json");
-      if (!existsSync(report)) continue;
-      const results = JSON.parse(readFileSync(report, "utf8"));
-      passed += results.numPassedTests;
-      failed += results.numFailedTests;
-      skipped += results.numPendingTests + results.numTodoTests;
+    for (const name of readdirSync(join(root, group))) folders.push(join(root, group, name));
+  }
+  for (const folder of folders) {
+    const report = join(folder, ".vitest-results", "results.json");
+    if (!existsSync(report)) continue;
+    const results = JSON.parse(readFileSync(report, "utf8"));
+    passed += results.numPassedTests;
+    failed += results.numFailedTests;
+    skipped += results.numPendingTests + results.numTodoTests;
+    for (const file of results.testResults ?? []) {
+      const failedTests = (file.assertionResults ?? []).some((test) => test.status === "failed");
+      if (file.status === "failed" && !failedTests) brokenFiles += 1;
     }
   }
-  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-  return failed;
+  // The docs test counts as one test (its blocks are listed in its own output above).
+  if (docsPassed) passed += 1;
+  else failed += 1;
+  const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed before their tests ran` : "";
+  console.log(
+    `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken} (the docs test included)`,
+  );
+  return failed + brokenFiles;
 }
 
 ensureInstalled();
@@ -73,8 +109,9 @@ if (task === "demo") {
     "--continue=dependencies-successful",
     ...rest,
   ]);
-  const failedTests = summarize();
-  process.exit(status !== 0 || failedTests > 0 ? 1 : 0);
+  const scriptsStatus = scriptsTest();
+  const failedTests = summarize(docsTest());
+  process.exit(status !== 0 || scriptsStatus !== 0 || failedTests > 0 ? 1 : 0);
 } else {
   console.error(`unknown task ${task}: use demo or test`);
   process.exit(2);

@@ -11,7 +11,14 @@ export {
   type TraceEvent,
   type TraceHeader,
 } from "@nuvec/allocator";
-export type { MemoryStats } from "@nuvec/stats";
+// What a Device user needs to read its statistics, so that `npm install @nuvec/device` is the whole install.
+export {
+  emptyMemoryStats,
+  type FormatMemoryStatsOptions,
+  formatBytes,
+  formatMemoryStats,
+  type MemoryStats,
+} from "@nuvec/stats";
 export {
   Device,
   DeviceBuffer,
