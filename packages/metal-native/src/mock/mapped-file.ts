@@ -87,7 +87,7 @@ export class MockMappedFile implements NativeMappedFile {
       if (this.#released) {
         throw new NativeReleasedError(`${this.label}.detachContents(): the mapping was already released`);
       }
-      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory);
+      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory, this.length);
     });
   }
 
