@@ -5,6 +5,14 @@
 // Ownership: an AddonState per JS environment owns the platform and every live allocation and set, by id.
 // Handles (JS objects) hold ids, never owning pointers, so that whichever comes first — release(), the
 // handle being collected, the environment's cleanup — frees once and the others find nothing to do.
+//
+// Worker termination: worker.terminate() may stop a worker inside any entry point, and from then on every
+// N-API call that runs JavaScript fails (setting a property of an error, creating a view, napi_throw itself).
+// binding.gyp defines NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS so that node-addon-api's single boundary
+// around every entry point, constructor and finalizer (WrapCallback) drops an error it can no longer throw
+// into a terminating environment instead of rethrowing it as a C++ exception out of an extern "C" callback
+// (std::terminate, SIGABRT: issue 11). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
+// C++ exception (std::bad_alloc from a std::string, ...) and turn it into a JavaScript error.
 #include <napi.h>
 
 #include <algorithm>

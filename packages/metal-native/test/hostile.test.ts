@@ -1,0 +1,90 @@
+// Hostile use of the real addon (issue 11), each probe in a child process so that a crash is observed as the
+// child's signal (SIGABRT, SIGBUS, SIGSEGV), never as the test runner's death. The children load the built
+// package (dist/), like a user would.
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+const distIndex = JSON.stringify(join(packageRoot, "dist", "index.js"));
+
+/** Runs `source` as an ES module in a fresh Node process; its last stdout line is parsed as JSON. */
+function runChild(
+  directory: string,
+  name: string,
+  source: string,
+  nodeOptions: string[] = [],
+): { status: number | null; signal: NodeJS.Signals | null; stderr: string; report: unknown } {
+  const script = join(directory, `${name}.mjs`);
+  writeFileSync(script, source);
+  const result = spawnSync(process.execPath, [...nodeOptions, script], { encoding: "utf8" });
+  const last = result.stdout.trim().split("\n").at(-1) ?? "";
+  let report: unknown;
+  try {
+    report = JSON.parse(last);
+  } catch {
+    report = last;
+  }
+  return { status: result.status, signal: result.signal, stderr: result.stderr, report };
+}
+
+describe.runIf(process.platform === "linux")("hostile use of the host addon (child processes)", () => {
+  let directory: string;
+
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), "nuvec-hostile-"));
+    chmodSync(directory, 0o755);
+  });
+
+  afterAll(() => {
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it("worker.terminate() in the middle of any native call never aborts the process (30 workers)", () => {
+    const file = join(directory, "terminate.bin");
+    writeFileSync(file, new Uint8Array(256 * 1024).fill(7));
+    const { status, signal, stderr, report } = runChild(
+      directory,
+      "terminate",
+      `import { Worker } from "node:worker_threads";
+       const code = \`
+         const { loadNativeBackend } = await import(${distIndex});
+         const { parentPort } = await import("node:worker_threads");
+         const backend = loadNativeBackend();
+         const mapped = backend.mapFile(${JSON.stringify(file)});
+         const set = backend.newResidencySet();
+         parentPort.postMessage("ready");
+         for (;;) {
+           const buffer = backend.newBuffer(1024 * 1024);
+           buffer.contents();
+           set.add(buffer); set.commit(); set.requestResidency();
+           set.remove(buffer); set.commit();
+           buffer.release();
+           try { backend.mapFile("/nonexistent/nuvec-missing-file"); } catch {}
+           try { buffer.contents(); } catch {}
+           try { backend.newBuffer(-1); } catch {}
+           mapped.contents();
+           const again = backend.mapFile(${JSON.stringify(file)});
+           again.contents();
+           again.release();
+           backend.counters();
+         }\`;
+       let terminated = 0;
+       for (let round = 0; round < 30; round += 1) {
+         const worker = new Worker(code, { eval: true });
+         await new Promise((resolve, reject) => { worker.once("message", resolve); worker.once("error", reject); });
+         await new Promise((resolve) => setTimeout(resolve, 30));
+         await worker.terminate();
+         terminated += 1;
+       }
+       console.log(JSON.stringify({ terminated }));`,
+    );
+    expect(stderr).not.toMatch(/terminate called|Aborted|FATAL/);
+    expect(signal).toBeNull();
+    expect(status).toBe(0);
+    expect(report).toEqual({ terminated: 30 });
+  });
+});
