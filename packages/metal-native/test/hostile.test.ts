@@ -87,4 +87,47 @@ describe.runIf(process.platform === "linux")("hostile use of the host addon (chi
     expect(status).toBe(0);
     expect(report).toEqual({ terminated: 30 });
   });
+  it("wiring a mapped file that someone else truncated never raises SIGBUS; wiring later neither", () => {
+    const file = join(directory, "truncated.bin");
+    writeFileSync(file, new Uint8Array(1024 * 1024).fill(3));
+    const { status, signal, stderr, report } = runChild(
+      directory,
+      "truncate",
+      `import { readFileSync, truncateSync } from "node:fs";
+       const { loadNativeBackend } = await import(${distIndex});
+       const vmLck = () => Number(/^VmLck:\\s+(\\d+)/m.exec(readFileSync("/proc/self/status", "utf8"))[1]) * 1024;
+       const backend = loadNativeBackend();
+       const mapped = backend.mapFile(${JSON.stringify(file)});
+       const set = backend.newResidencySet();
+       set.add(mapped);
+       set.commit();
+       truncateSync(${JSON.stringify(file)}, 4096);
+       set.requestResidency();
+       const first = { ...backend.counters(), setFailures: set.wiringFailures, locked: vmLck() };
+       set.requestResidency();
+       const again = { ...backend.counters(), setFailures: set.wiringFailures, locked: vmLck() };
+       const advice = set.lastWiringError;
+       // The first page is still the file's: it reads through the view.
+       const firstByte = new Uint8Array(mapped.contents())[0];
+       set.release();
+       mapped.release();
+       console.log(JSON.stringify({ first, again, advice, firstByte, after: backend.counters() }));`,
+    );
+    expect(signal).toBeNull();
+    expect(stderr).toBe("");
+    expect(status).toBe(0);
+    const { first, again, advice, firstByte, after } = report as {
+      first: { wiredBytes: number; wiringFailures: number; setFailures: number; locked: number };
+      again: { wiredBytes: number; wiringFailures: number; setFailures: number; locked: number };
+      advice: string;
+      firstByte: number;
+      after: { wiredBytes: number; mappedBytes: number };
+    };
+    // Truthful: nothing counted as wired, nothing locked, the failure counted and explained.
+    expect(first).toMatchObject({ wiredBytes: 0, wiringFailures: 1, setFailures: 1, locked: 0 });
+    expect(again).toMatchObject({ wiredBytes: 0, wiringFailures: 2, setFailures: 2, locked: 0 });
+    expect(advice).toMatch(/EFAULT.*shorter than when it was mapped/);
+    expect(firstByte).toBe(3);
+    expect(after).toMatchObject({ wiredBytes: 0, mappedBytes: 0 });
+  });
 });

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -279,20 +280,64 @@ class HostPlatform final : public Platform {
 
   // Wires a mapped file without copying it. A plain mlock of a writable private mapping populates it for
   // writing, which breaks copy-on-write: the kernel would copy every page of the file into anonymous memory.
-  // Locking on fault (MLOCK_ONFAULT) and then reading one byte per page faults the pages in read-only,
-  // shared with the page cache, and locks them as they come. 0 on success, else the errno.
+  // Locking on fault (MLOCK_ONFAULT) and then faulting each page in for reading keeps the pages shared with
+  // the page cache, and locks them as they come. 0 on success, else the errno.
+  //
+  // The file may have been truncated by someone else since it was mapped: a page past the new end raises
+  // SIGBUS when touched. The pages are therefore never touched directly: MADV_POPULATE_READ (Linux 5.14)
+  // faults them in and answers EFAULT for such a page; older kernels read one byte per page through
+  // process_vm_readv on this process, which answers with a short count instead of a signal. A file that
+  // shrank is not wired at all (EFAULT, counted and reported like any wiring failure), so the counters only
+  // ever count what is really locked.
   int WireFile(void* data, size_t length) {
     // Ask for the file's pages to be read ahead before locking them in (a hint: its failure is harmless).
     madvise(data, length, MADV_WILLNEED);
 #if defined(__linux__) && defined(MLOCK_ONFAULT)
     if (mlock2(data, length, MLOCK_ONFAULT) == 0) {
-      const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(data);
-      for (size_t offset = 0; offset < length; offset += pageSize_) (void)bytes[offset];
-      return 0;
+      int errnum = PopulateForReading(data, length);
+      if (errnum != 0) munlock(data, length);
+      return errnum;
     }
     if (errno != EINVAL && errno != ENOSYS) return errno;  // a real refusal (e.g. RLIMIT_MEMLOCK)
 #endif
-    return mlock(data, length) == 0 ? 0 : errno;
+    // No lock-on-fault: this mlock populates the mapping itself and, unlike a touch, never raises SIGBUS
+    // (a page past the file's end makes it fail instead: nothing stays locked then).
+    if (mlock(data, length) == 0) return 0;
+    int errnum = errno;
+    munlock(data, length);
+    return errnum;
+  }
+
+  // Faults in every page of [data, data + length) for reading without ever raising SIGBUS. 0 on success,
+  // EFAULT when a page is past the end of its file (or cannot be read), another errno when neither way works.
+  int PopulateForReading(void* data, size_t length) {
+#if defined(__linux__)
+#if defined(MADV_POPULATE_READ)
+    if (madvise(data, length, MADV_POPULATE_READ) == 0) return 0;
+    if (errno != EINVAL) return errno;  // EFAULT: a page past the file's end; ENOMEM, EHWPOISON, ...
+#endif
+    // Kernels before 5.14: one byte of each page, read by the kernel on our behalf, IOV_MAX pages a call.
+    constexpr size_t kPagesPerCall = 1024;
+    unsigned char sink[kPagesPerCall];
+    struct iovec local[kPagesPerCall];
+    struct iovec remote[kPagesPerCall];
+    size_t pages = (length + pageSize_ - 1) / pageSize_;
+    for (size_t first = 0; first < pages; first += kPagesPerCall) {
+      size_t count = std::min(kPagesPerCall, pages - first);
+      for (size_t index = 0; index < count; index += 1) {
+        local[index] = {&sink[index], 1};
+        remote[index] = {static_cast<unsigned char*>(data) + (first + index) * pageSize_, 1};
+      }
+      ssize_t read = process_vm_readv(getpid(), local, count, remote, count, 0);
+      if (read < 0) return errno;
+      if (static_cast<size_t>(read) < count) return EFAULT;
+    }
+    return 0;
+#else
+    (void)data;
+    (void)length;
+    return ENOSYS;
+#endif
   }
 
   // 0 on success, else the errno of the failed mlock.
@@ -334,6 +379,14 @@ class HostPlatform final : public Platform {
   // Advice in the spirit of llama.cpp's "failed to mlock" warning: what failed, the limit, and how to lift it.
   std::string wiringAdvice(size_t bytes, int errnum) {
     std::ostringstream advice;
+    if (errnum == EFAULT) {
+      // WireFile: a mapped file shrank under the mapping (truncated by someone else).
+      advice << "wiring " << bytes << " bytes of a mapped file failed (EFAULT): the file is shorter than when it "
+             << "was mapped (truncated since?), and its pages past the new end cannot be read. It stays mapped "
+             << "but unwired; reading past the new end through a view raises SIGBUS, as with any mmap.";
+      lastWiringError_ = advice.str();
+      return lastWiringError_;
+    }
     advice << "mlock of " << bytes << " bytes failed (" << ErrnoName(errnum) << ": " << std::strerror(errnum) << ")";
     struct rlimit limit;
     if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
