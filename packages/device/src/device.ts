@@ -110,10 +110,20 @@ function checkByteCount(value: unknown, name: string): asserts value is number {
   }
 }
 
+/** Whether `buffer` was detached (transferred away); `detached` is missing before Node 21 without a flag. */
+function isDetached(buffer: ArrayBuffer): boolean {
+  const detached = (buffer as { detached?: boolean }).detached;
+  if (detached !== undefined) return detached;
+  try {
+    new Uint8Array(buffer);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Keeps each handed-out ArrayBuffer's DeviceBuffer alive (a WeakMap keeps its value while the key lives). */
 const ownerOfView = new WeakMap<ArrayBuffer, DeviceBuffer>();
-
-const EMPTY = new ArrayBuffer(0);
 
 /**
  * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
@@ -122,6 +132,14 @@ const EMPTY = new ArrayBuffer(0);
 export class DeviceBuffer {
   readonly #device: Device;
   readonly #record: BufferRecord;
+  // A 0-byte buffer's own empty ArrayBuffer: never one shared by all, which a transfer() would detach for
+  // every 0-byte buffer of the process.
+  #empty: ArrayBuffer | undefined;
+  // The views handed out since malloc, held until free(): the native addon holds them only weakly, and a
+  // view collected before free() (its finalizer pending) cannot be told from one moved away by transfer(),
+  // so the addon would quarantine the buffer instead of letting it be cached. An ordinary edge (not a GC
+  // root): with ownerOfView it forms a cycle that is collected as a whole, so the safety net still works.
+  #views: ArrayBuffer[] = [];
 
   /** @internal Made by {@link Device.malloc}. */
   constructor(device: Device, record: BufferRecord) {
@@ -157,9 +175,15 @@ export class DeviceBuffer {
   contents(): ArrayBuffer {
     this.#check("contents()");
     const buffer = this.#record.allocation.buffer;
-    if (buffer === undefined) return EMPTY;
+    if (buffer === undefined) {
+      if (this.#empty === undefined || isDetached(this.#empty)) this.#empty = new ArrayBuffer(0);
+      return this.#empty;
+    }
     const view = buffer.contents();
-    ownerOfView.set(view, this);
+    if (this.#views.at(-1) !== view) {
+      this.#views.push(view);
+      ownerOfView.set(view, this);
+    }
     return view;
   }
 
@@ -181,6 +205,11 @@ export class DeviceBuffer {
   /** @internal */
   get record(): BufferRecord {
     return this.#record;
+  }
+
+  /** @internal The device freed it: its views are detached and need not be held any more. */
+  forgetViews(): void {
+    this.#views = [];
   }
 
   #check(operation: string): void {
@@ -404,6 +433,7 @@ export class Device {
     if (!record.live) throw new BufferFreedError("free()");
     this.#freeRecord(record);
     this.#safetyNet?.unregister(record);
+    buffer.forgetViews();
   }
 
   #link(record: BufferRecord): void {
@@ -427,7 +457,12 @@ export class Device {
     const native = record.allocation.buffer;
     // Views are detached before the buffer can reach its next owner (through the cache).
     if (native !== undefined) native.detachContents();
-    this.#allocator.free(record.allocation);
+    // A view moved away by transfer() could not be detached and still reaches the memory: such a buffer is
+    // never cached (never reused); the backend holds its memory until that view is collected. This covers
+    // the safety net too, which frees through here when the DeviceBuffer is collected (a moved view does
+    // not keep it alive).
+    if (native?.quarantined === true) this.#allocator.freeWithoutCaching(record.allocation);
+    else this.#allocator.free(record.allocation);
     record.live = false;
     this.#unlink(record);
     if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);

@@ -80,5 +80,33 @@ describe.skipIf(skipReason !== undefined)(
       expect(result.lockedAfter).toBe(0);
       figures.truncatedWiring = `wiring a truncated mapped file failed ${result.again.counters.wiringFailures} times, no SIGBUS`;
     });
+    it("views moved away with transfer() never reach the next owner's memory nor unmapped memory; 0-byte views are per buffer", () => {
+      const path = join(folder, "transfer.bin");
+      const { status, signal, stderr, report } = runChild(
+        "hostile-transfer.mjs",
+        [path],
+        ["--harmony-rab-gsab-transfer", "--expose-gc"],
+      );
+      expect(signal).toBeNull();
+      expect(stderr).toBe("");
+      expect(status).toBe(0);
+      expect(report).toEqual({
+        transfer: {
+          movedLength: MIB,
+          movedSeesNewOwner: false,
+          newOwnerSeesMovedWrite: false,
+          // The moved buffer was not cached: the second malloc could not reuse it.
+          cacheHits: 0,
+          quarantined: 1,
+        },
+        clearCache: { readBack: true },
+        mappedRelease: { readBack: true },
+        safetyNet: { reclaimed: 1, movedSeesNewOwner: false, movedKeepsOldBytes: true },
+        empty: { otherWorks: true, sameWorks: true, otherDeviceWorks: true },
+        end: { quarantined: 0, liveBuffers: 0 },
+      });
+      figures.transfer =
+        "moved views kept their own bytes; quarantined memory freed once they were collected";
+    });
   },
 );
