@@ -86,6 +86,14 @@ export interface DeviceCounters extends AllocatorCounters {
   liveDeviceBuffers: number;
   /** Live mapped files. */
   liveMappedFiles: number;
+  /**
+   * Bytes the platform really wired (host: locked by `mlock`), next to `memoryStats().wired`, which is what
+   * residency asked for (MLX's figure). They differ when the system refused to wire (e.g. `RLIMIT_MEMLOCK`).
+   * The backend's count: every Device on the same backend (thread) shares it.
+   */
+  wiredByPlatform: number;
+  /** Times the platform refused to wire (the backend's count, shared like `wiredByPlatform`). */
+  wiringFailures: number;
   /** What the native backend counted. */
   backend: NativeCounters;
 }
@@ -309,6 +317,7 @@ export class Device {
   #leakedBuffers = 0;
   #closed = false;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #wiringWarned = false;
   // The last statistics and counters, taken at close(), so they can still be read afterwards.
   #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
   #trace: TraceRecorder | undefined;
@@ -334,7 +343,7 @@ export class Device {
         ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
         ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
         // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
-        onAcquire: (buffer) => this.#residency.insert(buffer, false),
+        onAcquire: (buffer) => this.#wiring(() => this.#residency.insert(buffer, false)),
         onRelease: (buffer) => this.#residency.erase(buffer),
         wired: () => ({
           wired: this.#residency.wired,
@@ -495,7 +504,7 @@ export class Device {
       native.release();
       throw error;
     }
-    this.#residency.insert(native, true);
+    this.#wiring(() => this.#residency.insert(native, true));
     const traceId = this.#trace ? this.#trace.map(native.length) : -1;
     const file = new MappedFile(this, native, mapping, traceId);
     this.#mappings.add(file);
@@ -529,12 +538,15 @@ export class Device {
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
   counters(): DeviceCounters {
+    const backend = this.#backend.counters();
     return {
       ...(this.#final ? this.#final.counters : this.#allocator.counters()),
       leakedBuffers: this.#leakedBuffers,
       liveDeviceBuffers: this.#liveCount,
       liveMappedFiles: this.#mappings.size,
-      backend: this.#backend.counters(),
+      wiredByPlatform: backend.wiredBytes,
+      wiringFailures: backend.wiringFailures,
+      backend,
     };
   }
 
@@ -575,7 +587,7 @@ export class Device {
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
     if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
     const previous = this.#wiredLimit;
-    this.#residency.resize(bytes);
+    this.#wiring(() => this.#residency.resize(bytes), bytes > 0);
     this.#wiredLimit = bytes;
     this.#trace?.limit("wired", bytes);
     return previous;
@@ -591,7 +603,7 @@ export class Device {
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
     this.#ensureOpen("refreshResidency()");
-    this.#residency.refresh();
+    this.#wiring(() => this.#residency.refresh());
   }
 
   /**
@@ -608,7 +620,7 @@ export class Device {
     }
     this.stopResidencyKeepAlive();
     const timer = setInterval(() => {
-      if (!this.#closed) this.#residency.refresh();
+      if (!this.#closed) this.#wiring(() => this.#residency.refresh());
     }, intervalMilliseconds);
     timer.unref?.();
     this.#keepAlive = timer;
@@ -671,6 +683,31 @@ export class Device {
   /** `using device = Device.open()` closes it at the end of the scope. */
   [Symbol.dispose](): void {
     this.close();
+  }
+
+  // Runs something that may wire memory; the first time the platform refuses (wiringFailures grows), one
+  // process warning for this Device says so, with the backend's advice. Skipped (no native call) while
+  // nothing is to be wired or once warned.
+  #wiring(body: () => void, mayWire = this.#wiredLimit > 0): void {
+    if (this.#wiringWarned || !mayWire) {
+      body();
+      return;
+    }
+    const before = this.#backend.counters().wiringFailures;
+    body();
+    const failures = this.#backend.counters().wiringFailures - before;
+    if (failures <= 0) return;
+    this.#wiringWarned = true;
+    const advice = (this.#backend as { lastWiringError?: unknown }).lastWiringError;
+    const stats = this.#allocator.memoryStats();
+    const wiredByPlatform = this.#backend.counters().wiredBytes;
+    process.emitWarning(
+      `nuvec: the system refused to wire memory (${failures} failure${failures === 1 ? "" : "s"}): ` +
+        `memoryStats().wired says ${stats.wired} bytes (what residency asked for), the platform wired ` +
+        `${wiredByPlatform} (counters().wiredByPlatform). ` +
+        (typeof advice === "string" ? advice : "The memory stays usable but may be paged out."),
+      { type: "NuvecWiringWarning", code: "NUVEC_WIRING_FAILED" },
+    );
   }
 
   #ensureOpen(operation: string): void {

@@ -17,6 +17,11 @@ const skipReason = !hostAvailable
     ? "packages/device/dist is not built (the children import @nuvec/device)"
     : undefined;
 const figures: Record<string, unknown> = {};
+const isRoot = process.getuid?.() === 0;
+// As root, CAP_IPC_LOCK ignores RLIMIT_MEMLOCK: it must be dropped (setpriv) for wiring to fail.
+const canDropLock =
+  spawnSync("prlimit", ["--version"]).status === 0 &&
+  (!isRoot || spawnSync("setpriv", ["--version"]).status === 0);
 
 /** Runs a child script with Node; its last stdout line is its JSON report. */
 function runChild(
@@ -55,7 +60,9 @@ describe.skipIf(skipReason !== undefined)(
       writeFileSync(path, new Uint8Array(MIB).fill(5));
       const { status, signal, stderr, report } = runChild("hostile-truncate-wire.mjs", [path]);
       expect(signal).toBeNull();
-      expect(stderr).toBe("");
+      // The one warning of the Device: the file shrank, nothing wired.
+      expect(stderr.match(/NuvecWiringWarning/g)).toHaveLength(1);
+      expect(stderr).toMatch(/shorter than when it was mapped/);
       expect(status).toBe(0);
       const result = report as {
         first: {
@@ -108,5 +115,43 @@ describe.skipIf(skipReason !== undefined)(
       figures.transfer =
         "moved views kept their own bytes; quarantined memory freed once they were collected";
     });
+    it.skipIf(!canDropLock)(
+      "wiring refused by RLIMIT_MEMLOCK: wired (residency's figure) next to what the platform locked, one warning per Device",
+      () => {
+        // 64 KiB of locked memory at most; as root, CAP_IPC_LOCK (which ignores the limit) is dropped too.
+        const command = ["prlimit", "--memlock=65536:65536"];
+        if (isRoot) command.push("setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock");
+        command.push(process.execPath, join(children, "hostile-memlock.mjs"));
+        const result = spawnSync(command[0] as string, command.slice(1), {
+          encoding: "utf8",
+          cwd: packageDirectory,
+        });
+        expect(result.signal).toBeNull();
+        expect(result.status).toBe(0);
+        const report = JSON.parse(result.stdout.trim().split("\n").at(-1) as string) as {
+          wired: number;
+          wiredByPlatform: number;
+          backendWired: number;
+          wiringFailures: number;
+          locked: number;
+          warnings: Array<{ name: string; code: string; message: string }>;
+        };
+        // Residency asked for both 4 MiB buffers and the small one; the system locked at most 64 KiB.
+        expect(report.wired).toBeGreaterThanOrEqual(8 * MIB);
+        expect(report.wiredByPlatform).toBe(report.backendWired);
+        expect(report.wiredByPlatform).toBeLessThanOrEqual(64 * 1024);
+        expect(report.locked).toBeLessThanOrEqual(64 * 1024);
+        expect(report.wiringFailures).toBeGreaterThan(0);
+        // One warning per Device (two Devices), each naming both figures and the advice.
+        expect(report.warnings).toHaveLength(2);
+        for (const warning of report.warnings) {
+          expect(warning.name).toBe("NuvecWiringWarning");
+          expect(warning.code).toBe("NUVEC_WIRING_FAILED");
+          expect(warning.message).toMatch(/wiredByPlatform/);
+          expect(warning.message).toMatch(/RLIMIT_MEMLOCK|ulimit -l/);
+        }
+        figures.memlock = `wired ${report.wired} (residency) vs ${report.wiredByPlatform} locked by the platform; ${report.warnings.length} warnings for 2 Devices`;
+      },
+    );
   },
 );
