@@ -153,5 +153,36 @@ describe.skipIf(skipReason !== undefined)(
         figures.memlock = `wired ${report.wired} (residency) vs ${report.wiredByPlatform} locked by the platform; ${report.warnings.length} warnings for 2 Devices`;
       },
     );
+    it("two Devices mapping 40,000 times each: the per-process map count is shared, the second is refused (typed) and V8 lives", () => {
+      const path = join(folder, "two-devices.bin");
+      writeFileSync(path, new Uint8Array(4096).fill(1));
+      const { status, signal, stderr, report } = runChild("hostile-two-devices.mjs", [path]);
+      expect(signal).toBeNull();
+      expect(stderr).toBe("");
+      expect(status).toBe(0);
+      const result = report as {
+        limit: number;
+        first: number;
+        second: number;
+        refusals: Array<{ device: string; name: string; code: string; cause: string }>;
+        mapRefusal: { name: string; code: string } | undefined;
+        jsWorked: boolean;
+        liveAfter: number;
+      };
+      expect(result.first).toBe(40_000);
+      // Together at most the process's limit (vm.max_map_count less the runtime's headroom).
+      expect(result.first + result.second).toBeLessThanOrEqual(result.limit);
+      expect(result.second).toBeLessThan(40_000);
+      expect(result.refusals).toHaveLength(1);
+      expect(result.refusals[0]).toMatchObject({
+        device: "second",
+        name: "SystemAllocationError",
+        cause: "NativeAllocationError",
+      });
+      expect(result.mapRefusal?.name).toBe("NativeAllocationError");
+      expect(result.jsWorked).toBe(true);
+      expect(result.liveAfter).toBe(0);
+      figures.twoDevices = `two Devices held ${result.first} + ${result.second} buffers (process limit ${result.limit}); the second was refused with ${result.refusals[0]?.name}`;
+    });
   },
 );

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -42,6 +43,24 @@ constexpr uint64_t kMapCountHeadroom = 8192;
 
 enum class Kind { kSmall, kAnonymous, kFile };
 
+// Limits the OS applies per process, accounted across every Device, backend and worker thread of the
+// process (each environment has its own HostPlatform, but one address space): the mappings this addon holds
+// (vm.max_map_count counts every mapping of the process, V8's heap included: a Device per thread, each
+// within its own resource limit, could together leave V8 no mapping for its heap, a fatal OOM), and the
+// bytes of its buffers (together never more than the memory the process may use). A request past either is
+// refused with a typed allocation failure before the system is asked.
+std::atomic<uint64_t> processMappings{0};
+std::atomic<uint64_t> processBufferBytes{0};
+
+// Takes `count` of `limit` for this process; false (and nothing taken) when it would go past it.
+bool Reserve(std::atomic<uint64_t>& counter, uint64_t count, uint64_t limit) {
+  uint64_t current = counter.load(std::memory_order_relaxed);
+  do {
+    if (current + count > limit) return false;
+  } while (!counter.compare_exchange_weak(current, current + count, std::memory_order_relaxed));
+  return true;
+}
+
 class HostAllocation final : public Allocation {
  public:
   HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize)
@@ -51,12 +70,16 @@ class HostAllocation final : public Allocation {
     switch (kind_) {
       case Kind::kSmall:
         std::free(data_);
+        processBufferBytes -= allocatedSize_;
         break;
       case Kind::kAnonymous:
         munmap(data_, allocatedSize_);
+        processBufferBytes -= allocatedSize_;
+        processMappings -= 1;
         break;
       case Kind::kFile:
         munmap(data_, allocatedSize_);
+        processMappings -= 1;
         break;
     }
   }
@@ -243,8 +266,10 @@ class HostPlatform final : public Platform {
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     if (bytes < pageSize_) {
       size_t rounded = (bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
+      if (!ReserveBytes(rounded, failure)) return nullptr;
       void* data = std::aligned_alloc(kSmallAlignment, rounded);
       if (data == nullptr) {
+        processBufferBytes -= rounded;
         *failure = Failure::Allocation("aligned_alloc of " + std::to_string(rounded) + " bytes failed");
         return nullptr;
       }
@@ -253,9 +278,16 @@ class HostPlatform final : public Platform {
       return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded);
     }
     size_t rounded = (bytes + pageSize_ - 1) / pageSize_ * pageSize_;
+    if (!ReserveMapping(failure)) return nullptr;
+    if (!ReserveBytes(rounded, failure)) {
+      processMappings -= 1;
+      return nullptr;
+    }
     void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) {
       int errnum = errno;
+      processMappings -= 1;
+      processBufferBytes -= rounded;
       *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + std::strerror(errnum) +
                                      " (" + ErrnoName(errnum) + ")");
       return nullptr;
@@ -264,8 +296,12 @@ class HostPlatform final : public Platform {
   }
 
   std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
+    if (!ReserveMapping(failure)) return nullptr;
     FileMapping mapping = MapWholeFile(path, pageSize_, failure);
-    if (failure->failed()) return nullptr;
+    if (failure->failed()) {
+      processMappings -= 1;
+      return nullptr;
+    }
     return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength);
   }
 
@@ -276,6 +312,25 @@ class HostPlatform final : public Platform {
   void attachResidencySet(ResidencySet*) override {}  // no command queue on the host
 
   WiringCounters wiringCounters() const override { return counters_; }
+
+  // The process-wide accounts (see processMappings): false, with the failure said, past a limit.
+  bool ReserveMapping(Failure* failure) {
+    if (Reserve(processMappings, 1, facts_.resourceLimit)) return true;
+    *failure = Failure::Allocation(
+        "this process already holds " + std::to_string(processMappings.load()) +
+        " mappings made by nuvec (all Devices and worker threads together), its limit: vm.max_map_count less " +
+        std::to_string(kMapCountHeadroom) + " kept for the runtime (" + std::to_string(facts_.resourceLimit) +
+        "). Free buffers, release mapped files or clear caches; or raise vm.max_map_count");
+    return false;
+  }
+  bool ReserveBytes(size_t bytes, Failure* failure) {
+    if (Reserve(processBufferBytes, bytes, facts_.memorySize)) return true;
+    *failure = Failure::Allocation("the buffers of this process (all Devices and worker threads together) would "
+                                   "take " + std::to_string(processBufferBytes.load() + bytes) +
+                                   " bytes, more than the memory it may use (" + std::to_string(facts_.memorySize) +
+                                   ")");
+    return false;
+  }
   std::string lastWiringError() const override { return lastWiringError_; }
 
   // Wires a mapped file without copying it. A plain mlock of a writable private mapping populates it for
