@@ -241,6 +241,10 @@ class AddonState {
     sets_.erase(found);
     set->endResidency();
     std::vector<Allocation*> members(set->members.begin(), set->members.end());
+    // Empty the set before it goes (Metal: removeAllocation: and commit), so that it retains none of them:
+    // the queue may hold on to a set a little longer than we do.
+    for (Allocation* allocation : members) set->remove(allocation);
+    set->commit();
     for (Allocation* allocation : members) allocation->sets.erase(set.get());
     set.reset();  // before any of its allocations may go: a layer's set may still point at them
     for (Allocation* allocation : members) {
@@ -667,6 +671,10 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   object.Set("wiredBytes", static_cast<double>(wiring.wiredBytes));
   object.Set("wiringFailures", static_cast<double>(wiring.wiringFailures));
   object.Set("quarantinedAllocations", static_cast<double>(counters.quarantinedAllocations));
+  const FreedCounters& freed = *PlatformOf(env, state).freed;
+  object.Set("buffersFreedByPlatform", static_cast<double>(freed.buffers.load()));
+  object.Set("mappingsUnmappedByPlatform", static_cast<double>(freed.mappings.load()));
+  object.Set("residencySetsFreedByPlatform", static_cast<double>(freed.residencySets.load()));
   return object;
 }
 

@@ -144,4 +144,13 @@ export interface NativeCounters {
    * backend's reach (`ArrayBuffer.prototype.transfer()`): freed when that view is collected. Native only.
    */
   quarantinedAllocations?: number;
+  /**
+   * Buffers the platform really gave back to the system (counted in its own free/munmap paths; Metal: our
+   * last release of the buffer), unlike `buffersReleased`, counted at `release()`. Native only.
+   */
+  buffersFreedByPlatform?: number;
+  /** Mappings the platform really unmapped (host: `munmap`; Metal: the no-copy buffer's deallocator). Native only. */
+  mappingsUnmappedByPlatform?: number;
+  /** Residency sets the platform freed (after removing their members and, on Metal, leaving the queue). Native only. */
+  residencySetsFreedByPlatform?: number;
 }

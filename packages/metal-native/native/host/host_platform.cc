@@ -63,22 +63,23 @@ bool Reserve(std::atomic<uint64_t>& counter, uint64_t count, uint64_t limit) {
 
 class HostAllocation final : public Allocation {
  public:
-  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize)
-      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize) {}
+  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize, std::shared_ptr<FreedCounters> freed)
+      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize), freed_(std::move(freed)) {}
   ~HostAllocation() override {
     // Sets let go of an allocation (unwiring it) before it is destroyed, and munmap drops locks anyway.
     switch (kind_) {
       case Kind::kSmall:
         std::free(data_);
         processBufferBytes -= allocatedSize_;
+        freed_->buffers += 1;
         break;
       case Kind::kAnonymous:
-        munmap(data_, allocatedSize_);
+        if (munmap(data_, allocatedSize_) == 0) freed_->buffers += 1;
         processBufferBytes -= allocatedSize_;
         processMappings -= 1;
         break;
       case Kind::kFile:
-        munmap(data_, allocatedSize_);
+        if (munmap(data_, allocatedSize_) == 0) freed_->mappings += 1;
         processMappings -= 1;
         break;
     }
@@ -96,6 +97,7 @@ class HostAllocation final : public Allocation {
   void* data_;
   size_t length_;
   size_t allocatedSize_;
+  std::shared_ptr<FreedCounters> freed_;
 };
 
 // Pages under small buffers, locked once however many wired buffers share them.
@@ -158,8 +160,12 @@ class HostPlatform;
 
 class HostResidencySet final : public ResidencySet {
  public:
-  explicit HostResidencySet(HostPlatform* platform) : platform_(platform) {}
-  ~HostResidencySet() override { endResidency(); }
+  HostResidencySet(HostPlatform* platform, std::shared_ptr<FreedCounters> freed)
+      : platform_(platform), freed_(std::move(freed)) {}
+  ~HostResidencySet() override {
+    endResidency();
+    freed_->residencySets += 1;
+  }
 
   void requestResidency() override;
   void endResidency() override;
@@ -174,6 +180,7 @@ class HostResidencySet final : public ResidencySet {
   void unwire(HostAllocation* allocation);
 
   HostPlatform* platform_;
+  std::shared_ptr<FreedCounters> freed_;
   // Committed allocations this set has wired (a failed mlock leaves one out, retried at the next request).
   std::unordered_set<HostAllocation*> wired_;
   bool requested_ = false;
@@ -275,7 +282,7 @@ class HostPlatform final : public Platform {
       }
       // Zeroed like mmap'd and Metal memory: a reused heap block must not show a previous owner's bytes.
       std::memset(data, 0, rounded);
-      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded);
+      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded, freed);
     }
     size_t rounded = (bytes + pageSize_ - 1) / pageSize_ * pageSize_;
     if (!ReserveMapping(failure)) return nullptr;
@@ -292,7 +299,7 @@ class HostPlatform final : public Platform {
                                      " (" + ErrnoName(errnum) + ")");
       return nullptr;
     }
-    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded);
+    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded, freed);
   }
 
   std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
@@ -302,11 +309,12 @@ class HostPlatform final : public Platform {
       processMappings -= 1;
       return nullptr;
     }
-    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength);
+    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength,
+                                            freed);
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<HostResidencySet>(this);
+    return std::make_unique<HostResidencySet>(this, freed);
   }
 
   void attachResidencySet(ResidencySet*) override {}  // no command queue on the host

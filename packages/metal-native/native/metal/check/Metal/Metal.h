@@ -39,6 +39,7 @@ API_AVAILABLE(macos(15.0))
 @protocol MTLResidencySet <NSObject>
 - (void)addAllocation:(id<MTLAllocation>)allocation;
 - (void)removeAllocation:(id<MTLAllocation>)allocation;
+- (void)removeAllAllocations;
 - (void)commit;
 - (void)requestResidency;
 - (void)endResidency;
@@ -48,6 +49,7 @@ API_AVAILABLE(macos(15.0))
 
 @protocol MTLCommandQueue <NSObject>
 - (void)addResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
+- (void)removeResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));
 @end
 
 @protocol MTLDevice <NSObject>
