@@ -184,5 +184,15 @@ describe.skipIf(skipReason !== undefined)(
       expect(result.liveAfter).toBe(0);
       figures.twoDevices = `two Devices held ${result.first} + ${result.second} buffers (process limit ${result.limit}); the second was refused with ${result.refusals[0]?.name}`;
     });
+    it("worker.terminate() while a worker is inside Device calls never aborts the process (30 workers)", () => {
+      const path = join(folder, "terminate.bin");
+      writeFileSync(path, new Uint8Array(256 * 1024).fill(9));
+      const { status, signal, stderr, report } = runChild("hostile-terminate.mjs", [path]);
+      expect(stderr).not.toMatch(/terminate called|Aborted|FATAL/);
+      expect(signal).toBeNull();
+      expect(status).toBe(0);
+      expect(report).toEqual({ terminated: 30 });
+      figures.terminate = "30 workers terminated inside native calls; the process lived";
+    });
   },
 );
