@@ -40,6 +40,19 @@ describe("buffers and cache", () => {
     expect(allocator.counters()).toMatchObject({ cacheMisses: 1, cacheHits: 0 });
   });
 
+  it("freeWithoutCaching gives the buffer back to the system, never to the cache (a moved view may reach it)", () => {
+    const { allocator } = setup();
+    const first = allocator.malloc(1000);
+    const stats = allocator.memoryStats();
+    allocator.freeWithoutCaching(first);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+    expect(allocator.counters().systemReleases).toBe(1);
+    // The next request of the same class is a miss: the buffer was not reused.
+    allocator.malloc(1000);
+    expect(allocator.memoryStats().systemAllocations).toBe(stats.systemAllocations + 1);
+    expect(() => allocator.freeWithoutCaching(first)).toThrow(DoubleFreeError);
+  });
+
   it("a freed buffer is cached and reused by a request of the same class", () => {
     const { allocator } = setup();
     const first = allocator.malloc(1000);

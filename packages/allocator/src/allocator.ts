@@ -351,6 +351,21 @@ export class CachingAllocator<B> {
    * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
    */
   free(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, true);
+  }
+
+  /**
+   * Like {@link free}, but the buffer goes back to the system at once, never to the cache: for a buffer that
+   * must not be reused because something outside the allocator may still reach its memory (a view moved
+   * away from it by `ArrayBuffer.prototype.transfer()` or a `postMessage` transfer).
+   *
+   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   */
+  freeWithoutCaching(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, false);
+  }
+
+  private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     if (this.closed) throw new AllocatorClosedError("free");
     if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
     const record = (allocation as LiveAllocation<B>).record;
@@ -361,7 +376,7 @@ export class CachingAllocator<B> {
     this.liveBuffers--;
     this.active -= record.length;
     this.live -= record.liveSizeClass;
-    if (this.cache.bytes < this.cacheLimit) this.cache.put(record);
+    if (mayCache && this.cache.bytes < this.cacheLimit) this.cache.put(record);
     else this.releaseToSystem(record);
   }
 

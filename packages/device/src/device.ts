@@ -139,6 +139,14 @@ export interface DeviceCounters extends AllocatorCounters {
    * still in use (counted in `active` or `mapped`) and will be freed when it does.
    */
   pendingFrees: number;
+  /**
+   * Bytes the platform really wired (host: locked by `mlock`), next to `memoryStats().wired`, which is what
+   * residency asked for (MLX's figure). They differ when the system refused to wire (e.g. `RLIMIT_MEMLOCK`).
+   * The backend's count: every Device on the same backend (thread) shares it.
+   */
+  wiredByPlatform: number;
+  /** Times the platform refused to wire (the backend's count, shared like `wiredByPlatform`). */
+  wiringFailures: number;
   /** What the native backend counted. */
   backend: NativeCounters;
 }
@@ -160,6 +168,18 @@ function checkByteCount(value: unknown, name: string): asserts value is number {
     assertByteCount(value, name);
   } catch (error) {
     throw new DeviceArgumentError(name, (error as Error).message, { cause: error });
+  }
+}
+
+/** Whether `buffer` was detached (transferred away); `detached` is missing before Node 21 without a flag. */
+function isDetached(buffer: ArrayBuffer): boolean {
+  const detached = (buffer as { detached?: boolean }).detached;
+  if (detached !== undefined) return detached;
+  try {
+    new Uint8Array(buffer);
+    return false;
+  } catch {
+    return true;
   }
 }
 
@@ -276,6 +296,14 @@ function checkPointerOption(value: unknown, name: string): void {
 export class DeviceBuffer {
   readonly #device: Device;
   readonly #record: BufferRecord;
+  // A 0-byte buffer's own empty ArrayBuffer: never one shared by all, which a transfer() would detach for
+  // every 0-byte buffer of the process.
+  #empty: ArrayBuffer | undefined;
+  // The views handed out since malloc, held until free(): the native addon holds them only weakly, and a
+  // view collected before free() (its finalizer pending) cannot be told from one moved away by transfer(),
+  // so the addon would quarantine the buffer instead of letting it be cached. An ordinary edge (not a GC
+  // root): with ownerOfView it forms a cycle that is collected as a whole, so the safety net still works.
+  #views: ArrayBuffer[] = [];
 
   /** @internal Made by {@link Device.malloc}. */
   constructor(device: Device, record: BufferRecord) {
@@ -311,9 +339,15 @@ export class DeviceBuffer {
   contents(): ArrayBuffer {
     this.#check("contents()");
     const buffer = this.#record.allocation.buffer;
-    if (buffer === undefined) return EMPTY;
+    if (buffer === undefined) {
+      if (this.#empty === undefined || isDetached(this.#empty)) this.#empty = new ArrayBuffer(0);
+      return this.#empty;
+    }
     const view = buffer.contents();
-    ownerOfView.set(view, this);
+    if (this.#views.at(-1) !== view) {
+      this.#views.push(view);
+      ownerOfView.set(view, this);
+    }
     return view;
   }
 
@@ -352,6 +386,11 @@ export class DeviceBuffer {
   /** @internal */
   get record(): BufferRecord {
     return this.#record;
+  }
+
+  /** @internal The device freed it: its views are detached and need not be held any more. */
+  forgetViews(): void {
+    this.#views = [];
   }
 
   #check(operation: string): void {
@@ -468,6 +507,7 @@ export class Device {
   #leakedBuffers = 0;
   #closed = false;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #wiringWarned = false;
   // The last statistics and counters, taken at close(), so they can still be read afterwards.
   #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
   #trace: TraceRecorder | undefined;
@@ -498,7 +538,7 @@ export class Device {
         ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
         ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
         // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
-        onAcquire: (buffer) => this.#residency.insert(buffer, false),
+        onAcquire: (buffer) => this.#wiring(() => this.#residency.insert(buffer, false)),
         onRelease: (buffer) => this.#residency.erase(buffer),
         wired: () => ({
           wired: this.#residency.wired,
@@ -611,6 +651,7 @@ export class Device {
     if (after === undefined) this.#freeRecord(record);
     else this.#deferFree(record, after);
     this.#safetyNet?.unregister(record);
+    buffer.forgetViews();
   }
 
   /**
@@ -628,7 +669,9 @@ export class Device {
     const settle = () => {
       this.#pendingFrees -= 1;
       if (!this.#closed) {
-        this.#allocator.free(record.allocation);
+        // As #freeRecord: a buffer whose view was moved away (transfer) is never cached.
+        if (native?.quarantined === true) this.#allocator.freeWithoutCaching(record.allocation);
+        else this.#allocator.free(record.allocation);
         if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
       } else if (native !== undefined) {
         native.release();
@@ -673,7 +716,12 @@ export class Device {
     const native = record.allocation.buffer;
     // Views are detached before the buffer can reach its next owner (through the cache).
     if (native !== undefined) native.detachContents();
-    this.#allocator.free(record.allocation);
+    // A view moved away by transfer() could not be detached and still reaches the memory: such a buffer is
+    // never cached (never reused); the backend holds its memory until that view is collected. This covers
+    // the safety net too, which frees through here when the DeviceBuffer is collected (a moved view does
+    // not keep it alive).
+    if (native?.quarantined === true) this.#allocator.freeWithoutCaching(record.allocation);
+    else this.#allocator.free(record.allocation);
     record.live = false;
     this.#unlink(record);
     if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
@@ -706,7 +754,7 @@ export class Device {
       native.release();
       throw error;
     }
-    this.#residency.insert(native, true);
+    this.#wiring(() => this.#residency.insert(native, true));
     const traceId = this.#trace ? this.#trace.map(native.length) : -1;
     const file = new MappedFile(this, native, mapping, traceId);
     this.#mappings.add(file);
@@ -767,13 +815,16 @@ export class Device {
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
   counters(): DeviceCounters {
+    const backend = this.#backend.counters();
     return {
       ...(this.#final ? this.#final.counters : this.#allocator.counters()),
       leakedBuffers: this.#leakedBuffers,
       liveDeviceBuffers: this.#liveCount,
       liveMappedFiles: this.#mappings.size,
       pendingFrees: this.#pendingFrees,
-      backend: this.#backend.counters(),
+      wiredByPlatform: backend.wiredBytes,
+      wiringFailures: backend.wiringFailures,
+      backend,
     };
   }
 
@@ -814,7 +865,7 @@ export class Device {
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
     if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
     const previous = this.#wiredLimit;
-    this.#residency.resize(bytes);
+    this.#wiring(() => this.#residency.resize(bytes), bytes > 0);
     this.#wiredLimit = bytes;
     this.#trace?.limit("wired", bytes);
     return previous;
@@ -830,7 +881,7 @@ export class Device {
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
     this.#ensureOpen("refreshResidency()");
-    this.#residency.refresh();
+    this.#wiring(() => this.#residency.refresh());
   }
 
   /**
@@ -847,7 +898,7 @@ export class Device {
     }
     this.stopResidencyKeepAlive();
     const timer = setInterval(() => {
-      if (!this.#closed) this.#residency.refresh();
+      if (!this.#closed) this.#wiring(() => this.#residency.refresh());
     }, intervalMilliseconds);
     timer.unref?.();
     this.#keepAlive = timer;
@@ -930,6 +981,31 @@ export class Device {
   /** `using device = Device.open()` closes it at the end of the scope. */
   [Symbol.dispose](): void {
     this.close();
+  }
+
+  // Runs something that may wire memory; the first time the platform refuses (wiringFailures grows), one
+  // process warning for this Device says so, with the backend's advice. Skipped (no native call) while
+  // nothing is to be wired or once warned.
+  #wiring(body: () => void, mayWire = this.#wiredLimit > 0): void {
+    if (this.#wiringWarned || !mayWire) {
+      body();
+      return;
+    }
+    const before = this.#backend.counters().wiringFailures;
+    body();
+    const failures = this.#backend.counters().wiringFailures - before;
+    if (failures <= 0) return;
+    this.#wiringWarned = true;
+    const advice = (this.#backend as { lastWiringError?: unknown }).lastWiringError;
+    const stats = this.#allocator.memoryStats();
+    const wiredByPlatform = this.#backend.counters().wiredBytes;
+    process.emitWarning(
+      `nuvec: the system refused to wire memory (${failures} failure${failures === 1 ? "" : "s"}): ` +
+        `memoryStats().wired says ${stats.wired} bytes (what residency asked for), the platform wired ` +
+        `${wiredByPlatform} (counters().wiredByPlatform). ` +
+        (typeof advice === "string" ? advice : "The memory stays usable but may be paged out."),
+      { type: "NuvecWiringWarning", code: "NUVEC_WIRING_FAILED" },
+    );
   }
 
   #ensureOpen(operation: string): void {

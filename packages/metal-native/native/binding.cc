@@ -5,6 +5,14 @@
 // Ownership: an AddonState per JS environment owns the platform and every live allocation and set, by id.
 // Handles (JS objects) hold ids, never owning pointers, so that whichever comes first — release(), the
 // handle being collected, the environment's cleanup — frees once and the others find nothing to do.
+//
+// Worker termination: worker.terminate() may stop a worker inside any entry point, and from then on every
+// N-API call that runs JavaScript fails (setting a property of an error, creating a view, napi_throw itself).
+// binding.gyp defines NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS so that node-addon-api's single boundary
+// around every entry point, constructor and finalizer (WrapCallback) drops an error it can no longer throw
+// into a terminating environment instead of rethrowing it as a C++ exception out of an extern "C" callback
+// (std::terminate, SIGABRT: issue 11). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
+// C++ exception (std::bad_alloc from a std::string, ...) and turn it into a JavaScript error.
 #include <napi.h>
 
 #include <algorithm>
@@ -71,17 +79,34 @@ struct Counters {
   uint64_t residencySetsMade = 0;
   uint64_t commits = 0;
   uint64_t residencyRequests = 0;
+  uint64_t quarantinedAllocations = 0;  // released, held for a view moved out of our reach
 };
 
 // An allocation's memory is freed when all of these hold: its handle is done with (release(), or collected
 // without it), no view can still reach it (release() detaches them; a collected handle waits for its views'
 // finalizers), and no residency set holds it (Metal's sets retain their allocations; the host follows).
+//
+// A view detached by someone else (moved away by ArrayBuffer.prototype.transfer() or a postMessage
+// transfer) has "escaped": its backing store, our memory, lives on in an ArrayBuffer we cannot detach. Such
+// an allocation is quarantined: released or not, its memory is freed only when the last escaped view's
+// finalizer runs (no JavaScript object can reach it any more), and the TypeScript layer never caches it.
+//
+// Escape is decided by elimination, not by finding the moved ArrayBuffer (the detached original may have
+// been collected already): when the views are detached, every view whose backing store still exists
+// (its finalizer has not run) and that we did not detach ourselves is counted as escaped. A view that was
+// merely collected, its finalizer still pending, is counted too: its buffer then goes to the system instead
+// of the cache, which is always safe.
+enum class ViewState { kHandedOut, kDetachedByUs, kEscaped };
+
 struct LiveAllocation {
   std::unique_ptr<Allocation> allocation;
   bool mapped = false;
   bool released = false;
   bool handleCollected = false;
   uint32_t liveViews = 0;
+  uint32_t escapedViews = 0;
+  // Views whose backing store still exists, by view id.
+  std::unordered_map<uint64_t, ViewState> views;
 };
 
 class AddonState {
@@ -123,6 +148,7 @@ class AddonState {
     LiveAllocation& live = found->second;
     if (live.released || live.handleCollected) return;
     (explicitly ? live.released : live.handleCollected) = true;
+    if (live.escapedViews > 0) counters.quarantinedAllocations += 1;
     size_t bytes = live.allocation->allocatedSize();
     if (live.mapped) {
       counters.mappingsReleased += 1;
@@ -134,15 +160,53 @@ class AddonState {
     MaybeFree(env, id);
   }
 
-  void ViewCreated(uint64_t id) {
+  // A new view of allocation `id`; returns the view's id.
+  uint64_t ViewCreated(uint64_t id) {
+    uint64_t viewId = ++lastViewId_;
     auto found = allocations_.find(id);
-    if (found != allocations_.end()) found->second.liveViews += 1;
+    if (found != allocations_.end()) {
+      found->second.liveViews += 1;
+      found->second.views[viewId] = ViewState::kHandedOut;
+    }
+    return viewId;
   }
 
-  void ViewCollected(napi_env env, uint64_t id) {
+  // We detached this view ourselves: nothing can reach the memory through it.
+  void ViewDetachedByUs(uint64_t id, uint64_t viewId) {
     auto found = allocations_.find(id);
     if (found == allocations_.end()) return;
-    found->second.liveViews -= 1;
+    auto view = found->second.views.find(viewId);
+    if (view != found->second.views.end() && view->second == ViewState::kHandedOut) {
+      view->second = ViewState::kDetachedByUs;
+    }
+  }
+
+  // After detaching every view we could: the others escaped. Returns whether any escaped view still exists.
+  bool SettleViews(uint64_t id) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return false;
+    for (auto& [viewId, view] : found->second.views) {
+      if (view != ViewState::kHandedOut) continue;
+      view = ViewState::kEscaped;
+      found->second.escapedViews += 1;
+    }
+    return found->second.escapedViews > 0;
+  }
+
+  // The view's backing store is gone (its finalizer ran): nothing reaches the memory through it any more.
+  void ViewCollected(napi_env env, uint64_t id, uint64_t viewId) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end()) return;
+    LiveAllocation& live = found->second;
+    auto view = live.views.find(viewId);
+    if (view == live.views.end()) return;
+    bool escaped = view->second == ViewState::kEscaped;
+    live.views.erase(view);
+    live.liveViews -= 1;
+    if (escaped) {
+      live.escapedViews -= 1;
+      if (live.escapedViews == 0 && (live.released || live.handleCollected)) counters.quarantinedAllocations -= 1;
+    }
     MaybeFree(env, id);
   }
 
@@ -177,6 +241,10 @@ class AddonState {
     sets_.erase(found);
     set->endResidency();
     std::vector<Allocation*> members(set->members.begin(), set->members.end());
+    // Empty the set before it goes (Metal: removeAllocation: and commit), so that it retains none of them:
+    // the queue may hold on to a set a little longer than we do.
+    for (Allocation* allocation : members) set->remove(allocation);
+    set->commit();
     for (Allocation* allocation : members) allocation->sets.erase(set.get());
     set.reset();  // before any of its allocations may go: a layer's set may still point at them
     for (Allocation* allocation : members) {
@@ -213,6 +281,7 @@ class AddonState {
     LiveAllocation& live = found->second;
     if (!live.released && !live.handleCollected) return;
     if (!live.released && live.liveViews > 0) return;
+    if (live.escapedViews > 0) return;  // quarantined: a moved view still reaches the memory
     if (!live.allocation->sets.empty()) return;
     if (!live.mapped && env != nullptr) {
       int64_t ignored = 0;
@@ -223,6 +292,7 @@ class AddonState {
   }
 
   uint64_t lastId_ = 0;
+  uint64_t lastViewId_ = 0;
   std::unordered_map<uint64_t, LiveAllocation> allocations_;
   std::unordered_map<uint64_t, std::unique_ptr<ResidencySet>> sets_;
   // Allocations that are or were in a set, back to their ids (sets deal in pointers).
@@ -254,6 +324,13 @@ Platform& PlatformOf(Napi::Env env, AddonState& state) {
 struct ViewHint {
   std::weak_ptr<AddonState> state;
   uint64_t id;
+  uint64_t viewId;
+};
+
+// A view handed out: a weak reference to the ArrayBuffer, and its id in the state's view records.
+struct HandedOutView {
+  Napi::Reference<Napi::ArrayBuffer> buffer;
+  uint64_t viewId;
 };
 
 // Shared by the buffer and mapped-file handles.
@@ -265,7 +342,7 @@ class AllocationHandle {
   double length = 0;
   double allocatedSize = 0;
   // Weak references to the ArrayBuffers handed out, detached on release.
-  std::vector<Napi::Reference<Napi::ArrayBuffer>> views;
+  std::vector<HandedOutView> views;
 
   Allocation* Live(Napi::Env env, const char* what) {
     Allocation* allocation = released || state->tornDown ? nullptr : state->FindAllocation(id);
@@ -278,21 +355,26 @@ class AllocationHandle {
     Allocation* allocation = Live(env, what);
     // The same ArrayBuffer while it lives: an external ArrayBuffer costs microseconds (TOOLCHAIN.md).
     for (auto& view : views) {
-      Napi::ArrayBuffer buffer = view.Value();
+      Napi::ArrayBuffer buffer = view.buffer.Value();
       if (!buffer.IsEmpty() && !buffer.IsDetached()) return buffer;
     }
-    views.erase(std::remove_if(views.begin(), views.end(), [](auto& view) { return view.Value().IsEmpty(); }),
+    // Collected or detached ones are forgotten here; the state still knows of them until their finalizer.
+    views.erase(std::remove_if(views.begin(), views.end(),
+                               [](auto& view) {
+                                 Napi::ArrayBuffer buffer = view.buffer.Value();
+                                 return buffer.IsEmpty() || buffer.IsDetached();
+                               }),
                 views.end());
-    auto* hint = new ViewHint{state, id};
+    auto* hint = new ViewHint{state, id, 0};
     Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
         env, allocation->data(), allocation->length(),
         [](Napi::Env finalizerEnv, void*, ViewHint* hint) {
-          if (auto state = hint->state.lock()) state->ViewCollected(finalizerEnv, hint->id);
+          if (auto state = hint->state.lock()) state->ViewCollected(finalizerEnv, hint->id, hint->viewId);
           delete hint;
         },
         hint);
-    state->ViewCreated(id);
-    views.push_back(Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0));
+    hint->viewId = state->ViewCreated(id);
+    views.push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
     return buffer;
   }
 
@@ -313,24 +395,30 @@ class AllocationHandle {
     return handle;
   }
 
-  // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes.
-  void DetachViews() {
+  // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes. A view
+  // we could not detach (already detached by someone else: transfer()) may live on in another ArrayBuffer,
+  // so the memory is quarantined (see LiveAllocation). Returns whether a view escaped and still exists: such
+  // an allocation must never be reused.
+  bool DetachViews() {
     for (auto& view : views) {
-      Napi::ArrayBuffer buffer = view.Value();
-      if (!buffer.IsEmpty() && !buffer.IsDetached()) buffer.Detach();
+      Napi::ArrayBuffer buffer = view.buffer.Value();
+      if (buffer.IsEmpty() || buffer.IsDetached()) continue;
+      buffer.Detach();
+      state->ViewDetachedByUs(id, view.viewId);
     }
     views.clear();
+    return state->SettleViews(id);
   }
 
-  void DetachContents(const Napi::CallbackInfo& info, const char* what) {
+  Napi::Value DetachContents(const Napi::CallbackInfo& info, const char* what) {
     Live(info.Env(), what);
-    DetachViews();
+    return Napi::Boolean::New(info.Env(), DetachViews());
   }
 
   void Release(const Napi::CallbackInfo& info, const char* what) {
     Napi::Env env = info.Env();
     Live(env, what);
-    // Detach first: no view may outlive the memory.
+    // Detach first: no view may outlive the memory (an escaped one keeps it, quarantined).
     DetachViews();
     released = true;
     state->HandleDone(env, id, true);
@@ -392,7 +480,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
 
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
-  void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "buffer"); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "buffer"); }
   Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "buffer"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
@@ -444,7 +532,7 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
  private:
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
   Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "mapped file"); }
-  void DetachContents(const Napi::CallbackInfo& info) { handle_.DetachContents(info, "mapped file"); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "mapped file"); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
@@ -612,6 +700,11 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   object.Set("residencyRequests", static_cast<double>(counters.residencyRequests));
   object.Set("wiredBytes", static_cast<double>(wiring.wiredBytes));
   object.Set("wiringFailures", static_cast<double>(wiring.wiringFailures));
+  object.Set("quarantinedAllocations", static_cast<double>(counters.quarantinedAllocations));
+  const FreedCounters& freed = *PlatformOf(env, state).freed;
+  object.Set("buffersFreedByPlatform", static_cast<double>(freed.buffers.load()));
+  object.Set("mappingsUnmappedByPlatform", static_cast<double>(freed.mappings.load()));
+  object.Set("residencySetsFreedByPlatform", static_cast<double>(freed.residencySets.load()));
   return object;
 }
 

@@ -5,6 +5,7 @@
 #ifndef NUVEC_PLATFORM_H_
 #define NUVEC_PLATFORM_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,16 @@ struct WiringCounters {
 };
 
 class ResidencySet;
+
+// What the platform really gave back to the system, counted in its own free and unmap paths (the host's
+// free/munmap, Metal's last release of a buffer and a mapped file's deallocator block), not where the
+// binding counts a release(): the contract suite's leak check compares the two. Shared by the platform and
+// its allocations (a Metal deallocator may run on another thread, later: atomics).
+struct FreedCounters {
+  std::atomic<uint64_t> buffers{0};
+  std::atomic<uint64_t> mappings{0};
+  std::atomic<uint64_t> residencySets{0};
+};
 
 // A buffer or a mapped file: memory the platform holds until the object is destroyed.
 class Allocation {
@@ -160,6 +171,8 @@ class Platform {
   // The id<MTLResidencySet> behind a set as a pointer (not retained); 0 on layers without them.
   virtual uint64_t metalResidencySet(ResidencySet*) const { return 0; }
   virtual WiringCounters wiringCounters() const = 0;
+  // What this platform gave back to the system so far (see FreedCounters).
+  std::shared_ptr<FreedCounters> freed = std::make_shared<FreedCounters>();
   // Advice for the last wiring failure of any set, or "".
   virtual std::string lastWiringError() const = 0;
 };

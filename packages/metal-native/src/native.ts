@@ -35,7 +35,8 @@ interface RawBufferHandle {
   readonly released: boolean;
   contents(): ArrayBuffer;
   nativeHandle(): NativeMemoryHandle;
-  detachContents(): void;
+  /** Detaches the views; true when one of them escaped (was moved away by someone else) so far. */
+  detachContents(): boolean;
   release(): void;
 }
 
@@ -292,6 +293,7 @@ export class NativeAddonBuffer implements NativeBuffer {
   /** @internal */
   readonly owner: NativeAddonBackend;
   #released = false;
+  #quarantined = false;
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case).
   #viewsHandedOut = false;
@@ -307,6 +309,16 @@ export class NativeAddonBuffer implements NativeBuffer {
   /** True once `release()` was called. */
   get released(): boolean {
     return this.#released;
+  }
+
+  /**
+   * True once `detachContents()` found a view handed out that it could not detach: one detached by someone
+   * else (moved away by `ArrayBuffer.prototype.transfer()`), or one already collected whose finalizer has
+   * not run yet (the addon holds views weakly and cannot tell the two apart). Such a buffer must never be
+   * reused: its memory stays allocated after `release()` until that view's finalizer runs.
+   */
+  get quarantined(): boolean {
+    return this.#quarantined;
   }
 
   /** The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release. */
@@ -330,7 +342,7 @@ export class NativeAddonBuffer implements NativeBuffer {
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
     try {
-      this.raw.detachContents();
+      if (this.raw.detachContents()) this.#quarantined = true;
     } catch (error) {
       throw typedError(error);
     }

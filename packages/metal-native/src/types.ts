@@ -93,6 +93,14 @@ export interface NativeBuffer {
   nativeHandle(): NativeMemoryHandle;
   /** Gives the memory back to the system and detaches every view. A second call throws. */
   release(): void;
+  /**
+   * True once `detachContents()` found that a view handed out had been detached by someone else — moved
+   * away by `ArrayBuffer.prototype.transfer()` — so an `ArrayBuffer` the backend cannot detach still reaches
+   * this memory. Such a buffer must never be cached or reused: release it. The backend keeps its memory
+   * (quarantined, counted in `quarantinedAllocations`) until that `ArrayBuffer` is collected. Absent or
+   * false on backends whose views cannot escape.
+   */
+  readonly quarantined?: boolean;
 }
 
 /** A file mapped into memory without a copy (private, copy-on-write: writes never reach the file). */
@@ -195,4 +203,18 @@ export interface NativeCounters {
   wiredBytes: number;
   /** Times wiring failed (host: `mlock` refused). */
   wiringFailures: number;
+  /**
+   * Released allocations whose memory is still held because a view of theirs was moved out of the
+   * backend's reach (`ArrayBuffer.prototype.transfer()`): freed when that view is collected. Native only.
+   */
+  quarantinedAllocations?: number;
+  /**
+   * Buffers the platform really gave back to the system (counted in its own free/munmap paths; Metal: our
+   * last release of the buffer), unlike `buffersReleased`, counted at `release()`. Native only.
+   */
+  buffersFreedByPlatform?: number;
+  /** Mappings the platform really unmapped (host: `munmap`; Metal: the no-copy buffer's deallocator). Native only. */
+  mappingsUnmappedByPlatform?: number;
+  /** Residency sets the platform freed (after removing their members and, on Metal, leaving the queue). Native only. */
+  residencySetsFreedByPlatform?: number;
 }

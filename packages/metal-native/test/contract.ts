@@ -870,6 +870,25 @@ export function describeNativeBackendContract(
         expect(after.bufferBytes).toBe(before.bufferBytes);
         expect(after.mappedBytes).toBe(before.mappedBytes);
         expect(after.wiredBytes).toBe(before.wiredBytes);
+        // What the platform itself gave back (counted in its free/munmap paths, not at release()): every
+        // buffer freed, every mapping unmapped, every set freed. Backends that do not report it skip this.
+        if (after.buffersFreedByPlatform !== undefined && before.buffersFreedByPlatform !== undefined) {
+          expect(after.buffersFreedByPlatform - before.buffersFreedByPlatform).toBe(buffers);
+        }
+        if (
+          after.mappingsUnmappedByPlatform !== undefined &&
+          before.mappingsUnmappedByPlatform !== undefined
+        ) {
+          expect(after.mappingsUnmappedByPlatform - before.mappingsUnmappedByPlatform).toBe(mappings);
+        }
+        if (
+          after.residencySetsFreedByPlatform !== undefined &&
+          before.residencySetsFreedByPlatform !== undefined
+        ) {
+          expect(after.residencySetsFreedByPlatform - before.residencySetsFreedByPlatform).toBe(
+            after.residencySetsMade - before.residencySetsMade,
+          );
+        }
       });
     });
   });

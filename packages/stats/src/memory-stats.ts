@@ -43,7 +43,12 @@ export interface MemoryStats {
    * MLX: `set_wired_limit`).
    */
   wiredLimit: number;
-  /** Bytes currently wired, mapped files included (`wired ≤ wiredLimit`). */
+  /**
+   * Bytes residency placed in requested residency sets, mapped files included (`wired ≤ wiredLimit`): what
+   * MLX's residency manager counts, i.e. what was *asked* to be kept resident. The system may have refused
+   * part of it (host: `mlock` past `RLIMIT_MEMLOCK`; Metal does not report it): what it really wired is
+   * `Device.counters().wiredByPlatform`.
+   */
   wired: number;
   /**
    * Bytes of live memory-mapped files (checkpoints loaded without a copy): each file's whole length,

@@ -10,10 +10,12 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -41,21 +43,44 @@ constexpr uint64_t kMapCountHeadroom = 8192;
 
 enum class Kind { kSmall, kAnonymous, kFile };
 
+// Limits the OS applies per process, accounted across every Device, backend and worker thread of the
+// process (each environment has its own HostPlatform, but one address space): the mappings this addon holds
+// (vm.max_map_count counts every mapping of the process, V8's heap included: a Device per thread, each
+// within its own resource limit, could together leave V8 no mapping for its heap, a fatal OOM), and the
+// bytes of its buffers (together never more than the memory the process may use). A request past either is
+// refused with a typed allocation failure before the system is asked.
+std::atomic<uint64_t> processMappings{0};
+std::atomic<uint64_t> processBufferBytes{0};
+
+// Takes `count` of `limit` for this process; false (and nothing taken) when it would go past it.
+bool Reserve(std::atomic<uint64_t>& counter, uint64_t count, uint64_t limit) {
+  uint64_t current = counter.load(std::memory_order_relaxed);
+  do {
+    if (current + count > limit) return false;
+  } while (!counter.compare_exchange_weak(current, current + count, std::memory_order_relaxed));
+  return true;
+}
+
 class HostAllocation final : public Allocation {
  public:
-  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize)
-      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize) {}
+  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize, std::shared_ptr<FreedCounters> freed)
+      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize), freed_(std::move(freed)) {}
   ~HostAllocation() override {
     // Sets let go of an allocation (unwiring it) before it is destroyed, and munmap drops locks anyway.
     switch (kind_) {
       case Kind::kSmall:
         std::free(data_);
+        processBufferBytes -= allocatedSize_;
+        freed_->buffers += 1;
         break;
       case Kind::kAnonymous:
-        munmap(data_, allocatedSize_);
+        if (munmap(data_, allocatedSize_) == 0) freed_->buffers += 1;
+        processBufferBytes -= allocatedSize_;
+        processMappings -= 1;
         break;
       case Kind::kFile:
-        munmap(data_, allocatedSize_);
+        if (munmap(data_, allocatedSize_) == 0) freed_->mappings += 1;
+        processMappings -= 1;
         break;
     }
   }
@@ -72,6 +97,7 @@ class HostAllocation final : public Allocation {
   void* data_;
   size_t length_;
   size_t allocatedSize_;
+  std::shared_ptr<FreedCounters> freed_;
 };
 
 // Pages under small buffers, locked once however many wired buffers share them.
@@ -134,8 +160,12 @@ class HostPlatform;
 
 class HostResidencySet final : public ResidencySet {
  public:
-  explicit HostResidencySet(HostPlatform* platform) : platform_(platform) {}
-  ~HostResidencySet() override { endResidency(); }
+  HostResidencySet(HostPlatform* platform, std::shared_ptr<FreedCounters> freed)
+      : platform_(platform), freed_(std::move(freed)) {}
+  ~HostResidencySet() override {
+    endResidency();
+    freed_->residencySets += 1;
+  }
 
   void requestResidency() override;
   void endResidency() override;
@@ -150,6 +180,7 @@ class HostResidencySet final : public ResidencySet {
   void unwire(HostAllocation* allocation);
 
   HostPlatform* platform_;
+  std::shared_ptr<FreedCounters> freed_;
   // Committed allocations this set has wired (a failed mlock leaves one out, retried at the next request).
   std::unordered_set<HostAllocation*> wired_;
   bool requested_ = false;
@@ -242,34 +273,48 @@ class HostPlatform final : public Platform {
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     if (bytes < pageSize_) {
       size_t rounded = (bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
+      if (!ReserveBytes(rounded, failure)) return nullptr;
       void* data = std::aligned_alloc(kSmallAlignment, rounded);
       if (data == nullptr) {
+        processBufferBytes -= rounded;
         *failure = Failure::Allocation("aligned_alloc of " + std::to_string(rounded) + " bytes failed");
         return nullptr;
       }
       // Zeroed like mmap'd and Metal memory: a reused heap block must not show a previous owner's bytes.
       std::memset(data, 0, rounded);
-      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded);
+      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded, freed);
     }
     size_t rounded = (bytes + pageSize_ - 1) / pageSize_ * pageSize_;
+    if (!ReserveMapping(failure)) return nullptr;
+    if (!ReserveBytes(rounded, failure)) {
+      processMappings -= 1;
+      return nullptr;
+    }
     void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) {
       int errnum = errno;
+      processMappings -= 1;
+      processBufferBytes -= rounded;
       *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + std::strerror(errnum) +
                                      " (" + ErrnoName(errnum) + ")");
       return nullptr;
     }
-    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded);
+    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded, freed);
   }
 
   std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
+    if (!ReserveMapping(failure)) return nullptr;
     FileMapping mapping = MapWholeFile(path, pageSize_, failure);
-    if (failure->failed()) return nullptr;
-    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength);
+    if (failure->failed()) {
+      processMappings -= 1;
+      return nullptr;
+    }
+    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength,
+                                            freed);
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<HostResidencySet>(this);
+    return std::make_unique<HostResidencySet>(this, freed);
   }
 
   // No command queue on the host: its own "queue" needs nothing, a runtime's Metal queue is refused.
@@ -282,24 +327,87 @@ class HostPlatform final : public Platform {
   }
 
   WiringCounters wiringCounters() const override { return counters_; }
+
+  // The process-wide accounts (see processMappings): false, with the failure said, past a limit.
+  bool ReserveMapping(Failure* failure) {
+    if (Reserve(processMappings, 1, facts_.resourceLimit)) return true;
+    *failure = Failure::Allocation(
+        "this process already holds " + std::to_string(processMappings.load()) +
+        " mappings made by nuvec (all Devices and worker threads together), its limit: vm.max_map_count less " +
+        std::to_string(kMapCountHeadroom) + " kept for the runtime (" + std::to_string(facts_.resourceLimit) +
+        "). Free buffers, release mapped files or clear caches; or raise vm.max_map_count");
+    return false;
+  }
+  bool ReserveBytes(size_t bytes, Failure* failure) {
+    if (Reserve(processBufferBytes, bytes, facts_.memorySize)) return true;
+    *failure = Failure::Allocation("the buffers of this process (all Devices and worker threads together) would "
+                                   "take " + std::to_string(processBufferBytes.load() + bytes) +
+                                   " bytes, more than the memory it may use (" + std::to_string(facts_.memorySize) +
+                                   ")");
+    return false;
+  }
   std::string lastWiringError() const override { return lastWiringError_; }
 
   // Wires a mapped file without copying it. A plain mlock of a writable private mapping populates it for
   // writing, which breaks copy-on-write: the kernel would copy every page of the file into anonymous memory.
-  // Locking on fault (MLOCK_ONFAULT) and then reading one byte per page faults the pages in read-only,
-  // shared with the page cache, and locks them as they come. 0 on success, else the errno.
+  // Locking on fault (MLOCK_ONFAULT) and then faulting each page in for reading keeps the pages shared with
+  // the page cache, and locks them as they come. 0 on success, else the errno.
+  //
+  // The file may have been truncated by someone else since it was mapped: a page past the new end raises
+  // SIGBUS when touched. The pages are therefore never touched directly: MADV_POPULATE_READ (Linux 5.14)
+  // faults them in and answers EFAULT for such a page; older kernels read one byte per page through
+  // process_vm_readv on this process, which answers with a short count instead of a signal. A file that
+  // shrank is not wired at all (EFAULT, counted and reported like any wiring failure), so the counters only
+  // ever count what is really locked.
   int WireFile(void* data, size_t length) {
     // Ask for the file's pages to be read ahead before locking them in (a hint: its failure is harmless).
     madvise(data, length, MADV_WILLNEED);
 #if defined(__linux__) && defined(MLOCK_ONFAULT)
     if (mlock2(data, length, MLOCK_ONFAULT) == 0) {
-      const volatile unsigned char* bytes = static_cast<const volatile unsigned char*>(data);
-      for (size_t offset = 0; offset < length; offset += pageSize_) (void)bytes[offset];
-      return 0;
+      int errnum = PopulateForReading(data, length);
+      if (errnum != 0) munlock(data, length);
+      return errnum;
     }
     if (errno != EINVAL && errno != ENOSYS) return errno;  // a real refusal (e.g. RLIMIT_MEMLOCK)
 #endif
-    return mlock(data, length) == 0 ? 0 : errno;
+    // No lock-on-fault: this mlock populates the mapping itself and, unlike a touch, never raises SIGBUS
+    // (a page past the file's end makes it fail instead: nothing stays locked then).
+    if (mlock(data, length) == 0) return 0;
+    int errnum = errno;
+    munlock(data, length);
+    return errnum;
+  }
+
+  // Faults in every page of [data, data + length) for reading without ever raising SIGBUS. 0 on success,
+  // EFAULT when a page is past the end of its file (or cannot be read), another errno when neither way works.
+  int PopulateForReading(void* data, size_t length) {
+#if defined(__linux__)
+#if defined(MADV_POPULATE_READ)
+    if (madvise(data, length, MADV_POPULATE_READ) == 0) return 0;
+    if (errno != EINVAL) return errno;  // EFAULT: a page past the file's end; ENOMEM, EHWPOISON, ...
+#endif
+    // Kernels before 5.14: one byte of each page, read by the kernel on our behalf, IOV_MAX pages a call.
+    constexpr size_t kPagesPerCall = 1024;
+    unsigned char sink[kPagesPerCall];
+    struct iovec local[kPagesPerCall];
+    struct iovec remote[kPagesPerCall];
+    size_t pages = (length + pageSize_ - 1) / pageSize_;
+    for (size_t first = 0; first < pages; first += kPagesPerCall) {
+      size_t count = std::min(kPagesPerCall, pages - first);
+      for (size_t index = 0; index < count; index += 1) {
+        local[index] = {&sink[index], 1};
+        remote[index] = {static_cast<unsigned char*>(data) + (first + index) * pageSize_, 1};
+      }
+      ssize_t read = process_vm_readv(getpid(), local, count, remote, count, 0);
+      if (read < 0) return errno;
+      if (static_cast<size_t>(read) < count) return EFAULT;
+    }
+    return 0;
+#else
+    (void)data;
+    (void)length;
+    return ENOSYS;
+#endif
   }
 
   // 0 on success, else the errno of the failed mlock.
@@ -341,6 +449,14 @@ class HostPlatform final : public Platform {
   // Advice in the spirit of llama.cpp's "failed to mlock" warning: what failed, the limit, and how to lift it.
   std::string wiringAdvice(size_t bytes, int errnum) {
     std::ostringstream advice;
+    if (errnum == EFAULT) {
+      // WireFile: a mapped file shrank under the mapping (truncated by someone else).
+      advice << "wiring " << bytes << " bytes of a mapped file failed (EFAULT): the file is shorter than when it "
+             << "was mapped (truncated since?), and its pages past the new end cannot be read. It stays mapped "
+             << "but unwired; reading past the new end through a view raises SIGBUS, as with any mmap.";
+      lastWiringError_ = advice.str();
+      return lastWiringError_;
+    }
     advice << "mlock of " << bytes << " bytes failed (" << ErrnoName(errnum) << ": " << std::strerror(errnum) << ")";
     struct rlimit limit;
     if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {

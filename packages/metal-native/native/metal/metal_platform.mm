@@ -59,14 +59,19 @@ uint64_t SysctlNumber(const char* name, uint64_t fallback) {
 
 class MetalAllocation final : public Allocation {
  public:
-  MetalAllocation(id<MTLBuffer> buffer, size_t length)
-      : buffer_(buffer), data_([buffer contents]), length_(length), allocatedSize_([buffer allocatedSize]) {}
+  // freed: counted here for a buffer (our last strong reference: binding.cc has removed it from every set
+  // and the sets from the queue by then); null for a mapped file, whose deallocator block counts the munmap.
+  MetalAllocation(id<MTLBuffer> buffer, size_t length, std::shared_ptr<FreedCounters> freed)
+      : buffer_(buffer),
+        data_([buffer contents]),
+        length_(length),
+        allocatedSize_([buffer allocatedSize]),
+        freed_(std::move(freed)) {}
   ~MetalAllocation() override {
-    // The last strong reference (unless a residency set still retains it, which binding.cc prevents); a
-    // mapped file's deallocator block unmaps it.
     @autoreleasepool {
       buffer_ = nil;
     }
+    if (freed_) freed_->buffers += 1;
   }
   void* data() const override { return data_; }
   size_t length() const override { return length_; }
@@ -83,15 +88,20 @@ class MetalAllocation final : public Allocation {
   void* data_;
   size_t length_;
   size_t allocatedSize_;
+  std::shared_ptr<FreedCounters> freed_;
 };
 
 class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
  public:
   // registry: the platform's list of live sets, for the wired-bytes counter.
-  MetalResidencySet(id<MTLResidencySet> set, std::unordered_set<ResidencySet*>* registry)
-      : set_(set), registry_(registry) {
+  MetalResidencySet(id<MTLResidencySet> set, std::unordered_set<ResidencySet*>* registry,
+                    std::shared_ptr<FreedCounters> freed)
+      : set_(set), registry_(registry), freed_(std::move(freed)) {
     registry_->insert(this);
   }
+  // binding.cc has removed every member and committed (the set retains none of them); here the set leaves
+  // the command queue it was attached to, which would otherwise keep it (and, had it members, their
+  // buffers) alive after we let go of it.
   ~MetalResidencySet() override {
     registry_->erase(this);
     @autoreleasepool {
@@ -99,8 +109,20 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
       for (id<MTLCommandQueue> queue : runtimeQueues_) [queue removeResidencySet:set_];
       runtimeQueues_.clear();
       [set_ endResidency];
+      [set_ removeAllAllocations];
+      [set_ commit];
+      if (queue_ != nil) [queue_ removeResidencySet:set_];
+      queue_ = nil;
       set_ = nil;
     }
+    freed_->residencySets += 1;
+  }
+  // Attached to `queue` (addResidencySet:): removed from it when the set goes.
+  void attachTo(id<MTLCommandQueue> queue) {
+    if (queue_ == queue) return;
+    if (queue_ != nil) [queue_ removeResidencySet:set_];
+    [queue addResidencySet:set_];
+    queue_ = queue;
   }
 
   void requestResidency() override {
@@ -144,7 +166,9 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
 
  private:
   id<MTLResidencySet> set_;
+  id<MTLCommandQueue> queue_ = nil;
   std::unordered_set<ResidencySet*>* registry_;
+  std::shared_ptr<FreedCounters> freed_;
   bool requested_ = false;
   std::vector<id<MTLCommandQueue>> runtimeQueues_;
 };
@@ -176,7 +200,7 @@ class MetalPlatform final : public Platform {
         *failure = Failure::Allocation("Metal could not allocate a buffer of " + std::to_string(bytes) + " bytes");
         return nullptr;
       }
-      return std::make_unique<MetalAllocation>(buffer, bytes);
+      return std::make_unique<MetalAllocation>(buffer, bytes, freed);
     }
   }
 
@@ -186,11 +210,12 @@ class MetalPlatform final : public Platform {
       if (failure->failed()) return nullptr;
       // mmap gives a page-aligned address and MapWholeFile whole pages: what no-copy buffers require. The
       // buffer owns the mapping from here; Metal calls the block when the buffer goes.
+      std::shared_ptr<FreedCounters> freedCounters = freed;
       id<MTLBuffer> buffer = [device_ newBufferWithBytesNoCopy:mapping.address
                                                         length:mapping.mappedLength
                                                        options:kBufferOptions
                                                    deallocator:^(void* pointer, NSUInteger length) {
-                                                     munmap(pointer, length);
+                                                     if (munmap(pointer, length) == 0) freedCounters->mappings += 1;
                                                    }];
       if (buffer == nil) {
         UnmapFile(mapping);
@@ -198,7 +223,7 @@ class MetalPlatform final : public Platform {
                                        std::to_string(mapping.mappedLength) + " bytes) in a buffer");
         return nullptr;
       }
-      return std::make_unique<MetalAllocation>(buffer, mapping.length);
+      return std::make_unique<MetalAllocation>(buffer, mapping.length, nullptr);
     }
   }
 
@@ -214,7 +239,7 @@ class MetalPlatform final : public Platform {
           *failure = FailureFrom("newResidencySetWithDescriptor:error:", error);
           return nullptr;
         }
-        return std::make_unique<MetalResidencySet>(set, &sets_);
+        return std::make_unique<MetalResidencySet>(set, &sets_, freed);
       }
       return nullptr;
     }
@@ -227,7 +252,7 @@ class MetalPlatform final : public Platform {
       if (@available(macOS 15, *)) {
         auto* metalSet = static_cast<MetalResidencySet*>(set);
         if (commandQueue == 0) {
-          [queue_ addResidencySet:metalSet->set()];
+          metalSet->attachTo(queue_);  // the private queue: removed from it when the set goes
           return;
         }
         id<MTLCommandQueue> queue = (__bridge id<MTLCommandQueue>)reinterpret_cast<void*>(commandQueue);

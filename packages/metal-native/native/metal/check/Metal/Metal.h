@@ -40,6 +40,7 @@ API_AVAILABLE(macos(15.0))
 @protocol MTLResidencySet <NSObject>
 - (void)addAllocation:(id<MTLAllocation>)allocation;
 - (void)removeAllocation:(id<MTLAllocation>)allocation;
+- (void)removeAllAllocations;
 - (void)commit;
 - (void)requestResidency;
 - (void)endResidency;
