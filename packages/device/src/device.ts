@@ -94,7 +94,6 @@ export interface DeviceCounters extends AllocatorCounters {
 interface BufferRecord {
   allocation: Allocation<NativeBuffer>;
   live: boolean;
-  traceId: number;
   // The device's live records form an intrusive list: linking and unlinking cost a few nanoseconds on the
   // malloc/free path, where a Set's hashing cost tens.
   previous: BufferRecord | undefined;
@@ -195,15 +194,12 @@ export class MappedFile {
   readonly #native: NativeMappedFile;
   readonly #mapping: Mapping;
   #live = true;
-  /** @internal */
-  readonly traceId: number;
 
   /** @internal Made by {@link Device.mapFile}. */
-  constructor(device: Device, native: NativeMappedFile, mapping: Mapping, traceId: number) {
+  constructor(device: Device, native: NativeMappedFile, mapping: Mapping) {
     this.#device = device;
     this.#native = native;
     this.#mapping = mapping;
-    this.traceId = traceId;
   }
 
   /** The path it was mapped from. */
@@ -380,11 +376,10 @@ export class Device {
     const record: BufferRecord = {
       allocation,
       live: true,
-      traceId: -1,
       previous: undefined,
       next: undefined,
     };
-    if (this.#trace) record.traceId = this.#trace.allocate(bytes);
+    this.#trace?.allocate(record, bytes);
     const buffer = new DeviceBuffer(this, record);
     if (allocation.buffer !== undefined) {
       this.#link(record);
@@ -430,7 +425,7 @@ export class Device {
     this.#allocator.free(record.allocation);
     record.live = false;
     this.#unlink(record);
-    if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
+    this.#trace?.free(record);
   }
 
   #reclaim(record: BufferRecord): void {
@@ -461,8 +456,8 @@ export class Device {
       throw error;
     }
     this.#residency.insert(native, true);
-    const traceId = this.#trace ? this.#trace.map(native.length) : -1;
-    const file = new MappedFile(this, native, mapping, traceId);
+    const file = new MappedFile(this, native, mapping);
+    this.#trace?.map(file, native.length);
     this.#mappings.add(file);
     return file;
   }
@@ -476,7 +471,7 @@ export class Device {
     if (this.#closed) throw new DeviceClosedError("releaseMapping()");
     if (file.released) throw new MappingReleasedError("release()");
     this.#unmap(file);
-    if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+    this.#trace?.unmap(file);
   }
 
   #unmap(file: MappedFile): void {
@@ -601,7 +596,15 @@ export class Device {
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
-    this.#trace = new TraceRecorder(name);
+    // The trace opens with what is live now (oldest first), so it replays on its own (see trace.ts); at
+    // the bytes each is charged (a cache hit can hand out up to twice the request), so the peaks agree.
+    const buffers: [BufferRecord, number][] = [];
+    for (let record = this.#liveHead; record !== undefined; record = record.next)
+      buffers.push([record, record.allocation.length]);
+    this.#trace = new TraceRecorder(name, {
+      buffers: buffers.reverse(),
+      mappings: [...this.#mappings].map((file) => [file, file.length] as const),
+    });
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
