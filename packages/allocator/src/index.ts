@@ -23,6 +23,7 @@ export {
 } from "./errors.js";
 export {
   CountingBufferSource,
+  isTraceEvent,
   type ReplayOptions,
   type ReplayResult,
   replayTrace,
@@ -33,6 +34,8 @@ export {
   type TraceHeader,
   type TraceLimit,
   type TraceMap,
+  TraceReplay,
   type TraceResetPeak,
   type TraceUnmap,
+  TraceValidator,
 } from "./replay.js";
