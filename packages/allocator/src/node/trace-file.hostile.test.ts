@@ -146,7 +146,10 @@ describe("hostile: gzip bombs and endless lines", () => {
     const path = join(folder, name);
     const gzip = createGzip({ level: 9 });
     const done = new Promise<void>((resolveDone, reject) => {
-      gzip.pipe(createWriteStream(path)).on("finish", () => resolveDone()).on("error", reject);
+      gzip
+        .pipe(createWriteStream(path))
+        .on("finish", () => resolveDone())
+        .on("error", reject);
     });
     gzip.write('["a",0,1]\n');
     const block = Buffer.alloc(1024 * 1024, "a".charCodeAt(0));
