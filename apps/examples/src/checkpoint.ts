@@ -2,14 +2,27 @@
 // memory did not grow by the file's size.
 import { Device } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { parseArguments, UsageError } from "./lib/arguments.js";
+import { type FlagSpec, helpText, parseCommandLine, runProgram, UsageError } from "./lib/arguments.js";
 import { processMemory } from "./lib/process-memory.js";
 import { parseSafetensors } from "./lib/safetensors.js";
 
-const usage = "usage: checkpoint FILE.safetensors [--json]";
+const specs: FlagSpec[] = [
+  { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
+  { name: "help", short: "h", help: "show this help" },
+];
+const usage = helpText(
+  "checkpoint FILE.safetensors [flags]",
+  "Maps a safetensors checkpoint without a copy, lists its tensors from the mapped header, and shows that the process's resident memory did not grow by the file's size.",
+  specs,
+);
+
+/** `text` cut from the left to `width` characters (a tensor name's end tells tensors apart). */
+function fitStart(text: string, width: number): string {
+  return text.length <= width ? text : `…${text.slice(text.length - width + 1)}`;
+}
 
 function main(argv: string[]): number {
-  const { flags, positionals } = parseArguments(argv, { values: [], booleans: ["json", "help"] });
+  const { flags, positionals } = parseCommandLine(argv, specs);
   if (flags.has("help")) {
     console.log(usage);
     return 0;
@@ -35,29 +48,29 @@ function main(argv: string[]): number {
     );
     return 0;
   }
-  console.log(
-    `${file.path}: ${formatBytes(file.length)}, ${header.tensors.length} tensors, ${formatBytes(total)} of data`,
+  const summary = `: ${formatBytes(file.length)}, ${header.tensors.length} tensors, ${formatBytes(total)} of data`;
+  console.log(`${fitStart(file.path, 79 - summary.length)}${summary}`);
+  // Every row fits 80 columns: long names are cut from the left.
+  const shapes = header.tensors.map((tensor) => `[${tensor.shape.join(", ")}]`);
+  const shapeWidth = Math.min(20, Math.max(5, ...shapes.map((shape) => shape.length)));
+  const width = Math.min(
+    79 - (2 + 2 + 5 + 2 + shapeWidth + 2 + 11),
+    Math.max(4, ...header.tensors.map((tensor) => tensor.name.length)),
   );
-  const width = Math.max(4, ...header.tensors.map((tensor) => tensor.name.length));
-  console.log(`  ${"name".padEnd(width)}  dtype  ${"shape".padEnd(20)}  ${"bytes".padStart(11)}`);
-  for (const tensor of header.tensors) {
+  console.log(`  ${"name".padEnd(width)}  dtype  ${"shape".padEnd(shapeWidth)}  ${"bytes".padStart(11)}`);
+  for (const [index, tensor] of header.tensors.entries()) {
+    const shape = fitStart(shapes[index] ?? "", shapeWidth).padEnd(shapeWidth);
     console.log(
-      `  ${tensor.name.padEnd(width)}  ${tensor.dtype.padEnd(5)}  ${`[${tensor.shape.join(", ")}]`.padEnd(20)}  ${formatBytes(tensor.byteLength).padStart(11)}`,
+      `  ${fitStart(tensor.name, width).padEnd(width)}  ${tensor.dtype.padEnd(5)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
     );
   }
   if (before && after) {
     console.log(
-      `resident memory: ${formatBytes(before.resident)} before mapping, ${formatBytes(after.resident)} after (the file is ${formatBytes(file.length)}: mapped, not copied)`,
+      `resident memory: ${formatBytes(before.resident)} before mapping, ${formatBytes(after.resident)} after`,
     );
+    console.log(`(the file is ${formatBytes(file.length)}: mapped, not copied)`);
   }
   return 0;
 }
 
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (error) {
-  const code = (error as { code?: string }).code;
-  console.error(`checkpoint: ${(error as Error).message}${code ? ` (${code})` : ""}`);
-  if (error instanceof UsageError) console.error(usage);
-  process.exitCode = 2;
-}
+await runProgram("checkpoint", () => main(process.argv.slice(2)));

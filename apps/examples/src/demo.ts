@@ -4,34 +4,69 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
 import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
-import { formatBytes, formatMemoryStats, type MemoryStats } from "@nuvec/stats";
-import { parseArguments, parseBytes, UsageError } from "./lib/arguments.js";
+import { formatBytes, type MemoryStats } from "@nuvec/stats";
+import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
-import { progress } from "./lib/progress.js";
+import { fit, progress } from "./lib/progress.js";
 import { renderReport, type TimelinePhase, type TimelineSample } from "./lib/report.js";
 import { decoderModel, parseSafetensors, writeSafetensors } from "./lib/safetensors.js";
+import { statsChanges, statsTable } from "./lib/tables.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const usage = `usage: demo [--checkpoint PATH] [--checkpoint-size BYTES] [--trace PATH] [--report FILE]
-  --checkpoint PATH       map this safetensors file instead of writing a random one
-  --checkpoint-size SIZE  size of the generated checkpoint (default 256MiB)
-  --trace PATH            the workload to replay (default: the shipped GPT-2 decode cut)
-  --report FILE           where to write the HTML report (default apps/examples/out/demo-report.html)`;
+const flags: FlagSpec[] = [
+  {
+    name: "checkpoint",
+    value: "PATH",
+    help: "map this safetensors file instead of writing a random one",
+    defaultText: "a random one in a temporary folder",
+  },
+  {
+    name: "checkpoint-size",
+    value: "BYTES",
+    help: "size of the generated checkpoint",
+    defaultText: "256MiB",
+  },
+  {
+    name: "trace",
+    value: "PATH",
+    help: "the workload to replay",
+    defaultText: "the shipped GPT-2 decode cut",
+  },
+  {
+    name: "report",
+    value: "FILE",
+    help: "where to write the HTML report",
+    defaultText: "apps/examples/out/demo-report.html",
+  },
+  {
+    name: "verbose",
+    short: "v",
+    help: "print the full statistics table at each phase, not only what changed",
+    defaultText: "off",
+  },
+  { name: "help", short: "h", help: "show this help" },
+];
+const usage = helpText(
+  "demo [flags]",
+  "Opens the real device, maps a safetensors checkpoint without a copy, wires it, replays a decode workload, and shows where memory went at each phase next to the kernel's figures; writes an HTML report.",
+  flags,
+);
+/** Every line the demo prints fits this many columns. */
+const COLUMNS = 80;
 
 function main(argv: string[]): number {
-  const { flags } = parseArguments(argv, {
-    values: ["checkpoint", "checkpoint-size", "trace", "report"],
-    booleans: ["help"],
-  });
-  if (flags.has("help")) {
+  const { flags: given } = parseCommandLine(argv, flags);
+  if (given.has("help")) {
     console.log(usage);
     return 0;
   }
-  const checkpointSize = parseBytes(flags.get("checkpoint-size") ?? "256MiB", "--checkpoint-size");
-  const tracePath = resolve(flags.get("trace") ?? join(here, "..", "traces", "gpt2-decode-cut.ndjson.gz"));
-  const reportPath = resolve(flags.get("report") ?? join(here, "..", "out", "demo-report.html"));
+  const checkpointSize = parseBytes(given.get("checkpoint-size") ?? "256MiB", "--checkpoint-size");
+  const tracePath = resolve(given.get("trace") ?? join(here, "..", "traces", "gpt2-decode-cut.ndjson.gz"));
+  const reportPath = resolve(given.get("report") ?? join(here, "..", "out", "demo-report.html"));
+  const verbose = given.has("verbose");
 
   const samples: TimelineSample[] = [];
   const phases: TimelinePhase[] = [];
@@ -53,38 +88,40 @@ function main(argv: string[]): number {
     phases.push({ name, x: performance.now() - started });
     sample();
   };
+  // Each phase prints what changed since the last one (the full table with --verbose); the report has all.
+  let shown = device.memoryStats();
   const show = (title: string) => {
     const stats = device.memoryStats();
     tables.push({ title, stats });
-    console.log(`\n${formatMemoryStats(stats, { title })}\n`);
+    if (verbose) console.log(`\n${statsTable(stats, title, COLUMNS - 1)}\n`);
+    else console.log(`\n${title}, what changed:\n${statsChanges(shown, stats).join("\n")}`);
+    shown = stats;
   };
 
   const info = device.info();
-  console.log(`nuvec demo on ${info.name} (${info.platform} backend)`);
-  console.log(
-    `  memory ${formatBytes(info.memorySize)}, working set ${formatBytes(info.recommendedMaxWorkingSetSize)}, page ${formatBytes(info.pageSize)}, residency sets ${info.residencySupported ? "supported" : "not supported"}`,
-  );
+  console.log(fit(`nuvec demo on ${info.name} (${info.platform} backend)`, COLUMNS - 1));
+  const facts = `memory ${formatBytes(info.memorySize)}, working set ${formatBytes(info.recommendedMaxWorkingSetSize)}, page ${formatBytes(info.pageSize)}, residency sets ${info.residencySupported ? "supported" : "not supported"}`;
+  for (const line of wrap(facts, COLUMNS - 3)) console.log(`  ${line}`);
   phase("open");
 
-  // 1. A checkpoint: the user's, or a random one written to a temporary folder.
+  // 1. A checkpoint: the user's, or a random one written to a temporary folder. Written inside the try, so
+  // a failed write (a full disk) still removes the temporary folder.
   let temporary: string | undefined;
-  let checkpointPath = flags.get("checkpoint");
-  if (checkpointPath === undefined) {
-    temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
-    checkpointPath = join(temporary, "model.safetensors");
-    phase("writing");
-    const writing = progress(
-      `writing a checkpoint of about ${formatBytes(checkpointSize)} of random fp16 weights`,
-    );
-    const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
-      writing.update(fraction),
-    );
-    writing.done(`${checkpointPath} (${formatBytes(length)})`);
-  }
-
+  let checkpointPath = given.get("checkpoint");
   let file: MappedFile | undefined;
   const live = new Map<number, DeviceBuffer>();
   try {
+    if (checkpointPath === undefined) {
+      temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
+      checkpointPath = join(temporary, "model.safetensors");
+      phase("writing");
+      const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
+      const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
+        writing.update(fraction),
+      );
+      writing.done(formatBytes(length));
+    }
+
     // 2. Map it without a copy and read its header in place.
     const before = processMemory();
     file = device.mapFile(checkpointPath);
@@ -92,23 +129,27 @@ function main(argv: string[]): number {
     const after = processMemory();
     phase("mapped");
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
-    console.log(
-      `\nmapped ${file.path}: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`,
+    const summary = `: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`;
+    console.log(`\nmapped ${fitStart(file.path, COLUMNS - 1 - 7 - summary.length)}${summary}`);
+    const listed = header.tensors.slice(0, 6);
+    const shapes = listed.map((tensor) => `[${tensor.shape.join(", ")}]`);
+    const shapeWidth = Math.max(...shapes.map((shape) => shape.length));
+    // Names are cut from the left (their ends tell tensors apart) so each row fits.
+    const nameWidth = Math.min(
+      Math.max(...listed.map((tensor) => tensor.name.length)),
+      COLUMNS - 1 - (2 + 2 + 4 + 2 + shapeWidth + 2 + 11),
     );
-    const shown = header.tensors.slice(0, 6);
-    const nameWidth = Math.max(...shown.map((tensor) => tensor.name.length));
-    const rows = shown.map(
-      (tensor) =>
-        `  ${tensor.name.padEnd(nameWidth)}  ${tensor.dtype.padEnd(4)}  [${tensor.shape.join(", ")}]`,
-    );
-    const rowWidth = Math.max(...rows.map((row) => row.length));
-    for (const [index, tensor] of shown.entries()) {
-      console.log(`${rows[index]?.padEnd(rowWidth)}  ${formatBytes(tensor.byteLength).padStart(11)}`);
+    for (const [index, tensor] of listed.entries()) {
+      const name = fitStart(tensor.name, nameWidth).padEnd(nameWidth);
+      const shape = (shapes[index] ?? "").padEnd(shapeWidth);
+      console.log(
+        `  ${name}  ${tensor.dtype.padEnd(4)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
+      );
     }
     if (header.tensors.length > 6) console.log(`  … and ${header.tensors.length - 6} more`);
     if (before && after) {
       console.log(
-        `  resident anonymous memory before/after mapping: ${formatBytes(before.residentAnonymous)} → ${formatBytes(after.residentAnonymous)} (no copy)`,
+        `  anonymous resident memory: ${formatBytes(before.residentAnonymous)} → ${formatBytes(after.residentAnonymous)} after mapping (no copy)`,
       );
     }
     show("after mapping the checkpoint");
@@ -123,9 +164,8 @@ function main(argv: string[]): number {
       `\nwired limit ${formatBytes(wiredLimit)}: nuvec wired ${formatBytes(device.memoryStats().wired)}, the kernel's VmLck ${wiredNow ? formatBytes(wiredNow.locked) : "n/a"}`,
     );
     if (counters.backend.wiringFailures > 0) {
-      console.log(
-        `  wiring failed ${counters.backend.wiringFailures} time(s): the system refused to lock memory (raise "ulimit -l" or run with CAP_IPC_LOCK); nuvec keeps working unwired`,
-      );
+      const why = `wiring failed ${counters.backend.wiringFailures} time(s): the system refused to lock memory (raise "ulimit -l" or run with CAP_IPC_LOCK); nuvec keeps working unwired`;
+      for (const line of wrap(why, COLUMNS - 3)) console.log(`  ${line}`);
     }
     show("after wiring");
 
@@ -138,11 +178,15 @@ function main(argv: string[]): number {
     const replaying = progress(
       `replaying ${trace.header?.name ?? tracePath} (${trace.events.length} events)`,
     );
+    // The same check every replay makes (ids allocated once, freed once, after their allocation).
+    const validator = new TraceValidator();
+    if (trace.header !== undefined) validator.check(trace.header);
     const workloadStarted = performance.now();
     let systemAllocations = device.memoryStats().systemAllocations;
     let index = 0;
     for (const event of trace.events) {
       index += 1;
+      validator.check(event);
       if (event[0] === "a") {
         const buffer = device.malloc(event[2]);
         live.set(event[1], buffer);
@@ -165,43 +209,38 @@ function main(argv: string[]): number {
     }
     const workloadMilliseconds = performance.now() - workloadStarted;
     sample();
-    replaying.done(`${trace.events.length} events in ${workloadMilliseconds.toFixed(0)} ms`);
+    replaying.done(`${workloadMilliseconds.toFixed(0)} ms`);
     show("after the workload");
 
     // 5. Peaks, next to the operating system's own figures.
     const stats = device.memoryStats();
     const end = processMemory();
     const workloadCounters = device.counters();
-    const facts: [string, string][] = [
-      ["nuvec peakWithMapped (active + mapped) since reset", formatBytes(stats.peakWithMapped)],
-      [
-        "nuvec peak reserved (active + cache) during the workload",
-        formatBytes(workloadCounters.peakReserved),
-      ],
+    const peaks: [string, string][] = [
+      ["nuvec peakWithMapped (active + mapped)", formatBytes(stats.peakWithMapped)],
+      ["nuvec peak reserved (active + cache)", formatBytes(workloadCounters.peakReserved)],
       ["cache hits / system allocations", `${workloadCounters.cacheHits} / ${stats.systemAllocations}`],
     ];
     if (baseline && end) {
-      facts.push(
+      peaks.push(
         [
           `kernel peak resident (VmHWM) since ${processPeakReset ? "reset" : "start"}`,
           formatBytes(end.peakResident),
         ],
-        [
-          "kernel resident before the workload (Node.js heap, checkpoint pages)",
-          formatBytes(baseline.resident),
-        ],
-        [
-          "kernel peak growth during the workload (compare: nuvec peak reserved)",
-          formatBytes(end.peakResident - baseline.resident),
-        ],
+        ["kernel resident before the workload", formatBytes(baseline.resident)],
+        ["kernel peak growth in the workload", formatBytes(end.peakResident - baseline.resident)],
         ["kernel locked (VmLck) / nuvec wired", `${formatBytes(end.locked)} / ${formatBytes(stats.wired)}`],
       );
     }
-    console.log("peaks, nuvec's and the kernel's:");
-    for (const [label, value] of facts) console.log(`  ${label.padEnd(72)} ${value.padStart(11)}`);
-    console.log(
-      "  (the kernel counts cached buffers too, which nuvec keeps in `cache`, not `active`, and Node.js itself)",
-    );
+    console.log("\npeaks, nuvec's and the kernel's (since the reset before the workload):");
+    const labelWidth = Math.max(...peaks.map(([label]) => label.length));
+    const valueWidth = Math.max(...peaks.map(([, value]) => value.length));
+    for (const [label, value] of peaks) {
+      console.log(fit(`  ${label.padEnd(labelWidth)}  ${value.padStart(valueWidth)}`, COLUMNS - 1));
+    }
+    const note =
+      "(the kernel also counts Node.js itself, the checkpoint's pages and cached buffers, which nuvec keeps in `cache`, not `active`; compare the growth with nuvec's peak reserved)";
+    for (const line of wrap(note, COLUMNS - 3)) console.log(`  ${line}`);
 
     // 6. The report.
     mkdirSync(dirname(reportPath), { recursive: true });
@@ -214,10 +253,10 @@ function main(argv: string[]): number {
         samples,
         phases,
         tables,
-        facts,
+        facts: peaks,
       }),
     );
-    console.log(`\nreport: ${reportPath}`);
+    console.log(`\nreport: ${fitStart(reportPath, COLUMNS - 9)}`);
   } finally {
     for (const buffer of live.values()) buffer.free();
     file?.release();
@@ -228,15 +267,9 @@ function main(argv: string[]): number {
   return 0;
 }
 
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (error) {
-  if (error instanceof UsageError) {
-    console.error(`demo: ${error.message}\n${usage}`);
-    process.exitCode = 2;
-  } else {
-    const code = (error as { code?: string }).code;
-    console.error(`demo: ${(error as Error).message}${code ? ` (${code})` : ""}`);
-    process.exitCode = 1;
-  }
+/** `text` cut from the left to `width` characters (a path's or name's end says the most). */
+function fitStart(text: string, width: number): string {
+  return text.length <= width ? text : `…${text.slice(text.length - width + 1)}`;
 }
+
+await runProgram("demo", () => main(process.argv.slice(2)));

@@ -133,7 +133,7 @@ describe("demo", () => {
     expect(stderr).toBe("");
     expect(status).toBe(0);
     for (const title of ["after mapping the checkpoint", "after wiring", "after the workload"]) {
-      expect(stdout).toContain(`| ${title}`);
+      expect(stdout).toContain(`${title}, what changed:`);
     }
     expect(stdout).toMatch(/mapped .*model\.safetensors: \d+ tensors/);
     expect(stdout).toContain("peakWithMapped");

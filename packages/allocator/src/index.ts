@@ -25,6 +25,7 @@ export {
 } from "./errors.js";
 export {
   CountingBufferSource,
+  isTraceEvent,
   type ReplayOptions,
   type ReplayResult,
   replayTrace,
@@ -35,6 +36,8 @@ export {
   type TraceHeader,
   type TraceLimit,
   type TraceMap,
+  TraceReplay,
   type TraceResetPeak,
   type TraceUnmap,
+  TraceValidator,
 } from "./replay.js";

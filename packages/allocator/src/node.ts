@@ -1,3 +1,13 @@
 // `@nuvec/allocator/node`: what needs Node.js (reading trace files). The Node.js code lives under
 // src/node/, the one place the lint allows `node:` imports; the rest of src/ runs anywhere.
-export { readTrace, replayTraceFile, type Trace } from "./node/trace-file.js";
+export {
+  DEFAULT_MAX_LINE_LENGTH,
+  readTrace,
+  replayTraceFile,
+  replayTraceStream,
+  streamTrace,
+  streamTraceBatches,
+  type Trace,
+  type TraceSource,
+  type TraceStreamOptions,
+} from "./node/trace-file.js";

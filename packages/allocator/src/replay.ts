@@ -87,7 +87,7 @@ export interface ReplayResult {
   counters: AllocatorCounters;
   /** Events replayed (the header excluded). */
   events: number;
-  /** Wall-clock nanoseconds per event of the replay loop (reading and parsing excluded). */
+  /** Wall-clock nanoseconds per event of the replay loop (reading and parsing excluded; checking included). */
   nsPerEvent: number;
 }
 
@@ -129,7 +129,6 @@ export class CountingBufferSource implements BufferSource<number> {
 }
 
 const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
-const FREED = Symbol("freed");
 
 function now(): number {
   const clock = (globalThis as { performance?: { now(): number } }).performance;
@@ -146,52 +145,249 @@ function badEvent(index: number, event: unknown, why: string): TraceError {
   return new TraceError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
 }
 
-/** Applies an event of the kinds a Device records beyond allocations and frees. */
-function applyDeviceEvent(
-  allocator: CachingAllocator<number>,
-  mappings: (Mapping | typeof FREED | undefined)[],
-  event: TraceEvent,
-  index: number,
-): void {
-  switch (event[0]) {
-    case "m": {
-      const id = event[1];
-      if (!Number.isSafeInteger(id) || id < 0)
-        throw badEvent(index, event, "the id is not a non-negative integer");
-      if (mappings[id] !== undefined) throw badEvent(index, event, "this mapping id was already used");
-      mappings[id] = allocator.addMapping(event[2]);
-      return;
-    }
-    case "u": {
-      const mapping = mappings[event[1]];
-      if (mapping === undefined) throw badEvent(index, event, "release of a mapping id never mapped");
-      if (mapping === FREED) throw badEvent(index, event, "this mapping was already released");
-      allocator.removeMapping(mapping);
-      mappings[event[1]] = FREED;
-      return;
-    }
+const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/** Whether `value` has the shape of a {@link TraceEvent} (tag, arity, non-negative integer ids and sizes). */
+export function isTraceEvent(value: unknown): value is TraceEvent {
+  if (!Array.isArray(value)) return false;
+  switch (value[0]) {
+    case "a":
+    case "m":
+      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
+    case "f":
+    case "u":
+      return value.length === 2 && isByteCount(value[1]);
     case "l":
-      if (event[1] === "memory") allocator.setMemoryLimit(event[2]);
-      else if (event[1] === "cache") allocator.setCacheLimit(event[2]);
-      else if (event[1] !== "wired")
-        throw badEvent(index, event, 'the limit is not "memory", "cache" or "wired"');
-      // A wired limit changes residency only, which a pure replay does not have.
-      return;
+      return (
+        value.length === 3 &&
+        (value[1] === "memory" || value[1] === "cache" || value[1] === "wired") &&
+        isByteCount(value[2])
+      );
     case "c":
-      allocator.clearCache();
-      return;
     case "p":
-      allocator.resetPeak();
-      return;
+      return value.length === 1;
     default:
-      throw badEvent(index, event, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p"');
+      return false;
+  }
+}
+
+const UNUSED = 0;
+const LIVE = 1;
+const RELEASED = 2;
+// Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
+// larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
+const DENSE_IDS = 1 << 26;
+
+/** The state (unused, live, released) of every id of one kind: one byte per dense id. */
+class IdStates {
+  #dense = new Uint8Array(1024);
+  readonly #sparse = new Map<number, number>();
+
+  get(id: number): number {
+    if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
+    return id < this.#dense.length ? (this.#dense[id] as number) : UNUSED;
+  }
+
+  set(id: number, state: number): void {
+    if (id >= DENSE_IDS) {
+      this.#sparse.set(id, state);
+      return;
+    }
+    if (id >= this.#dense.length) {
+      let length = this.#dense.length;
+      while (length <= id) length *= 2;
+      const grown = new Uint8Array(Math.min(length, DENSE_IDS));
+      grown.set(this.#dense);
+      this.#dense = grown;
+    }
+    this.#dense[id] = state;
   }
 }
 
 /**
- * Replays a trace (`["a", id, bytes]` and `["f", id]` events, and the kinds a Device records, optionally after a header object) against a
- * {@link CachingAllocator} over a {@link CountingBufferSource}, and returns the final statistics and
- * counters. Pure: runs anywhere.
+ * The one check of a trace's events, shared by {@link replayTrace}, `replayTraceStream` and the `replay`
+ * program: the shape of each event, and each id's history (an id is allocated or mapped once, freed or
+ * released once, and only after it was allocated or mapped). Memory: one byte per id (dense ids).
+ */
+export class TraceValidator {
+  readonly #allocations = new IdStates();
+  readonly #mappings = new IdStates();
+  #index = 0;
+  #header: TraceHeader | undefined;
+
+  /** Events accepted so far (the header excluded). */
+  get events(): number {
+    return this.#index;
+  }
+
+  /** The header, once one was accepted. */
+  get header(): TraceHeader | undefined {
+    return this.#header;
+  }
+
+  /**
+   * Checks the next item: a header object (first item only) or an event. Returns the event, or `undefined`
+   * for the header.
+   *
+   * @throws TraceError (`ERR_NUVEC_TRACE_EVENT`) naming the event's position, with nothing recorded.
+   */
+  check(item: unknown): TraceEvent | undefined {
+    const index = this.#index;
+    if (!Array.isArray(item)) {
+      if (index === 0 && this.#header === undefined && typeof item === "object" && item !== null) {
+        this.#header = item as TraceHeader;
+        return undefined;
+      }
+      throw badEvent(index, item, "an event is an array; only the first item may be a header object");
+    }
+    if (!isTraceEvent(item)) {
+      const tag = item[0];
+      if (typeof tag !== "string" || !"afmulcp".includes(tag) || tag.length !== 1)
+        throw badEvent(index, item, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p"');
+      if ((tag === "a" || tag === "f" || tag === "m" || tag === "u") && !isByteCount(item[1]))
+        throw badEvent(index, item, "the id is not a non-negative integer");
+      if (tag === "l" && item[1] !== "memory" && item[1] !== "cache" && item[1] !== "wired")
+        throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
+      throw badEvent(index, item, "wrong arity, or a size that is not a non-negative integer");
+    }
+    switch (item[0]) {
+      case "a":
+        if (this.#allocations.get(item[1]) !== UNUSED)
+          throw badEvent(index, item, "this id was already allocated");
+        this.#allocations.set(item[1], LIVE);
+        break;
+      case "f": {
+        const state = this.#allocations.get(item[1]);
+        if (state === UNUSED) throw badEvent(index, item, "free of an id never allocated");
+        if (state === RELEASED) throw badEvent(index, item, "this id was already freed");
+        this.#allocations.set(item[1], RELEASED);
+        break;
+      }
+      case "m":
+        if (this.#mappings.get(item[1]) !== UNUSED)
+          throw badEvent(index, item, "this mapping id was already used");
+        this.#mappings.set(item[1], LIVE);
+        break;
+      case "u": {
+        const state = this.#mappings.get(item[1]);
+        if (state === UNUSED) throw badEvent(index, item, "release of a mapping id never mapped");
+        if (state === RELEASED) throw badEvent(index, item, "this mapping was already released");
+        this.#mappings.set(item[1], RELEASED);
+        break;
+      }
+    }
+    this.#index = index + 1;
+    return item;
+  }
+}
+
+/**
+ * A replay in progress, fed one item at a time (for traces read as a stream); {@link replayTrace} is this
+ * over an iterable. Memory: the validator's byte per id and the live allocations and mappings.
+ */
+export class TraceReplay {
+  readonly #validator = new TraceValidator();
+  readonly #allocator: CachingAllocator<number>;
+  readonly #skipRefused: boolean;
+  readonly #onEvent: ReplayOptions["onEvent"];
+  // Live allocations by id (`null`: refused, its free is ignored) and live mappings by id.
+  readonly #live = new Map<number, Allocation<number> | null>();
+  readonly #mappings = new Map<number, Mapping>();
+  #elapsed = 0;
+
+  /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
+  constructor(options: ReplayOptions = {}) {
+    const workingSet = options.workingSet ?? DEFAULT_WORKING_SET;
+    const source = new CountingBufferSource({
+      workingSet,
+      memorySize: options.memorySize ?? 2 * workingSet,
+      maxBufferLength: options.maxBufferLength ?? Number.MAX_SAFE_INTEGER,
+      resourceLimit: options.resourceLimit ?? 499_000,
+      pageSize: options.pageSize ?? PAGE,
+    });
+    this.#allocator = new CachingAllocator(source, {
+      policy: options.policy ?? "mlx",
+      reserveRatio: options.reserveRatio,
+      boundedRelease: options.boundedRelease,
+    });
+    if (options.memoryLimit !== undefined) this.#allocator.setMemoryLimit(options.memoryLimit);
+    if (options.cacheLimit !== undefined) this.#allocator.setCacheLimit(options.cacheLimit);
+    this.#skipRefused = options.outOfMemory === "skip";
+    this.#onEvent = options.onEvent;
+  }
+
+  /** Applies the next item (the header, first, or an event). @throws TraceError; the allocator's errors. */
+  apply(item: unknown): void {
+    const index = this.#validator.events;
+    const event = this.#validator.check(item);
+    if (event === undefined) return;
+    const allocator = this.#allocator;
+    switch (event[0]) {
+      case "a":
+        try {
+          this.#live.set(event[1], allocator.malloc(event[2]));
+        } catch (error) {
+          if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
+          this.#live.set(event[1], null);
+        }
+        break;
+      case "f": {
+        const allocation = this.#live.get(event[1]);
+        if (allocation) allocator.free(allocation);
+        this.#live.delete(event[1]);
+        break;
+      }
+      case "m":
+        this.#mappings.set(event[1], allocator.addMapping(event[2]));
+        break;
+      case "u": {
+        const mapping = this.#mappings.get(event[1]);
+        if (mapping !== undefined) allocator.removeMapping(mapping);
+        this.#mappings.delete(event[1]);
+        break;
+      }
+      case "l":
+        if (event[1] === "memory") allocator.setMemoryLimit(event[2]);
+        else if (event[1] === "cache") allocator.setCacheLimit(event[2]);
+        // A wired limit changes residency only, which a pure replay does not have.
+        break;
+      case "c":
+        allocator.clearCache();
+        break;
+      case "p":
+        allocator.resetPeak();
+        break;
+    }
+    this.#onEvent?.(event, index, allocator);
+  }
+
+  /** Applies items in order, timing the loop (the result's `nsPerEvent` counts only time spent here). */
+  applyAll(items: Iterable<unknown>): void {
+    const start = now();
+    try {
+      for (const item of items) this.apply(item);
+    } finally {
+      this.#elapsed += now() - start;
+    }
+  }
+
+  /** The figures so far. */
+  result(): ReplayResult {
+    const events = this.#validator.events;
+    return {
+      header: this.#validator.header,
+      stats: this.#allocator.memoryStats(),
+      counters: this.#allocator.counters(),
+      events,
+      nsPerEvent: events === 0 ? 0 : (this.#elapsed * 1e6) / events,
+    };
+  }
+}
+
+/**
+ * Replays a trace (`["a", id, bytes]` and `["f", id]` events, and the kinds a Device records, optionally after
+ * a header object) against a {@link CachingAllocator} over a {@link CountingBufferSource}, and returns the
+ * final statistics and counters. Pure: runs anywhere. Events are checked by {@link TraceValidator}.
  *
  * @throws TraceError for an impossible event (unknown id, id reused, bad shape); the allocator's errors.
  */
@@ -199,73 +395,7 @@ export function replayTrace(
   events: Iterable<TraceEvent | TraceHeader>,
   options: ReplayOptions = {},
 ): ReplayResult {
-  const workingSet = options.workingSet ?? DEFAULT_WORKING_SET;
-  const source = new CountingBufferSource({
-    workingSet,
-    memorySize: options.memorySize ?? 2 * workingSet,
-    maxBufferLength: options.maxBufferLength ?? Number.MAX_SAFE_INTEGER,
-    resourceLimit: options.resourceLimit ?? 499_000,
-    pageSize: options.pageSize ?? PAGE,
-  });
-  const allocator = new CachingAllocator(source, {
-    policy: options.policy ?? "mlx",
-    reserveRatio: options.reserveRatio,
-    boundedRelease: options.boundedRelease,
-  });
-  if (options.memoryLimit !== undefined) allocator.setMemoryLimit(options.memoryLimit);
-  if (options.cacheLimit !== undefined) allocator.setCacheLimit(options.cacheLimit);
-  const skipRefused = options.outOfMemory === "skip";
-  const onEvent = options.onEvent;
-
-  // Per id: its allocation while live, `null` when refused (its free is ignored), FREED once freed.
-  const live: (Allocation<number> | null | typeof FREED | undefined)[] = [];
-  const mappings: (Mapping | typeof FREED | undefined)[] = [];
-  let header: TraceHeader | undefined;
-  let index = 0;
-  const start = now();
-  for (const item of events) {
-    if (!Array.isArray(item)) {
-      if (index === 0 && header === undefined && typeof item === "object" && item !== null) {
-        header = item as TraceHeader;
-        continue;
-      }
-      throw badEvent(index, item, "an event is an array; only the first item may be a header object");
-    }
-    const event = item as TraceEvent;
-    const tag = event[0];
-    if (tag !== "a" && tag !== "f") {
-      applyDeviceEvent(allocator, mappings, event, index);
-      index++;
-      onEvent?.(event, index - 1, allocator);
-      continue;
-    }
-    const id = event[1];
-    if (!Number.isSafeInteger(id) || id < 0)
-      throw badEvent(index, event, "the id is not a non-negative integer");
-    if (event[0] === "a") {
-      if (live[id] !== undefined) throw badEvent(index, event, "this id was already allocated");
-      try {
-        live[id] = allocator.malloc(event[2]);
-      } catch (error) {
-        if (!(skipRefused && error instanceof OutOfMemoryError)) throw error;
-        live[id] = null;
-      }
-    } else if (event[0] === "f") {
-      const allocation = live[id];
-      if (allocation === undefined) throw badEvent(index, event, "free of an id never allocated");
-      if (allocation === FREED) throw badEvent(index, event, "this id was already freed");
-      if (allocation !== null) allocator.free(allocation);
-      live[id] = FREED;
-    }
-    index++;
-    onEvent?.(event, index - 1, allocator);
-  }
-  const elapsed = now() - start;
-  return {
-    header,
-    stats: allocator.memoryStats(),
-    counters: allocator.counters(),
-    events: index,
-    nsPerEvent: index === 0 ? 0 : (elapsed * 1e6) / index,
-  };
+  const replay = new TraceReplay(options);
+  replay.applyAll(events);
+  return replay.result();
 }

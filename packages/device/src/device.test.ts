@@ -398,13 +398,13 @@ describe("the safety net", () => {
 describe("memory history", () => {
   it("records allocations, frees, mappings and limit changes in the trace format", () => {
     const { device, backend } = mockDevice();
-    const before = device.malloc(10); // not recorded
+    const before = device.malloc(10); // live at the start: the trace opens with it (at its 256 bytes charged)
     device.startTrace("unit");
     expect(() => device.startTrace()).toThrow(TraceRecordingError);
     const a = device.malloc(1000);
     const b = device.malloc(2000);
     a.free();
-    before.free(); // allocated before the trace: not recorded
+    before.free(); // allocated before the trace: freed under its opening id
     backend.addFile("m.bin", 5000);
     const file = device.mapFile("m.bin");
     device.setCacheLimit(MIB);
@@ -415,8 +415,10 @@ describe("memory history", () => {
     file.release();
     const trace = device.stopTrace();
     expect(trace.events).toEqual([
-      ["a", 0, 1000],
-      ["a", 1, 2000],
+      ["a", 0, 256],
+      ["a", 1, 1000],
+      ["a", 2, 2000],
+      ["f", 1],
       ["f", 0],
       ["m", 0, 5000],
       ["l", "cache", MIB],
@@ -428,10 +430,11 @@ describe("memory history", () => {
     ]);
     expect(trace.header).toMatchObject({
       name: "unit",
-      events: 10,
-      allocations: 2,
+      events: 12,
+      opening_events: 1,
+      allocations: 3,
       live_at_end: 1,
-      peak_live_bytes: 3000,
+      peak_live_bytes: 3256,
     });
     const lines = trace
       .toNdjson()

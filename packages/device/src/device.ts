@@ -155,7 +155,6 @@ export interface DeviceCounters extends AllocatorCounters {
 interface BufferRecord {
   allocation: Allocation<NativeBuffer>;
   live: boolean;
-  traceId: number;
   // The device's live records form an intrusive list: linking and unlinking cost a few nanoseconds on the
   // malloc/free path, where a Set's hashing cost tens.
   previous: BufferRecord | undefined;
@@ -405,15 +404,12 @@ export class MappedFile {
   readonly #native: NativeMappedFile;
   readonly #mapping: Mapping;
   #live = true;
-  /** @internal */
-  readonly traceId: number;
 
   /** @internal Made by {@link Device.mapFile}. */
-  constructor(device: Device, native: NativeMappedFile, mapping: Mapping, traceId: number) {
+  constructor(device: Device, native: NativeMappedFile, mapping: Mapping) {
     this.#device = device;
     this.#native = native;
     this.#mapping = mapping;
-    this.traceId = traceId;
   }
 
   /** The path it was mapped from. */
@@ -622,11 +618,10 @@ export class Device {
     const record: BufferRecord = {
       allocation,
       live: true,
-      traceId: -1,
       previous: undefined,
       next: undefined,
     };
-    if (this.#trace) record.traceId = this.#trace.allocate(bytes);
+    this.#trace?.allocate(record, bytes);
     const buffer = new DeviceBuffer(this, record);
     if (allocation.buffer !== undefined) {
       this.#link(record);
@@ -672,7 +667,7 @@ export class Device {
         // As #freeRecord: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#allocator.freeWithoutCaching(record.allocation);
         else this.#allocator.free(record.allocation);
-        if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
+        this.#trace?.free(record);
       } else if (native !== undefined) {
         native.release();
         this.#settledAfterClose(record.allocation.length, 0);
@@ -724,7 +719,7 @@ export class Device {
     else this.#allocator.free(record.allocation);
     record.live = false;
     this.#unlink(record);
-    if (this.#trace && record.traceId >= 0) this.#trace.free(record.traceId);
+    this.#trace?.free(record);
   }
 
   #reclaim(record: BufferRecord): void {
@@ -755,8 +750,8 @@ export class Device {
       throw error;
     }
     this.#wiring(() => this.#residency.insert(native, true));
-    const traceId = this.#trace ? this.#trace.map(native.length) : -1;
-    const file = new MappedFile(this, native, mapping, traceId);
+    const file = new MappedFile(this, native, mapping);
+    this.#trace?.map(file, native.length);
     this.#mappings.add(file);
     return file;
   }
@@ -778,7 +773,7 @@ export class Device {
       return;
     }
     this.#unmap(file);
-    if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+    this.#trace?.unmap(file);
   }
 
   /** As #deferFree, for a mapped file: views detached now, unmapped (and uncharged) once `after` settles. */
@@ -791,7 +786,7 @@ export class Device {
       this.#pendingFrees -= 1;
       if (!this.#closed) {
         this.#unmap(file);
-        if (this.#trace && file.traceId >= 0) this.#trace.unmap(file.traceId);
+        this.#trace?.unmap(file);
       } else {
         file.native.release();
         this.#settledAfterClose(0, file.mapping.charged);
@@ -943,7 +938,15 @@ export class Device {
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
-    this.#trace = new TraceRecorder(name);
+    // The trace opens with what is live now (oldest first), so it replays on its own (see trace.ts); at
+    // the bytes each is charged (a cache hit can hand out up to twice the request), so the peaks agree.
+    const buffers: [BufferRecord, number][] = [];
+    for (let record = this.#liveHead; record !== undefined; record = record.next)
+      buffers.push([record, record.allocation.length]);
+    this.#trace = new TraceRecorder(name, {
+      buffers: buffers.reverse(),
+      mappings: [...this.#mappings].map((file) => [file, file.length] as const),
+    });
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { parseArguments, parseBytes, parsePositiveNumber, UsageError } from "./arguments.js";
+import {
+  type FlagSpec,
+  helpText,
+  parseBytes,
+  parseCommandLine,
+  parsePositiveNumber,
+  UsageError,
+} from "./arguments.js";
 
 describe("parseBytes", () => {
   it.each([
@@ -22,25 +29,47 @@ describe("parseBytes", () => {
   );
 });
 
-describe("parseArguments", () => {
+describe("parseCommandLine", () => {
+  const specs: FlagSpec[] = [
+    { name: "cache-limit", value: "BYTES", help: "a limit", defaultText: "none" },
+    { name: "policy", value: "P", help: "a policy" },
+    { name: "html", value: "FILE", help: "a report" },
+    { name: "json", help: "JSON out", defaultText: "off" },
+    { name: "help", short: "h", help: "show this help" },
+  ];
+
   it("reads values, inline values, booleans and positionals", () => {
-    const { flags, positionals } = parseArguments(
+    const { flags, positionals } = parseCommandLine(
       ["trace.gz", "--json", "--cache-limit", "1g", "--policy=bounded"],
-      {
-        values: ["cache-limit", "policy"],
-        booleans: ["json"],
-      },
+      specs,
     );
     expect(positionals).toEqual(["trace.gz"]);
     expect(Object.fromEntries(flags)).toEqual({ json: "true", "cache-limit": "1g", policy: "bounded" });
   });
 
-  it("refuses unknown flags and missing values", () => {
-    expect(() => parseArguments(["--nope"], { values: [], booleans: [] })).toThrow(/unknown flag --nope/);
-    expect(() => parseArguments(["--cache-limit"], { values: ["cache-limit"], booleans: [] })).toThrow(
-      /needs a value/,
-    );
-    expect(() => parseArguments(["--json=1"], { values: [], booleans: ["json"] })).toThrow(/takes no value/);
+  it("keeps everything after the first = of an inline value, and takes -h as --help", () => {
+    expect(parseCommandLine(["--html=a=b.html"], specs).flags.get("html")).toBe("a=b.html");
+    expect(parseCommandLine(["-h"], specs).flags.has("help")).toBe(true);
+  });
+
+  it("refuses unknown flags, missing values and values of booleans, in one line", () => {
+    for (const argv of [["--nope"], ["--cache-limit"], ["--json=1"], ["-x"]]) {
+      expect(() => parseCommandLine(argv, specs)).toThrow(UsageError);
+      try {
+        parseCommandLine(argv, specs);
+      } catch (error) {
+        expect((error as Error).message).not.toContain("\n");
+      }
+    }
+    expect(() => parseCommandLine(["--nope"], specs)).toThrow(/unknown flag '--nope'/);
+  });
+
+  it("describes every flag with its default, within 80 columns", () => {
+    const text = helpText("x [flags]", "A program. ".repeat(20), specs);
+    for (const spec of specs) expect(text).toContain(`--${spec.name}`);
+    expect(text).toContain("(default none)");
+    expect(text).toContain("(default off)");
+    for (const line of text.split("\n")) expect(line.length).toBeLessThanOrEqual(80);
   });
 
   it("reads positive numbers", () => {

@@ -1,4 +1,6 @@
-// Command-line parsing shared by the example programs: sizes with binary suffixes, clear errors, exit 2.
+// Command-line parsing shared by the example programs (node:util's parseArgs): sizes with binary suffixes,
+// --help from one list of flags, bad flags as one line on stderr and exit code 2.
+import { parseArgs } from "node:util";
 
 /** A command-line mistake: the program prints its message on one line and exits with code 2. */
 export class UsageError extends Error {
@@ -45,30 +47,107 @@ export function parsePositiveNumber(text: string, flag: string): number {
   return value;
 }
 
-/** Splits argv into flags (`--name value` or `--name=value`, booleans listed in `booleans`) and positionals. */
-export function parseArguments(
-  argv: string[],
-  known: { values: string[]; booleans: string[] },
-): { flags: Map<string, string>; positionals: string[] } {
+/** One flag of a program: what `--help` says about it and how it is parsed. */
+export interface FlagSpec {
+  /** The flag's name without dashes, e.g. `"cache-limit"`. */
+  name: string;
+  /** A one-letter alias, e.g. `"h"` for `--help`. */
+  short?: string;
+  /** A value flag's placeholder (e.g. `"BYTES"`); absent for a boolean flag. */
+  value?: string;
+  /** What the flag does, one short line. */
+  help: string;
+  /** The default, as `--help` shows it (e.g. `"8GiB"`, `"off"`). */
+  defaultText?: string;
+}
+
+/** The parsed command line: flags by name (`"true"` for a boolean given) and positionals. */
+export interface ParsedArguments {
+  flags: Map<string, string>;
+  positionals: string[];
+}
+
+/**
+ * Parses `argv` with `node:util`'s `parseArgs` (strict: an unknown flag, a missing value or a value given to a
+ * boolean is a {@link UsageError} of one line). `--name=value` keeps everything after the first `=`.
+ */
+export function parseCommandLine(argv: string[], specs: readonly FlagSpec[]): ParsedArguments {
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {};
+  for (const spec of specs) {
+    options[spec.name] = {
+      type: spec.value === undefined ? "boolean" : "string",
+      ...(spec.short === undefined ? {} : { short: spec.short }),
+    };
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    // parseArgs' messages can span lines and suggest "--" for values that start with a dash: keep line one.
+    const message = ((error as Error).message.split("\n")[0] ?? "")
+      .replace(/^Unknown option/, "unknown flag")
+      .replace(/\. To specify a positional argument.*$/, "");
+    throw new UsageError(message);
+  }
   const flags = new Map<string, string>();
-  const positionals: string[] = [];
-  for (let index = 0; index < argv.length; index += 1) {
-    const argument = argv[index] as string;
-    if (!argument.startsWith("--")) {
-      positionals.push(argument);
-      continue;
-    }
-    const [name, inline] = argument.slice(2).split("=", 2) as [string, string | undefined];
-    if (known.booleans.includes(name)) {
-      if (inline !== undefined) throw new UsageError(`--${name} takes no value`);
-      flags.set(name, "true");
-    } else if (known.values.includes(name)) {
-      const value = inline ?? argv[++index];
-      if (value === undefined || value.startsWith("--")) throw new UsageError(`--${name} needs a value`);
-      flags.set(name, value);
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (value === undefined) continue;
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    flags.set(name, typeof last === "boolean" ? "true" : String(last));
+  }
+  return { flags, positionals: parsed.positionals };
+}
+
+/** The `--help` text: the synopsis, a description, and every flag with what it does and its default. */
+export function helpText(synopsis: string, description: string, specs: readonly FlagSpec[]): string {
+  const left = specs.map(
+    (spec) =>
+      `  ${spec.short === undefined ? "    " : `-${spec.short}, `}--${spec.name}${spec.value === undefined ? "" : ` ${spec.value}`}`,
+  );
+  const width = Math.max(...left.map((text) => text.length)) + 2;
+  const lines = specs.map((spec, index) => {
+    const help = spec.defaultText === undefined ? spec.help : `${spec.help} (default ${spec.defaultText})`;
+    const head = (left[index] ?? "").padEnd(width);
+    // Wrapped under the help column so every line fits 80 columns.
+    return wrap(help, 79 - width)
+      .map((part, line) => (line === 0 ? head : " ".repeat(width)) + part)
+      .join("\n");
+  });
+  return [`usage: ${synopsis}`, "", ...wrap(description, 79), "", "flags:", ...lines].join("\n");
+}
+
+/** Splits `text` into lines of at most `width` characters at spaces. */
+export function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  if (line !== "") lines.push(line);
+  return lines;
+}
+
+/**
+ * Runs a program's `main`, printing its errors: a {@link UsageError} or any typed error (one with a `code`)
+ * as one line on stderr and exit code 2; anything else (a bug) with its stack and exit code 1.
+ */
+export async function runProgram(program: string, main: () => number | Promise<number>): Promise<void> {
+  try {
+    process.exitCode = await main();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (error instanceof UsageError) {
+      console.error(`${program}: ${error.message} (see ${program} --help)`);
+      process.exitCode = 2;
+    } else if (typeof code === "string") {
+      console.error(`${program}: ${(error as Error).message.split("\n")[0]} (${code})`);
+      process.exitCode = 2;
     } else {
-      throw new UsageError(`unknown flag --${name}`);
+      console.error(`${program}: ${(error as Error)?.stack ?? String(error)}`);
+      process.exitCode = 1;
     }
   }
-  return { flags, positionals };
 }

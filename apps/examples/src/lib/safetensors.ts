@@ -59,22 +59,35 @@ export function parseSafetensors(bytes: ArrayBuffer): SafetensorsHeader {
       `header length ${headerLength} does not fit in a ${bytes.byteLength}-byte file`,
     );
   }
-  let header: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    header = JSON.parse(new TextDecoder().decode(new Uint8Array(bytes, 8, headerLength)));
+    parsed = JSON.parse(new TextDecoder().decode(new Uint8Array(bytes, 8, headerLength)));
   } catch (error) {
     throw new SafetensorsFormatError(`the header is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new SafetensorsFormatError(
+      `the header is ${parsed === null ? "null" : Array.isArray(parsed) ? "an array" : `a ${typeof parsed}`}, not an object of tensors`,
+    );
   }
   const dataStart = 8 + headerLength;
   const tensors: TensorInfo[] = [];
   let metadata: Record<string, string> = {};
-  for (const [name, value] of Object.entries(header)) {
+  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
     if (name === "__metadata__") {
-      metadata = value as Record<string, string>;
+      metadata = checkedMetadata(value);
       continue;
     }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new SafetensorsFormatError(
+        `tensor ${name}: its entry is ${value === null ? "null" : JSON.stringify(value)?.slice(0, 40)}, not an object`,
+      );
+    }
     const entry = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
-    const elementBytes = typeof entry.dtype === "string" ? DTYPE_BYTES[entry.dtype] : undefined;
+    const elementBytes =
+      typeof entry.dtype === "string" && Object.hasOwn(DTYPE_BYTES, entry.dtype)
+        ? DTYPE_BYTES[entry.dtype]
+        : undefined;
     const shape = entry.shape;
     const offsets = entry.data_offsets;
     if (
@@ -86,9 +99,21 @@ export function parseSafetensors(bytes: ArrayBuffer): SafetensorsHeader {
     ) {
       throw new SafetensorsFormatError(`tensor ${name}: bad dtype, shape or data_offsets`);
     }
-    const [begin, end] = offsets as [number, number];
+    const [begin, end] = offsets as [unknown, unknown];
+    // Offsets are byte positions: whole numbers, in order (a fractional one would make a view throw later).
+    if (
+      !Number.isSafeInteger(begin) ||
+      !Number.isSafeInteger(end) ||
+      (begin as number) < 0 ||
+      (end as number) < (begin as number)
+    ) {
+      throw new SafetensorsFormatError(
+        `tensor ${name}: data_offsets ${JSON.stringify(offsets)} are not two whole byte offsets, begin ≤ end`,
+      );
+    }
     const elements = (shape as number[]).reduce((product, dimension) => product * dimension, 1);
-    if (end - begin !== elements * elementBytes || begin < 0 || dataStart + end > bytes.byteLength) {
+    const length = (end as number) - (begin as number);
+    if (length !== elements * elementBytes || dataStart + (end as number) > bytes.byteLength) {
       throw new SafetensorsFormatError(
         `tensor ${name}: data_offsets [${begin}, ${end}] do not match its shape or the file`,
       );
@@ -97,12 +122,38 @@ export function parseSafetensors(bytes: ArrayBuffer): SafetensorsHeader {
       name,
       dtype: entry.dtype as string,
       shape: shape as number[],
-      offset: dataStart + begin,
-      byteLength: end - begin,
+      offset: dataStart + (begin as number),
+      byteLength: length,
     });
   }
   tensors.sort((a, b) => a.offset - b.offset);
+  // Two tensors sharing bytes would alias each other's weights: refused, naming both (empty ones share none).
+  let previous: TensorInfo | undefined;
+  for (const tensor of tensors) {
+    if (tensor.byteLength === 0) continue;
+    if (previous !== undefined && tensor.offset < previous.offset + previous.byteLength) {
+      throw new SafetensorsFormatError(
+        `tensor ${tensor.name}: its bytes overlap tensor ${previous.name}'s (data_offsets from ${previous.offset - dataStart} to ${previous.offset - dataStart + previous.byteLength})`,
+      );
+    }
+    previous = tensor;
+  }
   return { headerLength, metadata, tensors };
+}
+
+/** `__metadata__` is an object of strings (the format's `Dict[str, str]`); anything else is refused. */
+function checkedMetadata(value: unknown): Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new SafetensorsFormatError(
+      `tensor __metadata__: it is ${value === null ? "null" : JSON.stringify(value)?.slice(0, 40)}, not an object of strings`,
+    );
+  }
+  for (const [key, entry] of Object.entries(value)) {
+    if (typeof entry !== "string") {
+      throw new SafetensorsFormatError(`tensor __metadata__: its value for ${key} is not a string`);
+    }
+  }
+  return value as Record<string, string>;
 }
 
 /** A tensor to write: name, dtype, shape; its bytes are random. */

@@ -1,13 +1,27 @@
 /// <reference types="node" />
-import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
+
+import { constants as bufferConstants } from "node:buffer";
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from "node:fs";
+import { pipeline, Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import { createGunzip, gunzipSync } from "node:zlib";
 import { TraceError } from "../errors.js";
 import {
+  isTraceEvent,
   type ReplayOptions,
   type ReplayResult,
-  replayTrace,
   type TraceEvent,
   type TraceHeader,
+  TraceReplay,
 } from "../replay.js";
 
 /** A trace read from a file. */
@@ -18,52 +32,232 @@ export interface Trace {
   events: TraceEvent[];
 }
 
-const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+/** How a trace is read as a stream. */
+export interface TraceStreamOptions {
+  /** The longest line accepted, in characters (a longer one is refused, so memory stays bounded); 1 MiB. */
+  maxLineLength?: number;
+  /**
+   * Called as the input is read: bytes read so far (of the file as stored, compressed or not) and the
+   * file's size (`undefined` for a stream).
+   */
+  onProgress?: (bytesRead: number, totalBytes: number | undefined) => void;
+  /** The name used in error messages for a stream source; a path names itself. */
+  name?: string;
+}
 
-function isTraceEvent(value: unknown): value is TraceEvent {
-  if (!Array.isArray(value)) return false;
-  switch (value[0]) {
-    case "a":
-    case "m":
-      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
-    case "f":
-    case "u":
-      return value.length === 2 && isByteCount(value[1]);
-    case "l":
-      return value.length === 3 && ["memory", "cache", "wired"].includes(value[1]) && isByteCount(value[2]);
-    case "c":
-    case "p":
-      return value.length === 1;
-    default:
-      return false;
+/** The longest line a trace reader accepts by default: a header or event is far shorter. */
+export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
+
+const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"`;
+
+/**
+ * The digits of `text` from `start` up to the first character that is not one, as a number, and where they
+ * end; `undefined` unless JSON would read the same integer (no leading zero, at most 15 digits: safe).
+ */
+function digitsAt(text: string, start: number): { value: number; end: number } | undefined {
+  let value = 0;
+  let index = start;
+  for (; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 48 || code > 57) break;
+    value = value * 10 + (code - 48);
+  }
+  const count = index - start;
+  if (count === 0 || count > 15 || (count > 1 && text.charCodeAt(start) === 48)) return undefined;
+  return { value, end: index };
+}
+
+/**
+ * A fast path for the lines that make up nearly every trace, exactly `["a",id,bytes]` and `["f",id]` (what
+ * the shared traces and the Device write): read without `JSON.parse`, which costs several times more. Any
+ * other line (spaces, other kinds, anything odd) returns `undefined` and goes through `JSON.parse`.
+ */
+function parseCommonEvent(text: string, start: number, end: number): TraceEvent | undefined {
+  // '["' then the tag, '",'
+  if (text.charCodeAt(start) !== 91 || text.charCodeAt(start + 1) !== 34) return undefined;
+  const tag = text.charCodeAt(start + 2);
+  if ((tag !== 97 && tag !== 102) || text.charCodeAt(start + 3) !== 34 || text.charCodeAt(start + 4) !== 44)
+    return undefined;
+  const id = digitsAt(text, start + 5);
+  if (id === undefined) return undefined;
+  if (tag === 102) {
+    if (text.charCodeAt(id.end) !== 93 || id.end + 1 !== lineEnd(text, start, end)) return undefined;
+    return ["f", id.value];
+  }
+  if (text.charCodeAt(id.end) !== 44) return undefined;
+  const bytes = digitsAt(text, id.end + 1);
+  if (bytes === undefined || text.charCodeAt(bytes.end) !== 93 || bytes.end + 1 !== lineEnd(text, start, end))
+    return undefined;
+  return ["a", id.value, bytes.value];
+}
+
+/** Where a line's content ends: before a CR that ends it (CRLF files). */
+function lineEnd(text: string, start: number, end: number): number {
+  return end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+}
+
+/** Splits text into lines and parses each into a header or an event; shared by every reader. */
+class TraceLineParser {
+  readonly #name: string;
+  readonly #maxLineLength: number;
+  #pending = "";
+  #line = 0;
+  #events = 0;
+  #header: TraceHeader | undefined;
+
+  constructor(name: string, maxLineLength: number) {
+    this.#name = name;
+    this.#maxLineLength = maxLineLength;
+  }
+
+  get events(): number {
+    return this.#events;
+  }
+
+  get header(): TraceHeader | undefined {
+    return this.#header;
+  }
+
+  /** Parses the complete lines of `text` (appended to what was pending) into `out`. */
+  push(text: string, out: (TraceEvent | TraceHeader)[]): void {
+    const joined = this.#pending === "" ? text : this.#pending + text;
+    let start = 0;
+    for (let end = joined.indexOf("\n"); end !== -1; end = joined.indexOf("\n", start)) {
+      if (end - start > this.#maxLineLength) this.#tooLong();
+      const event =
+        this.#header !== undefined || this.#events > 0 ? parseCommonEvent(joined, start, end) : undefined;
+      if (event === undefined) this.#parse(joined.slice(start, end), out);
+      else {
+        this.#line += 1;
+        this.#events += 1;
+        out.push(event);
+      }
+      start = end + 1;
+    }
+    this.#pending = start === 0 ? joined : joined.slice(start);
+    if (this.#pending.length > this.#maxLineLength) this.#tooLong();
+  }
+
+  /** Parses the last line (one without a newline). */
+  end(out: (TraceEvent | TraceHeader)[]): void {
+    if (this.#pending !== "") this.#parse(this.#pending, out);
+    this.#pending = "";
+    if (this.#events === 0)
+      throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
+  }
+
+  #tooLong(): never {
+    throw new TraceError(
+      "ERR_NUVEC_TRACE_TOO_LARGE",
+      `trace file ${this.#name}, line ${this.#line + 1}: longer than ${this.#maxLineLength} characters (no trace line is)`,
+    );
+  }
+
+  #parse(raw: string, out: (TraceEvent | TraceHeader)[]): void {
+    this.#line += 1;
+    const line = raw.trim();
+    if (line === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new TraceError(
+        "ERR_NUVEC_TRACE_CORRUPT",
+        `trace file ${this.#name}, line ${this.#line}: not JSON (${(error as Error).message})`,
+        { cause: error },
+      );
+    }
+    if (isTraceEvent(value)) {
+      this.#events += 1;
+      out.push(value);
+    } else if (
+      this.#header === undefined &&
+      this.#events === 0 &&
+      typeof value === "object" &&
+      value !== null &&
+      !Array.isArray(value)
+    ) {
+      this.#header = value as TraceHeader;
+      out.push(this.#header);
+    } else {
+      throw new TraceError(
+        "ERR_NUVEC_TRACE_CORRUPT",
+        `trace file ${this.#name}, line ${this.#line}: not an event (${EVENT_SHAPES}): ${line.slice(0, 80)}`,
+      );
+    }
   }
 }
 
 /**
- * Reads a trace file: gzipped NDJSON (recognised by its magic bytes, whatever its name) or plain NDJSON.
- *
- * @throws TraceError with code `ERR_NUVEC_TRACE_NOT_FOUND` (missing or unreadable), `ERR_NUVEC_TRACE_EMPTY`
- * (no events) or `ERR_NUVEC_TRACE_CORRUPT` (bad gzip, bad JSON, or a line that is no event; the message
- * names the line).
+ * Opens a trace file for reading after checking it is a regular file: a FIFO, a device such as `/dev/zero`
+ * or a directory is refused before anything is read (opened non-blocking, so a FIFO cannot hang the open,
+ * and checked again on the open descriptor, so a file swapped in between is refused too).
  */
-export function readTrace(path: string): Trace {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(path);
-  } catch (error) {
+function openTraceFile(path: string): { fd: number; size: number } {
+  const fail = (error: unknown): never => {
     const code = (error as NodeJS.ErrnoException).code;
     throw new TraceError(
       "ERR_NUVEC_TRACE_NOT_FOUND",
-      code === "ENOENT"
+      code === "ENOENT" || code === "ENOTDIR"
         ? `trace file not found: ${path}`
         : `cannot read trace file ${path}: ${code ?? error}`,
       { cause: error },
     );
+  };
+  const notAFile = () =>
+    new TraceError(
+      "ERR_NUVEC_TRACE_NOT_A_FILE",
+      `trace file ${path} is not a regular file (a FIFO, device or directory cannot be a trace)`,
+    );
+  let fd: number;
+  try {
+    if (!statSync(path).isFile()) throw notAFile();
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    if (error instanceof TraceError) throw error;
+    return fail(error);
   }
-  if (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
+  const stats = fstatSync(fd);
+  if (!stats.isFile()) {
+    closeSync(fd);
+    throw notAFile();
+  }
+  return { fd, size: stats.size };
+}
+
+const isGzip = (bytes: Uint8Array) => bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
+
+/**
+ * Reads a whole trace file into memory: gzipped NDJSON (recognised by its magic bytes, whatever its name) or
+ * plain NDJSON. For large traces use {@link streamTrace} or {@link replayTraceStream}, whose memory is bounded;
+ * this refuses text longer than the longest string Node.js can make.
+ *
+ * @throws TraceError with code `ERR_NUVEC_TRACE_NOT_FOUND` (missing or unreadable),
+ * `ERR_NUVEC_TRACE_NOT_A_FILE` (a FIFO, device or directory), `ERR_NUVEC_TRACE_EMPTY` (no events),
+ * `ERR_NUVEC_TRACE_TOO_LARGE` (too large to hold, or a line longer than 1 MiB) or `ERR_NUVEC_TRACE_CORRUPT`
+ * (bad gzip, bad JSON, or a line that is no event; the message names the line).
+ */
+export function readTrace(path: string): Trace {
+  const limit = bufferConstants.MAX_STRING_LENGTH;
+  const tooLarge = (cause?: unknown) =>
+    new TraceError(
+      "ERR_NUVEC_TRACE_TOO_LARGE",
+      `trace file ${path} is larger than readTrace can hold (${limit} characters): read it with streamTrace or replayTraceStream`,
+      { cause },
+    );
+  const { fd, size } = openTraceFile(path);
+  let bytes: Buffer;
+  try {
+    if (size > limit) throw tooLarge();
+    bytes = readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (isGzip(bytes)) {
     try {
-      bytes = gunzipSync(bytes);
+      bytes = gunzipSync(bytes, { maxOutputLength: limit });
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(error);
       throw new TraceError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${path} is not valid gzip: ${(error as Error).message}`,
@@ -71,46 +265,130 @@ export function readTrace(path: string): Trace {
       );
     }
   }
-  const lines = bytes.toString("utf8").split("\n");
-  let header: TraceHeader | undefined;
-  const events: TraceEvent[] = [];
-  for (let index = 0; index < lines.length; index++) {
-    const line = lines[index]!.trim();
-    if (line === "") continue;
-    let value: unknown;
+  const parser = new TraceLineParser(path, DEFAULT_MAX_LINE_LENGTH);
+  const items: (TraceEvent | TraceHeader)[] = [];
+  parser.push(bytes.toString("utf8"), items);
+  parser.end(items);
+  const header = parser.header;
+  return { header, events: (header === undefined ? items : items.slice(1)) as TraceEvent[] };
+}
+
+/** A source of trace bytes: a path, or a stream / async iterable of chunks (gzipped or not). */
+export type TraceSource = string | AsyncIterable<Uint8Array>;
+
+/**
+ * Reads a trace as a stream, in batches of items (the header object first, when there is one, then events),
+ * with bounded memory: one chunk of input and at most one line pending, whatever the trace's length. Lines
+ * are checked as {@link readTrace} checks them; id histories are checked by the replay (`TraceValidator`).
+ *
+ * @throws TraceError as {@link readTrace} (from the iteration), after which the input is closed.
+ */
+export async function* streamTraceBatches(
+  source: TraceSource,
+  options: TraceStreamOptions = {},
+): AsyncGenerator<(TraceEvent | TraceHeader)[], void, undefined> {
+  const name = typeof source === "string" ? source : (options.name ?? "(stream)");
+  let raw: Readable;
+  let totalBytes: number | undefined;
+  let gzip: boolean;
+  if (typeof source === "string") {
+    const { fd, size } = openTraceFile(source);
+    totalBytes = size;
+    const magic = Buffer.alloc(2);
+    let got: number;
     try {
-      value = JSON.parse(line);
+      got = readSync(fd, magic, 0, 2, 0);
     } catch (error) {
+      closeSync(fd);
+      throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${source}: ${error}`, {
+        cause: error,
+      });
+    }
+    gzip = isGzip(magic.subarray(0, got));
+    raw = createReadStream("", { fd, start: 0, highWaterMark: 256 * 1024 });
+  } else {
+    // Peek at the first chunk for gzip's magic bytes, then hand the whole stream on.
+    const iterator = source[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    const firstChunk = first.done ? new Uint8Array(0) : first.value;
+    gzip = isGzip(firstChunk);
+    raw = Readable.from(
+      (async function* () {
+        if (!first.done) yield firstChunk;
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+      })(),
+      { objectMode: false },
+    );
+  }
+  let bytesRead = 0;
+  const onProgress = options.onProgress;
+  raw.on("data", (chunk: Uint8Array) => {
+    bytesRead += chunk.length;
+    onProgress?.(bytesRead, totalBytes);
+  });
+  let text: Readable = raw;
+  if (gzip) {
+    const gunzip = createGunzip();
+    pipeline(raw, gunzip, () => {});
+    text = gunzip;
+  }
+  const parser = new TraceLineParser(name, options.maxLineLength ?? DEFAULT_MAX_LINE_LENGTH);
+  const decoder = new StringDecoder("utf8");
+  try {
+    for await (const chunk of text) {
+      const items: (TraceEvent | TraceHeader)[] = [];
+      parser.push(decoder.write(chunk as Buffer), items);
+      if (items.length > 0) yield items;
+    }
+  } catch (error) {
+    if (error instanceof TraceError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (gzip && code.startsWith("Z_")) {
       throw new TraceError(
         "ERR_NUVEC_TRACE_CORRUPT",
-        `trace file ${path}, line ${index + 1}: not JSON (${(error as Error).message})`,
+        `trace file ${name} is not valid gzip: ${(error as Error).message}`,
         { cause: error },
       );
     }
-    if (isTraceEvent(value)) {
-      events.push(value);
-    } else if (header === undefined && events.length === 0 && typeof value === "object" && value !== null) {
-      if (Array.isArray(value)) {
-        throw new TraceError(
-          "ERR_NUVEC_TRACE_CORRUPT",
-          `trace file ${path}, line ${index + 1}: not an event`,
-        );
-      }
-      header = value as TraceHeader;
-    } else {
-      throw new TraceError(
-        "ERR_NUVEC_TRACE_CORRUPT",
-        `trace file ${path}, line ${index + 1}: not an event (["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"): ${line.slice(0, 80)}`,
-      );
-    }
+    throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${name}: ${error}`, {
+      cause: error,
+    });
+  } finally {
+    raw.destroy();
+    text.destroy();
   }
-  if (events.length === 0) throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${path} has no events`);
-  return { header, events };
+  const items: (TraceEvent | TraceHeader)[] = [];
+  parser.push(decoder.end(), items);
+  parser.end(items);
+  if (items.length > 0) yield items;
+}
+
+/** {@link streamTraceBatches} one item at a time: the header object (if any), then each event. */
+export async function* streamTrace(
+  source: TraceSource,
+  options: TraceStreamOptions = {},
+): AsyncGenerator<TraceEvent | TraceHeader, void, undefined> {
+  for await (const batch of streamTraceBatches(source, options)) yield* batch;
+}
+
+/**
+ * Reads a trace as a stream and replays it (see `replayTrace`), with memory bounded by what the trace keeps
+ * live, not by its length. The result's `nsPerEvent` excludes the reading.
+ */
+export async function replayTraceStream(
+  source: TraceSource,
+  options: ReplayOptions & TraceStreamOptions = {},
+): Promise<ReplayResult> {
+  const replay = new TraceReplay(options);
+  for await (const batch of streamTraceBatches(source, options)) replay.applyAll(batch);
+  return replay.result();
 }
 
 /** Reads a trace file and replays it (see `replayTrace`); the result's `nsPerEvent` excludes the reading. */
 export function replayTraceFile(path: string, options: ReplayOptions = {}): ReplayResult {
   const trace = readTrace(path);
-  const result = replayTrace(trace.events, options);
-  return { ...result, header: trace.header };
+  const replay = new TraceReplay(options);
+  if (trace.header !== undefined) replay.apply(trace.header);
+  replay.applyAll(trace.events);
+  return replay.result();
 }

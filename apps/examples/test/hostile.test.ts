@@ -1,0 +1,224 @@
+// Hostile use, issue 11 items 13-15, and issue 12's command-line programs: traces the replay program must
+// refuse as replayTrace does, files that are not files, hostile safetensors headers, a demo whose checkpoint
+// cannot be written, and every line within an 80-column terminal. From the built programs (the test task
+// builds first).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+import { parseSafetensors, SafetensorsFormatError } from "../src/lib/safetensors.js";
+
+const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const shippedTrace = join(app, "traces", "gpt2-decode-cut.ndjson.gz");
+const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-hostile-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function run(program: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  const result = spawnSync(process.execPath, [join(app, "dist", `${program}.js`), ...args], {
+    encoding: "utf8",
+    env: { ...process.env, FORCE_COLOR: "0", ...env },
+    // Before the fix a FIFO hung and /dev/zero grew without bound: never wait forever.
+    timeout: 60_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Characters (code points) of the longest line, ANSI escapes removed, each redraw (`\r`) a line of its own. */
+function longestLine(text: string): number {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching the terminal's escape sequences
+  const plain = text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, "");
+  return Math.max(0, ...plain.split(/\r\n|\r|\n/).map((line) => [...line].length));
+}
+
+function traceFile(name: string, lines: unknown[]): string {
+  const path = join(folder, name);
+  writeFileSync(path, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
+  return path;
+}
+
+describe("hostile: replay refuses what replayTrace refuses (one validation path)", () => {
+  it.each([
+    [
+      "a free of an unknown id",
+      [
+        ["a", 0, 10],
+        ["f", 5],
+      ],
+      /never allocated/,
+    ],
+    [
+      "a double free",
+      [
+        ["a", 0, 10],
+        ["f", 0],
+        ["f", 0],
+      ],
+      /already freed/,
+    ],
+    [
+      "a reused id",
+      [
+        ["a", 0, 10],
+        ["a", 0, 10],
+      ],
+      /already allocated/,
+    ],
+    [
+      "an unmap of an unknown id",
+      [
+        ["m", 0, 4096],
+        ["u", 1],
+      ],
+      /never mapped/,
+    ],
+  ])("%s: one line on stderr, exit code 2", (_name, events, why) => {
+    const { status, stderr } = run("replay", [traceFile("bad-ids.ndjson.gz", events), "--json"]);
+    expect(status).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(why);
+    expect(stderr).toContain("ERR_NUVEC_TRACE_EVENT");
+  });
+
+  it("refuses a FIFO, /dev/zero and a directory before reading (no hang, no growth)", () => {
+    const fifo = join(folder, "trace.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const targets = [fifo, folder, ...(existsSync("/dev/zero") ? ["/dev/zero"] : [])];
+    for (const target of targets) {
+      const { status, stderr } = run("replay", [target]);
+      expect(status, target).toBe(2);
+      expect(stderr).toContain("ERR_NUVEC_TRACE_NOT_A_FILE");
+    }
+  });
+});
+
+describe("hostile: safetensors headers", () => {
+  function file(header: unknown, dataBytes = 64): ArrayBuffer {
+    const body = Buffer.from(typeof header === "string" ? header : JSON.stringify(header));
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(body.length));
+    const bytes = Buffer.concat([prefix, body, Buffer.alloc(dataBytes)]);
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+  const tensor = (offsets: unknown[], shape = [4]) => ({ dtype: "U8", shape, data_offsets: offsets });
+
+  it.each([
+    ["a null header", "null", /header is null/],
+    ["an array header", "[]", /header is an array/],
+    ["a null tensor", { a: null }, /tensor a: .*null/],
+    ["a string tensor", { a: "x" }, /tensor a:/],
+    ["fractional offsets", { a: tensor([0.5, 4.5]) }, /tensor a: .*whole/],
+    ["offsets in reverse", { a: tensor([4, 0], [0]) }, /tensor a:/],
+    ["overlapping tensors", { a: tensor([0, 4]), b: tensor([2, 6]) }, /tensor b: .*overlap tensor a/],
+    ["a non-object __metadata__", { __metadata__: 5, a: tensor([0, 4]) }, /__metadata__/],
+    ["a non-string metadata value", { __metadata__: { n: 1 } }, /__metadata__.*n/],
+    [
+      "an inherited dtype name",
+      { a: { dtype: "constructor", shape: [1], data_offsets: [0, 1] } },
+      /tensor a/,
+    ],
+  ])("%s: a SafetensorsFormatError naming it", (_name, header, message) => {
+    let error: unknown;
+    try {
+      parseSafetensors(file(header));
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(SafetensorsFormatError);
+    expect(error).toMatchObject({ code: "ERR_NUVEC_SAFETENSORS", message: expect.stringMatching(message) });
+  });
+
+  it("checkpoint reports an overlapping file in one line, exit code 2", () => {
+    const path = join(folder, "overlap.safetensors");
+    writeFileSync(path, Buffer.from(file({ a: tensor([0, 4]), b: tensor([2, 6]) })));
+    const { status, stderr } = run("checkpoint", [path]);
+    expect(status).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(/tensor b: .*ERR_NUVEC_SAFETENSORS/);
+  });
+});
+
+describe("hostile: the demo's temporary checkpoint", () => {
+  it("is removed when writing it fails (a 2 MiB file size limit)", () => {
+    const temporary = join(folder, "demo-tmp");
+    mkdirSync(temporary);
+    // SIGXFSZ ignored, so the write fails with EFBIG instead of killing the process.
+    const result = spawnSync(
+      "sh",
+      [
+        "-c",
+        `trap "" XFSZ; ulimit -f 2048; exec "${process.execPath}" "${join(app, "dist", "demo.js")}" --report "${join(folder, "r.html")}"`,
+      ],
+      { encoding: "utf8", env: { ...process.env, TMPDIR: temporary }, timeout: 120_000 },
+    );
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/EFBIG|too large/i);
+    expect(readdirSync(temporary)).toEqual([]);
+  });
+});
+
+describe("the programs fit an 80-column terminal", () => {
+  it("the demo, piped: short output, no line over 80 columns; --verbose adds the full tables", () => {
+    const brief = run("demo", ["--checkpoint-size", "24MiB", "--report", join(folder, "d.html")]);
+    expect(brief.status).toBe(0);
+    expect(longestLine(brief.stdout)).toBeLessThanOrEqual(80);
+    expect(brief.stdout).toContain("after wiring, what changed:");
+    expect(brief.stdout).not.toContain("| memoryLimit");
+    expect(brief.stdout.split("\n").length).toBeLessThan(60);
+    const verbose = run("demo", [
+      "--checkpoint-size",
+      "24MiB",
+      "--report",
+      join(folder, "d.html"),
+      "--verbose",
+    ]);
+    expect(verbose.status).toBe(0);
+    expect(longestLine(verbose.stdout)).toBeLessThanOrEqual(80);
+    expect(verbose.stdout).toContain("| after the workload");
+    expect(verbose.stdout).toContain("| memoryLimit");
+  });
+
+  it("replay and checkpoint output and every --help fit 80 columns", () => {
+    const replay = run("replay", [shippedTrace]);
+    expect(replay.status).toBe(0);
+    expect(longestLine(replay.stdout)).toBeLessThanOrEqual(80);
+    for (const program of ["demo", "replay", "checkpoint"]) {
+      const help = run(program, ["--help"]);
+      expect(help.status).toBe(0);
+      expect(longestLine(help.stdout)).toBeLessThanOrEqual(80);
+      expect(help.stdout).toContain("--help");
+      expect(help.stdout).toContain("(default");
+    }
+  });
+
+  const scriptAvailable = spawnSync("script", ["--version"]).status === 0;
+  // `script` (util-linux) gives the program a pseudo-terminal; without it there is no TTY to test.
+  it.skipIf(!scriptAvailable)(
+    "on a 50-column pseudo-terminal the progress lines fit, and replay shows progress only there",
+    () => {
+      const inTerminal = (command: string) =>
+        spawnSync("script", ["-qc", `stty cols 50 rows 40; ${command}`, "/dev/null"], {
+          encoding: "utf8",
+          timeout: 120_000,
+        }).stdout;
+      const node = `"${process.execPath}"`;
+      const demo = inTerminal(
+        `${node} "${join(app, "dist", "demo.js")}" --checkpoint-size 24MiB --report "${join(folder, "t.html")}"`,
+      );
+      const redraws = demo.split("\r").filter((part) => part.includes("%"));
+      expect(redraws.length).toBeGreaterThan(0);
+      for (const redraw of redraws) expect(longestLine(redraw)).toBeLessThanOrEqual(49);
+      const replay = inTerminal(`${node} "${join(app, "dist", "replay.js")}" "${shippedTrace}"`);
+      expect(replay).toContain("%");
+      for (const redraw of replay.split("\r").filter((part) => part.includes("%")))
+        expect(longestLine(redraw)).toBeLessThanOrEqual(49);
+      // Piped or --json: no progress at all.
+      expect(run("replay", [shippedTrace]).stdout).not.toContain("%");
+      expect(
+        inTerminal(`${node} "${join(app, "dist", "replay.js")}" "${shippedTrace}" --json`),
+      ).not.toContain("%]");
+    },
+  );
+});

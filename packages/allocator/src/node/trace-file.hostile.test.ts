@@ -1,0 +1,195 @@
+// Hostile use, issue 11 item 13 (and issue 12's streaming readTrace): traces that name ids wrongly are
+// refused the same way by every reader; non-regular files (a FIFO, /dev/zero, a directory) are refused before
+// anything is read; a gzip bomb of one endless line is refused with a typed error; a 36-million-event trace
+// replays as a stream within 500 MB of resident memory.
+import { execFileSync, spawnSync } from "node:child_process";
+import { createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createGzip, gzipSync } from "node:zlib";
+import { afterAll, describe, expect, it } from "vitest";
+import { TraceError } from "../errors.js";
+import { readTrace, replayTraceFile, replayTraceStream, streamTrace } from "../node.js";
+import { replayTrace, type TraceEvent } from "../replay.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const folder = mkdtempSync(join(tmpdir(), "nuvec-hostile-trace-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+function write(name: string, content: string | Buffer): string {
+  const path = join(folder, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+async function* chunks(text: string) {
+  yield Buffer.from(text);
+}
+
+/** The error `run` throws or rejects with. */
+async function caught(run: () => unknown): Promise<unknown> {
+  try {
+    await run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected an error");
+}
+
+describe("hostile: impossible id histories are refused by every replay", () => {
+  const cases: [string, TraceEvent[], RegExp][] = [
+    [
+      "a free of an unknown id",
+      [
+        ["a", 0, 10],
+        ["f", 7],
+      ],
+      /never allocated/,
+    ],
+    [
+      "a double free",
+      [
+        ["a", 0, 10],
+        ["f", 0],
+        ["f", 0],
+      ],
+      /already freed/,
+    ],
+    [
+      "a reused id",
+      [
+        ["a", 0, 10],
+        ["f", 0],
+        ["a", 0, 10],
+      ],
+      /already allocated/,
+    ],
+    [
+      "an unmap of an unknown id",
+      [
+        ["m", 0, 4096],
+        ["u", 3],
+      ],
+      /never mapped/,
+    ],
+    [
+      "a double unmap",
+      [
+        ["m", 0, 4096],
+        ["u", 0],
+        ["u", 0],
+      ],
+      /already released/,
+    ],
+    [
+      "a reused mapping id",
+      [
+        ["m", 0, 4096],
+        ["u", 0],
+        ["m", 0, 4096],
+      ],
+      /already used/,
+    ],
+  ];
+  it.each(cases)(
+    "%s: replayTrace, replayTraceFile and replayTraceStream agree",
+    async (_name, events, why) => {
+      const text = `${events.map((event) => JSON.stringify(event)).join("\n")}\n`;
+      const errors = [
+        await caught(() => replayTrace(events)),
+        await caught(() => replayTraceFile(write("ids.ndjson", text))),
+        await caught(() => replayTraceStream(chunks(text))),
+        await caught(() => replayTraceStream(write("ids.ndjson.gz", gzipSync(text)))),
+      ];
+      for (const error of errors) {
+        expect(error).toBeInstanceOf(TraceError);
+        expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_EVENT", message: expect.stringMatching(why) });
+      }
+    },
+  );
+});
+
+describe("hostile: files that are not regular files", () => {
+  const readers: [string, (path: string) => unknown][] = [
+    ["readTrace", (path) => readTrace(path)],
+    ["replayTraceStream", (path) => replayTraceStream(path)],
+    [
+      "streamTrace",
+      async (path) => {
+        for await (const _ of streamTrace(path));
+      },
+    ],
+  ];
+
+  const fifo = join(folder, "trace.fifo");
+  execFileSync("mkfifo", [fifo]);
+  const targets: [string, string][] = [
+    ["a FIFO (no writer: reading it would hang)", fifo],
+    ["a directory", folder],
+  ];
+  // /dev/zero is endless: reading it grew to 7 GB before.
+  if (existsSync("/dev/zero")) targets.push(["/dev/zero", "/dev/zero"]);
+
+  for (const [reader, read] of readers) {
+    it.each(targets)(`${reader} refuses %s with ERR_NUVEC_TRACE_NOT_A_FILE`, async (_name, path) => {
+      const error = await caught(() => read(path));
+      expect(error).toBeInstanceOf(TraceError);
+      expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_NOT_A_FILE" });
+    });
+  }
+});
+
+describe("hostile: gzip bombs and endless lines", () => {
+  /** A gzip file of `megabytes` MiB of one line with no end (a few KiB compressed). */
+  async function oneLineBomb(name: string, megabytes: number): Promise<string> {
+    const path = join(folder, name);
+    const gzip = createGzip({ level: 9 });
+    const done = new Promise<void>((resolveDone, reject) => {
+      gzip
+        .pipe(createWriteStream(path))
+        .on("finish", () => resolveDone())
+        .on("error", reject);
+    });
+    gzip.write('["a",0,1]\n');
+    const block = Buffer.alloc(1024 * 1024, "a".charCodeAt(0));
+    for (let index = 0; index < megabytes; index++) gzip.write(block);
+    gzip.end();
+    await done;
+    return path;
+  }
+
+  it("a one-line gzip bomb is refused with ERR_NUVEC_TRACE_TOO_LARGE by every reader", async () => {
+    const path = await oneLineBomb("bomb.ndjson.gz", 64);
+    for (const read of [() => readTrace(path), () => replayTraceStream(path)]) {
+      const error = await caught(read);
+      expect(error).toBeInstanceOf(TraceError);
+      expect(error).toMatchObject({
+        code: "ERR_NUVEC_TRACE_TOO_LARGE",
+        message: expect.stringMatching(/line 2/),
+      });
+    }
+  });
+
+  it("a long line from a plain stream is refused at the bound given", async () => {
+    const error = await caught(() =>
+      replayTraceStream(chunks(`["a",0,1]\n${" ".repeat(5000)}["f",0]\n`), { maxLineLength: 4096 }),
+    );
+    expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_TOO_LARGE" });
+    await expect(
+      replayTraceStream(chunks(`["a",0,1]\n${" ".repeat(4000)}["f",0]\n`), { maxLineLength: 4096 }),
+    ).resolves.toMatchObject({ events: 2 });
+  });
+});
+
+describe("hostile: a 36-million-event trace", () => {
+  it("replays as a stream within 500 MB of resident memory (peak RSS of its own process)", () => {
+    const child = resolve(here, "../../test/children/stream-replay-rss.mjs");
+    const run = spawnSync(process.execPath, [child, "36000000"], { encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    const result = JSON.parse(run.stdout.trim().split("\n").at(-1) as string);
+    expect(result.events).toBe(36_000_000);
+    expect(result.peakRssBytes).toBeLessThan(500 * 1000 * 1000);
+  }, 900_000);
+});
