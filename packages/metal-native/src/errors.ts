@@ -4,7 +4,8 @@ export type NativeErrorCode =
   | "ERR_NUVEC_RELEASED"
   | "ERR_NUVEC_SYSTEM"
   | "ERR_NUVEC_ALLOCATION_FAILED"
-  | "ERR_NUVEC_NATIVE_UNAVAILABLE";
+  | "ERR_NUVEC_NATIVE_UNAVAILABLE"
+  | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
 /** The base class of every error a native backend throws: `code` says which. */
 export class NativeError extends Error {
@@ -71,5 +72,12 @@ export class NativeAllocationError extends NativeError {
 export class NativeUnavailableError extends NativeError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
+  }
+}
+
+/** `contents()` of memory the CPU cannot address (CUDA device memory): copy with `read()`/`write()` instead. */
+export class NativeNotHostVisibleError extends NativeError {
+  constructor(message: string) {
+    super("ERR_NUVEC_NOT_HOST_VISIBLE", message);
   }
 }

@@ -5,7 +5,7 @@
  */
 
 /** Which implementation a backend is. */
-export type BackendPlatform = "metal" | "host" | "mock";
+export type BackendPlatform = "metal" | "host" | "mock" | "cuda";
 
 /** Facts about the device, read once when the backend is opened. Bytes are JavaScript numbers. */
 export interface DeviceFacts {
@@ -25,6 +25,11 @@ export interface DeviceFacts {
   readonly pageSize: number;
   /** Whether residency sets (wiring) are available: Metal 3 GPUs on macOS ≥ 15; host: always. */
   readonly supportsResidencySets: boolean;
+  /**
+   * False where buffers are device memory the CPU cannot address (CUDA): their `contents()` is refused and
+   * `read`/`write` copy the bytes. Absent (Metal, host, mock) means true.
+   */
+  readonly hostVisible?: boolean;
 }
 
 /** A block of device memory: a Metal buffer, or real host memory. */
@@ -48,6 +53,13 @@ export interface NativeBuffer {
   detachContents(): void;
   /** Gives the memory back to the system and detaches every view. A second call throws. */
   release(): void;
+  /**
+   * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
+   * it; elsewhere the device copies through `contents()`). Throws after release.
+   */
+  read?(offset: number, length: number): Uint8Array;
+  /** Copies `source` into the buffer at `offset` (see `read`). Throws after release. */
+  write?(source: ArrayBuffer | ArrayBufferView, offset: number): void;
 }
 
 /** A file mapped into memory without a copy (private, copy-on-write: writes never reach the file). */
