@@ -685,7 +685,7 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
 Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
 
 // open(ordinal): opens the device once per environment. Throws ERR_NUVEC_NATIVE_UNAVAILABLE (with the
-// reason: no driver, no GPU, no such device) or, for another ordinal than the one open, an argument error.
+// reason: no driver, no GPU, no such device, another device already open in this thread).
 void Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AddonState& state = *DataOf(env).state;
@@ -697,9 +697,9 @@ void Open(const Napi::CallbackInfo& info) {
   if (state.tornDown) throw MakeError(env, kUnavailable, "the environment is shutting down");
   if (state.platform) {
     if (state.platform->facts().ordinal != static_cast<int>(ordinal)) {
-      ThrowArgument(env, "device",
-                    "this thread already opened CUDA device " + std::to_string(state.platform->facts().ordinal) +
-                        "; one device per thread");
+      throw MakeError(env, kUnavailable,
+                      "this thread already uses CUDA device " + std::to_string(state.platform->facts().ordinal) +
+                          ": one device per thread (open another in a worker thread)");
     }
     return;
   }

@@ -212,7 +212,8 @@ export function loadCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
       `options must be an object, got ${typeof options} ${describeValue(options)}`,
     );
   }
-  const device = checkDeviceOrdinal(options.device ?? 0);
+  // `null` is refused like any other non-ordinal: only a missing device means device 0.
+  const device = options.device === undefined ? 0 : checkDeviceOrdinal(options.device);
   const existing = backends.get(device);
   if (existing !== undefined) return existing;
   const addon = loadAddon();
@@ -587,15 +588,26 @@ export class CudaBackend implements NativeBackend {
    * pointer (`cuMemcpyDtoD`: the GPU's copy engine reads the registered pages). Throws a
    * {@link NativeArgumentError} when the mapping is not wired.
    */
-  copyFromMapping(buffer: CudaBuffer, mapping: CudaMappedFile, length: number = Math.min(buffer.length, mapping.length)): void {
+  copyFromMapping(
+    buffer: CudaBuffer,
+    mapping: CudaMappedFile,
+    length: number = Math.min(buffer.length, mapping.length),
+  ): void {
     if (!(buffer instanceof CudaBuffer) || buffer.owner !== this) {
-      throw new NativeArgumentError("buffer", "copyFromMapping(): the buffer must be a buffer of this backend");
+      throw new NativeArgumentError(
+        "buffer",
+        "copyFromMapping(): the buffer must be a buffer of this backend",
+      );
     }
     if (!(mapping instanceof CudaMappedFile) || mapping.owner !== this) {
-      throw new NativeArgumentError("mapping", "copyFromMapping(): the mapping must be a mapped file of this backend");
+      throw new NativeArgumentError(
+        "mapping",
+        "copyFromMapping(): the mapping must be a mapped file of this backend",
+      );
     }
     if (buffer.released) throw new NativeReleasedError("copyFromMapping(): the buffer was already released");
-    if (mapping.released) throw new NativeReleasedError("copyFromMapping(): the mapped file was already released");
+    if (mapping.released)
+      throw new NativeReleasedError("copyFromMapping(): the mapped file was already released");
     checkRange(length, "length", Math.min(buffer.length, mapping.length));
     call(() => this.#addon.copyFromMapping(buffer.raw, mapping.raw, length));
   }

@@ -25,6 +25,7 @@ import {
   DeviceClosedError,
   ForeignBufferError,
   MappingReleasedError,
+  MemoryNotHostVisibleError,
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
@@ -156,6 +157,8 @@ export class DeviceBuffer {
    */
   contents(): ArrayBuffer {
     this.#check("contents()");
+    // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
+    if (this.#device.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
     const buffer = this.#record.allocation.buffer;
     if (buffer === undefined) return EMPTY;
     const view = buffer.contents();
@@ -166,6 +169,46 @@ export class DeviceBuffer {
   /** A `Uint8Array` over the first `length` bytes of {@link contents}. */
   bytes(): Uint8Array {
     return new Uint8Array(this.contents(), 0, this.length);
+  }
+
+  /**
+   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0): through
+   * the backend on devices whose memory the CPU cannot address (CUDA), a plain copy through `contents()`
+   * elsewhere, so the same program runs on every backend. Must fit within `length`.
+   */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.#check("write()");
+    if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
+      throw new DeviceArgumentError(
+        "source",
+        "write(source): source must be an ArrayBuffer or an ArrayBuffer view",
+      );
+    }
+    this.#checkSpan("write()", offset, source.byteLength);
+    const buffer = this.#record.allocation.buffer;
+    if (buffer === undefined || source.byteLength === 0) return;
+    if (buffer.write !== undefined) {
+      buffer.write(source, offset);
+      return;
+    }
+    const bytes =
+      source instanceof ArrayBuffer
+        ? new Uint8Array(source)
+        : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    new Uint8Array(buffer.contents(), offset, bytes.byteLength).set(bytes);
+  }
+
+  /**
+   * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
+   * through the backend where the CPU cannot address the memory, through `contents()` elsewhere.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.#check("read()");
+    this.#checkSpan("read()", offset, length);
+    const buffer = this.#record.allocation.buffer;
+    if (buffer === undefined || length === 0) return new Uint8Array(0);
+    if (buffer.read !== undefined) return buffer.read(offset, length);
+    return new Uint8Array(buffer.contents(), offset, length).slice();
   }
 
   /** Gives the buffer back to the device (to its cache, or to the system). A second call throws. */
@@ -186,6 +229,27 @@ export class DeviceBuffer {
   #check(operation: string): void {
     if (this.#device.closed) throw new DeviceClosedError(operation);
     if (!this.#record.live) throw new BufferFreedError(operation);
+  }
+
+  /** `offset` and `length` must be whole numbers with `offset + length ≤ this.length`. */
+  #checkSpan(operation: string, offset: unknown, length: unknown): void {
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
+      throw new DeviceArgumentError(
+        "offset",
+        `${operation}: offset must be a whole number from 0 to ${this.length}, got ${String(offset)}`,
+      );
+    }
+    if (
+      typeof length !== "number" ||
+      !Number.isSafeInteger(length) ||
+      length < 0 ||
+      length > this.length - offset
+    ) {
+      throw new DeviceArgumentError(
+        "length",
+        `${operation}: ${String(length)} bytes at offset ${offset} do not fit in a ${this.length}-byte buffer`,
+      );
+    }
   }
 }
 

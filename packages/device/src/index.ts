@@ -28,6 +28,7 @@ export {
   type DeviceErrorCode,
   ForeignBufferError,
   MappingReleasedError,
+  MemoryNotHostVisibleError,
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";

@@ -10,6 +10,7 @@ import {
   NativeArgumentError,
   NativeError,
   type NativeErrorCode,
+  NativeNotHostVisibleError,
   NativeReleasedError,
   NativeSystemError,
 } from "../src/errors.js";
@@ -37,6 +38,12 @@ export interface NativeBackendContractOptions {
   failingWiring?: (backend: NativeBackend) => NativeAllocation | undefined;
   /** Rounds of making and releasing in the leak test. Default 100. */
   cycles?: number;
+  /**
+   * Whether buffers are host-visible (default true). False (CUDA device memory): the suite reads and writes
+   * buffers with `read`/`write` instead of `contents()`, checks that `contents()` is refused, and skips
+   * what is about views (none are ever handed out). Mapped files are host-visible on every backend.
+   */
+  hostVisible?: boolean;
 }
 
 /** Anything the suite makes and must release after each test (residency sets have no `released`). */
@@ -114,6 +121,24 @@ export function describeNativeBackendContract(
   options: NativeBackendContractOptions = {},
 ): void {
   const cycles = options.cycles ?? 100;
+  const hostVisible = options.hostVisible ?? true;
+
+  /** Writes `bytes` at `offset`: through `contents()` where buffers are host-visible, else `write`. */
+  function writeBytes(buffer: NativeBuffer, bytes: Uint8Array, offset = 0): void {
+    if (hostVisible) {
+      new Uint8Array(buffer.contents()).set(bytes, offset);
+      return;
+    }
+    if (buffer.write === undefined) throw new Error("memory that is not host-visible needs write()");
+    buffer.write(bytes, offset);
+  }
+
+  /** Reads `length` bytes from `offset` (a copy where buffers are not host-visible). */
+  function readBytes(buffer: NativeBuffer, offset = 0, length = buffer.length - offset): Uint8Array {
+    if (hostVisible) return new Uint8Array(buffer.contents(), offset, length);
+    if (buffer.read === undefined) throw new Error("memory that is not host-visible needs read()");
+    return buffer.read(offset, length);
+  }
 
   describe(`NativeBackend contract: ${name}`, () => {
     let backend: NativeBackend;
@@ -190,7 +215,8 @@ export function describeNativeBackendContract(
       it("are sane: a name, a platform, a power-of-two page, working set and max buffer within memory", () => {
         expect(typeof backend.name).toBe("string");
         expect(backend.name.length).toBeGreaterThan(0);
-        expect(["metal", "host", "mock"]).toContain(backend.platform);
+        expect(["metal", "host", "mock", "cuda"]).toContain(backend.platform);
+        expect(backend.hostVisible ?? true).toBe(hostVisible);
         expect(isPowerOfTwo(backend.pageSize)).toBe(true);
         expect(backend.pageSize).toBeGreaterThanOrEqual(4096);
         for (const fact of [
@@ -263,15 +289,28 @@ export function describeNativeBackendContract(
       ])("contents of a %s buffer: length bytes, written and read back", (_label, size) => {
         const bytes = size === 0 ? backend.pageSize : size === -1 ? 5 * backend.pageSize + 7 : size;
         const buffer = newBuffer(bytes);
-        const memory = buffer.contents();
-        expect(memory).toBeInstanceOf(ArrayBuffer);
-        expect(memory.byteLength).toBe(bytes);
+        if (hostVisible) {
+          const memory = buffer.contents();
+          expect(memory).toBeInstanceOf(ArrayBuffer);
+          expect(memory.byteLength).toBe(bytes);
+        }
         const pattern = patternBytes(bytes, bytes);
-        new Uint8Array(memory).set(pattern);
-        expect(new Uint8Array(buffer.contents())).toEqual(pattern);
+        writeBytes(buffer, pattern);
+        expect(readBytes(buffer)).toEqual(pattern);
       });
 
-      it("contents() called twice gives views of the same memory", () => {
+      it.runIf(!hostVisible)(
+        "contents() of memory that is not host-visible is refused; nothing changes",
+        () => {
+          const buffer = newBuffer(backend.pageSize);
+          const before = backend.counters();
+          expectNativeError(() => buffer.contents(), NativeNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+          expect(backend.counters()).toEqual(before);
+          expect(buffer.released).toBe(false);
+        },
+      );
+
+      it.runIf(hostVisible)("contents() called twice gives views of the same memory", () => {
         const buffer = newBuffer(4096);
         const first = new Uint8Array(buffer.contents());
         const second = new Uint8Array(buffer.contents());
@@ -284,35 +323,52 @@ export function describeNativeBackendContract(
       it.runIf(options.realMemory === true)("a 64 MiB buffer is real memory end to end", () => {
         const bytes = 64 * 1024 * 1024;
         const buffer = newBuffer(bytes);
-        const view = new Uint8Array(buffer.contents());
-        expect(view.byteLength).toBe(bytes);
-        view[0] = 1;
-        view[bytes / 2] = 2;
-        view[bytes - 1] = 3;
-        const again = new Uint8Array(buffer.contents());
-        expect([again[0], again[bytes / 2], again[bytes - 1]]).toEqual([1, 2, 3]);
+        writeBytes(buffer, Uint8Array.of(1), 0);
+        writeBytes(buffer, Uint8Array.of(2), bytes / 2);
+        writeBytes(buffer, Uint8Array.of(3), bytes - 1);
+        expect(readBytes(buffer).byteLength).toBe(bytes);
+        expect([
+          readBytes(buffer, 0, 1)[0],
+          readBytes(buffer, bytes / 2, 1)[0],
+          readBytes(buffer, bytes - 1)[0],
+        ]).toEqual([1, 2, 3]);
       });
     });
 
     // ------------------------------------------------------------------ detaching
 
     describe("detaching", () => {
-      it("release detaches every ArrayBuffer handed out: old views read byteLength 0", () => {
+      it.runIf(!hostVisible)("after release, read and write throw NativeReleasedError", () => {
         const buffer = newBuffer(1024);
-        const memory = buffer.contents();
-        const view = new Uint8Array(memory);
-        const secondView = new DataView(buffer.contents());
-        view.fill(0x5a);
+        writeBytes(buffer, patternBytes(1024, 1));
         buffer.release();
-        expect(memory.byteLength).toBe(0);
-        expect(view.byteLength).toBe(0);
-        expect(view.length).toBe(0);
-        expect(view[0]).toBeUndefined();
-        expect(secondView.buffer.byteLength).toBe(0);
-        expect(() => secondView.getUint8(0)).toThrow(TypeError);
+        expectNativeError(() => buffer.read?.(0, 1), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(
+          () => buffer.write?.(new Uint8Array(1), 0),
+          NativeReleasedError,
+          "ERR_NUVEC_RELEASED",
+        );
       });
 
-      it.each([
+      it.runIf(hostVisible)(
+        "release detaches every ArrayBuffer handed out: old views read byteLength 0",
+        () => {
+          const buffer = newBuffer(1024);
+          const memory = buffer.contents();
+          const view = new Uint8Array(memory);
+          const secondView = new DataView(buffer.contents());
+          view.fill(0x5a);
+          buffer.release();
+          expect(memory.byteLength).toBe(0);
+          expect(view.byteLength).toBe(0);
+          expect(view.length).toBe(0);
+          expect(view[0]).toBeUndefined();
+          expect(secondView.buffer.byteLength).toBe(0);
+          expect(() => secondView.getUint8(0)).toThrow(TypeError);
+        },
+      );
+
+      it.runIf(hostVisible).each([
         ["small", 256],
         ["one page", 0],
         ["several pages", -1],
@@ -339,26 +395,40 @@ export function describeNativeBackendContract(
         },
       );
 
-      it("detachContents detaches old views and keeps the bytes for the next contents()", () => {
+      it.runIf(!hostVisible)("detachContents keeps the bytes and changes no counter", () => {
         const buffer = newBuffer(2 * backend.pageSize);
         const pattern = patternBytes(buffer.length, 7);
-        const stale = new Uint8Array(buffer.contents());
-        stale.set(pattern);
+        writeBytes(buffer, pattern);
         const before = backend.counters();
         buffer.detachContents();
-        expect(stale.byteLength).toBe(0);
-        stale[0] = 0; // a write through the stale view goes nowhere
         expect(buffer.released).toBe(false);
-        const fresh = new Uint8Array(buffer.contents());
-        expect(fresh.byteLength).toBe(buffer.length);
-        expect(fresh).toEqual(pattern);
+        expect(readBytes(buffer)).toEqual(pattern);
         expect(backend.counters()).toEqual(before);
       });
+
+      it.runIf(hostVisible)(
+        "detachContents detaches old views and keeps the bytes for the next contents()",
+        () => {
+          const buffer = newBuffer(2 * backend.pageSize);
+          const pattern = patternBytes(buffer.length, 7);
+          const stale = new Uint8Array(buffer.contents());
+          stale.set(pattern);
+          const before = backend.counters();
+          buffer.detachContents();
+          expect(stale.byteLength).toBe(0);
+          stale[0] = 0; // a write through the stale view goes nowhere
+          expect(buffer.released).toBe(false);
+          const fresh = new Uint8Array(buffer.contents());
+          expect(fresh.byteLength).toBe(buffer.length);
+          expect(fresh).toEqual(pattern);
+          expect(backend.counters()).toEqual(before);
+        },
+      );
 
       it("detachContents before any contents() is harmless", () => {
         const buffer = newBuffer(512);
         buffer.detachContents();
-        expect(buffer.contents().byteLength).toBe(512);
+        expect(readBytes(buffer).byteLength).toBe(512);
       });
 
       it("releasing a mapping detaches its views", () => {
@@ -711,7 +781,7 @@ export function describeNativeBackendContract(
         for (let round = 0; round < cycles; round += 1) {
           for (const bytes of [100, 4096, page, 3 * page + 1]) {
             const buffer = backend.newBuffer(bytes);
-            new Uint8Array(buffer.contents())[bytes - 1] = round & 0xff;
+            writeBytes(buffer, Uint8Array.of(round & 0xff), bytes - 1);
             if (round % 2 === 0) buffer.detachContents();
             buffer.release();
             buffers += 1;
