@@ -40,6 +40,7 @@ const quick = args.includes("--quick");
 const tracesDirectory = option("--traces", undefined);
 const jsonPath = option("--json", undefined);
 const checkpointDirs = option("--checkpoint-dirs", `/dev/shm,${tmpdir()}`).split(",").filter(Boolean);
+const sections = option("--sections", "malloc,traces,checkpoint").split(",");
 
 const backend = loadCudaBackend();
 const results = {
@@ -56,19 +57,34 @@ console.log(
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 // ------------------------------------------------------------------------------------------------ 1.
+/** Writes what was measured so far (a later step that never returns leaves the earlier figures). */
+function save() {
+  if (jsonPath !== undefined) writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+/** Median ns per cached malloc + free pair through `device`. */
+function cachedPair(device, bytes) {
+  device.malloc(bytes).free();
+  const pairs = quick ? 20_000 : 100_000;
+  const runs = [];
+  for (let run = 0; run < 5; run += 1) {
+    const start = performance.now();
+    for (let index = 0; index < pairs; index += 1) device.malloc(bytes).free();
+    runs.push(((performance.now() - start) * 1e6) / pairs);
+  }
+  return median(runs);
+}
+
 function mallocFree() {
   const rows = [];
   const device = Device.open({ backend });
+  // The safety net (a FinalizationRegistry for buffers dropped without free()) costs a register and an
+  // unregister per pair; a runtime that frees every buffer can turn it off.
+  const unguarded = Device.open({ backend, safetyNet: false });
   for (const bytes of [256, 64 * 1024, 16 * MIB, 256 * MIB]) {
     // The cached path: after the first malloc, every malloc is a cache hit.
-    device.malloc(bytes).free();
-    const pairs = quick ? 20_000 : 200_000;
-    const cachedRuns = [];
-    for (let run = 0; run < 5; run += 1) {
-      const start = performance.now();
-      for (let index = 0; index < pairs; index += 1) device.malloc(bytes).free();
-      cachedRuns.push(((performance.now() - start) * 1e6) / pairs);
-    }
+    const cached = cachedPair(device, bytes);
+    const cachedUnguarded = cachedPair(unguarded, bytes);
     const driverCount = bytes >= 16 * MIB ? 100 : 400;
     backend.timeDriverAllocFree(bytes, 10); // warm-up
     const driverRuns = [0, 1, 2].map(() => backend.timeDriverAllocFree(bytes, driverCount));
@@ -78,29 +94,34 @@ function mallocFree() {
       for (let index = 0; index < driverCount; index += 1) backend.newBuffer(bytes).release();
       jsRuns.push(((performance.now() - start) * 1e6) / driverCount);
     }
-    const cached = median(cachedRuns);
     const driver = median(driverRuns);
     const throughBackend = median(jsRuns);
     rows.push({
       bytes,
       cachedDeviceNs: cached,
+      cachedNoSafetyNetNs: cachedUnguarded,
       driverPairNs: driver,
       backendPairNs: throughBackend,
       ratioDriver: driver / cached,
       ratioBackend: throughBackend / cached,
+      ratioDriverNoSafetyNet: driver / cachedUnguarded,
     });
   }
   device.close();
+  unguarded.close();
   results.mallocFree = rows;
+  save();
   console.log("\nmalloc + free per pair (median; cached = through the Device, a cache hit)");
   console.table(
     rows.map((row) => ({
       bytes: row.bytes,
       "Device cached ns": Math.round(row.cachedDeviceNs),
+      "cached, safetyNet off": Math.round(row.cachedNoSafetyNetNs),
       "cuMemAlloc+cuMemFree ns (C++)": Math.round(row.driverPairNs),
       "newBuffer+release ns (JS)": Math.round(row.backendPairNs),
       "× cheaper than driver": Math.round(row.ratioDriver),
       "× cheaper than JS miss": Math.round(row.ratioBackend),
+      "× (safetyNet off)": Math.round(row.ratioDriverNoSafetyNet),
     })),
   );
 }
@@ -167,6 +188,7 @@ function traces() {
     }
   }
   results.traces = rows;
+  save();
   console.log("\ntraces through the Device over CUDA (cold: from an empty cache; warm: the same again)");
   console.table(
     rows.map((row) => ({
@@ -225,6 +247,8 @@ function checkpoint() {
     }
     const path = join(directory, "checkpoint.bin");
     const row = { where: base, bytes };
+    results.checkpoint = rows;
+    rows.push(row);
     try {
       const write = writeFile(path, bytes, 60_000);
       row.writeMBps = write.written / (write.writtenMs / 1000) / 1e6;
@@ -232,7 +256,7 @@ function checkpoint() {
       row.writeComplete = write.complete;
       if (!write.complete) {
         row.note = `wrote only ${(write.written / MIB).toFixed(0)} MiB in 60 s`;
-        rows.push(row);
+        save();
         continue;
       }
       const mapping = backend.mapFile(path);
@@ -253,11 +277,14 @@ function checkpoint() {
           ),
         ),
       );
+      save();
+      console.log(`${base}: pageable copy ${row.pageableGBps.toFixed(2)} GB/s; registering the mapping…`);
       const set = backend.newResidencySet();
       set.add(mapping);
       set.commit();
       row.registerMs = timeMs(() => set.requestResidency());
       row.wiringFailures = set.wiringFailures;
+      save();
       row.lastWiringError = set.lastWiringError;
       if (set.wiringFailures === 0) {
         row.registeredGBps = median(
@@ -288,9 +315,8 @@ function checkpoint() {
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
-    rows.push(row);
+    save();
   }
-  results.checkpoint = rows;
   console.log(`\n${bytes / MIB} MiB mapped checkpoint → device memory`);
   console.table(
     rows.map((row) => ({
@@ -307,7 +333,7 @@ function checkpoint() {
   );
 }
 
-mallocFree();
-traces();
-checkpoint();
-if (jsonPath !== undefined) writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
+if (sections.includes("malloc")) mallocFree();
+if (sections.includes("traces")) traces();
+if (sections.includes("checkpoint")) checkpoint();
+save();

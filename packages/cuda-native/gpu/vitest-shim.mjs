@@ -3,6 +3,7 @@
 // with `vitest` pointing here, so the GPU machine, which has Node.js but no node_modules, runs the same test
 // files with `node --test`. Hooks keep vitest's order: beforeEach from the outermost suite in, afterEach from
 // the innermost out; `context.skip(reason)` ends the test as skipped.
+import { writeSync } from "node:fs";
 import * as nodeTest from "node:test";
 import { inspect } from "node:util";
 import {
@@ -25,9 +26,12 @@ Object.assign(expect, chai.expect);
 const scopes = [{ beforeEach: [], afterEach: [] }];
 const SKIPPED = Symbol("skipped");
 
-function runTest(body) {
+function runTest(name, body) {
   const chain = [...scopes];
   return async (t) => {
+    // Written synchronously, so that a test that blocks (a driver call that does not return) is named in
+    // the log even though the reporter's own output waits for the event loop.
+    writeSync(2, `▷ ${name}\n`);
     const context = {
       skip(reason) {
         t.skip(reason);
@@ -67,7 +71,7 @@ function title(template, args) {
 
 function defineTest(skip) {
   const define = (name, body) =>
-    skip ? nodeTest.it(name, { skip: true }, () => {}) : nodeTest.it(name, runTest(body));
+    skip ? nodeTest.it(name, { skip: true }, () => {}) : nodeTest.it(name, runTest(name, body));
   define.each = (rows) => (template, body) => {
     for (const row of rows) {
       const args = Array.isArray(row) ? row : [row];
