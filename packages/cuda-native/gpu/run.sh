@@ -85,8 +85,8 @@ bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 
 echo "== MAP_POPULATE probe (1 GiB, /dev/shm then /tmp)"
-bounded 30 "populate /dev/shm" python3 "$HERE/populate_probe.py" /dev/shm
-bounded 30 "populate /tmp" python3 "$HERE/populate_probe.py" /tmp
+bounded 20 "populate /dev/shm" python3 "$HERE/populate_probe.py" /dev/shm
+bounded 20 "populate /tmp" python3 "$HERE/populate_probe.py" /tmp
 
 echo "== bench: malloc + free, traces"
 bounded 90 bench "$NODE" "$HERE/dist/bench.mjs" --traces "$CARRY/traces" --json "$RESULTS/bench.json" \
