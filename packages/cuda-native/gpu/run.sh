@@ -18,7 +18,10 @@
 # Results go to $OUT (the device tool's folder) or /tmp/nuvec-gpu-out: bench.json, torch.json,
 # checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
-CARRY=$(cd "${1:?usage: run.sh CARRY_DIR}" && pwd)
+CARRY=$(cd "${1:?usage: run.sh CARRY_DIR [STAGES]}" && pwd)
+# Which stages to run (comma-separated; default all): probe, tests, populate, bench, torch, checkpoint.
+STAGES=",${2:-probe,tests,populate,bench,torch,checkpoint},"
+stage() { [[ "$STAGES" == *",$1,"* ]]; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 PACKAGE=$(dirname "$HERE")
 RESULTS=${OUT:-/tmp/nuvec-gpu-out}
@@ -72,6 +75,7 @@ time g++ -std=c++17 -O2 -fPIC -shared -fexceptions -Wall -Wextra -Wno-unused-par
   -ldl -o "$WORK/nuvec_cuda_native.node" || exit 1
 export NUVEC_CUDA_NATIVE_ADDON="$WORK/nuvec_cuda_native.node"
 
+if stage probe; then
 echo "== cuMemHostRegister probe (gpu/register_probe.cc): anonymous memory and file mappings"
 g++ -std=c++17 -O2 "$HERE/register_probe.cc" -ldl -o "$WORK/register_probe" || exit 1
 bounded 10 "register anon 3 MiB ro" "$WORK/register_probe" anon 3145728 ro
@@ -79,26 +83,39 @@ bounded 10 "register anon 256 MiB ro" "$WORK/register_probe" anon 268435456 ro
 bounded 10 "register /dev/shm file 3 MiB ro" "$WORK/register_probe" /dev/shm/nuvec-probe-1 3145728 ro
 bounded 10 "register /dev/shm file 3 MiB rw" "$WORK/register_probe" /dev/shm/nuvec-probe-2 3145728 rw
 bounded 10 "register /tmp file 3 MiB ro" "$WORK/register_probe" /tmp/nuvec-probe-3 3145728 ro
+fi
 
-echo "== tests (node:test, the bundle run directly so that each test is named as it starts)"
-bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
+if stage tests; then
+echo "== tests (node:test, the bundle run directly so that each test is named as it starts and ends)"
+# The tests' files go to tmpfs: on the H200 machine cuMemHostRegister of an ext4 file's pages did not return
+# (see the README), while tmpfs pages register in about 0.5 s per GiB.
+TMPDIR=/dev/shm bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
+fi
 
+if stage populate; then
 echo "== MAP_POPULATE probe (1 GiB, /dev/shm then /tmp)"
 bounded 20 "populate /dev/shm" python3 "$HERE/populate_probe.py" /dev/shm
 bounded 20 "populate /tmp" python3 "$HERE/populate_probe.py" /tmp
+fi
 
+if stage bench; then
 echo "== bench: malloc + free, traces"
 bounded 90 bench "$NODE" "$HERE/dist/bench.mjs" --traces "$CARRY/traces" --json "$RESULTS/bench.json" \
   --sections malloc,traces
+fi
 
+if stage torch; then
 echo "== PyTorch's caching allocator on the same traces"
 export PYTHONUNBUFFERED=1
 bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json"
+fi
 
-echo "== bench: 1 GiB mapped checkpoint"
+if stage checkpoint; then
+echo "== bench: 1 GiB mapped checkpoint (tmpfs first: registering the ext4 file is the step that hung)"
 bounded 70 checkpoint "$NODE" "$HERE/dist/bench.mjs" --json "$RESULTS/checkpoint.json" --sections checkpoint \
   --checkpoint-dirs /dev/shm,/tmp
+fi
 
 echo "== side by side"
 "$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" | tee "$RESULTS/summary.md"

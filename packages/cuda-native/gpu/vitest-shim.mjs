@@ -29,8 +29,9 @@ const SKIPPED = Symbol("skipped");
 function runTest(name, body) {
   const chain = [...scopes];
   return async (t) => {
-    // Written synchronously, so that a test that blocks (a driver call that does not return) is named in
-    // the log even though the reporter's own output waits for the event loop.
+    // Start and outcome written synchronously, so that a test that blocks (a driver call that does not
+    // return) is named in the log, with every result before it, although the reporter's own output waits
+    // for the event loop.
     writeSync(2, `▷ ${name}\n`);
     const context = {
       skip(reason) {
@@ -47,8 +48,14 @@ function runTest(name, body) {
         ranBefore += 1;
       }
       await body(context);
+      writeSync(2, `  ✔ ${name}\n`);
     } catch (error) {
-      if (error !== SKIPPED) throw error;
+      if (error === SKIPPED) {
+        writeSync(2, `  ﹣ ${name} (skipped)\n`);
+        return;
+      }
+      writeSync(2, `  ✖ ${name}: ${String(error?.message ?? error).split("\n")[0]}\n`);
+      throw error;
     } finally {
       for (const scope of chain.slice(0, ranBefore).reverse()) {
         for (const hook of scope.afterEach) await hook(context);
