@@ -1,7 +1,13 @@
 // DeviceBuffer.read/write (the same program on every backend) and contents() refused where the memory is not
 // host-visible (CUDA). The CUDA backend itself is tested on a GPU (packages/cuda-native); here a mock stands
 // in for a device whose buffers only copy.
-import type { NativeBuffer } from "@nuvec/metal-native";
+import type {
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "@nuvec/metal-native";
 import { NativeNotHostVisibleError } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
@@ -33,22 +39,27 @@ function hostDevice(): Device {
 }
 
 /** A mock whose buffers behave like device memory: no contents(), bytes moved only by read/write. */
-class DeviceMemoryMock extends MockBackend {
+class DeviceMemoryMock implements NativeBackend {
+  readonly #inner = new MockBackend({
+    memorySize: 16 * GIB,
+    recommendedMaxWorkingSetSize: 8 * GIB,
+    realFiles: false,
+    supportsResidencySets: false,
+  });
+  readonly name = "device memory (mock)";
+  readonly platform = this.#inner.platform;
+  readonly memorySize = this.#inner.memorySize;
+  readonly recommendedMaxWorkingSetSize = this.#inner.recommendedMaxWorkingSetSize;
+  readonly maxBufferLength = this.#inner.maxBufferLength;
+  readonly resourceLimit = this.#inner.resourceLimit;
+  readonly pageSize = this.#inner.pageSize;
+  readonly supportsResidencySets = false;
   readonly hostVisible = false;
   reads = 0;
   writes = 0;
 
-  constructor() {
-    super({
-      memorySize: 16 * GIB,
-      recommendedMaxWorkingSetSize: 8 * GIB,
-      realFiles: false,
-      supportsResidencySets: false,
-    });
-  }
-
-  override newBuffer(bytes: number): NativeBuffer {
-    const inner = super.newBuffer(bytes);
+  newBuffer(bytes: number): NativeBuffer {
+    const inner = this.#inner.newBuffer(bytes);
     const backend = this;
     return {
       get length() {
@@ -77,6 +88,22 @@ class DeviceMemoryMock extends MockBackend {
         new Uint8Array(inner.contents(), offset).set(bytes);
       },
     };
+  }
+
+  mapFile(path: string): NativeMappedFile {
+    return this.#inner.mapFile(path);
+  }
+
+  newResidencySet(): NativeResidencySet | undefined {
+    return undefined;
+  }
+
+  attachResidencySet(set: NativeResidencySet): void {
+    this.#inner.attachResidencySet(set);
+  }
+
+  counters(): NativeCounters {
+    return this.#inner.counters();
   }
 }
 
