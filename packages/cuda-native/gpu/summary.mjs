@@ -33,20 +33,24 @@ lines.push("**malloc + free per pair** (median ns)", "");
 row([
   "bytes",
   "Device, cached",
+  "cached, safetyNet off",
   "cuMemAlloc+cuMemFree (C++)",
   "newBuffer+release (JS, a miss)",
   "× cheaper than the driver",
+  "× (safetyNet off)",
   "torch.empty+del, cached",
 ]);
-row(["---:", "---:", "---:", "---:", "---:", "---:"]);
+row(["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]);
 for (const entry of bench.mallocFree ?? []) {
   const t = torch.mallocFree.find((candidate) => candidate.bytes === entry.bytes);
   row([
     entry.bytes,
     fixed(entry.cachedDeviceNs),
+    fixed(entry.cachedNoSafetyNetNs),
     fixed(entry.driverPairNs),
     fixed(entry.backendPairNs),
     fixed(entry.ratioDriver),
+    fixed(entry.ratioDriverNoSafetyNet),
     fixed(t?.cachedTorchNs),
   ]);
 }
