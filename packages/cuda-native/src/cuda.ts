@@ -305,7 +305,12 @@ export class CudaBuffer implements NativeBuffer {
         `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
       );
     }
-    call(() => this.raw.write(source, offset));
+    // The addon reads ArrayBuffers and views of them; a view of a SharedArrayBuffer is copied first.
+    const plain =
+      ArrayBuffer.isView(source) && !(source.buffer instanceof ArrayBuffer)
+        ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice()
+        : source;
+    call(() => this.raw.write(plain, offset));
   }
 
   /** The device address, for other CUDA code (kernels, cuBLAS, PyTorch's `from_blob`). Throws after release. */
