@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import { Device } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { loadKernelAddon } from "./lib/kernel-addon.js";
+import { cpuAddress, loadKernelAddon } from "./lib/kernel-addon.js";
 
 const usage = "usage: kernel [--count N] [--factor F] [--json]";
 
@@ -46,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
     if (gpu !== undefined && commandQueue !== undefined && native.platform === "metal") {
       return gpu.scale(native.metalBuffer, count, factorToApply, commandQueue);
     }
-    return kernels.scale(native.address, count, factorToApply);
+    return kernels.scale(cpuAddress(native), count, factorToApply);
   };
   const bytes = count * Float32Array.BYTES_PER_ELEMENT;
 
@@ -67,12 +67,12 @@ async function main(argv: string[]): Promise<number> {
   expected *= 2;
 
   // 3. The kernel runs on the same memory, asynchronously; the buffer is freed at once, with { after }.
-  const kernel = scale(factor).then(() => kernels.sum(handle.address, count));
+  const kernel = scale(factor).then(() => kernels.sum(cpuAddress(handle), count));
   buffer.free({ after: kernel });
   const viewDetached = data.length === 0;
   const whileRunning = { stats: device.memoryStats(), pendingFrees: device.counters().pendingFrees };
   const meanwhile = device.malloc(bytes); // the same size class, while the kernel may still write
-  const otherMemory = meanwhile.nativeHandle().address !== handle.address;
+  const otherMemory = cpuAddress(meanwhile.nativeHandle()) !== cpuAddress(handle);
   new Float32Array(meanwhile.contents()).fill(-1); // would corrupt the kernel's data if it were the same memory
 
   // 4. The kernel's result; then the memory is cached again.
@@ -81,7 +81,8 @@ async function main(argv: string[]): Promise<number> {
   const hitsBefore = device.counters().cacheHits;
   const reused = device.malloc(bytes);
   const cacheHitSameAddress =
-    device.counters().cacheHits === hitsBefore + 1 && reused.nativeHandle().address === handle.address;
+    device.counters().cacheHits === hitsBefore + 1 &&
+    cpuAddress(reused.nativeHandle()) === cpuAddress(handle);
   const resultIntact = total === expected * Math.fround(factor);
   const ok = zeroCopy && viewDetached && otherMemory && resultIntact && cacheHitSameAddress;
 

@@ -26,6 +26,7 @@ import {
   DeviceClosedError,
   ForeignBufferError,
   MappingReleasedError,
+  MemoryNotHostVisibleError,
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
@@ -188,7 +189,12 @@ const ownerOfView = new WeakMap<ArrayBuffer, DeviceBuffer>();
 const EMPTY = new ArrayBuffer(0);
 
 /** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
-function nullHandle(platform: string): NativeMemoryHandle {
+function nullHandle(backend: NativeBackend): NativeMemoryHandle {
+  const platform = backend.platform;
+  if (platform === "cuda") {
+    const device = (backend as { device?: unknown }).device;
+    return { platform, devicePointer: 0n, device: typeof device === "number" ? device : 0 };
+  }
   const pointers = platform === "metal" || platform === "mock" ? { metalBuffer: 0n, gpuAddress: 0n } : {};
   return { platform, address: 0n, ...pointers } as NativeMemoryHandle;
 }
@@ -337,6 +343,8 @@ export class DeviceBuffer {
    */
   contents(): ArrayBuffer {
     this.#check("contents()");
+    // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
+    if (this.#device.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
     const buffer = this.#record.allocation.buffer;
     if (buffer === undefined) {
       if (this.#empty === undefined || isDetached(this.#empty)) this.#empty = new ArrayBuffer(0);
@@ -356,6 +364,46 @@ export class DeviceBuffer {
   }
 
   /**
+   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0): through
+   * the backend on devices whose memory the CPU cannot address (CUDA), a plain copy through `contents()`
+   * elsewhere, so the same program runs on every backend. Must fit within `length`.
+   */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.#check("write()");
+    if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
+      throw new DeviceArgumentError(
+        "source",
+        "write(source): source must be an ArrayBuffer or an ArrayBuffer view",
+      );
+    }
+    this.#checkSpan("write()", offset, source.byteLength);
+    const buffer = this.#record.allocation.buffer;
+    if (buffer === undefined || source.byteLength === 0) return;
+    if (buffer.write !== undefined) {
+      buffer.write(source, offset);
+      return;
+    }
+    const bytes =
+      source instanceof ArrayBuffer
+        ? new Uint8Array(source)
+        : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    new Uint8Array(buffer.contents(), offset, bytes.byteLength).set(bytes);
+  }
+
+  /**
+   * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
+   * through the backend where the CPU cannot address the memory, through `contents()` elsewhere.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.#check("read()");
+    this.#checkSpan("read()", offset, length);
+    const buffer = this.#record.allocation.buffer;
+    if (buffer === undefined || length === 0) return new Uint8Array(0);
+    if (buffer.read !== undefined) return buffer.read(offset, length);
+    return new Uint8Array(buffer.contents(), offset, length).slice();
+  }
+
+  /**
    * Where the memory is, for a runtime's native code (a kernel): the backend's pointers (`address`; on Metal
    * `metalBuffer` and `gpuAddress`) with `length` and `allocatedLength`. Frozen; valid until the buffer is
    * freed (with `{ after }`: until that promise settles). A 0-byte buffer's pointers are all `0n`. Throws
@@ -364,7 +412,7 @@ export class DeviceBuffer {
   nativeHandle(): DeviceMemoryHandle {
     this.#check("nativeHandle()");
     const allocation = this.#record.allocation;
-    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device.backend.platform);
+    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device.backend);
     return Object.freeze({ ...native, length: allocation.requested, allocatedLength: allocation.length });
   }
 
@@ -395,6 +443,27 @@ export class DeviceBuffer {
   #check(operation: string): void {
     if (this.#device.closed) throw new DeviceClosedError(operation);
     if (!this.#record.live) throw new BufferFreedError(operation);
+  }
+
+  /** `offset` and `length` must be whole numbers with `offset + length ≤ this.length`. */
+  #checkSpan(operation: string, offset: unknown, length: unknown): void {
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
+      throw new DeviceArgumentError(
+        "offset",
+        `${operation}: offset must be a whole number from 0 to ${this.length}, got ${String(offset)}`,
+      );
+    }
+    if (
+      typeof length !== "number" ||
+      !Number.isSafeInteger(length) ||
+      length < 0 ||
+      length > this.length - offset
+    ) {
+      throw new DeviceArgumentError(
+        "length",
+        `${operation}: ${String(length)} bytes at offset ${offset} do not fit in a ${this.length}-byte buffer`,
+      );
+    }
   }
 }
 

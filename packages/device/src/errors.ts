@@ -6,7 +6,8 @@ export type DeviceErrorCode =
   | "ERR_NUVEC_MAPPING_RELEASED"
   | "ERR_NUVEC_FOREIGN_BUFFER"
   | "ERR_NUVEC_WIRED_LIMIT"
-  | "ERR_NUVEC_TRACE";
+  | "ERR_NUVEC_TRACE"
+  | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
 /** The base class of the errors the Device throws: `code` says which. */
 export class DeviceError extends Error {
@@ -80,5 +81,15 @@ export class WiredLimitError extends DeviceError {
 export class TraceRecordingError extends DeviceError {
   constructor(message: string) {
     super("ERR_NUVEC_TRACE", message);
+  }
+}
+
+/** `contents()` of a buffer the CPU cannot address (CUDA device memory): use `read()` and `write()`. */
+export class MemoryNotHostVisibleError extends DeviceError {
+  constructor(operation: string) {
+    super(
+      "ERR_NUVEC_NOT_HOST_VISIBLE",
+      `${operation}: this device's memory is not host-visible (the CPU cannot address it): copy with read() and write()`,
+    );
   }
 }

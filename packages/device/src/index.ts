@@ -38,6 +38,7 @@ export {
   type DeviceErrorCode,
   ForeignBufferError,
   MappingReleasedError,
+  MemoryNotHostVisibleError,
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";

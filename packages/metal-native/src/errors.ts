@@ -4,7 +4,8 @@ export type NativeErrorCode =
   | "ERR_NUVEC_RELEASED"
   | "ERR_NUVEC_SYSTEM"
   | "ERR_NUVEC_ALLOCATION_FAILED"
-  | "ERR_NUVEC_NATIVE_UNAVAILABLE";
+  | "ERR_NUVEC_NATIVE_UNAVAILABLE"
+  | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
 /** The base class of every error a native backend throws: `code` says which. */
 export class NativeError extends Error {
@@ -93,5 +94,12 @@ export class NativeUnavailableError extends NativeError {
   constructor(message: string, options?: { cause?: unknown; reason?: NativeUnavailableReason }) {
     super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
     this.reason = options?.reason ?? "load-failed";
+  }
+}
+
+/** `contents()` of memory the CPU cannot address (CUDA device memory): copy with `read()`/`write()` instead. */
+export class NativeNotHostVisibleError extends NativeError {
+  constructor(message: string) {
+    super("ERR_NUVEC_NOT_HOST_VISIBLE", message);
   }
 }

@@ -11,5 +11,7 @@ export function deviceFacts(backend: DeviceFacts): DeviceFacts {
     resourceLimit: backend.resourceLimit,
     pageSize: backend.pageSize,
     supportsResidencySets: backend.supportsResidencySets,
+    // Only where a backend states it (CUDA: false), so the snapshot of the others is unchanged.
+    ...(backend.hostVisible === undefined ? {} : { hostVisible: backend.hostVisible }),
   };
 }

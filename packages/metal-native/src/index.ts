@@ -11,6 +11,7 @@ export {
   NativeArgumentError,
   NativeError,
   type NativeErrorCode,
+  NativeNotHostVisibleError,
   NativeReleasedError,
   NativeSystemError,
   NativeUnavailableError,

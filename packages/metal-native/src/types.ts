@@ -5,7 +5,7 @@
  */
 
 /** Which implementation a backend is. */
-export type BackendPlatform = "metal" | "host" | "mock";
+export type BackendPlatform = "metal" | "host" | "mock" | "cuda";
 
 /** Facts about the device, read once when the backend is opened. Bytes are JavaScript numbers. */
 export interface DeviceFacts {
@@ -25,6 +25,11 @@ export interface DeviceFacts {
   readonly pageSize: number;
   /** Whether residency sets (wiring) are available: Metal 3 GPUs on macOS ≥ 15; host: always. */
   readonly supportsResidencySets: boolean;
+  /**
+   * False where buffers are device memory the CPU cannot address (CUDA): their `contents()` is refused and
+   * `read`/`write` copy the bytes. Absent (Metal, host, mock) means true.
+   */
+  readonly hostVisible?: boolean;
 }
 
 /**
@@ -33,7 +38,7 @@ export interface DeviceFacts {
  * nothing in it is retained for the caller. Other backends add their own member to this union (keyed by a
  * platform of their own), so code that reads it switches on `platform`.
  */
-export type NativeMemoryHandle = MetalMemoryHandle | HostMemoryHandle | MockMemoryHandle;
+export type NativeMemoryHandle = MetalMemoryHandle | HostMemoryHandle | MockMemoryHandle | CudaMemoryHandle;
 
 /** Metal: the CPU address of the shared-storage contents, the `id<MTLBuffer>` and its `gpuAddress`. */
 export interface MetalMemoryHandle {
@@ -51,6 +56,19 @@ export interface HostMemoryHandle {
   readonly platform: "host";
   /** The first byte's address in this process. */
   readonly address: bigint;
+}
+
+/**
+ * CUDA (`@nuvec/cuda-native`): device memory has no CPU address, so the handle gives the device pointer
+ * (`CUdeviceptr`) and the device's ordinal. A mapped file's `devicePointer` is the registered mapping's,
+ * `undefined` while it is not wired.
+ */
+export interface CudaMemoryHandle {
+  readonly platform: "cuda";
+  /** The device address (`CUdeviceptr`), or `undefined` for a mapped file that is not wired. */
+  readonly devicePointer: bigint | undefined;
+  /** The CUDA device's ordinal. */
+  readonly device: number;
 }
 
 /**
@@ -101,6 +119,13 @@ export interface NativeBuffer {
    * false on backends whose views cannot escape.
    */
   readonly quarantined?: boolean;
+  /**
+   * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
+   * it; elsewhere the device copies through `contents()`). Throws after release.
+   */
+  read?(offset: number, length: number): Uint8Array;
+  /** Copies `source` into the buffer at `offset` (see `read`). Throws after release. */
+  write?(source: ArrayBuffer | ArrayBufferView, offset: number): void;
 }
 
 /** A file mapped into memory without a copy (private, copy-on-write: writes never reach the file). */

@@ -10,6 +10,7 @@ import {
   NativeArgumentError,
   NativeError,
   type NativeErrorCode,
+  NativeNotHostVisibleError,
   NativeReleasedError,
   NativeSystemError,
 } from "../src/errors.js";
@@ -19,6 +20,7 @@ import type {
   NativeBackend,
   NativeBuffer,
   NativeMappedFile,
+  NativeMemoryHandle,
   NativeResidencySet,
 } from "../src/types.js";
 
@@ -44,6 +46,12 @@ export interface NativeBackendContractOptions {
    * the handles are synthetic instead.
    */
   readMemory?: (address: bigint, length: number) => Uint8Array;
+  /**
+   * Whether buffers are host-visible (default true). False (CUDA device memory): the suite reads and writes
+   * buffers with `read`/`write` instead of `contents()`, checks that `contents()` is refused, and skips
+   * what is about views (none are ever handed out). Mapped files are host-visible on every backend.
+   */
+  hostVisible?: boolean;
 }
 
 /** Anything the suite makes and must release after each test (residency sets have no `released`). */
@@ -121,6 +129,24 @@ export function describeNativeBackendContract(
   options: NativeBackendContractOptions = {},
 ): void {
   const cycles = options.cycles ?? 100;
+  const hostVisible = options.hostVisible ?? true;
+
+  /** Writes `bytes` at `offset`: through `contents()` where buffers are host-visible, else `write`. */
+  function writeBytes(buffer: NativeBuffer, bytes: Uint8Array, offset = 0): void {
+    if (hostVisible) {
+      new Uint8Array(buffer.contents()).set(bytes, offset);
+      return;
+    }
+    if (buffer.write === undefined) throw new Error("memory that is not host-visible needs write()");
+    buffer.write(bytes, offset);
+  }
+
+  /** Reads `length` bytes from `offset` (a copy where buffers are not host-visible). */
+  function readBytes(buffer: NativeBuffer, offset = 0, length = buffer.length - offset): Uint8Array {
+    if (hostVisible) return new Uint8Array(buffer.contents(), offset, length);
+    if (buffer.read === undefined) throw new Error("memory that is not host-visible needs read()");
+    return buffer.read(offset, length);
+  }
 
   describe(`NativeBackend contract: ${name}`, () => {
     let backend: NativeBackend;
@@ -197,7 +223,8 @@ export function describeNativeBackendContract(
       it("are sane: a name, a platform, a power-of-two page, working set and max buffer within memory", () => {
         expect(typeof backend.name).toBe("string");
         expect(backend.name.length).toBeGreaterThan(0);
-        expect(["metal", "host", "mock"]).toContain(backend.platform);
+        expect(["metal", "host", "mock", "cuda"]).toContain(backend.platform);
+        expect(backend.hostVisible ?? true).toBe(hostVisible);
         expect(isPowerOfTwo(backend.pageSize)).toBe(true);
         expect(backend.pageSize).toBeGreaterThanOrEqual(4096);
         for (const fact of [
@@ -270,15 +297,28 @@ export function describeNativeBackendContract(
       ])("contents of a %s buffer: length bytes, written and read back", (_label, size) => {
         const bytes = size === 0 ? backend.pageSize : size === -1 ? 5 * backend.pageSize + 7 : size;
         const buffer = newBuffer(bytes);
-        const memory = buffer.contents();
-        expect(memory).toBeInstanceOf(ArrayBuffer);
-        expect(memory.byteLength).toBe(bytes);
+        if (hostVisible) {
+          const memory = buffer.contents();
+          expect(memory).toBeInstanceOf(ArrayBuffer);
+          expect(memory.byteLength).toBe(bytes);
+        }
         const pattern = patternBytes(bytes, bytes);
-        new Uint8Array(memory).set(pattern);
-        expect(new Uint8Array(buffer.contents())).toEqual(pattern);
+        writeBytes(buffer, pattern);
+        expect(readBytes(buffer)).toEqual(pattern);
       });
 
-      it("contents() called twice gives views of the same memory", () => {
+      it.runIf(!hostVisible)(
+        "contents() of memory that is not host-visible is refused; nothing changes",
+        () => {
+          const buffer = newBuffer(backend.pageSize);
+          const before = backend.counters();
+          expectNativeError(() => buffer.contents(), NativeNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+          expect(backend.counters()).toEqual(before);
+          expect(buffer.released).toBe(false);
+        },
+      );
+
+      it.runIf(hostVisible)("contents() called twice gives views of the same memory", () => {
         const buffer = newBuffer(4096);
         const first = new Uint8Array(buffer.contents());
         const second = new Uint8Array(buffer.contents());
@@ -291,35 +331,52 @@ export function describeNativeBackendContract(
       it.runIf(options.realMemory === true)("a 64 MiB buffer is real memory end to end", () => {
         const bytes = 64 * 1024 * 1024;
         const buffer = newBuffer(bytes);
-        const view = new Uint8Array(buffer.contents());
-        expect(view.byteLength).toBe(bytes);
-        view[0] = 1;
-        view[bytes / 2] = 2;
-        view[bytes - 1] = 3;
-        const again = new Uint8Array(buffer.contents());
-        expect([again[0], again[bytes / 2], again[bytes - 1]]).toEqual([1, 2, 3]);
+        writeBytes(buffer, Uint8Array.of(1), 0);
+        writeBytes(buffer, Uint8Array.of(2), bytes / 2);
+        writeBytes(buffer, Uint8Array.of(3), bytes - 1);
+        expect(readBytes(buffer).byteLength).toBe(bytes);
+        expect([
+          readBytes(buffer, 0, 1)[0],
+          readBytes(buffer, bytes / 2, 1)[0],
+          readBytes(buffer, bytes - 1)[0],
+        ]).toEqual([1, 2, 3]);
       });
     });
 
     // ------------------------------------------------------------------ detaching
 
     describe("detaching", () => {
-      it("release detaches every ArrayBuffer handed out: old views read byteLength 0", () => {
+      it.runIf(!hostVisible)("after release, read and write throw NativeReleasedError", () => {
         const buffer = newBuffer(1024);
-        const memory = buffer.contents();
-        const view = new Uint8Array(memory);
-        const secondView = new DataView(buffer.contents());
-        view.fill(0x5a);
+        writeBytes(buffer, patternBytes(1024, 1));
         buffer.release();
-        expect(memory.byteLength).toBe(0);
-        expect(view.byteLength).toBe(0);
-        expect(view.length).toBe(0);
-        expect(view[0]).toBeUndefined();
-        expect(secondView.buffer.byteLength).toBe(0);
-        expect(() => secondView.getUint8(0)).toThrow(TypeError);
+        expectNativeError(() => buffer.read?.(0, 1), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(
+          () => buffer.write?.(new Uint8Array(1), 0),
+          NativeReleasedError,
+          "ERR_NUVEC_RELEASED",
+        );
       });
 
-      it.each([
+      it.runIf(hostVisible)(
+        "release detaches every ArrayBuffer handed out: old views read byteLength 0",
+        () => {
+          const buffer = newBuffer(1024);
+          const memory = buffer.contents();
+          const view = new Uint8Array(memory);
+          const secondView = new DataView(buffer.contents());
+          view.fill(0x5a);
+          buffer.release();
+          expect(memory.byteLength).toBe(0);
+          expect(view.byteLength).toBe(0);
+          expect(view.length).toBe(0);
+          expect(view[0]).toBeUndefined();
+          expect(secondView.buffer.byteLength).toBe(0);
+          expect(() => secondView.getUint8(0)).toThrow(TypeError);
+        },
+      );
+
+      it.runIf(hostVisible).each([
         ["small", 256],
         ["one page", 0],
         ["several pages", -1],
@@ -346,26 +403,40 @@ export function describeNativeBackendContract(
         },
       );
 
-      it("detachContents detaches old views and keeps the bytes for the next contents()", () => {
+      it.runIf(!hostVisible)("detachContents keeps the bytes and changes no counter", () => {
         const buffer = newBuffer(2 * backend.pageSize);
         const pattern = patternBytes(buffer.length, 7);
-        const stale = new Uint8Array(buffer.contents());
-        stale.set(pattern);
+        writeBytes(buffer, pattern);
         const before = backend.counters();
         buffer.detachContents();
-        expect(stale.byteLength).toBe(0);
-        stale[0] = 0; // a write through the stale view goes nowhere
         expect(buffer.released).toBe(false);
-        const fresh = new Uint8Array(buffer.contents());
-        expect(fresh.byteLength).toBe(buffer.length);
-        expect(fresh).toEqual(pattern);
+        expect(readBytes(buffer)).toEqual(pattern);
         expect(backend.counters()).toEqual(before);
       });
+
+      it.runIf(hostVisible)(
+        "detachContents detaches old views and keeps the bytes for the next contents()",
+        () => {
+          const buffer = newBuffer(2 * backend.pageSize);
+          const pattern = patternBytes(buffer.length, 7);
+          const stale = new Uint8Array(buffer.contents());
+          stale.set(pattern);
+          const before = backend.counters();
+          buffer.detachContents();
+          expect(stale.byteLength).toBe(0);
+          stale[0] = 0; // a write through the stale view goes nowhere
+          expect(buffer.released).toBe(false);
+          const fresh = new Uint8Array(buffer.contents());
+          expect(fresh.byteLength).toBe(buffer.length);
+          expect(fresh).toEqual(pattern);
+          expect(backend.counters()).toEqual(before);
+        },
+      );
 
       it("detachContents before any contents() is harmless", () => {
         const buffer = newBuffer(512);
         buffer.detachContents();
-        expect(buffer.contents().byteLength).toBe(512);
+        expect(readBytes(buffer).byteLength).toBe(512);
       });
 
       it("a mapping's detachContents detaches old views and keeps its bytes for the next contents()", () => {
@@ -719,7 +790,13 @@ export function describeNativeBackendContract(
 
     // ------------------------------------------------------------------ native handles
 
-    describe("native handles", () => {
+    // CPU addresses: the platforms whose memory the CPU can address (CUDA's device pointers are checked by
+    // @nuvec/cuda-native's own tests).
+    describe.runIf(hostVisible)("native handles", () => {
+      const addressOf = (handle: NativeMemoryHandle): bigint => {
+        if (handle.platform === "cuda") throw new Error("a CUDA handle has no CPU address");
+        return handle.address;
+      };
       // The top 16 bits of a canonical x86-64 or arm64 address are all 0 (user) or all 1 (kernel).
       const isCanonical = (pointer: bigint) => {
         const top = pointer >> 48n;
@@ -731,8 +808,8 @@ export function describeNativeBackendContract(
         const handle = buffer.nativeHandle();
         expect(Object.isFrozen(handle)).toBe(true);
         expect(handle.platform).toBe(backend.platform);
-        expect(typeof handle.address).toBe("bigint");
-        expect(handle.address).toBeGreaterThan(0n);
+        expect(typeof addressOf(handle)).toBe("bigint");
+        expect(addressOf(handle)).toBeGreaterThan(0n);
         expect(buffer.nativeHandle()).toEqual(handle);
         if (handle.platform === "metal" || handle.platform === "mock") {
           expect(typeof handle.metalBuffer).toBe("bigint");
@@ -748,10 +825,10 @@ export function describeNativeBackendContract(
         const allocations: Array<{ start: bigint; length: number }> = [];
         for (const bytes of [100, 100, page, 3 * page]) {
           const buffer = newBuffer(bytes);
-          allocations.push({ start: buffer.nativeHandle().address, length: buffer.length });
+          allocations.push({ start: addressOf(buffer.nativeHandle()), length: buffer.length });
         }
         const mapping = mapFile(writeTemporaryFile(patternBytes(page + 1, 3)));
-        allocations.push({ start: mapping.nativeHandle().address, length: mapping.length });
+        allocations.push({ start: addressOf(mapping.nativeHandle()), length: mapping.length });
         const sorted = [...allocations].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
         for (let index = 1; index < sorted.length; index += 1) {
           const previous = sorted[index - 1] as { start: bigint; length: number };
@@ -778,14 +855,14 @@ export function describeNativeBackendContract(
             const buffer = newBuffer(bytes);
             const pattern = patternBytes(bytes, bytes);
             new Uint8Array(buffer.contents()).set(pattern);
-            expect(readMemory(buffer.nativeHandle().address, bytes)).toEqual(pattern);
+            expect(readMemory(addressOf(buffer.nativeHandle()), bytes)).toEqual(pattern);
           }
         });
 
         it("a mapped file's address is the file's bytes, and a write through contents() shows there", () => {
           const content = patternBytes(2 * backend.pageSize + 33, 21);
           const mapping = mapFile(writeTemporaryFile(content));
-          const address = mapping.nativeHandle().address;
+          const address = addressOf(mapping.nativeHandle());
           expect(address % BigInt(backend.pageSize)).toBe(0n);
           expect(readMemory(address, content.length)).toEqual(content);
           new Uint8Array(mapping.contents())[5] = (content[5] as number) ^ 0xff;
@@ -837,7 +914,7 @@ export function describeNativeBackendContract(
         for (let round = 0; round < cycles; round += 1) {
           for (const bytes of [100, 4096, page, 3 * page + 1]) {
             const buffer = backend.newBuffer(bytes);
-            new Uint8Array(buffer.contents())[bytes - 1] = round & 0xff;
+            writeBytes(buffer, Uint8Array.of(round & 0xff), bytes - 1);
             if (round % 2 === 0) buffer.detachContents();
             buffer.release();
             buffers += 1;

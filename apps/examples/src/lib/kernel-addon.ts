@@ -114,3 +114,14 @@ export function loadKernelAddon(): KernelAddon {
     },
   };
 }
+
+/**
+ * The CPU address of nuvec memory, for these CPU kernels: every backend but CUDA has one (a CUDA handle gives
+ * a `devicePointer` instead, for GPU kernels). Switch on `platform` like this in a runtime's own code.
+ */
+export function cpuAddress(handle: { readonly platform: string; readonly address?: bigint }): bigint {
+  if (handle.platform === "cuda" || typeof handle.address !== "bigint") {
+    throw new TypeError(`the ${handle.platform} backend's memory has no CPU address for a CPU kernel`);
+  }
+  return handle.address;
+}

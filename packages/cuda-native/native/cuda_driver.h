@@ -1,0 +1,58 @@
+// The few entry points of the CUDA driver API this addon uses, declared here and loaded at run time with
+// dlopen("libcuda.so.1"), so the addon builds on any Linux without the CUDA toolkit and says why it cannot
+// run where there is no driver. The types and values are the driver API's (cuda.h, stable since CUDA 4;
+// the _v2 symbols are what cuda.h's macros name since CUDA 3.2 / 4.0).
+#ifndef NUVEC_CUDA_DRIVER_H_
+#define NUVEC_CUDA_DRIVER_H_
+
+#include <cstddef>
+
+namespace nuvec {
+namespace cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+struct CUctx_st;
+using CUcontext = CUctx_st*;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NOT_INITIALIZED = 3;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+
+// cuMemHostRegister flags.
+constexpr unsigned int CU_MEMHOSTREGISTER_PORTABLE = 0x01;
+constexpr unsigned int CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
+constexpr unsigned int CU_MEMHOSTREGISTER_READ_ONLY = 0x08;
+
+struct DriverApi {
+  CUresult (*cuInit)(unsigned int flags);
+  CUresult (*cuDriverGetVersion)(int* version);
+  CUresult (*cuDeviceGetCount)(int* count);
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device);
+  CUresult (*cuDeviceTotalMem)(size_t* bytes, CUdevice device);  // cuDeviceTotalMem_v2
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);  // cuDevicePrimaryCtxRelease_v2
+  CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes);                              // _v2
+  CUresult (*cuMemFree)(CUdeviceptr pointer);                                              // _v2
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr target, const void* source, size_t bytes);          // _v2
+  CUresult (*cuMemcpyDtoH)(void* target, CUdeviceptr source, size_t bytes);                // _v2
+  CUresult (*cuMemcpyDtoD)(CUdeviceptr target, CUdeviceptr source, size_t bytes);          // _v2
+  CUresult (*cuMemHostRegister)(void* pointer, size_t bytes, unsigned int flags);          // _v2
+  CUresult (*cuMemHostUnregister)(void* pointer);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr* device, void* host, unsigned int flags);  // _v2
+  CUresult (*cuMemGetInfo)(size_t* free, size_t* total);                                   // _v2
+  CUresult (*cuGetErrorName)(CUresult error, const char** name);
+  CUresult (*cuGetErrorString)(CUresult error, const char** text);
+};
+
+}  // namespace cuda
+}  // namespace nuvec
+
+#endif  // NUVEC_CUDA_DRIVER_H_

@@ -1,0 +1,23 @@
+/**
+ * `@nuvec/cuda-native`: nuvec's CUDA backend. {@link loadCudaBackend} gives an NVIDIA GPU as the
+ * `NativeBackend` of `@nuvec/metal-native` (device memory from the CUDA driver API, loaded at run time), so
+ * `Device.open({ backend: loadCudaBackend() })` runs MLX's allocator policy, limits, statistics, residency
+ * and traces on real GPU memory.
+ *
+ * @packageDocumentation
+ */
+
+export {
+  NativeNotHostVisibleError,
+  NativeUnavailableError,
+} from "@nuvec/metal-native";
+export {
+  CudaBackend,
+  type CudaBackendOptions,
+  CudaBuffer,
+  type CudaBufferHandle,
+  CudaMappedFile,
+  type CudaMappedFileHandle,
+  CudaResidencySet,
+  loadCudaBackend,
+} from "./cuda.js";

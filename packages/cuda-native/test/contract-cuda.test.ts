@@ -1,0 +1,16 @@
+// The NativeBackend contract (@nuvec/metal-native's test/contract.ts, the suite the mock and the host addon
+// pass) against the CUDA backend, with `hostVisible: false`: buffers are read and written with read/write.
+// It needs an NVIDIA GPU: on the GPU machine it runs through gpu/run.sh; elsewhere the suite is skipped.
+import { describe } from "vitest";
+import { describeNativeBackendContract } from "../../metal-native/test/contract.js";
+import { cuda, cudaBackend, cudaUnavailableReason } from "./support.js";
+
+if (cudaBackend !== undefined) {
+  describeNativeBackendContract("CUDA (device memory, cuMemHostRegister)", cuda, {
+    realMemory: true,
+    hostVisible: false,
+    cycles: 100,
+  });
+} else {
+  describe.skip(`NativeBackend contract: CUDA — no CUDA device here (${cudaUnavailableReason})`, () => {});
+}

@@ -1,0 +1,254 @@
+// What only the CUDA backend does, through the Device as runtimes use it: device memory written and read by
+// copies across cache reuse, the driver's out-of-memory after the cache-clearing retry, the hard limit
+// refusing before the driver is asked, close() giving every byte back to the driver, wired mappings
+// registered with the driver and read by the GPU through their device pointer. Needs an NVIDIA GPU (gpu/run.sh).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Device, MemoryNotHostVisibleError, OutOfMemoryError, SystemAllocationError } from "@nuvec/device";
+import { NativeAllocationError, NativeArgumentError } from "@nuvec/metal-native";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cuda, cudaBackend } from "./support.js";
+
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
+function patternBytes(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let state = seed >>> 0 || 1;
+  for (let index = 0; index < length; index += 1) {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    bytes[index] = state >>> 24;
+  }
+  return bytes;
+}
+
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to throw, it returned");
+}
+
+describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
+  let directory: string;
+
+  beforeAll(() => {
+    directory = mkdtempSync(join(tmpdir(), "nuvec-cuda-"));
+  });
+
+  afterAll(() => {
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it("facts: the device's name and total memory, the whole memory as working set, 16 KiB pages, not host-visible", () => {
+    const backend = cuda();
+    const { total } = backend.memoryInfo();
+    expect(backend.platform).toBe("cuda");
+    expect(backend.name.length).toBeGreaterThan(0);
+    expect(backend.memorySize).toBe(total);
+    expect(backend.recommendedMaxWorkingSetSize).toBe(total);
+    expect(backend.pageSize).toBe(16 * 1024);
+    expect(backend.hostVisible).toBe(false);
+    expect(backend.driverVersion).toBeGreaterThan(0);
+    using device = Device.open({ backend });
+    // MLX's CUDA memory limit: 0.95 × total (the allocator's min(1.5·W, 0.95·M) with W = M).
+    expect(device.memoryStats().memoryLimit).toBe(Math.floor(0.95 * total));
+  });
+
+  it("a pattern written with write() reads back after the buffer went through the cache", () => {
+    using device = Device.open({ backend: cuda() });
+    for (const bytes of [300, 16 * 1024, 5 * MIB + 3]) {
+      const pattern = patternBytes(bytes, bytes);
+      const first = device.malloc(bytes);
+      first.write(pattern);
+      first.free();
+      const hits = device.counters().cacheHits;
+      const reused = device.malloc(bytes);
+      expect(device.counters().cacheHits).toBe(hits + 1);
+      expect(reused.read()).toEqual(pattern);
+      // A partial write lands where it was asked, around it the bytes stay.
+      reused.write(Uint8Array.of(1, 2, 3), 7);
+      const after = reused.read();
+      expect([...after.subarray(7, 10)]).toEqual([1, 2, 3]);
+      expect(after.subarray(0, 7)).toEqual(pattern.subarray(0, 7));
+      expect(after.subarray(10)).toEqual(pattern.subarray(10));
+      reused.free();
+    }
+  });
+
+  it("contents() of a device buffer is refused with MemoryNotHostVisibleError", () => {
+    using device = Device.open({ backend: cuda() });
+    const buffer = device.malloc(4096);
+    const error = thrown(() => buffer.contents());
+    expect(error).toBeInstanceOf(MemoryNotHostVisibleError);
+    expect((error as MemoryNotHostVisibleError).code).toBe("ERR_NUVEC_NOT_HOST_VISIBLE");
+  });
+
+  it("nativeHandle() gives the buffer's device pointer, distinct per live buffer", () => {
+    const backend = cuda();
+    const first = backend.newBuffer(MIB);
+    const second = backend.newBuffer(MIB);
+    try {
+      const handle = first.nativeHandle();
+      expect(handle.platform).toBe("cuda");
+      expect(handle.device).toBe(0);
+      expect(typeof handle.devicePointer).toBe("bigint");
+      expect(handle.devicePointer).toBeGreaterThan(0n);
+      const other = second.nativeHandle().devicePointer;
+      // Two live buffers never overlap.
+      const [low, high] =
+        handle.devicePointer < other ? [handle.devicePointer, other] : [other, handle.devicePointer];
+      expect(high - low).toBeGreaterThanOrEqual(BigInt(MIB));
+    } finally {
+      first.release();
+      second.release();
+    }
+  });
+
+  it("read/write arguments are checked before the driver is called", () => {
+    const backend = cuda();
+    const buffer = backend.newBuffer(64);
+    try {
+      for (const call of [
+        () => buffer.write(new Uint8Array(65)),
+        () => buffer.write(new Uint8Array(1), 64.5),
+        () => buffer.write("bytes" as never),
+        () => buffer.read(60, 5),
+        () => buffer.read(-1),
+      ]) {
+        expect(thrown(call)).toBeInstanceOf(NativeArgumentError);
+      }
+    } finally {
+      buffer.release();
+    }
+  });
+
+  it("out of memory from the driver: SystemAllocationError after the cache-clearing retry", () => {
+    const backend = cuda();
+    using device = Device.open({ backend });
+    // A cached GiB, so the retry has something to clear.
+    device.malloc(GIB).free();
+    expect(device.memoryStats().cache).toBe(GIB);
+    // Take most of the GPU outside the device, so the driver refuses what the device's limit still allows.
+    const { free } = backend.memoryInfo();
+    const held = backend.newBuffer(Math.floor((free - 4 * GIB) / MIB) * MIB);
+    try {
+      const before = device.counters();
+      const error = thrown(() => device.malloc(8 * GIB));
+      expect(error).toBeInstanceOf(SystemAllocationError);
+      expect((error as Error & { cause?: unknown }).cause).toBeInstanceOf(NativeAllocationError);
+      expect(String((error as Error & { cause?: Error }).cause?.message)).toMatch(/CUDA_ERROR_OUT_OF_MEMORY/);
+      const after = device.counters();
+      expect(after.allocationRetries).toBe(before.allocationRetries + 1);
+      expect(device.memoryStats().cache).toBe(0); // cleared for the retry
+      expect(device.memoryStats().active).toBe(0);
+      expect(after.systemAllocations).toBe(before.systemAllocations);
+    } finally {
+      held.release();
+    }
+    // And once the memory is back, the same request succeeds.
+    const buffer = device.malloc(8 * GIB);
+    buffer.write(Uint8Array.of(42), 8 * GIB - 1);
+    expect(buffer.read(8 * GIB - 1)[0]).toBe(42);
+  });
+
+  it("the hard memory limit refuses before the driver is asked", () => {
+    const backend = cuda();
+    using device = Device.open({ backend, memoryLimit: GIB });
+    const made = backend.counters().buffersMade;
+    const { free } = backend.memoryInfo();
+    const error = thrown(() => device.malloc(2 * GIB));
+    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect(backend.counters().buffersMade).toBe(made);
+    expect(backend.memoryInfo().free).toBe(free);
+  });
+
+  it("close() gives every device allocation back: the driver's free memory returns to where it was", () => {
+    const backend = cuda();
+    const path = join(directory, "weights.bin");
+    writeFileSync(path, patternBytes(3 * MIB + 5, 2));
+    // A first round, so that whatever the driver keeps for itself after a first use of each size (a pool
+    // for small allocations) is in the baseline.
+    const warmUp = Device.open({ backend });
+    for (const bytes of [256, 512, 70_000]) warmUp.malloc(bytes);
+    warmUp.close();
+    const start = backend.counters();
+    const { free } = backend.memoryInfo();
+    const device = Device.open({ backend });
+    const live = [256, 70_000, 64 * MIB, 300 * MIB].map((bytes) => device.malloc(bytes));
+    for (const bytes of [512, 2 * MIB, 128 * MIB]) device.malloc(bytes).free(); // cached
+    const weights = device.mapFile(path);
+    device.setWiredLimit(GIB);
+    expect(backend.memoryInfo().free).toBeLessThan(free - 400 * MIB);
+    expect(live.length).toBe(4);
+    expect(weights.length).toBe(3 * MIB + 5);
+    device.close();
+    const end = backend.counters();
+    expect(end.bufferBytes).toBe(start.bufferBytes);
+    expect(end.buffersReleased - start.buffersReleased).toBe(end.buffersMade - start.buffersMade);
+    expect(end.mappedBytes).toBe(start.mappedBytes);
+    expect(end.wiredBytes).toBe(start.wiredBytes);
+    expect(backend.memoryInfo().free).toBe(free);
+  });
+
+  it("a wired mapping is registered: the GPU copies the file through its device pointer; unwired, it has none", () => {
+    const backend = cuda();
+    const content = patternBytes(5 * MIB + 123, 7);
+    const path = join(directory, "checkpoint.bin");
+    writeFileSync(path, content);
+    const mapping = backend.mapFile(path);
+    const buffer = backend.newBuffer(content.length);
+    const set = backend.newResidencySet();
+    if (set === undefined) throw new Error("the CUDA backend has residency sets");
+    try {
+      expect(mapping.nativeHandle().devicePointer).toBeUndefined();
+      expect(thrown(() => backend.copyFromMapping(buffer, mapping))).toBeInstanceOf(NativeArgumentError);
+      const wired = backend.counters().wiredBytes;
+      set.add(mapping);
+      set.commit();
+      set.requestResidency();
+      expect(set.wiringFailures).toBe(0);
+      expect(backend.counters().wiredBytes - wired).toBe(mapping.allocatedSize);
+      const handle = mapping.nativeHandle();
+      expect(handle.platform).toBe("cuda");
+      expect(typeof handle.devicePointer).toBe("bigint");
+      backend.copyFromMapping(buffer, mapping);
+      expect(buffer.read()).toEqual(content);
+      // A copy from the registered pages through write() (cuMemcpyHtoD from pinned memory) too.
+      buffer.write(new Uint8Array(content.length));
+      buffer.write(new Uint8Array(mapping.contents()));
+      expect(buffer.read()).toEqual(content);
+      set.endResidency();
+      expect(backend.counters().wiredBytes).toBe(wired);
+      expect(mapping.nativeHandle().devicePointer).toBeUndefined();
+      // Unregistered, the mapping still reads from the CPU and copies at pageable speed.
+      expect(new Uint8Array(mapping.contents())).toEqual(content);
+    } finally {
+      set.release();
+      buffer.release();
+      mapping.release();
+    }
+  });
+
+  it("through the Device: setWiredLimit wires device buffers (counted) and mapped files (registered)", () => {
+    const backend = cuda();
+    const path = join(directory, "wired.bin");
+    writeFileSync(path, patternBytes(2 * MIB, 3));
+    using device = Device.open({ backend });
+    const weights = device.mapFile(path);
+    const buffer = device.malloc(4 * MIB);
+    device.setWiredLimit(GIB);
+    const stats = device.memoryStats();
+    expect(stats.wired).toBe(weights.mappedLength + buffer.allocatedLength);
+    expect(stats.wiredMapped).toBe(weights.mappedLength);
+    expect(backend.counters().wiredBytes).toBe(stats.wired);
+    // The mapping is registered with the driver: the backend's handle of it has a device pointer.
+    expect(weights.length).toBe(2 * MIB);
+    device.setWiredLimit(0);
+    expect(device.memoryStats().wired).toBe(0);
+    expect(backend.counters().wiredBytes).toBe(0);
+  });
+});

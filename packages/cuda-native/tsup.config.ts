@@ -1,0 +1,13 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: ["src/index.ts"],
+  format: ["esm", "cjs"],
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  // import.meta.url (to find the package root and the addon) also works in the CommonJS build.
+  shims: true,
+  target: "es2022",
+  platform: "node",
+});

@@ -1,0 +1,259 @@
+// DeviceBuffer.read/write (the same program on every backend) and contents() refused where the memory is not
+// host-visible (CUDA). The CUDA backend itself is tested on a GPU (packages/cuda-native); here a mock stands
+// in for a device whose buffers only copy.
+import type {
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeMappedFile,
+  NativeResidencySet,
+} from "@nuvec/metal-native";
+import { NativeNotHostVisibleError } from "@nuvec/metal-native";
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { describe, expect, it } from "vitest";
+import {
+  BufferFreedError,
+  Device,
+  DeviceArgumentError,
+  DeviceClosedError,
+  type DeviceError,
+  MemoryNotHostVisibleError,
+} from "./index.js";
+
+const GIB = 1024 ** 3;
+
+function pattern(length: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed * 7 + 1) & 0xff;
+  return bytes;
+}
+
+function hostDevice(): Device {
+  return Device.open({
+    backend: new MockBackend({
+      memorySize: 16 * GIB,
+      recommendedMaxWorkingSetSize: 8 * GIB,
+      realFiles: false,
+    }),
+  });
+}
+
+/** A mock whose buffers behave like device memory: no contents(), bytes moved only by read/write. */
+class DeviceMemoryMock implements NativeBackend {
+  readonly #inner = new MockBackend({
+    memorySize: 16 * GIB,
+    recommendedMaxWorkingSetSize: 8 * GIB,
+    realFiles: false,
+    supportsResidencySets: false,
+  });
+  readonly name = "device memory (mock)";
+  readonly platform = this.#inner.platform;
+  readonly memorySize = this.#inner.memorySize;
+  readonly recommendedMaxWorkingSetSize = this.#inner.recommendedMaxWorkingSetSize;
+  readonly maxBufferLength = this.#inner.maxBufferLength;
+  readonly resourceLimit = this.#inner.resourceLimit;
+  readonly pageSize = this.#inner.pageSize;
+  readonly supportsResidencySets = false;
+  readonly hostVisible = false;
+  reads = 0;
+  writes = 0;
+
+  newBuffer(bytes: number): NativeBuffer {
+    const inner = this.#inner.newBuffer(bytes);
+    const backend = this;
+    return {
+      get length() {
+        return inner.length;
+      },
+      get allocatedSize() {
+        return inner.allocatedSize;
+      },
+      get released() {
+        return inner.released;
+      },
+      contents(): ArrayBuffer {
+        throw new NativeNotHostVisibleError("contents(): device memory");
+      },
+      detachContents: () => inner.detachContents(),
+      nativeHandle: () => ({ platform: "cuda", devicePointer: 0x1000n, device: 0 }),
+      release: () => inner.release(),
+      read(offset: number, length: number): Uint8Array {
+        backend.reads += 1;
+        return new Uint8Array(inner.contents(), offset, length).slice();
+      },
+      write(source: ArrayBuffer | ArrayBufferView, offset: number): void {
+        backend.writes += 1;
+        const bytes = ArrayBuffer.isView(source)
+          ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+          : new Uint8Array(source);
+        new Uint8Array(inner.contents(), offset).set(bytes);
+      },
+    };
+  }
+
+  mapFile(path: string): NativeMappedFile {
+    return this.#inner.mapFile(path);
+  }
+
+  newResidencySet(): NativeResidencySet | undefined {
+    return undefined;
+  }
+
+  attachResidencySet(set: NativeResidencySet): void {
+    this.#inner.attachResidencySet(set);
+  }
+
+  counters(): NativeCounters {
+    return this.#inner.counters();
+  }
+}
+
+function expectDeviceError(
+  action: () => unknown,
+  type: abstract new (...args: never[]) => DeviceError,
+  code: string,
+) {
+  let caught: unknown;
+  try {
+    action();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(type);
+  expect((caught as DeviceError).code).toBe(code);
+  return caught as DeviceError;
+}
+
+describe("DeviceBuffer.write and read on host-visible memory", () => {
+  it("write then read returns the bytes, and contents() sees the same memory", () => {
+    using device = hostDevice();
+    const buffer = device.malloc(5000);
+    const bytes = pattern(5000, 3);
+    buffer.write(bytes);
+    expect(buffer.read()).toEqual(bytes);
+    expect(new Uint8Array(buffer.contents(), 0, 5000)).toEqual(bytes);
+    buffer.write(new Uint16Array([0x0201, 0x0403]), 10);
+    expect([...buffer.read(10, 4)]).toEqual([1, 2, 3, 4]);
+    buffer.write(new DataView(new Uint8Array([9, 8]).buffer), 4998);
+    expect([...buffer.read(4998)]).toEqual([9, 8]);
+  });
+
+  it("read returns a copy: writing to it changes nothing", () => {
+    using device = hostDevice();
+    const buffer = device.malloc(64);
+    buffer.write(pattern(64, 1));
+    const copy = buffer.read();
+    copy.fill(0);
+    expect(buffer.read()).toEqual(pattern(64, 1));
+  });
+
+  it("a view into a larger ArrayBuffer writes only its own bytes", () => {
+    using device = hostDevice();
+    const buffer = device.malloc(8);
+    buffer.write(new Uint8Array(8));
+    const backing = pattern(32, 5);
+    buffer.write(backing.subarray(10, 14), 2);
+    expect([...buffer.read()]).toEqual([0, 0, ...backing.subarray(10, 14), 0, 0]);
+  });
+
+  it("a 0-byte buffer reads and writes nothing", () => {
+    using device = hostDevice();
+    const buffer = device.malloc(0);
+    buffer.write(new Uint8Array(0));
+    expect(buffer.read().byteLength).toBe(0);
+  });
+
+  it.each([
+    ["offset -1", -1, 4],
+    ["offset 1.5", 1.5, 4],
+    ["offset past the end", 65, 0],
+    ["a source past the end", 62, 4],
+  ])("write with %s is a DeviceArgumentError and writes nothing", (_label, offset, length) => {
+    using device = hostDevice();
+    const buffer = device.malloc(64);
+    buffer.write(new Uint8Array(64));
+    const before = device.counters();
+    expectDeviceError(
+      () => buffer.write(new Uint8Array(length).fill(0xff), offset),
+      DeviceArgumentError,
+      "ERR_NUVEC_INVALID_ARGUMENT",
+    );
+    expect(buffer.read()).toEqual(new Uint8Array(64));
+    expect(device.counters()).toEqual(before);
+  });
+
+  it.each([
+    ["a number", 12],
+    ["a string", "abc"],
+    ["an array", [1, 2]],
+    ["undefined", undefined],
+  ])("write of %s is a DeviceArgumentError", (_label, source) => {
+    using device = hostDevice();
+    const buffer = device.malloc(64);
+    const error = expectDeviceError(
+      () => buffer.write(source as unknown as Uint8Array),
+      DeviceArgumentError,
+      "ERR_NUVEC_INVALID_ARGUMENT",
+    );
+    expect((error as DeviceArgumentError).argument).toBe("source");
+  });
+
+  it.each([
+    ["offset -1", -1, 1],
+    ["a length past the end", 60, 5],
+    ["a negative length", 0, -1],
+    ["a fractional length", 0, 0.5],
+  ])("read with %s is a DeviceArgumentError", (_label, offset, length) => {
+    using device = hostDevice();
+    const buffer = device.malloc(64);
+    expectDeviceError(() => buffer.read(offset, length), DeviceArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
+  });
+
+  it("after free or close: BufferFreedError, DeviceClosedError", () => {
+    const device = hostDevice();
+    const buffer = device.malloc(64);
+    buffer.free();
+    expectDeviceError(() => buffer.read(), BufferFreedError, "ERR_NUVEC_BUFFER_FREED");
+    expectDeviceError(() => buffer.write(new Uint8Array(1)), BufferFreedError, "ERR_NUVEC_BUFFER_FREED");
+    const live = device.malloc(64);
+    device.close();
+    expectDeviceError(() => live.read(), DeviceClosedError, "ERR_NUVEC_DEVICE_CLOSED");
+  });
+});
+
+describe("memory that is not host-visible", () => {
+  it("contents() and bytes() are refused with MemoryNotHostVisibleError; counters unchanged", () => {
+    const backend = new DeviceMemoryMock();
+    using device = Device.open({ backend });
+    const buffer = device.malloc(4096);
+    const before = device.counters();
+    const error = expectDeviceError(
+      () => buffer.contents(),
+      MemoryNotHostVisibleError,
+      "ERR_NUVEC_NOT_HOST_VISIBLE",
+    );
+    expect(error.message).toMatch(/not host-visible/);
+    expectDeviceError(() => buffer.bytes(), MemoryNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+    expect(device.counters()).toEqual(before);
+  });
+
+  it("write and read go through the backend's copies, and survive cache reuse", () => {
+    const backend = new DeviceMemoryMock();
+    using device = Device.open({ backend });
+    const first = device.malloc(3000);
+    first.write(pattern(3000, 9));
+    expect(backend.writes).toBe(1);
+    first.free();
+    const reused = device.malloc(3000); // the same cached buffer
+    expect(device.counters().cacheHits).toBe(1);
+    expect(reused.read()).toEqual(pattern(3000, 9));
+    expect(backend.reads).toBe(1);
+  });
+
+  it("the device reports hostVisible false in info()", () => {
+    using device = Device.open({ backend: new DeviceMemoryMock() });
+    expect(device.info().hostVisible).toBe(false);
+    using host = hostDevice();
+    expect(host.info().hostVisible).toBeUndefined();
+  });
+});
