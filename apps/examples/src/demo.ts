@@ -160,9 +160,13 @@ function main(argv: string[]): number {
     phase("wired");
     const wiredNow = processMemory();
     const counters = device.counters();
-    console.log(
-      `\nwired limit ${formatBytes(wiredLimit)}: nuvec wired ${formatBytes(device.memoryStats().wired)}, the kernel's VmLck ${wiredNow ? formatBytes(wiredNow.locked) : "n/a"}`,
-    );
+    // `wired` is residency's figure (what nuvec asked to keep resident, as MLX reports it); what the platform
+    // really locked is counters().wiredByPlatform, and the kernel's own account is VmLck. They differ when
+    // the system refused to wire (RLIMIT_MEMLOCK).
+    console.log(`\nwired limit ${formatBytes(wiredLimit)}:`);
+    console.log(`  nuvec wired (residency)      ${formatBytes(device.memoryStats().wired)}`);
+    console.log(`  the platform locked          ${formatBytes(counters.wiredByPlatform)}`);
+    console.log(`  the kernel's VmLck           ${wiredNow ? formatBytes(wiredNow.locked) : "n/a"}`);
     if (counters.backend.wiringFailures > 0) {
       const why = `wiring failed ${counters.backend.wiringFailures} time(s): the system refused to lock memory (raise "ulimit -l" or run with CAP_IPC_LOCK); nuvec keeps working unwired`;
       for (const line of wrap(why, COLUMNS - 3)) console.log(`  ${line}`);
@@ -230,6 +234,7 @@ function main(argv: string[]): number {
         ["kernel resident before the workload", formatBytes(baseline.resident)],
         ["kernel peak growth in the workload", formatBytes(end.peakResident - baseline.resident)],
         ["kernel locked (VmLck) / nuvec wired", `${formatBytes(end.locked)} / ${formatBytes(stats.wired)}`],
+        ["locked by the platform (wiredByPlatform)", formatBytes(device.counters().wiredByPlatform)],
       );
     }
     console.log("\npeaks, nuvec's and the kernel's (since the reset before the workload):");
