@@ -65,6 +65,9 @@ export function describe(name, body) {
   nodeDescribe(name, body);
 }
 describe.skip = (name, body) => nodeDescribe(name, { skip: true }, body);
+describe.runIf = (condition) =>
+  condition ? describe : (name, body) => nodeDescribe(name, { skip: "not run on this backend" }, body);
+describe.skipIf = (condition) => describe.runIf(!condition);
 
 export function it(name, body) {
   nodeIt(name, withContext(body));
@@ -72,6 +75,7 @@ export function it(name, body) {
 it.skip = (name, body) => nodeIt(name, { skip: true }, withContext(body));
 it.runIf = (condition) =>
   condition ? it : (name, body) => nodeIt(name, { skip: "not run on this backend" }, withContext(body));
+it.skipIf = (condition) => it.runIf(!condition);
 it.each = (rows) => (name, body) => {
   for (const row of rows) {
     const values = Array.isArray(row) ? row : [row];
