@@ -190,16 +190,16 @@ function firstLine(error: unknown): string {
 }
 
 /**
- * @internal Finds and loads the addon of the package at `root` (default: this one) on `platform`: the file
- * `NUVEC_CUDA_NATIVE_ADDON` names (`override`; the bundled GPU runs of gpu/run.sh), else
+ * @internal Finds and loads the addon of the package at `root` on `platform`: the file `override` names (the
+ * loader passes `NUVEC_CUDA_NATIVE_ADDON`, set by the bundled GPU runs of gpu/run.sh), else
  * native/build/Release/. Returns it, or the {@link NativeUnavailableError} saying why not and how to build
  * it (`no-prebuilt`: not built; `load-failed`: there but does not load; `unsupported-platform`: not Linux).
  * Does not open a device: that is where no driver or no GPU shows (`backend-unavailable`).
  */
 export function findCudaAddon(
-  root: string = packageRoot(),
-  platform: NodeJS.Platform = process.platform,
-  override: string | undefined = process.env.NUVEC_CUDA_NATIVE_ADDON,
+  root: string,
+  platform: NodeJS.Platform,
+  override: string | undefined,
 ): { addon: RawAddon } | { error: NativeUnavailableError } {
   if (platform !== "linux")
     return { error: unavailable("unsupported-platform", "CUDA's driver API is used on Linux only", root) };
@@ -230,7 +230,8 @@ export function findCudaAddon(
 let loaded: { addon: RawAddon } | { error: NativeUnavailableError } | undefined;
 
 function loadAddon(): RawAddon {
-  if (loaded === undefined) loaded = findCudaAddon();
+  if (loaded === undefined)
+    loaded = findCudaAddon(packageRoot(), process.platform, process.env.NUVEC_CUDA_NATIVE_ADDON);
   if ("error" in loaded) throw loaded.error;
   return loaded.addon;
 }
