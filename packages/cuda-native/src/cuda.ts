@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +17,7 @@ import {
   type NativeResidencySet,
   NativeSystemError,
   NativeUnavailableError,
+  type NativeUnavailableReason,
 } from "@nuvec/metal-native";
 import {
   checkBufferLength,
@@ -128,7 +130,11 @@ function typedError(error: unknown): unknown {
         cause: error,
       });
     case "ERR_NUVEC_NATIVE_UNAVAILABLE":
-      return new NativeUnavailableError(`@nuvec/cuda-native: ${message}`, { cause: error });
+      // The addon loaded; the system has no driver, no GPU or no such device for it.
+      return new NativeUnavailableError(`@nuvec/cuda-native: ${message}`, {
+        cause: error,
+        reason: "backend-unavailable",
+      });
     case "ERR_NUVEC_NOT_HOST_VISIBLE":
       return new NativeNotHostVisibleError(message);
     default:
@@ -145,47 +151,87 @@ function call<T>(body: () => T): T {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Loading.
+// Loading. There is no prebuilt addon (docs/DESIGN-NOTES.md, "CUDA backend"): the one place is the source build
+// in native/build/Release/ (the workspace's build, or what `npx @nuvec/cuda-native build` made).
 
-/** The package's root (where binding.gyp and build/ are): one level above src/ and dist/ alike. */
+/** The addon's file name, in native/build/Release/ once built. */
+const ADDON_FILE_NAME = "nuvec_cuda_native.node";
+
+/** The package's root (where native/ and scripts/ are): one level above src/ and dist/ alike. */
 function packageRoot(): string {
   return join(dirname(fileURLToPath(import.meta.url)), "..");
 }
 
-let loaded: { addon: RawAddon } | { error: NativeUnavailableError } | undefined;
+/** The command that builds the addon from source into the copy of the package at `root`. */
+function buildCommand(root: string): string {
+  return `npx @nuvec/cuda-native build (or: node "${join(root, "scripts", "build-from-source.mjs")}")`;
+}
 
-function unavailable(reason: string, cause?: unknown): NativeUnavailableError {
+function unavailable(
+  reason: NativeUnavailableReason,
+  what: string,
+  root: string,
+  cause?: unknown,
+): NativeUnavailableError {
   const where = `${process.platform}-${process.arch}, Node.js ${process.version}`;
+  const remedy =
+    reason === "unsupported-platform"
+      ? " It runs on Linux with an NVIDIA driver only."
+      : ` To build it from source, run ${buildCommand(root)}: it needs Python 3, make and a C++17 compiler ` +
+        "(build-essential on Debian/Ubuntu), not the CUDA toolkit, and finds node-gyp itself.";
   return new NativeUnavailableError(
-    `@nuvec/cuda-native: the CUDA backend cannot load on ${where}: ${reason}.` +
-      (process.platform === "linux"
-        ? " Rebuild the addon with `npm rebuild @nuvec/cuda-native` (node-gyp, Python 3 and a C++17 compiler; " +
-          "the CUDA toolkit is not needed)."
-        : " It runs on Linux with an NVIDIA driver only."),
-    cause === undefined ? undefined : { cause },
+    `@nuvec/cuda-native: the CUDA backend cannot load on ${where}: ${what}.${remedy}`,
+    cause === undefined ? { reason } : { reason, cause },
   );
 }
 
-function loadAddon(): RawAddon {
-  if (loaded === undefined) {
-    if (process.platform !== "linux") {
-      loaded = { error: unavailable("CUDA's driver API is used on Linux only") };
-    } else {
-      try {
-        const require = createRequire(import.meta.url);
-        // NUVEC_CUDA_NATIVE_ADDON names a built addon directly (the bundled GPU runs of gpu/run.sh).
-        const path = process.env.NUVEC_CUDA_NATIVE_ADDON;
-        const addon =
-          path !== undefined && path !== ""
-            ? (require(path) as RawAddon)
-            : ((require("node-gyp-build") as (root: string) => unknown)(packageRoot()) as RawAddon);
-        loaded = { addon };
-      } catch (error) {
-        const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-        loaded = { error: unavailable(`the addon is not built (${reason})`, error) };
-      }
-    }
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "unknown error";
+}
+
+/**
+ * @internal Finds and loads the addon of the package at `root` on `platform`: the file `override` names (the
+ * loader passes `NUVEC_CUDA_NATIVE_ADDON`, set by the bundled GPU runs of gpu/run.sh), else
+ * native/build/Release/. Returns it, or the {@link NativeUnavailableError} saying why not and how to build
+ * it (`no-prebuilt`: not built; `load-failed`: there but does not load; `unsupported-platform`: not Linux).
+ * Does not open a device: that is where no driver or no GPU shows (`backend-unavailable`).
+ */
+export function findCudaAddon(
+  root: string,
+  platform: NodeJS.Platform,
+  override: string | undefined,
+): { addon: RawAddon } | { error: NativeUnavailableError } {
+  if (platform !== "linux")
+    return { error: unavailable("unsupported-platform", "CUDA's driver API is used on Linux only", root) };
+  const named = override !== undefined && override !== "";
+  const file = named ? override : join(root, "native", "build", "Release", ADDON_FILE_NAME);
+  if (!named && !existsSync(file))
+    return {
+      error: unavailable(
+        "no-prebuilt",
+        `the addon is not built (no ${file}; @nuvec/cuda-native ships no prebuilt addon)`,
+        root,
+      ),
+    };
+  const origin = named ? `${file} (NUVEC_CUDA_NATIVE_ADDON)` : file;
+  let addon: RawAddon;
+  try {
+    addon = createRequire(import.meta.url)(file) as RawAddon;
+  } catch (error) {
+    return {
+      error: unavailable("load-failed", `${origin} does not load (${firstLine(error)})`, root, error),
+    };
   }
+  if (typeof addon?.open !== "function" || typeof addon.facts !== "function")
+    return { error: unavailable("load-failed", `${origin} is not the @nuvec/cuda-native addon`, root) };
+  return { addon };
+}
+
+let loaded: { addon: RawAddon } | { error: NativeUnavailableError } | undefined;
+
+function loadAddon(): RawAddon {
+  if (loaded === undefined)
+    loaded = findCudaAddon(packageRoot(), process.platform, process.env.NUVEC_CUDA_NATIVE_ADDON);
   if ("error" in loaded) throw loaded.error;
   return loaded.addon;
 }
@@ -203,8 +249,10 @@ const backends = new Map<number, CudaBackend>();
  * API loaded at run time (`dlopen("libcuda.so.1")`). The same object on every call within a thread.
  *
  * @throws NativeArgumentError for a bad `device` (before the driver is touched).
- * @throws NativeUnavailableError where there is no driver, no GPU, no such device, or the addon is not
- *   built; the message says which.
+ * @throws NativeUnavailableError where there is no driver, no GPU or no such device (`reason`
+ *   `backend-unavailable`), where the addon is not built (`no-prebuilt`: the package ships none; the message
+ *   names the build command, `npx @nuvec/cuda-native build`) or does not load (`load-failed`), and off Linux
+ *   (`unsupported-platform`); the message says which.
  */
 export function loadCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
   if (typeof options !== "object" || options === null) {

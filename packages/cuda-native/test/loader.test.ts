@@ -1,9 +1,22 @@
-// What runs without a GPU (CI): the loader's argument checks, made before the driver is touched, and its
-// refusal with NativeUnavailableError where there is no driver or no device.
+// What runs without a GPU (CI): the loader's argument checks, made before the driver is touched, its
+// refusal with NativeUnavailableError where there is no driver or no device, where the addon is not built or
+// does not load, and the build command it names.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { NativeArgumentError, NativeError, NativeUnavailableError } from "@nuvec/metal-native";
 import { describe, expect, it } from "vitest";
+import { findCudaAddon } from "../src/cuda.js";
 import { loadCudaBackend } from "../src/index.js";
 import { cudaBackend, cudaUnavailableReason } from "./support.js";
+
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+// False in the GPU run's bundle (gpu/dist/tests.mjs, run by gpu/run.sh), which has no package around it (no
+// package.json, no native/build, no node_modules: the addon comes through NUVEC_CUDA_NATIVE_ADDON there), so
+// the tests of the package's own layout cannot run there.
+const inPackage = existsSync(join(packageRoot, "package.json"));
 
 function thrown(action: () => unknown): unknown {
   try {
@@ -48,6 +61,9 @@ describe("loadCudaBackend", () => {
       expect((error as Error).name).toBe("NativeUnavailableError");
       expect((error as Error).message).toMatch(/@nuvec\/cuda-native/);
       expect((error as Error).message).toBe(cudaUnavailableReason);
+      // On Linux the workspace's build compiled the addon: what is missing is the driver or the GPU.
+      if (process.platform === "linux")
+        expect((error as NativeUnavailableError).reason).toBe("backend-unavailable");
       // Asked again, the same answer (the failure is not cached into something else).
       expect((thrown(() => loadCudaBackend({ device: 0 })) as Error).message).toBe((error as Error).message);
     },
@@ -63,4 +79,95 @@ describe("loadCudaBackend", () => {
       expect(loadCudaBackend({ device: 0 })).toBe(cudaBackend);
     },
   );
+});
+
+/** The error `findCudaAddon` gives for these arguments (fails the test if it found an addon). */
+function refusal(...args: Parameters<typeof findCudaAddon>): NativeUnavailableError {
+  const found = findCudaAddon(...args);
+  if (!("error" in found)) throw new Error("expected no addon, found one");
+  expect(found.error).toBeInstanceOf(NativeUnavailableError);
+  expect(found.error.code).toBe("ERR_NUVEC_NATIVE_UNAVAILABLE");
+  return found.error;
+}
+
+/** An empty folder standing for an installed copy of the package. */
+function emptyPackage(): string {
+  return mkdtempSync(join(tmpdir(), "nuvec-cuda-loader-"));
+}
+
+describe("finding the addon (no prebuilt one: the source build in native/build/Release)", () => {
+  it.runIf(process.platform === "linux" && inPackage)(
+    "the workspace's build put it where the loader looks, and it loads",
+    () => {
+      const found = findCudaAddon(packageRoot, "linux", undefined);
+      expect("addon" in found && typeof found.addon.open).toBe("function");
+    },
+  );
+
+  it("not built: NativeUnavailableError (no-prebuilt) naming the file and the build command of that copy", () => {
+    const root = emptyPackage();
+    const error = refusal(root, "linux", undefined);
+    expect(error.reason).toBe("no-prebuilt");
+    expect(error.message).toContain(join(root, "native", "build", "Release", "nuvec_cuda_native.node"));
+    expect(error.message).toContain("npx @nuvec/cuda-native build");
+    expect(error.message).toContain(`node "${join(root, "scripts", "build-from-source.mjs")}"`);
+    expect(error.message).toContain("not the CUDA toolkit");
+  });
+
+  it("a built file that does not load: NativeUnavailableError (load-failed) with the loader's error", () => {
+    const root = emptyPackage();
+    mkdirSync(join(root, "native", "build", "Release"), { recursive: true });
+    writeFileSync(join(root, "native", "build", "Release", "nuvec_cuda_native.node"), "not an ELF file");
+    const error = refusal(root, "linux", undefined);
+    expect(error.reason).toBe("load-failed");
+    expect(error.message).toMatch(/nuvec_cuda_native\.node does not load \(.+\)/);
+    expect(error.message).toContain("npx @nuvec/cuda-native build");
+    expect(error.cause).toBeDefined();
+  });
+
+  it("NUVEC_CUDA_NATIVE_ADDON naming a missing file or another module: load-failed, saying so", () => {
+    const root = emptyPackage();
+    const missing = refusal(root, "linux", join(root, "missing.node"));
+    expect(missing.reason).toBe("load-failed");
+    expect(missing.message).toContain("missing.node (NUVEC_CUDA_NATIVE_ADDON) does not load");
+    const other = join(root, "other.cjs");
+    writeFileSync(other, "module.exports = { open: 1 };\n");
+    const notTheAddon = refusal(root, "linux", other);
+    expect(notTheAddon.reason).toBe("load-failed");
+    expect(notTheAddon.message).toContain("is not the @nuvec/cuda-native addon");
+  });
+
+  it.each(["darwin", "win32"] as const)(
+    "on %s: unsupported-platform, with no build command (there is nothing to build)",
+    (platform) => {
+      const error = refusal(packageRoot, platform, undefined);
+      expect(error.reason).toBe("unsupported-platform");
+      expect(error.message).toContain("Linux");
+      expect(error.message).not.toContain("npx @nuvec/cuda-native build");
+    },
+  );
+});
+
+describe.runIf(inPackage)("the build command (the package's bin)", () => {
+  const script = join(packageRoot, "scripts", "build-from-source.mjs");
+  const manifest = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8"));
+
+  it("is the package's one bin, and nothing builds at install", () => {
+    expect(manifest.bin).toEqual({ "nuvec-cuda-native": "scripts/build-from-source.mjs" });
+    expect(manifest.files).toContain("scripts/build-from-source.mjs");
+    expect(manifest.gypfile).toBe(false);
+    for (const hook of ["preinstall", "install", "postinstall"])
+      expect(manifest.scripts[hook]).toBeUndefined();
+    expect(readFileSync(script, "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
+  });
+
+  it("--help describes it (through @nuvec/metal-native's builder); a bad argument is one line and exit 2", () => {
+    const help = spawnSync(process.execPath, [script, "--help"], { encoding: "utf8" });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("usage: npx @nuvec/cuda-native build [--quiet]");
+    expect(help.stdout).toContain("not the CUDA toolkit");
+    const bad = spawnSync(process.execPath, [script, "--colour"], { encoding: "utf8" });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr.split("\n")[0]).toBe("@nuvec/cuda-native: unknown argument --colour");
+  });
 });

@@ -10,46 +10,19 @@
 // Usage: build-from-source.mjs [build] [--quiet] [--if-supported]
 //   --if-supported  on Windows (no native backend) say so and exit 0 instead of failing.
 // NUVEC_SKIP_NATIVE_BUILD=1 skips the build (the workspace then tests only what needs no addon).
+//
+// @nuvec/cuda-native's build command is this one too: its scripts/build-from-source.mjs imports
+// buildFromSource() (through @nuvec/metal-native's package.json, a dependency of it) with its own package's
+// names. So this file imports nothing but Node's built-ins (scripts/prebuild.mjs also runs a copy of it alone).
 import { spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const native = join(root, "native");
-const args = process.argv.slice(2);
-const quiet = args.includes("--quiet");
-const unknown = args.filter((arg) => !["build", "--quiet", "--if-supported", "--help", "-h"].includes(arg));
-const log = (message) => {
-  if (!quiet) console.log(`@nuvec/metal-native: ${message}`);
-};
-
-if (args.includes("--help") || args.includes("-h") || unknown.length > 0) {
-  const usage =
-    "usage: npx @nuvec/metal-native build [--quiet]\n" +
-    "  Builds the native addon from source into native/build/Release/ of the installed package, where it is\n" +
-    "  loaded before any prebuilt package. Needs Python 3, make and a C++17 compiler; node-gyp is found on\n" +
-    "  PATH, beside npm, or fetched with npx.";
-  if (unknown.length > 0) {
-    console.error(`@nuvec/metal-native: unknown argument ${unknown[0]}\n${usage}`);
-    process.exit(2);
-  }
-  console.log(usage);
-  process.exit(0);
-}
-if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1") {
-  log("NUVEC_SKIP_NATIVE_BUILD=1: not building the native addon");
-  process.exit(0);
-}
-if (process.platform === "win32") {
-  log("there is no native backend for Windows; use @nuvec/metal-native/mock");
-  process.exit(args.includes("--if-supported") ? 0 : 1);
-}
-
 /** node-gyp's entry point as [command, ...leading arguments], found at this time, or undefined. */
-function findNodeGyp() {
-  // 1. Resolvable from here: the workspace's root devDependency, or one the user installed.
+function findNodeGyp(root) {
+  // 1. Resolvable from the package: the workspace's root devDependency, or one the user installed.
   try {
     const script = createRequire(join(root, "package.json")).resolve("node-gyp/bin/node-gyp.js");
     return [process.execPath, script];
@@ -73,38 +46,109 @@ function findNodeGyp() {
   return undefined;
 }
 
-let nodeGyp = findNodeGyp();
-if (nodeGyp === undefined) {
-  // 4. Last: fetch it (the same major version the workspace pins).
-  log("node-gyp not found: running it through npx (node-gyp@12)");
-  nodeGyp = ["npx", "--yes", "node-gyp@12"];
+/**
+ * Builds the addon of the package at `root` (its native/binding.gyp) into native/build/Release/ with
+ * node-gyp, as the command line `args` ask; returns the exit status (0 built or skipped, 1 failed, 2 a bad
+ * argument). Every message starts with `packageName`.
+ * - `addonFile`: the built file's name (for the closing message);
+ * - `unsupported(platform)`: why the package has no native backend on that platform, or undefined;
+ * - `description`: the lines of `--help` after the usage line;
+ * - `requirements`: what a failed build needs, appended to the failure's message.
+ */
+export function buildFromSource({
+  packageName,
+  root,
+  addonFile,
+  args,
+  unsupported,
+  description,
+  requirements,
+}) {
+  const native = join(root, "native");
+  const quiet = args.includes("--quiet");
+  const unknown = args.filter((arg) => !["build", "--quiet", "--if-supported", "--help", "-h"].includes(arg));
+  const log = (message) => {
+    if (!quiet) console.log(`${packageName}: ${message}`);
+  };
+
+  if (args.includes("--help") || args.includes("-h") || unknown.length > 0) {
+    const usage = `usage: npx ${packageName} build [--quiet]\n${description}`;
+    if (unknown.length > 0) {
+      console.error(`${packageName}: unknown argument ${unknown[0]}\n${usage}`);
+      return 2;
+    }
+    console.log(usage);
+    return 0;
+  }
+  if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1") {
+    log("NUVEC_SKIP_NATIVE_BUILD=1: not building the native addon");
+    return 0;
+  }
+  const unsupportedHere = unsupported(process.platform);
+  if (unsupportedHere !== undefined) {
+    log(unsupportedHere);
+    return args.includes("--if-supported") ? 0 : 1;
+  }
+
+  let nodeGyp = findNodeGyp(root);
+  if (nodeGyp === undefined) {
+    // 4. Last: fetch it (the same major version the workspace pins).
+    log("node-gyp not found: running it through npx (node-gyp@12)");
+    nodeGyp = ["npx", "--yes", "node-gyp@12"];
+  }
+
+  // The running Node's prefix: <prefix>/bin/node → <prefix>/include/node/node_api.h.
+  const prefix = dirname(dirname(process.execPath));
+  const nodedir = existsSync(join(prefix, "include", "node", "node_api.h")) ? [`--nodedir=${prefix}`] : [];
+  // Incremental when a configured build is there; from scratch otherwise.
+  const configured =
+    existsSync(join(native, "build", "Makefile")) || existsSync(join(native, "build", "config.gypi"));
+  const command = configured ? "build" : "rebuild";
+  const nodeGypRun = (subcommand) => {
+    const [program, ...lead] = nodeGyp;
+    const runArgs = [...lead, subcommand, ...nodedir, "--jobs=max"];
+    if (quiet) runArgs.push("--silent");
+    log(`building the native addon from source (node-gyp ${subcommand} ${nodedir.join(" ")})`);
+    return spawnSync(program, runArgs, { cwd: native, stdio: "inherit" });
+  };
+  let result = nodeGypRun(command);
+  if (result.status !== 0 && command === "build") {
+    log("incremental build failed: rebuilding from scratch");
+    result = nodeGypRun("rebuild");
+  }
+  if (result.status !== 0) {
+    console.error(`${packageName}: building the native addon failed (see above). ${requirements}`);
+    return result.status ?? 1;
+  }
+  log(`native addon built: ${join(native, "build", "Release", addonFile)}`);
+  return 0;
 }
 
-// The running Node's prefix: <prefix>/bin/node → <prefix>/include/node/node_api.h.
-const prefix = dirname(dirname(process.execPath));
-const nodedir = existsSync(join(prefix, "include", "node", "node_api.h")) ? [`--nodedir=${prefix}`] : [];
-// Incremental when a configured build is there; from scratch otherwise.
-const configured =
-  existsSync(join(native, "build", "Makefile")) || existsSync(join(native, "build", "config.gypi"));
-const command = configured ? "build" : "rebuild";
-function nodeGypRun(subcommand) {
-  const [program, ...lead] = nodeGyp;
-  const runArgs = [...lead, subcommand, ...nodedir, "--jobs=max"];
-  if (quiet) runArgs.push("--silent");
-  log(`building the native addon from source (node-gyp ${subcommand} ${nodedir.join(" ")})`);
-  return spawnSync(program, runArgs, { cwd: native, stdio: "inherit" });
+/** Whether this file is the program being run (also through a bin link, which Node resolves for the module). */
+function isMain() {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
 }
-let result = nodeGypRun(command);
-if (result.status !== 0 && command === "build") {
-  log("incremental build failed: rebuilding from scratch");
-  result = nodeGypRun("rebuild");
+
+if (isMain()) {
+  process.exitCode = buildFromSource({
+    packageName: "@nuvec/metal-native",
+    root: join(dirname(fileURLToPath(import.meta.url)), ".."),
+    addonFile: "nuvec_metal_native.node",
+    args: process.argv.slice(2),
+    unsupported: (platform) =>
+      platform === "win32"
+        ? "there is no native backend for Windows; use @nuvec/metal-native/mock"
+        : undefined,
+    description:
+      "  Builds the native addon from source into native/build/Release/ of the installed package, where it is\n" +
+      "  loaded before any prebuilt package. Needs Python 3, make and a C++17 compiler; node-gyp is found on\n" +
+      "  PATH, beside npm, or fetched with npx.",
+    requirements:
+      "It needs Python 3, make and a C++17 compiler (build-essential on Debian/Ubuntu, build-base and python3 " +
+      "on Alpine, the Xcode command line tools on macOS). Without it, use @nuvec/metal-native/mock.",
+  });
 }
-if (result.status !== 0) {
-  console.error(
-    "@nuvec/metal-native: building the native addon failed (see above). It needs Python 3, make and a C++17 " +
-      "compiler (build-essential on Debian/Ubuntu, build-base and python3 on Alpine, the Xcode command line " +
-      "tools on macOS). Without it, use @nuvec/metal-native/mock.",
-  );
-  process.exit(result.status ?? 1);
-}
-log(`native addon built: ${join(native, "build", "Release", "nuvec_metal_native.node")}`);

@@ -73,8 +73,17 @@ export function it(name, body) {
   nodeIt(name, withContext(body));
 }
 it.skip = (name, body) => nodeIt(name, { skip: true }, withContext(body));
-it.runIf = (condition) =>
-  condition ? it : (name, body) => nodeIt(name, { skip: "not run on this backend" }, withContext(body));
+/** A test the contract does not run on this backend (as vitest's `it.runIf(false)`, `.each` included). */
+function notRunHere(name, body) {
+  nodeIt(name, { skip: "not run on this backend" }, withContext(body));
+}
+notRunHere.each = (rows) => (name, body) => {
+  for (const row of rows) {
+    const values = Array.isArray(row) ? row : [row];
+    notRunHere(title(name, values), () => body(...values));
+  }
+};
+it.runIf = (condition) => (condition ? it : notRunHere);
 it.skipIf = (condition) => it.runIf(!condition);
 it.each = (rows) => (name, body) => {
   for (const row of rows) {
