@@ -70,7 +70,7 @@ NODE="$WORK/package/bin/node"
 echo "== build the addon (g++, Node's headers from the tarball, node-addon-api)"
 g++ --version | head -1
 time g++ -std=c++17 -O2 -fPIC -shared -fexceptions -Wall -Wextra -Wno-unused-parameter \
-  -DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS \
+  -DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS -DNODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS -DNODE_ADDON_API_CPP_EXCEPTIONS_ALL \
   -I"$WORK/package/include/node" -I"$CARRY/node-addon-api" \
   "$PACKAGE/native/binding.cc" "$PACKAGE/native/posix.cc" "$PACKAGE/native/cuda_platform.cc" \
   -ldl -o "$WORK/nuvec_cuda_native.node" || exit 1

@@ -14,7 +14,7 @@
           {
             "sources": ["binding.cc", "posix.cc", "cuda_platform.cc"],
             "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
-            "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
+            "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"],
             "cflags!": ["-fno-exceptions"],
             "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
             "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"],
