@@ -18,6 +18,8 @@ export {
   formatBytes,
   formatMemoryStats,
   type MemoryStats,
+  NuvecArgumentError,
+  NuvecError,
 } from "@nuvec/stats";
 export {
   Device,
