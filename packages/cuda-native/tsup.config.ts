@@ -1,13 +1,10 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.shared.js";
 
-export default defineConfig({
+export default packageBuild({
   entry: ["src/index.ts"],
-  format: ["esm", "cjs"],
-  dts: true,
+  platform: "node",
+  // Maps for debugging the local build; the tarball leaves them out ("!dist/**/*.map" in package.json).
   sourcemap: true,
-  clean: true,
   // import.meta.url (to find the package root and the addon) also works in the CommonJS build.
   shims: true,
-  target: "es2022",
-  platform: "node",
 });

@@ -44,4 +44,4 @@ export {
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
-export { type DeviceTrace, TraceRecorder } from "./trace.js";
+export type { DeviceTrace } from "./trace.js";

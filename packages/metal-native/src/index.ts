@@ -26,7 +26,6 @@ export {
   NativeAddonBuffer,
   NativeAddonMappedFile,
   NativeAddonResidencySet,
-  openNativeBackend,
 } from "./native.js";
 export type {
   BackendPlatform,

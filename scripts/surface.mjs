@@ -1,0 +1,83 @@
+// What each published package exports: the names its built declarations (dist/*.d.ts) declare, read with the
+// TypeScript compiler, and its error classes, read from its built JavaScript. scripts/surface.test.mjs compares
+// them with the documented surface (the READMEs, docs/ERRORS.md).
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The published entries: package folder, the subpath users import, and its built declaration file. */
+export const ENTRIES = [
+  { folder: "packages/stats", specifier: "@nuvec/stats", dts: "dist/index.d.ts", js: "dist/index.js" },
+  { folder: "packages/allocator", specifier: "@nuvec/allocator", dts: "dist/index.d.ts", js: "dist/index.js" },
+  { folder: "packages/allocator", specifier: "@nuvec/allocator/node", dts: "dist/node.d.ts", js: "dist/node.js" },
+  { folder: "packages/residency", specifier: "@nuvec/residency", dts: "dist/index.d.ts", js: "dist/index.js" },
+  {
+    folder: "packages/metal-native",
+    specifier: "@nuvec/metal-native",
+    dts: "dist/index.d.ts",
+    js: "dist/index.js",
+  },
+  {
+    folder: "packages/metal-native",
+    specifier: "@nuvec/metal-native/mock",
+    dts: "dist/mock.d.ts",
+    js: "dist/mock.js",
+  },
+  { folder: "packages/device", specifier: "@nuvec/device", dts: "dist/index.d.ts", js: "dist/index.js" },
+  { folder: "packages/device", specifier: "@nuvec/device/mock", dts: "dist/mock.d.ts", js: "dist/mock.js" },
+  {
+    folder: "packages/cuda-native",
+    specifier: "@nuvec/cuda-native",
+    dts: "dist/index.d.ts",
+    js: "dist/index.js",
+  },
+];
+
+/** The names a declaration file exports (values and types, re-exports followed), sorted. */
+export function declaredExports(dtsPath) {
+  const program = ts.createProgram([dtsPath], {
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    target: ts.ScriptTarget.ES2022,
+    skipLibCheck: true,
+    noEmit: true,
+  });
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(dtsPath);
+  if (source === undefined) throw new Error(`${dtsPath}: not found (build the package first)`);
+  const module = checker.getSymbolAtLocation(source);
+  if (module === undefined) throw new Error(`${dtsPath}: not a module`);
+  return checker
+    .getExportsOfModule(module)
+    .map((symbol) => symbol.getName())
+    .sort();
+}
+
+/** The declarations of a declaration file that still carry an `@internal` tag (stripInternal removes them). */
+export function internalDeclarations(dtsPath) {
+  const text = readFileSync(dtsPath, "utf8");
+  return text.split("\n").filter((line) => /@internal\b/.test(line));
+}
+
+/**
+ * The rows of docs/ERRORS.md's table: class name, the package that exports it, and its codes (every
+ * `ERR_NUVEC_…` in the row's code column).
+ */
+export function documentedErrors(markdown) {
+  const rows = [];
+  for (const line of markdown.split("\n")) {
+    const cells = line.split("|").map((cell) => cell.trim());
+    // | `Class` | `@nuvec/pkg` | `ERR_…` | … |
+    const name = /^`(\w+Error)`$/.exec(cells[1] ?? "")?.[1];
+    if (name === undefined) continue;
+    rows.push({
+      name,
+      package: /`(@nuvec\/[\w-]+)`/.exec(cells[2] ?? "")?.[1],
+      codes: [...(cells[3] ?? "").matchAll(/ERR_NUVEC_[A-Z_]+/g)].map((match) => match[0]),
+    });
+  }
+  return rows;
+}
