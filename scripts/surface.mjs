@@ -11,9 +11,24 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** The published entries: package folder, the subpath users import, and its built declaration file. */
 export const ENTRIES = [
   { folder: "packages/stats", specifier: "@nuvec/stats", dts: "dist/index.d.ts", js: "dist/index.js" },
-  { folder: "packages/allocator", specifier: "@nuvec/allocator", dts: "dist/index.d.ts", js: "dist/index.js" },
-  { folder: "packages/allocator", specifier: "@nuvec/allocator/node", dts: "dist/node.d.ts", js: "dist/node.js" },
-  { folder: "packages/residency", specifier: "@nuvec/residency", dts: "dist/index.d.ts", js: "dist/index.js" },
+  {
+    folder: "packages/allocator",
+    specifier: "@nuvec/allocator",
+    dts: "dist/index.d.ts",
+    js: "dist/index.js",
+  },
+  {
+    folder: "packages/allocator",
+    specifier: "@nuvec/allocator/node",
+    dts: "dist/node.d.ts",
+    js: "dist/node.js",
+  },
+  {
+    folder: "packages/residency",
+    specifier: "@nuvec/residency",
+    dts: "dist/index.d.ts",
+    js: "dist/index.js",
+  },
   {
     folder: "packages/metal-native",
     specifier: "@nuvec/metal-native",
@@ -77,6 +92,8 @@ export function documentedErrors(markdown) {
       name,
       package: /`(@nuvec\/[\w-]+)`/.exec(cells[2] ?? "")?.[1],
       codes: [...(cells[3] ?? "").matchAll(/ERR_NUVEC_[A-Z_]+/g)].map((match) => match[0]),
+      // A base class ("any allocator code") has no code of its own.
+      base: /^any\b/.test(cells[3] ?? ""),
     });
   }
   return rows;
