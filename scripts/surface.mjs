@@ -8,47 +8,28 @@ import ts from "typescript";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** The published entries: package folder, the subpath users import, and its built declaration file. */
+/** A published entry: package folder, the specifier users import, and its built declarations and ESM file. */
+function entry(name, subpath) {
+  const file = subpath ?? "index";
+  return {
+    folder: `packages/${name}`,
+    specifier: subpath === undefined ? `@nuvec/${name}` : `@nuvec/${name}/${subpath}`,
+    dts: `dist/${file}.d.ts`,
+    js: `dist/${file}.js`,
+  };
+}
+
+/** Every published entry (each package's `exports`, less `./package.json`). */
 export const ENTRIES = [
-  { folder: "packages/stats", specifier: "@nuvec/stats", dts: "dist/index.d.ts", js: "dist/index.js" },
-  {
-    folder: "packages/allocator",
-    specifier: "@nuvec/allocator",
-    dts: "dist/index.d.ts",
-    js: "dist/index.js",
-  },
-  {
-    folder: "packages/allocator",
-    specifier: "@nuvec/allocator/node",
-    dts: "dist/node.d.ts",
-    js: "dist/node.js",
-  },
-  {
-    folder: "packages/residency",
-    specifier: "@nuvec/residency",
-    dts: "dist/index.d.ts",
-    js: "dist/index.js",
-  },
-  {
-    folder: "packages/metal-native",
-    specifier: "@nuvec/metal-native",
-    dts: "dist/index.d.ts",
-    js: "dist/index.js",
-  },
-  {
-    folder: "packages/metal-native",
-    specifier: "@nuvec/metal-native/mock",
-    dts: "dist/mock.d.ts",
-    js: "dist/mock.js",
-  },
-  { folder: "packages/device", specifier: "@nuvec/device", dts: "dist/index.d.ts", js: "dist/index.js" },
-  { folder: "packages/device", specifier: "@nuvec/device/mock", dts: "dist/mock.d.ts", js: "dist/mock.js" },
-  {
-    folder: "packages/cuda-native",
-    specifier: "@nuvec/cuda-native",
-    dts: "dist/index.d.ts",
-    js: "dist/index.js",
-  },
+  entry("stats"),
+  entry("allocator"),
+  entry("allocator", "node"),
+  entry("residency"),
+  entry("metal-native"),
+  entry("metal-native", "mock"),
+  entry("device"),
+  entry("device", "mock"),
+  entry("cuda-native"),
 ];
 
 /** The names a declaration file exports (values and types, re-exports followed), sorted. */

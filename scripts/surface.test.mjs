@@ -233,6 +233,18 @@ function errorClasses(namespace) {
 }
 
 describe("published declarations", () => {
+  it("ENTRIES names every entry of every package's exports map", () => {
+    const published = [];
+    for (const name of readdirSync(join(root, "packages"))) {
+      const manifest = JSON.parse(readFileSync(join(root, "packages", name, "package.json"), "utf8"));
+      for (const key of Object.keys(manifest.exports ?? {})) {
+        if (key !== "./package.json")
+          published.push(key === "." ? manifest.name : `${manifest.name}/${key.slice(2)}`);
+      }
+    }
+    expect(ENTRIES.map((entry) => entry.specifier).sort()).toEqual(published.sort());
+  });
+
   it.each(ENTRIES.map((entry) => [entry.specifier, entry]))(
     "%s exports the approved names only",
     (specifier, entry) => {
