@@ -1,10 +1,11 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.shared.js";
 
-export default defineConfig({
+// Programs, not a library: ESM only, no declarations, source maps for their stack traces.
+export default packageBuild({
   entry: ["src/demo.ts", "src/replay.ts", "src/checkpoint.ts", "src/kernel.ts"],
   format: ["esm"],
+  dts: false,
   sourcemap: true,
-  clean: true,
   target: "node20",
   platform: "node",
 });

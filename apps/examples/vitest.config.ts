@@ -1,10 +1,3 @@
-import { defineConfig } from "vitest/config";
+import { packageTests } from "../../vitest.shared.js";
 
-export default defineConfig({
-  test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    testTimeout: 120_000,
-    reporters: ["default", "json"],
-    outputFile: { json: ".vitest-results/results.json" },
-  },
-});
+export default packageTests();

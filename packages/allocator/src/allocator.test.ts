@@ -540,7 +540,7 @@ describe("refused requests throw typed errors and change no counter", () => {
     const errors = [
       new OutOfMemoryError(1, 2, 3, 4),
       new ResourceLimitError(5),
-      new AllocatorArgumentError("x"),
+      new AllocatorArgumentError("x", "x"),
       new BufferTooLargeError(2, 1),
       new DoubleFreeError("allocation"),
       new ForeignAllocationError("mapping"),

@@ -168,7 +168,7 @@ function checkedByteCount(value: unknown, name: string): number {
     assertByteCount(value, name);
     return value;
   } catch (error) {
-    throw new AllocatorArgumentError((error as Error).message, { cause: error });
+    throw new AllocatorArgumentError(name, (error as Error).message, { cause: error });
   }
 }
 
@@ -222,7 +222,7 @@ export class CachingAllocator<B> {
     try {
       mappingSize(0, this.pageSize);
     } catch (error) {
-      throw new AllocatorArgumentError((error as Error).message, { cause: error });
+      throw new AllocatorArgumentError("pageSize", (error as Error).message, { cause: error });
     }
     this.source = source;
     // MLX: block_limit_ = min(1.5·W, 0.95·M), gc_limit_ = min(size_t(0.95·W), block_limit_), both as doubles
@@ -242,12 +242,13 @@ export class CachingAllocator<B> {
         : checkedByteCount(options.cacheLimit, "cacheLimit");
     const policy = options.policy ?? "mlx";
     if (policy !== "mlx" && policy !== "bounded") {
-      throw new AllocatorArgumentError(`policy must be "mlx" or "bounded", got ${String(policy)}`);
+      throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
     }
     this.bounded = policy === "bounded";
     const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
     if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
       throw new AllocatorArgumentError(
+        "reserveRatio",
         `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
       );
     }
@@ -255,6 +256,7 @@ export class CachingAllocator<B> {
     const boundedRelease = options.boundedRelease ?? "least-recent";
     if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
       throw new AllocatorArgumentError(
+        "boundedRelease",
         `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
       );
     }
@@ -391,7 +393,7 @@ export class CachingAllocator<B> {
     checkedByteCount(fileLength, "fileLength");
     const charged = mappingSize(fileLength, this.pageSize);
     if (charged === undefined) {
-      throw new AllocatorArgumentError(`fileLength ${fileLength} is too large to map`);
+      throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
     if (this.active + this.mapped + charged > this.memoryLimit) {
       this.outOfMemoryRefusals++;

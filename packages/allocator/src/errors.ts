@@ -1,17 +1,10 @@
-/**
- * The base class of every error the allocator throws. `code` is stable across releases (compare it, not the
- * message); the subclass says which kind of refusal it was.
- */
-export class AllocatorError extends Error {
-  /** A stable identifier such as `"ERR_NUVEC_OUT_OF_MEMORY"`. */
-  readonly code: string;
+import { NuvecArgumentError, NuvecError } from "@nuvec/stats";
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.name = new.target.name;
-  }
-}
+/**
+ * The base class of every error the allocator throws, a {@link NuvecError}. `code` is stable across releases
+ * (compare it, not the message); the subclass says which kind of refusal it was.
+ */
+export class AllocatorError extends NuvecError {}
 
 /**
  * A buffer or mapping would push `active + mapped` past the memory limit (nuvec's hard limit: MLX only
@@ -57,12 +50,25 @@ export class ResourceLimitError extends AllocatorError {
   }
 }
 
-/** A bad argument: a size that is not a byte count, a bad option. Nothing changed. */
+/**
+ * A bad argument: a size that is not a byte count, a bad option. Nothing changed. An instance of
+ * {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
+ */
 export class AllocatorArgumentError extends AllocatorError {
-  constructor(message: string, options?: { cause?: unknown }, code = "ERR_NUVEC_INVALID_ARGUMENT") {
+  /** The argument's name, e.g. `"memoryLimit"`. */
+  readonly argument: string;
+
+  constructor(
+    argument: string,
+    message: string,
+    options?: { cause?: unknown },
+    code = "ERR_NUVEC_INVALID_ARGUMENT",
+  ) {
     super(code, message, options);
+    this.argument = argument;
   }
 }
+NuvecArgumentError.adopt(AllocatorArgumentError);
 
 /** A request larger than the device's maximum buffer length. Nothing changed. */
 export class BufferTooLargeError extends AllocatorArgumentError {
@@ -73,6 +79,7 @@ export class BufferTooLargeError extends AllocatorArgumentError {
 
   constructor(requested: number, maxBufferLength: number) {
     super(
+      "bytes",
       `cannot allocate ${requested} bytes: larger than the device's maximum buffer length of ${maxBufferLength} bytes`,
       undefined,
       "ERR_NUVEC_BUFFER_TOO_LARGE",

@@ -10,6 +10,8 @@
 export {
   NativeNotHostVisibleError,
   NativeUnavailableError,
+  NuvecArgumentError,
+  NuvecError,
 } from "@nuvec/metal-native";
 export {
   CudaBackend,

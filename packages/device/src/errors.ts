@@ -1,3 +1,5 @@
+import { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+
 /** Codes of the errors the Device throws itself (the allocator's and the backend's keep their own codes). */
 export type DeviceErrorCode =
   | "ERR_NUVEC_INVALID_ARGUMENT"
@@ -9,19 +11,20 @@ export type DeviceErrorCode =
   | "ERR_NUVEC_TRACE"
   | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
-/** The base class of the errors the Device throws: `code` says which. */
-export class DeviceError extends Error {
+/** The base class of the errors the Device throws, a {@link NuvecError}: `code` says which. */
+export class DeviceError extends NuvecError {
   /** A stable code to branch on. */
-  readonly code: DeviceErrorCode;
+  declare readonly code: DeviceErrorCode;
 
   constructor(code: DeviceErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
+    super(code, message, options);
   }
 }
 
-/** A bad argument: a path that is not a non-empty string, an interval that is not positive, …. */
+/**
+ * A bad argument: a path that is not a non-empty string, an interval that is not positive, …. An instance of
+ * {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
+ */
 export class DeviceArgumentError extends DeviceError {
   /** The argument's name. */
   readonly argument: string;
@@ -31,6 +34,7 @@ export class DeviceArgumentError extends DeviceError {
     this.argument = argument;
   }
 }
+NuvecArgumentError.adopt(DeviceArgumentError);
 
 /** The device was closed: nothing can be allocated, mapped or changed any more. */
 export class DeviceClosedError extends DeviceError {

@@ -18,6 +18,8 @@ export {
   formatBytes,
   formatMemoryStats,
   type MemoryStats,
+  NuvecArgumentError,
+  NuvecError,
 } from "@nuvec/stats";
 export {
   Device,
@@ -42,4 +44,4 @@ export {
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
-export { type DeviceTrace, TraceRecorder } from "./trace.js";
+export type { DeviceTrace } from "./trace.js";

@@ -1,3 +1,5 @@
+import { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+
 /** Codes of the errors a native backend throws. */
 export type NativeErrorCode =
   | "ERR_NUVEC_INVALID_ARGUMENT"
@@ -7,19 +9,20 @@ export type NativeErrorCode =
   | "ERR_NUVEC_NATIVE_UNAVAILABLE"
   | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
-/** The base class of every error a native backend throws: `code` says which. */
-export class NativeError extends Error {
+/** The base class of every error a native backend throws, a {@link NuvecError}: `code` says which. */
+export class NativeError extends NuvecError {
   /** A stable code to branch on. */
-  readonly code: NativeErrorCode;
+  declare readonly code: NativeErrorCode;
 
   constructor(code: NativeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
+    super(code, message, options);
   }
 }
 
-/** A bad argument (negative, fractional, NaN or too large size, bad path type): caught before native code runs. */
+/**
+ * A bad argument (negative, fractional, NaN or too large size, bad path type): caught before native code runs.
+ * An instance of {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
+ */
 export class NativeArgumentError extends NativeError {
   /** The argument's name. */
   readonly argument: string;
@@ -29,6 +32,7 @@ export class NativeArgumentError extends NativeError {
     this.argument = argument;
   }
 }
+NuvecArgumentError.adopt(NativeArgumentError);
 
 /** A handle (buffer, mapping, residency set, backend) used after it was released or closed. */
 export class NativeReleasedError extends NativeError {

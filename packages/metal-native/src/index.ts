@@ -6,6 +6,8 @@
  * @packageDocumentation
  */
 
+// The root of the family, so that one import is enough to catch any nuvec error.
+export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
 export {
   NativeAllocationError,
   NativeArgumentError,
@@ -24,7 +26,6 @@ export {
   NativeAddonBuffer,
   NativeAddonMappedFile,
   NativeAddonResidencySet,
-  openNativeBackend,
 } from "./native.js";
 export type {
   BackendPlatform,

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 
+export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
 export {
   NativeAllocationError,
   NativeArgumentError,

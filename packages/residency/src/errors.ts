@@ -1,3 +1,5 @@
+import { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+
 /** Codes of the errors the residency manager throws. */
 export type ResidencyErrorCode =
   | "ERR_NUVEC_INVALID_ARGUMENT"
@@ -5,21 +7,23 @@ export type ResidencyErrorCode =
   | "ERR_NUVEC_RESIDENCY_NOT_TRACKED"
   | "ERR_NUVEC_RESIDENCY_CLOSED";
 
-/** The base class of every error {@link Residency} throws: `code` says which. Nothing changed when one is thrown. */
-export class ResidencyError extends Error {
+/**
+ * The base class of every error {@link Residency} throws, a {@link NuvecError}: `code` says which. Nothing
+ * changed when one is thrown.
+ */
+export class ResidencyError extends NuvecError {
   /** A stable code to branch on. */
-  readonly code: ResidencyErrorCode;
+  declare readonly code: ResidencyErrorCode;
 
   constructor(code: ResidencyErrorCode, message: string) {
-    super(message);
-    this.name = new.target.name;
-    this.code = code;
+    super(code, message);
   }
 }
 
 /**
  * A bad argument: a wired limit, per-set cap or working set that is not a non-negative safe integer, or an
- * allocation whose size, as the backend reports it, is not one. Code `ERR_NUVEC_INVALID_ARGUMENT`.
+ * allocation whose size, as the backend reports it, is not one. Code `ERR_NUVEC_INVALID_ARGUMENT`. An instance
+ * of {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
  */
 export class ResidencyArgumentError extends ResidencyError {
   /** The argument's name, e.g. `"capacity"`. */
@@ -30,6 +34,7 @@ export class ResidencyArgumentError extends ResidencyError {
     this.argument = argument;
   }
 }
+NuvecArgumentError.adopt(ResidencyArgumentError);
 
 /**
  * A call that does not fit the manager's state: inserting an allocation that is already tracked

@@ -1,3 +1,5 @@
+// The root of the family, so that one import is enough to catch any nuvec error.
+export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
 export {
   ResidencyArgumentError,
   ResidencyError,

@@ -3,6 +3,7 @@
 
 import { randomFillSync } from "node:crypto";
 import { closeSync, openSync, writeSync } from "node:fs";
+import { NuvecError } from "@nuvec/stats";
 
 /** Bytes per element of the dtypes safetensors knows. */
 export const DTYPE_BYTES: Readonly<Record<string, number>> = {
@@ -40,12 +41,13 @@ export interface SafetensorsHeader {
   tensors: TensorInfo[];
 }
 
-/** Thrown for a file that is not a well-formed safetensors checkpoint; the message says what is wrong. */
-export class SafetensorsFormatError extends Error {
-  readonly code = "ERR_NUVEC_SAFETENSORS";
+/**
+ * Thrown for a file that is not a well-formed safetensors checkpoint; the message says what is wrong. A
+ * {@link NuvecError} (code `ERR_NUVEC_SAFETENSORS`), as a runtime's own errors can be.
+ */
+export class SafetensorsFormatError extends NuvecError {
   constructor(message: string) {
-    super(message);
-    this.name = "SafetensorsFormatError";
+    super("ERR_NUVEC_SAFETENSORS", message);
   }
 }
 
