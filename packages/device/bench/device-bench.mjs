@@ -179,31 +179,39 @@ hostUnsafe?.close();
 // 3. The replay program against the policy alone, per event, on the same pre-read events.
 const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB };
 
-/** apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else). */
+/**
+ * apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else): the mock
+ * without a call log, the buffers in an array by id.
+ */
 function replayProgram(events, deviceOptions) {
   const backend = new MockBackend({
     recommendedMaxWorkingSetSize: DEFAULT.workingSet,
     memorySize: DEFAULT.memorySize,
     maxBufferLength: DEFAULT.workingSet,
+    callLogLimit: 0,
   });
   const device = Device.open({ backend, policy: "mlx", ...deviceOptions });
-  const buffers = new Map();
+  const buffers = [];
   for (const event of events) {
     switch (event[0]) {
       case "a":
-        buffers.set(event[1], device.malloc(event[2]));
+        buffers[event[1]] = device.malloc(event[2]);
         break;
-      case "f":
-        buffers.get(event[1])?.free();
-        buffers.delete(event[1]);
+      case "f": {
+        const buffer = buffers[event[1]];
+        if (buffer !== undefined) {
+          buffer.free();
+          buffers[event[1]] = undefined;
+        }
         break;
+      }
       default:
         throw new Error(`the bench replays allocations and frees only, not ${JSON.stringify(event)}`);
     }
   }
   const stats = device.memoryStats();
   const counters = device.counters();
-  for (const buffer of buffers.values()) buffer.free();
+  for (const buffer of buffers) buffer?.free();
   device.close();
   return { systemAllocations: stats.systemAllocations, cacheHits: counters.cacheHits, peak: stats.peak };
 }
