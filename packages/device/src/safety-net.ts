@@ -13,28 +13,37 @@
 import type { BufferState, DeviceBuffer } from "./device-buffer.js";
 
 // The scheduler of the batch, taken once: a test framework's fake timers installed later must not stop the
-// registration (queueMicrotask where there is no setImmediate, e.g. in a browser with the mock backend).
-const schedule: (callback: () => void) => unknown =
-  typeof globalThis.setImmediate === "function"
-    ? globalThis.setImmediate.bind(globalThis)
-    : globalThis.queueMicrotask.bind(globalThis);
+// registration (queueMicrotask where there is no setImmediate, e.g. in a browser with the mock backend). A
+// closed device cancels its batch, so that nothing keeps it reachable until the next turn.
+const hasImmediate =
+  typeof globalThis.setImmediate === "function" && typeof globalThis.clearImmediate === "function";
+const schedule: (callback: () => void) => unknown = hasImmediate
+  ? globalThis.setImmediate.bind(globalThis)
+  : (callback) => globalThis.queueMicrotask(callback);
+const cancel: (scheduled: unknown) => void = hasImmediate
+  ? (scheduled) => globalThis.clearImmediate(scheduled as ReturnType<typeof setImmediate>)
+  : () => {};
 
 /** Pending entries (two slots each) at which a long synchronous loop compacts out the freed ones. */
 const FIRST_COMPACTION = 2048;
 
 /** @internal The safety net of one Device: `reclaim` runs for each live buffer whose DeviceBuffer was collected. */
 export class SafetyNet {
-  readonly #registry: FinalizationRegistry<BufferState>;
+  readonly #reclaim: (state: BufferState) => void;
+  // Made with the first buffer that outlives its turn: a device whose buffers are all freed in the turn they
+  // were made (a replay, a benchmark) never makes one.
+  #registry: FinalizationRegistry<BufferState> | undefined;
   // Buffers made this turn, as pairs: the DeviceBuffer (the registry's target) and its state (held value and
   // unregister token). A flat array of pairs: one push of two, no object per entry.
   #pending: (DeviceBuffer | BufferState)[] = [];
   #compactAt = FIRST_COMPACTION;
-  #scheduled = false;
+  // The scheduled batch (an Immediate), or undefined when none is.
+  #scheduled: unknown;
   #closed = false;
   readonly #flush = () => this.#registerPending();
 
   constructor(reclaim: (state: BufferState) => void) {
-    this.#registry = new FinalizationRegistry(reclaim);
+    this.#reclaim = reclaim;
   }
 
   /** A buffer was made: registered at the end of this turn if it is still live then. */
@@ -42,17 +51,14 @@ export class SafetyNet {
     const pending = this.#pending;
     pending.push(buffer, state);
     if (pending.length >= this.#compactAt) this.#compact();
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      schedule(this.#flush);
-    }
+    if (this.#scheduled === undefined) this.#scheduled = schedule(this.#flush) ?? true;
   }
 
   /** A buffer was freed (its state no longer live): it leaves the registry, or the pending list. */
   remove(state: BufferState): void {
     if (state.registered) {
       state.registered = false;
-      this.#registry.unregister(state);
+      this.#registry?.unregister(state);
       return;
     }
     // The common `malloc(n)` … `free()` of the last buffer made: take it off the list at once. Other pending
@@ -68,10 +74,12 @@ export class SafetyNet {
   close(): void {
     this.#closed = true;
     this.#pending = [];
+    if (this.#scheduled !== undefined) cancel(this.#scheduled);
+    this.#scheduled = undefined;
   }
 
   #registerPending(): void {
-    this.#scheduled = false;
+    this.#scheduled = undefined;
     const pending = this.#pending;
     this.#pending = [];
     this.#compactAt = FIRST_COMPACTION;
@@ -79,6 +87,7 @@ export class SafetyNet {
     for (let index = 0; index < pending.length; index += 2) {
       const state = pending[index + 1] as BufferState;
       if (state.live) {
+        this.#registry ??= new FinalizationRegistry(this.#reclaim);
         this.#registry.register(pending[index] as DeviceBuffer, state, state);
         state.registered = true;
       }
