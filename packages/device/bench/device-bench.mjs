@@ -136,45 +136,41 @@ if (host !== undefined) {
   const bare = bestLoop(mallocFree, { device: host, size });
   row("host: malloc(64 KiB) + first contents() + free()", cycle);
   row("host: first contents() (that cycle − malloc + free)", difference(cycle, bare), 1000);
-  // The call alone: 256 fresh buffers, contents() once each (their detaching and collection not counted).
-  const firstCall = bestOf((milliseconds) => {
-    const buffers = new Array(256);
-    const timed = { wall: 0, cpu: 0 };
-    let calls = 0;
-    const start = performance.now();
-    while (performance.now() - start < milliseconds) {
-      for (let index = 0; index < buffers.length; index++) buffers[index] = host.malloc(size);
-      const elapsed = stopwatch();
-      for (let index = 0; index < buffers.length; index++) buffers[index].contents();
-      const { wall, cpu } = elapsed();
-      timed.wall += wall;
-      timed.cpu += cpu;
-      calls += buffers.length;
-      for (let index = 0; index < buffers.length; index++) buffers[index].free();
-    }
-    return { wall: timed.wall / calls, cpu: timed.cpu / calls };
-  }, MILLISECONDS);
-  row("host: first contents(), the call alone (batch of 256 buffers)", firstCall);
-  // The same batch on the backend's buffers directly: what the addon costs (its external ArrayBuffer), so
-  // the difference is the Device's bookkeeping.
-  const backendCall = bestOf((milliseconds) => {
-    const buffers = new Array(256);
-    const timed = { wall: 0, cpu: 0 };
-    let calls = 0;
-    const start = performance.now();
-    while (performance.now() - start < milliseconds) {
-      for (let index = 0; index < buffers.length; index++) buffers[index] = host.backend.newBuffer(size);
-      const elapsed = stopwatch();
-      for (let index = 0; index < buffers.length; index++) buffers[index].contents();
-      const { wall, cpu } = elapsed();
-      timed.wall += wall;
-      timed.cpu += cpu;
-      calls += buffers.length;
-      for (let index = 0; index < buffers.length; index++) buffers[index].release();
-    }
-    return { wall: timed.wall / calls, cpu: timed.cpu / calls };
-  }, MILLISECONDS);
-  row("host backend alone: first contents() of its buffer (batch of 256)", backendCall);
+  // The call alone: 256 fresh buffers, contents() once each (their detaching and collection not counted);
+  // then the same batch on the backend's buffers directly: what the addon costs (its external ArrayBuffer),
+  // so the difference is the Device's bookkeeping.
+  const firstCallOf = (make, release) =>
+    bestOf((milliseconds) => {
+      const buffers = new Array(256);
+      const timed = { wall: 0, cpu: 0 };
+      let calls = 0;
+      const start = performance.now();
+      while (performance.now() - start < milliseconds) {
+        for (let index = 0; index < buffers.length; index++) buffers[index] = make();
+        const elapsed = stopwatch();
+        for (let index = 0; index < buffers.length; index++) buffers[index].contents();
+        const { wall, cpu } = elapsed();
+        timed.wall += wall;
+        timed.cpu += cpu;
+        calls += buffers.length;
+        for (let index = 0; index < buffers.length; index++) release(buffers[index]);
+      }
+      return { wall: timed.wall / calls, cpu: timed.cpu / calls };
+    }, MILLISECONDS);
+  row(
+    "host: first contents(), the call alone (batch of 256 buffers)",
+    firstCallOf(
+      () => host.malloc(size),
+      (buffer) => buffer.free(),
+    ),
+  );
+  row(
+    "host backend alone: first contents() of its buffer (batch of 256)",
+    firstCallOf(
+      () => host.backend.newBuffer(size),
+      (buffer) => buffer.release(),
+    ),
+  );
   const held = host.malloc(size);
   held.contents();
   row("host: repeated contents() of a live buffer", bestLoop("context.buffer.contents();", { buffer: held }));
