@@ -1,5 +1,6 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it, vi } from "vitest";
+import { ownerOfView } from "./device-buffer.js";
 import {
   BufferFreedError,
   BufferTooLargeError,
@@ -221,6 +222,22 @@ describe("contents and views", () => {
     expect(view[0]).toBeUndefined();
     view[0] = 42; // writes to a detached view go nowhere
     expect(second.bytes()[0]).toBe(9);
+  });
+
+  it("ties each view to the buffer that handed it out, once, and the next owner's view to the next owner", () => {
+    const { device } = mockDevice();
+    const buffer = device.malloc(4096);
+    const view = buffer.contents();
+    expect(buffer.contents()).toBe(view); // the same view: tied once, no second stamp
+    expect(ownerOfView(view)).toBe(buffer);
+    expect(ownerOfView(new ArrayBuffer(8))).toBeUndefined();
+    buffer.free();
+    const next = device.malloc(4096); // the cached buffer
+    const fresh = next.contents();
+    expect(fresh).not.toBe(view);
+    expect(ownerOfView(fresh)).toBe(next);
+    expect(ownerOfView(view)).toBe(buffer);
+    next.free();
   });
 
   it("detaches on free only what an owner asked for: no backend call for a buffer whose contents nobody read", () => {
