@@ -58,14 +58,21 @@ class OwnedView extends Stamp {
 
   /** Makes `view` keep `owner` alive (once: a view keeps the one owner that handed it out). */
   static stamp(view: ArrayBuffer, owner: DeviceBuffer): void {
-    if (!(#owner in view)) new OwnedView(view, owner);
+    if (#owner in view) return;
+    // A backend may hand out a non-extensible ArrayBuffer, and engines that implement "nonextensible applies
+    // to private" refuse a private field there: such a view keeps its owner through a WeakMap entry.
+    if (Object.isExtensible(view)) new OwnedView(view, owner);
+    else if (!ownersOfSealedViews.has(view)) ownersOfSealedViews.set(view, owner);
   }
 
   /** The DeviceBuffer `view` keeps alive, if any (for tests of the guarantee). */
   static ownerOf(view: object): DeviceBuffer | undefined {
-    return #owner in view ? (view as unknown as OwnedView).#owner : undefined;
+    return #owner in view ? (view as unknown as OwnedView).#owner : ownersOfSealedViews.get(view);
   }
 }
+
+/** The owners of the views that cannot take the private field (see {@link OwnedView.stamp}). */
+const ownersOfSealedViews = new WeakMap<object, DeviceBuffer>();
 
 /** Whether `buffer` was detached (transferred away); `detached` is missing before Node 21 without a flag. */
 function isDetached(buffer: ArrayBuffer): boolean {

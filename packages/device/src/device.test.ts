@@ -240,6 +240,25 @@ describe("contents and views", () => {
     next.free();
   });
 
+  it("ties a non-extensible view to its buffer too", () => {
+    const sealed = new MockBackend({ realFiles: false });
+    const newBuffer = sealed.newBuffer.bind(sealed);
+    sealed.newBuffer = (bytes: number) => {
+      const buffer = newBuffer(bytes);
+      const contents = buffer.contents.bind(buffer);
+      buffer.contents = () => Object.preventExtensions(contents());
+      return buffer;
+    };
+    const device = Device.open({ backend: sealed });
+    const buffer = device.malloc(4096);
+    const view = buffer.contents();
+    expect(Object.isExtensible(view)).toBe(false);
+    expect(buffer.contents()).toBe(view);
+    expect(ownerOfView(view)).toBe(buffer);
+    buffer.free();
+    expect(view.byteLength).toBe(0);
+  });
+
   it("detaches on free only what an owner asked for: no backend call for a buffer whose contents nobody read", () => {
     const { device, backend } = mockDevice();
     const detaches = () => backend.callCounts()["buffer.detachContents"];
