@@ -79,6 +79,8 @@ async function main(argv: string[]): Promise<number> {
     recommendedMaxWorkingSetSize: workingSet,
     memorySize,
     maxBufferLength: workingSet,
+    // The program reads figures, never the mock's call log: the log then keeps its counters only.
+    callLogLimit: 0,
   });
   // As the shared traces' figures: limits set right after opening, memory limit first (it moves the GC limit).
   const device = Device.open({
@@ -87,8 +89,10 @@ async function main(argv: string[]): Promise<number> {
     ...(reserveRatio === undefined ? {} : { reserveRatio }),
     ...(boundedRelease === undefined ? {} : { boundedRelease }),
   });
-  const buffers = new Map<number, DeviceBuffer>();
-  const mappings = new Map<number, MappedFile>();
+  // By trace id: every trace writer makes dense ids from 0, so an array indexed by id is a Map without the
+  // hashing (a sparse id still works: the array then turns into a dictionary).
+  const buffers: (DeviceBuffer | undefined)[] = [];
+  const mappings: (MappedFile | undefined)[] = [];
   try {
     if (memoryLimit !== undefined) device.setMemoryLimit(memoryLimit);
     if (cacheLimit !== undefined) device.setCacheLimit(cacheLimit);
@@ -113,26 +117,34 @@ async function main(argv: string[]): Promise<number> {
         switch (event[0]) {
           case "a":
             try {
-              buffers.set(event[1], device.malloc(event[2]));
+              buffers[event[1]] = device.malloc(event[2]);
             } catch (error) {
               if ((error as { code?: string }).code !== "ERR_NUVEC_OUT_OF_MEMORY") throw error;
               refused += 1;
             }
             break;
-          case "f":
-            buffers.get(event[1])?.free();
-            buffers.delete(event[1]);
+          case "f": {
+            const buffer = buffers[event[1]];
+            if (buffer !== undefined) {
+              buffer.free();
+              buffers[event[1]] = undefined;
+            }
             break;
+          }
           case "m": {
             const path = `trace-mapping-${event[1]}`;
             backend.addFile(path, event[2]);
-            mappings.set(event[1], device.mapFile(path));
+            mappings[event[1]] = device.mapFile(path);
             break;
           }
-          case "u":
-            mappings.get(event[1])?.release();
-            mappings.delete(event[1]);
+          case "u": {
+            const mapping = mappings[event[1]];
+            if (mapping !== undefined) {
+              mapping.release();
+              mappings[event[1]] = undefined;
+            }
             break;
+          }
           case "l":
             if (event[1] === "memory") device.setMemoryLimit(event[2]);
             else if (event[1] === "cache") device.setCacheLimit(event[2]);
@@ -198,8 +210,8 @@ async function main(argv: string[]): Promise<number> {
       if (!json) console.log(`report: ${path}`);
     }
   } finally {
-    for (const buffer of buffers.values()) buffer.free();
-    for (const mapping of mappings.values()) mapping.release();
+    for (const buffer of buffers) buffer?.free();
+    for (const mapping of mappings) mapping?.release();
     device.close();
   }
   return 0;

@@ -53,14 +53,15 @@ if (which === "safe" || which === "unsafe") {
       recommendedMaxWorkingSetSize: 8 * GiB,
       memorySize: 16 * GiB,
       maxBufferLength: 8 * GiB,
+      callLogLimit: 0,
     });
     const device = Device.open({ backend, policy: "mlx", ...options });
-    const buffers = new Map();
+    const buffers = [];
     for (const event of events) {
-      if (event[0] === "a") buffers.set(event[1], device.malloc(event[2]));
+      if (event[0] === "a") buffers[event[1]] = device.malloc(event[2]);
       else {
-        buffers.get(event[1])?.free();
-        buffers.delete(event[1]);
+        buffers[event[1]]?.free();
+        buffers[event[1]] = undefined;
       }
     }
     device.close();

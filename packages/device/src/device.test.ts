@@ -1,9 +1,12 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it, vi } from "vitest";
+import { ownerOfView } from "./device-buffer.js";
 import {
   BufferFreedError,
+  BufferTooLargeError,
   Device,
   DeviceArgumentError,
+  type DeviceBuffer,
   DeviceClosedError,
   ForeignBufferError,
   MappingReleasedError,
@@ -53,6 +56,44 @@ describe("Device.open", () => {
     expect(() => mockDevice({}, { residencyKeepAliveMilliseconds: -5 })).toThrow(/positive/);
     expect(() => Device.open(null as unknown as object)).toThrow(/options/);
   });
+
+  it.each([["5"], [-1], [101], [2.5], [Number.NaN], [null]])(
+    "refuses residencySetMaxPercent %s with a typed error naming it, before anything is made",
+    (value) => {
+      const backend = new MockBackend({ realFiles: false });
+      let error: unknown;
+      try {
+        Device.open({ backend, residencySetMaxPercent: value as number });
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toBeInstanceOf(DeviceArgumentError);
+      expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "residencySetMaxPercent" });
+      expect(backend.counters().residencySetsMade).toBe(0);
+    },
+  );
+
+  it("takes residencySetMaxPercent as a number: 1 caps each set at 1% of W, 0 and 100 mean one set, whatever MLX's variable says", () => {
+    const setsFor = (percent: number | undefined) => {
+      const { device } = mockDevice({}, percent === undefined ? {} : { residencySetMaxPercent: percent });
+      device.setWiredLimit(GIB);
+      for (let index = 0; index < 3; index += 1) device.malloc(100 * MIB);
+      const sets = device.info().residencySets;
+      device.close();
+      return sets;
+    };
+    vi.stubEnv("MLX_RESIDENCY_SET_MAX_PCT", "1");
+    try {
+      // 1% of 8 GiB: about 82 MiB a set, so 100 MiB buffers need several sets.
+      const capped = setsFor(1);
+      expect(capped).toBeGreaterThan(1);
+      expect(setsFor(undefined)).toBe(capped); // the variable says 1 too
+      expect(setsFor(0)).toBe(1);
+      expect(setsFor(100)).toBe(1);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
 });
 
 describe("malloc and free", () => {
@@ -68,7 +109,7 @@ describe("malloc and free", () => {
     expect(second.allocatedLength).toBe(1024); // the cached 1024-byte buffer, reused
     expect(device.memoryStats()).toMatchObject({ active: 1024, cache: 0, systemAllocations: 1 });
     expect(backend.counters().buffersMade).toBe(1);
-    expect(device.counters()).toMatchObject({ cacheHits: 1, liveDeviceBuffers: 1 });
+    expect(device.counters()).toMatchObject({ cacheHits: 1, liveBuffers: 1 });
   });
 
   it("gives an empty buffer for 0 bytes, counted nowhere", () => {
@@ -96,12 +137,23 @@ describe("malloc and free", () => {
     },
   );
 
-  it("refuses a request above the device's max buffer length", () => {
+  it("refuses a request above the device's max buffer length with BufferTooLargeError, nothing changed", () => {
     const { device } = mockDevice({ maxBufferLength: 64 * MIB });
-    expect(() => device.malloc(64 * MIB + 1)).toThrow(
-      expect.objectContaining({ code: expect.stringMatching(/ERR_NUVEC/) }),
-    );
+    const before = device.counters();
+    let error: unknown;
+    try {
+      device.malloc(64 * MIB + 1);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(BufferTooLargeError);
+    expect(error).toMatchObject({
+      code: "ERR_NUVEC_BUFFER_TOO_LARGE",
+      requested: 64 * MIB + 1,
+      maxBufferLength: 64 * MIB,
+    });
     expect(device.memoryStats().active).toBe(0);
+    expect(device.counters()).toEqual(before);
   });
 
   it("refuses past the hard memory limit with OutOfMemoryError, nothing changed", () => {
@@ -170,6 +222,60 @@ describe("contents and views", () => {
     expect(view[0]).toBeUndefined();
     view[0] = 42; // writes to a detached view go nowhere
     expect(second.bytes()[0]).toBe(9);
+  });
+
+  it("ties each view to the buffer that handed it out, once, and the next owner's view to the next owner", () => {
+    const { device } = mockDevice();
+    const buffer = device.malloc(4096);
+    const view = buffer.contents();
+    expect(buffer.contents()).toBe(view); // the same view: tied once, no second stamp
+    expect(ownerOfView(view)).toBe(buffer);
+    expect(ownerOfView(new ArrayBuffer(8))).toBeUndefined();
+    buffer.free();
+    const next = device.malloc(4096); // the cached buffer
+    const fresh = next.contents();
+    expect(fresh).not.toBe(view);
+    expect(ownerOfView(fresh)).toBe(next);
+    expect(ownerOfView(view)).toBe(buffer);
+    next.free();
+  });
+
+  it("ties a non-extensible view to its buffer too", () => {
+    const sealed = new MockBackend({ realFiles: false });
+    const newBuffer = sealed.newBuffer.bind(sealed);
+    sealed.newBuffer = (bytes: number) => {
+      const buffer = newBuffer(bytes);
+      const contents = buffer.contents.bind(buffer);
+      buffer.contents = () => Object.preventExtensions(contents());
+      return buffer;
+    };
+    const device = Device.open({ backend: sealed });
+    const buffer = device.malloc(4096);
+    const view = buffer.contents();
+    expect(Object.isExtensible(view)).toBe(false);
+    expect(buffer.contents()).toBe(view);
+    expect(ownerOfView(view)).toBe(buffer);
+    buffer.free();
+    expect(view.byteLength).toBe(0);
+  });
+
+  it("detaches on free only what an owner asked for: no backend call for a buffer whose contents nobody read", () => {
+    const { device, backend } = mockDevice();
+    const detaches = () => backend.callCounts()["buffer.detachContents"];
+    device.malloc(4096).free();
+    device.malloc(4096).free(); // the cached buffer, again without a view
+    expect(detaches()).toBe(0);
+    const viewed = device.malloc(4096);
+    const view = viewed.bytes();
+    viewed.free();
+    expect(detaches()).toBe(1);
+    expect(view.byteLength).toBe(0);
+    const written = device.malloc(4096); // write() goes through a view too: detached on free
+    written.write(new Uint8Array([1, 2, 3]));
+    written.free();
+    expect(detaches()).toBe(2);
+    device.malloc(4096).free();
+    expect(detaches()).toBe(2);
   });
 });
 
@@ -314,7 +420,7 @@ describe("close", () => {
     expect(device.info().closed).toBe(true);
     // The last statistics and counters stay readable: everything released.
     expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, mapped: 0, wired: 0 });
-    expect(device.counters()).toMatchObject({ liveDeviceBuffers: 0, liveMappedFiles: 0, cachedBuffers: 0 });
+    expect(device.counters()).toMatchObject({ liveBuffers: 0, mappings: 0, cachedBuffers: 0 });
     expect(() => device.malloc(1)).toThrow(DeviceClosedError);
     expect(() => live.free()).toThrow(DeviceClosedError);
     expect(() => live.contents()).toThrow(DeviceClosedError);
@@ -363,10 +469,77 @@ describe("the safety net", () => {
         device.malloc(MIB);
       })();
       await collect(() => false);
-      expect(device.counters()).toMatchObject({ leakedBuffers: 0, liveDeviceBuffers: 1 });
+      expect(device.counters()).toMatchObject({ leakedBuffers: 0, liveBuffers: 1 });
       expect(device.memoryStats().active).toBe(MIB);
       device.close();
       expect(backend.counters().buffersReleased).toBe(backend.counters().buffersMade);
+    },
+  );
+
+  it("registers only buffers that outlive the turn they were made in, once each, in one batch", async () => {
+    const register = vi.spyOn(FinalizationRegistry.prototype, "register");
+    const unregister = vi.spyOn(FinalizationRegistry.prototype, "unregister");
+    try {
+      const { device } = mockDevice();
+      for (let index = 0; index < 10_000; index += 1) device.malloc(4096).free();
+      const kept = [device.malloc(MIB), device.malloc(2 * MIB)];
+      const freedLater = device.malloc(4096);
+      freedLater.free();
+      expect(register).not.toHaveBeenCalled();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(register).toHaveBeenCalledTimes(2);
+      expect(unregister).not.toHaveBeenCalled();
+      for (const buffer of kept) buffer.free();
+      expect(unregister).toHaveBeenCalledTimes(2);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(register).toHaveBeenCalledTimes(2);
+      expect(device.counters()).toMatchObject({ liveBuffers: 0, leakedBuffers: 0 });
+    } finally {
+      register.mockRestore();
+      unregister.mockRestore();
+    }
+  });
+
+  it.skipIf(gc === undefined)(
+    "reclaims a buffer dropped in a long turn among thousands freed in it (the pending list compacted)",
+    async () => {
+      const { device } = mockDevice();
+      const kept: DeviceBuffer[] = [];
+      (() => {
+        for (let index = 0; index < 20_000; index += 1) {
+          const buffer = device.malloc(4096 + (index % 7) * 256);
+          if (index % 1000 === 0) kept.push(buffer);
+          else if (index !== 12_345) buffer.free(); // 12345 is dropped, never freed
+        }
+      })();
+      expect(device.counters().liveBuffers).toBe(kept.length + 1);
+      await collect(() => device.counters().leakedBuffers > 0);
+      expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: kept.length });
+      for (const buffer of kept) buffer.free();
+      expect(device.memoryStats().active).toBe(0);
+    },
+  );
+
+  it.skipIf(gc === undefined)(
+    "never reclaims a buffer freed after its first turn, nor one closed",
+    async () => {
+      const { device } = mockDevice();
+      let freed: DeviceBuffer | undefined = device.malloc(MIB);
+      (() => {
+        device.malloc(2 * MIB); // dropped: reclaimed once
+      })();
+      await new Promise((resolve) => setImmediate(resolve)); // both registered
+      freed.free();
+      freed = undefined;
+      await collect(() => device.counters().leakedBuffers > 0);
+      await collect(() => false);
+      expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: 0, cachedBuffers: 2 });
+      (() => {
+        device.malloc(MIB); // dropped, then the device closes before the batch
+      })();
+      device.close();
+      await collect(() => false);
+      expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: 0 });
     },
   );
 
@@ -375,10 +548,10 @@ describe("the safety net", () => {
     const buffers = Array.from({ length: 6 }, (_, index) => device.malloc(1000 * (index + 1)));
     device.malloc(0);
     for (const index of [2, 0, 5, 3]) buffers[index]?.free();
-    expect(device.counters().liveDeviceBuffers).toBe(2);
+    expect(device.counters().liveBuffers).toBe(2);
     expect(device.memoryStats().active).toBe(2048 + 5120);
     device.close();
-    expect(device.counters().liveDeviceBuffers).toBe(0);
+    expect(device.counters().liveBuffers).toBe(0);
   });
 
   it.skipIf(gc === undefined)("never while a view over it is reachable", async () => {

@@ -29,7 +29,7 @@ afterAll(() => recordFigures("faults", figures));
 
 function mockDevice(
   options: ConstructorParameters<typeof MockBackend>[0] = {},
-  residencySetMaxPercent?: string,
+  residencySetMaxPercent?: number,
 ) {
   const backend = new MockBackend({ memorySize: 16 * GIB, realFiles: false, ...options });
   const device = Device.open({
@@ -195,7 +195,7 @@ describe("a failing system allocation (mock)", () => {
 describe("residency sets that cannot be made (mock)", () => {
   it("part way: later buffers go to the emptiest set, wired stays what the backend wired", () => {
     // A cap of max(1% of 12 GiB, 64 MiB) per set: one 100 MiB buffer fills a set.
-    const { backend, device } = mockDevice({}, "1");
+    const { backend, device } = mockDevice({}, 1);
     backend.failResidencySetCreationAfter(3);
     figures.residencySetFaults += 1;
     device.setWiredLimit(2 * GIB);

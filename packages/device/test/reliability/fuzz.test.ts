@@ -18,6 +18,7 @@ import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
 import { DeviceModel, type ModelFacts, sizeClass } from "./model.js";
 import { budget, hostAvailable, hostBackend, hostUnavailableReason, recordFigures } from "./support.js";
@@ -141,9 +142,9 @@ function codeOf(error: unknown): unknown {
   return (error as { code?: unknown }).code;
 }
 
-/** The native buffer behind a DeviceBuffer (the device's internal record). */
+/** The native buffer behind a DeviceBuffer (the device's internal state). */
 function nativeOf(buffer: DeviceBuffer): object | undefined {
-  return buffer.record.allocation.buffer as object | undefined;
+  return bufferState(buffer).allocation.buffer as object | undefined;
 }
 
 /** The system buffers the second Device holds (none between its steps; counted in case it ever does). */
@@ -221,7 +222,7 @@ function checkWorld(
     model.counters() as unknown as Record<string, number>,
     `${name}: counters()`,
   );
-  sameValue(counters.liveMappedFiles, world.files.length, `${name}: liveMappedFiles`);
+  sameValue(counters.mappings, world.files.length, `${name}: mappings`);
   // The backend holds exactly the system buffers and mappings of the model (and of the second Device).
   const backend = counters.backend;
   const start = world.startCounters;

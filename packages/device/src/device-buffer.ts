@@ -1,0 +1,304 @@
+// A block of device memory handed out by Device.malloc, and the state behind it. The state (allocation,
+// liveness, the Device's live list) is what the Device and its safety net work on; the DeviceBuffer is the
+// user's handle and, with the views it handed out, what the safety net watches: the state must not reference
+// the DeviceBuffer, or a dropped buffer would never be collected.
+import type { Allocation } from "@nuvec/allocator";
+import type { NativeBuffer, NativeMemoryHandle } from "@nuvec/metal-native";
+import type { Device } from "./device.js";
+import {
+  BufferFreedError,
+  DeviceArgumentError,
+  DeviceClosedError,
+  MemoryNotHostVisibleError,
+} from "./errors.js";
+import type { DeviceMemoryHandle, FreeOptions } from "./options.js";
+
+/**
+ * @internal The state behind one `malloc`, kept apart from its {@link DeviceBuffer} so that the safety net
+ * can free it once the DeviceBuffer is collected. Linked in the Device's list of live buffers.
+ */
+export class BufferState {
+  readonly allocation: Allocation<NativeBuffer>;
+  live = true;
+  /** This owner asked the backend for views (`contents()`, `read`, `write`): they are detached on free. */
+  viewsHandedOut = false;
+  /** In the safety net's registry (registered once it outlived the turn it was made in). */
+  registered = false;
+  // The device's live buffers form an intrusive list: linking and unlinking cost a few nanoseconds on the
+  // malloc/free path, where a Set's hashing costs tens.
+  previous: BufferState | undefined = undefined;
+  next: BufferState | undefined = undefined;
+
+  constructor(allocation: Allocation<NativeBuffer>) {
+    this.allocation = allocation;
+  }
+}
+
+/**
+ * Ties an ArrayBuffer to the DeviceBuffer that handed it out: a private field installed on the ArrayBuffer
+ * (the base constructor returns the object given, so the subclass's field lands on it). Nobody can read,
+ * change or delete it, and it keeps the DeviceBuffer alive exactly as long as the ArrayBuffer: what a
+ * WeakMap entry would do, for a few tens of nanoseconds instead of one to three microseconds (the WeakMap's
+ * ephemeron table grows with every view ever handed out; see packages/allocator/bench/PROFILE.md §3).
+ */
+class Stamp {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the return override installs the subclass's private field on target
+    return target as Stamp;
+  }
+}
+
+class OwnedView extends Stamp {
+  readonly #owner: DeviceBuffer;
+
+  private constructor(view: ArrayBuffer, owner: DeviceBuffer) {
+    super(view);
+    this.#owner = owner;
+  }
+
+  /** Makes `view` keep `owner` alive (once: a view keeps the one owner that handed it out). */
+  static stamp(view: ArrayBuffer, owner: DeviceBuffer): void {
+    if (#owner in view) return;
+    // A backend may hand out a non-extensible ArrayBuffer, and engines that implement "nonextensible applies
+    // to private" refuse a private field there: such a view keeps its owner through a WeakMap entry.
+    if (Object.isExtensible(view)) new OwnedView(view, owner);
+    else if (!ownersOfSealedViews.has(view)) ownersOfSealedViews.set(view, owner);
+  }
+
+  /** The DeviceBuffer `view` keeps alive, if any (for tests of the guarantee). */
+  static ownerOf(view: object): DeviceBuffer | undefined {
+    return #owner in view ? (view as unknown as OwnedView).#owner : ownersOfSealedViews.get(view);
+  }
+}
+
+/** The owners of the views that cannot take the private field (see {@link OwnedView.stamp}). */
+const ownersOfSealedViews = new WeakMap<object, DeviceBuffer>();
+
+/** Whether `buffer` was detached (transferred away); `detached` is missing before Node 21 without a flag. */
+function isDetached(buffer: ArrayBuffer): boolean {
+  const detached = (buffer as { detached?: boolean }).detached;
+  if (detached !== undefined) return detached;
+  try {
+    new Uint8Array(buffer);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
+function nullHandle(device: Device): NativeMemoryHandle {
+  const backend = device.backend;
+  const platform = backend.platform;
+  if (platform === "cuda") {
+    const ordinal = (backend as { device?: unknown }).device;
+    return { platform, devicePointer: 0n, device: typeof ordinal === "number" ? ordinal : 0 };
+  }
+  const pointers = platform === "metal" || platform === "mock" ? { metalBuffer: 0n, gpuAddress: 0n } : {};
+  return { platform, address: 0n, ...pointers } as NativeMemoryHandle;
+}
+
+// The Device reaches a DeviceBuffer's internals through these (set in the class's static block), so that
+// they are no members of the public class.
+let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
+let dropViews: (buffer: DeviceBuffer) => void;
+
+/** @internal The state behind `buffer`. */
+export function bufferState(buffer: DeviceBuffer): BufferState {
+  return stateOfBuffer(buffer);
+}
+
+/** @internal The device freed `buffer`: its views are detached and need not be held any more. */
+export function forgetViews(buffer: DeviceBuffer): void {
+  dropViews(buffer);
+}
+
+/** @internal The DeviceBuffer a view handed out by `contents()` keeps alive (tests of the guarantee). */
+export function ownerOfView(view: ArrayBuffer): DeviceBuffer | undefined {
+  return OwnedView.ownerOf(view);
+}
+
+/**
+ * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
+ * without `free()` is given back by a safety net, but only once no view over it is reachable.
+ */
+export class DeviceBuffer {
+  readonly #device: Device;
+  readonly #state: BufferState;
+  // The views handed out since malloc, held until free(): the native addon holds them only weakly, and a
+  // view collected before free() (its finalizer pending) cannot be told from one moved away by transfer(),
+  // so the addon would quarantine the buffer instead of letting it be cached. An ordinary edge (not a GC
+  // root): with the stamp from view to buffer it forms a cycle that is collected as a whole, so the safety
+  // net still works. One view is the rule (the backend returns the same one until it is detached); the
+  // earlier ones, after a user moved one away, are rare. A 0-byte buffer keeps its own empty ArrayBuffer
+  // here: never one shared by all, which a transfer() would detach for every 0-byte buffer of the process.
+  #view: ArrayBuffer | undefined = undefined;
+  #earlierViews: ArrayBuffer[] | undefined = undefined;
+
+  static {
+    stateOfBuffer = (buffer) => buffer.#state;
+    dropViews = (buffer) => {
+      buffer.#view = undefined;
+      buffer.#earlierViews = undefined;
+    };
+  }
+
+  /** @internal Made by {@link Device.malloc}. */
+  constructor(device: Device, state: BufferState) {
+    this.#device = device;
+    this.#state = state;
+  }
+
+  /** The bytes asked for. */
+  get length(): number {
+    return this.#state.allocation.requested;
+  }
+
+  /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
+  get allocatedLength(): number {
+    return this.#state.allocation.length;
+  }
+
+  /** True once freed. */
+  get freed(): boolean {
+    return !this.#state.live;
+  }
+
+  /** The device this buffer belongs to. */
+  get device(): Device {
+    return this.#device;
+  }
+
+  /**
+   * The buffer's memory as an `ArrayBuffer` without a copy (`allocatedLength` bytes; the first `length` are
+   * yours). Every `ArrayBuffer` handed out is detached when the buffer is freed: an old view then reads
+   * `byteLength` 0 and can never reach the next owner's data.
+   */
+  contents(): ArrayBuffer {
+    this.#check("contents()");
+    // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
+    if (this.#device.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
+    const native = this.#state.allocation.buffer;
+    if (native === undefined) {
+      if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);
+      return this.#view;
+    }
+    return this.#viewOf(native);
+  }
+
+  /** A `Uint8Array` over the first `length` bytes of {@link contents}. */
+  bytes(): Uint8Array {
+    return new Uint8Array(this.contents(), 0, this.length);
+  }
+
+  /**
+   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0): through
+   * the backend on devices whose memory the CPU cannot address (CUDA), a plain copy through `contents()`
+   * elsewhere, so the same program runs on every backend. Must fit within `length`.
+   */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.#check("write()");
+    if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
+      throw new DeviceArgumentError(
+        "source",
+        "write(source): source must be an ArrayBuffer or an ArrayBuffer view",
+      );
+    }
+    this.#checkSpan("write()", offset, source.byteLength);
+    const native = this.#state.allocation.buffer;
+    if (native === undefined || source.byteLength === 0) return;
+    if (native.write !== undefined) {
+      native.write(source, offset);
+      return;
+    }
+    const bytes =
+      source instanceof ArrayBuffer
+        ? new Uint8Array(source)
+        : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    new Uint8Array(this.#viewOf(native), offset, bytes.byteLength).set(bytes);
+  }
+
+  /**
+   * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
+   * through the backend where the CPU cannot address the memory, through `contents()` elsewhere.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.#check("read()");
+    this.#checkSpan("read()", offset, length);
+    const native = this.#state.allocation.buffer;
+    if (native === undefined || length === 0) return new Uint8Array(0);
+    if (native.read !== undefined) return native.read(offset, length);
+    return new Uint8Array(this.#viewOf(native), offset, length).slice();
+  }
+
+  /**
+   * Where the memory is, for a runtime's native code (a kernel): the backend's pointers (`address`; on Metal
+   * `metalBuffer` and `gpuAddress`) with `length` and `allocatedLength`. Frozen; valid until the buffer is
+   * freed (with `{ after }`: until that promise settles). A 0-byte buffer's pointers are all `0n`. Throws
+   * `BufferFreedError` after `free()`.
+   */
+  nativeHandle(): DeviceMemoryHandle {
+    this.#check("nativeHandle()");
+    const allocation = this.#state.allocation;
+    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device);
+    return Object.freeze({ ...native, length: allocation.requested, allocatedLength: allocation.length });
+  }
+
+  /**
+   * Gives the buffer back to the device (to its cache, or to the system). A second call throws.
+   * `{ after: promise }`: views are detached now, the memory is given back once the promise settles (see
+   * {@link FreeOptions}).
+   */
+  free(options?: FreeOptions): void {
+    this.#device.free(this, options);
+  }
+
+  /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */
+  [Symbol.dispose](): void {
+    if (this.#state.live && !this.#device.closed) this.#device.free(this);
+  }
+
+  /**
+   * The backend's view of the memory, held and tied to this buffer: every view reaching the memory keeps
+   * the buffer alive, and the device detaches them on free (only when one was asked for).
+   */
+  #viewOf(native: NativeBuffer): ArrayBuffer {
+    const view = native.contents();
+    if (view !== this.#view) {
+      if (this.#view !== undefined) {
+        if (this.#earlierViews === undefined) this.#earlierViews = [this.#view];
+        else this.#earlierViews.push(this.#view);
+      }
+      this.#view = view;
+      OwnedView.stamp(view, this);
+    }
+    this.#state.viewsHandedOut = true;
+    return view;
+  }
+
+  #check(operation: string): void {
+    if (this.#device.closed) throw new DeviceClosedError(operation);
+    if (!this.#state.live) throw new BufferFreedError(operation);
+  }
+
+  /** `offset` and `length` must be whole numbers with `offset + length ≤ this.length`. */
+  #checkSpan(operation: string, offset: unknown, length: unknown): void {
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
+      throw new DeviceArgumentError(
+        "offset",
+        `${operation}: offset must be a whole number from 0 to ${this.length}, got ${String(offset)}`,
+      );
+    }
+    if (
+      typeof length !== "number" ||
+      !Number.isSafeInteger(length) ||
+      length < 0 ||
+      length > this.length - offset
+    ) {
+      throw new DeviceArgumentError(
+        "length",
+        `${operation}: ${String(length)} bytes at offset ${offset} do not fit in a ${this.length}-byte buffer`,
+      );
+    }
+  }
+}

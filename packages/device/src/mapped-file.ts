@@ -1,0 +1,101 @@
+// A file mapped without a copy by Device.mapFile, and the state the Device keeps for it.
+import type { Mapping } from "@nuvec/allocator";
+import type { NativeMappedFile } from "@nuvec/metal-native";
+import type { Device } from "./device.js";
+import { DeviceClosedError, MappingReleasedError } from "./errors.js";
+import type { DeviceMemoryHandle, FreeOptions } from "./options.js";
+
+/** @internal What the Device keeps for a mapped file: the backend's mapping and the allocator's account. */
+export interface MappedFileState {
+  readonly native: NativeMappedFile;
+  readonly mapping: Mapping;
+  live: boolean;
+}
+
+// The Device reaches a MappedFile's state through this (set in the class's static block), so that it is no
+// member of the public class.
+let stateOfFile: (file: MappedFile) => MappedFileState;
+
+/** @internal The state behind `file`. */
+export function mappedFileState(file: MappedFile): MappedFileState {
+  return stateOfFile(file);
+}
+
+/** A file mapped without a copy by {@link Device.mapFile}: read-only by convention (writes stay private). */
+export class MappedFile {
+  readonly #device: Device;
+  readonly #state: MappedFileState;
+
+  static {
+    stateOfFile = (file) => file.#state;
+  }
+
+  /** @internal Made by {@link Device.mapFile}. */
+  constructor(device: Device, native: NativeMappedFile, mapping: Mapping) {
+    this.#device = device;
+    this.#state = { native, mapping, live: true };
+  }
+
+  /** The path it was mapped from. */
+  get path(): string {
+    return this.#state.native.path;
+  }
+
+  /** The file's length in bytes. */
+  get length(): number {
+    return this.#state.native.length;
+  }
+
+  /** The bytes charged in `mapped`: the length rounded up to the system's pages. */
+  get mappedLength(): number {
+    return this.#state.mapping.charged;
+  }
+
+  /** True once released. */
+  get released(): boolean {
+    return !this.#state.live;
+  }
+
+  /** The device this mapping belongs to. */
+  get device(): Device {
+    return this.#device;
+  }
+
+  /** The file's bytes without a copy; detached when the mapping is released. */
+  contents(): ArrayBuffer {
+    this.#check("contents()");
+    return this.#state.native.contents();
+  }
+
+  /**
+   * Where the mapping is: its `address` is the file's first byte (see {@link DeviceBuffer.nativeHandle});
+   * `allocatedLength` is the mapped length. Throws `MappingReleasedError` after `release()`.
+   */
+  nativeHandle(): DeviceMemoryHandle {
+    this.#check("nativeHandle()");
+    const native = this.#state.native;
+    return Object.freeze({
+      ...native.nativeHandle(),
+      length: native.length,
+      allocatedLength: native.mappedLength,
+    });
+  }
+
+  /**
+   * Unmaps the file. A second call throws. `{ after: promise }`: views are detached now, the file is
+   * unmapped once the promise settles (see {@link FreeOptions}).
+   */
+  release(options?: FreeOptions): void {
+    this.#device.releaseMapping(this, options);
+  }
+
+  /** `using file = device.mapFile(path)` releases it at the end of the scope. */
+  [Symbol.dispose](): void {
+    if (this.#state.live && !this.#device.closed) this.#device.releaseMapping(this);
+  }
+
+  #check(operation: string): void {
+    if (this.#device.closed) throw new DeviceClosedError(operation);
+    if (!this.#state.live) throw new MappingReleasedError(operation);
+  }
+}
