@@ -323,7 +323,7 @@ export class DeviceBuffer {
 
   /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
   get allocatedLength(): number {
-    return this.#record.allocation.length;
+    return this.#record.allocation.allocatedLength;
   }
 
   /** True once freed. */
@@ -413,7 +413,11 @@ export class DeviceBuffer {
     this.#check("nativeHandle()");
     const allocation = this.#record.allocation;
     const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device.backend);
-    return Object.freeze({ ...native, length: allocation.requested, allocatedLength: allocation.length });
+    return Object.freeze({
+      ...native,
+      length: allocation.requested,
+      allocatedLength: allocation.allocatedLength,
+    });
   }
 
   /**
@@ -493,7 +497,7 @@ export class MappedFile {
 
   /** The bytes charged in `mapped`: the length rounded up to the system's pages. */
   get mappedLength(): number {
-    return this.#mapping.charged;
+    return this.#mapping.mappedLength;
   }
 
   /** True once released. */
@@ -605,11 +609,6 @@ export class Device {
         // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
         onAcquire: (buffer) => this.#wiring(() => this.#residency.insert(buffer, false)),
         onRelease: (buffer) => this.#residency.erase(buffer),
-        wired: () => ({
-          wired: this.#residency.wired,
-          wiredMapped: this.#residency.wiredMapped,
-          wiredLimit: this.#wiredLimit,
-        }),
       },
     );
     this.#residency = new Residency<NativeAllocation, NativeResidencySet>(
@@ -739,7 +738,7 @@ export class Device {
         this.#trace?.free(record);
       } else if (native !== undefined) {
         native.release();
-        this.#settledAfterClose(record.allocation.length, 0);
+        this.#settledAfterClose(record.allocation.allocatedLength, 0);
       }
     };
     settleAfter(after, settle);
@@ -858,7 +857,7 @@ export class Device {
         this.#trace?.unmap(file);
       } else {
         file.native.release();
-        this.#settledAfterClose(0, file.mapping.charged);
+        this.#settledAfterClose(0, file.mapping.mappedLength);
       }
     };
     settleAfter(after, settle);
@@ -874,7 +873,17 @@ export class Device {
 
   /** The allocator's statistics, wired fields from residency (after `close()`: the last ones, all released). */
   memoryStats(): MemoryStats {
-    return this.#final ? { ...this.#final.stats } : this.#allocator.memoryStats();
+    return this.#final ? { ...this.#final.stats } : this.#statsNow();
+  }
+
+  /** The allocator's figures with the wired fields, which residency owns (the allocator reports them 0). */
+  #statsNow(): MemoryStats {
+    return {
+      ...this.#allocator.memoryStats(),
+      wired: this.#residency.wired,
+      wiredMapped: this.#residency.wiredMapped,
+      wiredLimit: this.#wiredLimit,
+    };
   }
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
@@ -1011,7 +1020,7 @@ export class Device {
     // the bytes each is charged (a cache hit can hand out up to twice the request), so the peaks agree.
     const buffers: [BufferRecord, number][] = [];
     for (let record = this.#liveHead; record !== undefined; record = record.next)
-      buffers.push([record, record.allocation.length]);
+      buffers.push([record, record.allocation.allocatedLength]);
     this.#trace = new TraceRecorder(name, {
       buffers: buffers.reverse(),
       mappings: [...this.#mappings].map((file) => [file, file.length] as const),
@@ -1044,7 +1053,7 @@ export class Device {
     for (const file of [...this.#mappings]) this.#unmap(file);
     this.#allocator.clearCache();
     this.#residency.close();
-    this.#final = { stats: this.#allocator.memoryStats(), counters: this.#allocator.counters() };
+    this.#final = { stats: this.#statsNow(), counters: this.#allocator.counters() };
     this.#allocator.close();
     this.#trace = undefined;
     this.#closed = true;
@@ -1069,7 +1078,7 @@ export class Device {
     if (failures <= 0) return;
     this.#wiringWarned = true;
     const advice = (this.#backend as { lastWiringError?: unknown }).lastWiringError;
-    const stats = this.#allocator.memoryStats();
+    const stats = this.#statsNow();
     const wiredByPlatform = this.#backend.counters().wiredBytes;
     process.emitWarning(
       `nuvec: the system refused to wire memory (${failures} failure${failures === 1 ? "" : "s"}): ` +
