@@ -177,6 +177,9 @@ const RELEASED = 2;
 // Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
 // larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
 const DENSE_IDS = 1 << 26;
+// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 16 MiB); a
+// longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
+const INDEXED_IDS = 1 << 22;
 
 /** The state (unused, live, released) of every id of one kind: one byte per dense id. */
 class IdStates {
@@ -233,6 +236,26 @@ export class TraceValidator {
    */
   check(item: unknown): TraceEvent | undefined {
     const index = this.#index;
+    // The two kinds that make up nearly every trace, checked first without the general shape test.
+    if (Array.isArray(item)) {
+      const tag = item[0];
+      if (tag === "a" && item.length === 3) {
+        const id = item[1];
+        if (isByteCount(id) && isByteCount(item[2]) && this.#allocations.get(id) === UNUSED) {
+          this.#allocations.set(id, LIVE);
+          this.#index = index + 1;
+          return item as unknown as TraceAllocate;
+        }
+      } else if (tag === "f" && item.length === 2) {
+        const id = item[1];
+        if (isByteCount(id) && this.#allocations.get(id) === LIVE) {
+          this.#allocations.set(id, RELEASED);
+          this.#index = index + 1;
+          return item as unknown as TraceFree;
+        }
+      }
+    }
+    // Everything else, and every refusal (with its reason), on the general path.
     if (!Array.isArray(item)) {
       if (index === 0 && this.#header === undefined && typeof item === "object" && item !== null) {
         this.#header = item as TraceHeader;
@@ -290,8 +313,13 @@ export class TraceReplay {
   readonly #allocator: CachingAllocator<number>;
   readonly #skipRefused: boolean;
   readonly #onEvent: ReplayOptions["onEvent"];
-  // Live allocations by id (`null`: refused, its free is ignored) and live mappings by id.
-  readonly #live = new Map<number, Allocation<number> | null>();
+  // Live allocations (`null`: refused, its free is ignored) in slots reused as they free up, so the array
+  // stays as small as what is live at once; a dense id's slot in a typed array (slot + 1; 0: none), a
+  // Map for the rare id beyond. Live mappings by id.
+  readonly #live: (Allocation<number> | null)[] = [];
+  readonly #freeSlots: number[] = [];
+  #slotOfId = new Int32Array(1024);
+  readonly #sparseLive = new Map<number, Allocation<number> | null>();
   readonly #mappings = new Map<number, Mapping>();
   #elapsed = 0;
 
@@ -323,18 +351,41 @@ export class TraceReplay {
     if (event === undefined) return;
     const allocator = this.#allocator;
     switch (event[0]) {
-      case "a":
+      case "a": {
+        let allocation: Allocation<number> | null;
         try {
-          this.#live.set(event[1], allocator.malloc(event[2]));
+          allocation = allocator.malloc(event[2]);
         } catch (error) {
           if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
-          this.#live.set(event[1], null);
+          allocation = null;
         }
+        const id = event[1];
+        if (id < INDEXED_IDS) {
+          let slot = this.#freeSlots.pop();
+          if (slot === undefined) {
+            slot = this.#live.length;
+            this.#live.push(allocation);
+          } else this.#live[slot] = allocation;
+          if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
+          this.#slotOfId[id] = slot + 1;
+        } else this.#sparseLive.set(id, allocation);
         break;
+      }
       case "f": {
-        const allocation = this.#live.get(event[1]);
+        const id = event[1];
+        let allocation: Allocation<number> | null | undefined;
+        if (id < INDEXED_IDS) {
+          // The validator let through only a live id: it has a slot.
+          const slot = this.#slotOfId[id]! - 1;
+          this.#slotOfId[id] = 0;
+          allocation = this.#live[slot];
+          this.#live[slot] = null;
+          this.#freeSlots.push(slot);
+        } else {
+          allocation = this.#sparseLive.get(id);
+          this.#sparseLive.delete(id);
+        }
         if (allocation) allocator.free(allocation);
-        this.#live.delete(event[1]);
         break;
       }
       case "m":
@@ -361,11 +412,23 @@ export class TraceReplay {
     this.#onEvent?.(event, index, allocator);
   }
 
+  #growSlotIndex(id: number): void {
+    let length = this.#slotOfId.length;
+    while (length <= id) length *= 2;
+    const grown = new Int32Array(Math.min(length, INDEXED_IDS));
+    grown.set(this.#slotOfId);
+    this.#slotOfId = grown;
+  }
+
   /** Applies items in order, timing the loop (the result's `nsPerEvent` counts only time spent here). */
   applyAll(items: Iterable<unknown>): void {
     const start = now();
     try {
-      for (const item of items) this.apply(item);
+      if (Array.isArray(items)) {
+        for (let index = 0; index < items.length; index++) this.apply(items[index]);
+      } else {
+        for (const item of items) this.apply(item);
+      }
     } finally {
       this.#elapsed += now() - start;
     }
