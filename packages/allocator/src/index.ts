@@ -41,3 +41,5 @@ export {
   type TraceUnmap,
   TraceValidator,
 } from "./replay.js";
+// The trace writer (the Device records with it); the format's reader is `@nuvec/allocator/node`'s.
+export { type RecordedTrace, type TraceOpening, TraceRecorder } from "./trace-format.js";

@@ -9,45 +9,28 @@ import {
   type Mapping,
 } from "./allocator.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
+import {
+  isByteCount,
+  isTraceEvent,
+  type TraceAllocate,
+  type TraceEvent,
+  type TraceFree,
+  type TraceHeader,
+} from "./trace-format.js";
 
-/** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
-export type TraceAllocate = readonly ["a", number, number];
-/** A free event of a trace: free allocation `id`. */
-export type TraceFree = readonly ["f", number];
-/** A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces). */
-export type TraceMap = readonly ["m", number, number];
-/** Mapping `id` released. */
-export type TraceUnmap = readonly ["u", number];
-/** A limit set: the memory limit, the cache limit or the wired limit (a pure replay has no wired memory). */
-export type TraceLimit = readonly ["l", "memory" | "cache" | "wired", number];
-/** The cache cleared. */
-export type TraceClearCache = readonly ["c"];
-/** The peak reset. */
-export type TraceResetPeak = readonly ["p"];
-/**
- * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
- * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
- */
-export type TraceEvent =
-  | TraceAllocate
-  | TraceFree
-  | TraceMap
-  | TraceUnmap
-  | TraceLimit
-  | TraceClearCache
-  | TraceResetPeak;
-
-/** The header object on a trace's first line (every field optional to a reader). */
-export interface TraceHeader {
-  name?: string;
-  workload?: string;
-  source?: string;
-  events?: number;
-  allocations?: number;
-  live_at_end?: number;
-  peak_live_bytes?: number;
-  [field: string]: unknown;
-}
+// The format's types and shape test, re-exported where the package's entry has always found them.
+export {
+  isTraceEvent,
+  type TraceAllocate,
+  type TraceClearCache,
+  type TraceEvent,
+  type TraceFree,
+  type TraceHeader,
+  type TraceLimit,
+  type TraceMap,
+  type TraceResetPeak,
+  type TraceUnmap,
+} from "./trace-format.js";
 
 /** The device a replay pretends to run on, and the settings applied right after opening it. */
 export interface ReplayOptions {
@@ -143,32 +126,6 @@ function badEvent(index: number, event: unknown, why: string): TraceError {
     text = String(event);
   }
   return new TraceError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
-}
-
-const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
-
-/** Whether `value` has the shape of a {@link TraceEvent} (tag, arity, non-negative integer ids and sizes). */
-export function isTraceEvent(value: unknown): value is TraceEvent {
-  if (!Array.isArray(value)) return false;
-  switch (value[0]) {
-    case "a":
-    case "m":
-      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
-    case "f":
-    case "u":
-      return value.length === 2 && isByteCount(value[1]);
-    case "l":
-      return (
-        value.length === 3 &&
-        (value[1] === "memory" || value[1] === "cache" || value[1] === "wired") &&
-        isByteCount(value[2])
-      );
-    case "c":
-    case "p":
-      return value.length === 1;
-    default:
-      return false;
-  }
 }
 
 const UNUSED = 0;
