@@ -39,6 +39,8 @@ class LengthBucket<B> {
 }
 
 const INITIAL_CAPACITY = 64;
+/** Lengths up to this (4 MiB) find their queue by index: at most 16385 slots (64 KiB), grown as needed. */
+const INDEXED_LENGTHS = 4 * 1024 * 1024;
 /** Empty queues are kept (a length that comes back is cheap) until they are this many and half of all. */
 const COMPACT_AT_EMPTY = 64;
 
@@ -60,8 +62,13 @@ export class BufferCache<B> {
 
   private lengths = new Float64Array(INITIAL_CAPACITY);
   private buckets: LengthBucket<B>[] = [];
-  /** The queue of each length in {@link buckets}: an exact-length request (most hits) needs no search. */
-  private readonly bucketOfLength = new Map<number, LengthBucket<B>>();
+  /**
+   * The queue of each length in {@link buckets}, so an exact-length request (most hits) needs no search:
+   * by `length / 256` for the multiples of 256 up to {@link INDEXED_LENGTHS} (the size classes of nearly
+   * every request), in a Map for the others.
+   */
+  private readonly bucketOfSmallLength: (LengthBucket<B> | undefined)[] = [];
+  private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
   private distinct = 0;
   private emptyBuckets = 0;
@@ -82,7 +89,7 @@ export class BufferCache<B> {
   find(minimum: number, limit: number): number {
     const lengths = this.lengths;
     const distinct = this.distinct;
-    const exact = this.bucketOfLength.get(minimum);
+    const exact = this.bucketOf(minimum);
     let low: number;
     if (exact !== undefined) {
       low = exact.index;
@@ -222,10 +229,10 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       bucket.oldest = null;
       bucket.newest = null;
+      this.setBucketOf(bucket.length, undefined);
       this.spareBuckets.push(bucket);
     }
     this.buckets.length = 0;
-    this.bucketOfLength.clear();
     this.distinct = 0;
     this.emptyBuckets = 0;
     this.nonEmpty.fill(0);
@@ -285,8 +292,25 @@ export class BufferCache<B> {
     record.older = null;
   }
 
+  private bucketOf(length: number): LengthBucket<B> | undefined {
+    return length <= INDEXED_LENGTHS && (length & 255) === 0
+      ? this.bucketOfSmallLength[length >>> 8]
+      : this.bucketOfLargeLength.get(length);
+  }
+
+  private setBucketOf(length: number, bucket: LengthBucket<B> | undefined): void {
+    if (length <= INDEXED_LENGTHS && (length & 255) === 0) {
+      const index = length >>> 8;
+      const byIndex = this.bucketOfSmallLength;
+      // Grown by appending (a store far past the end would turn the array into a slow dictionary).
+      while (byIndex.length <= index) byIndex.push(undefined);
+      byIndex[index] = bucket;
+    } else if (bucket === undefined) this.bucketOfLargeLength.delete(length);
+    else this.bucketOfLargeLength.set(length, bucket);
+  }
+
   private bucketFor(length: number): LengthBucket<B> {
-    const known = this.bucketOfLength.get(length);
+    const known = this.bucketOf(length);
     if (known !== undefined) return known;
     const lengths = this.lengths;
     let low = 0;
@@ -316,7 +340,7 @@ export class BufferCache<B> {
     const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
     bucket.length = length;
     this.buckets.splice(position, 0, bucket);
-    this.bucketOfLength.set(length, bucket);
+    this.setBucketOf(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
     this.reindex(position);
@@ -330,7 +354,7 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       if (bucket.oldest === null) {
         this.spareBuckets.push(bucket);
-        this.bucketOfLength.delete(bucket.length);
+        this.setBucketOf(bucket.length, undefined);
         continue;
       }
       this.buckets[kept] = bucket;

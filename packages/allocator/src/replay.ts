@@ -134,9 +134,9 @@ const RELEASED = 2;
 // Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
 // larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
 const DENSE_IDS = 1 << 26;
-// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 16 MiB); a
+// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
 // longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
-const INDEXED_IDS = 1 << 22;
+const INDEXED_IDS = 1 << 20;
 
 /** The state (unused, live, released) of every id of one kind: one byte per dense id. */
 class IdStates {
@@ -146,6 +146,17 @@ class IdStates {
   get(id: number): number {
     if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
     return id < this.#dense.length ? (this.#dense[id] as number) : UNUSED;
+  }
+
+  /** Makes room for ids below `count` at once (a hint: a replay of a known length grows no array). */
+  reserve(count: number): void {
+    // At least doubled (a stream reserves per batch: growing by a batch each time would copy O(n²)), and
+    // never past the dense range (at its end a reservation must cost nothing).
+    if (Math.min(count, DENSE_IDS) > this.#dense.length) {
+      const grown = new Uint8Array(Math.min(Math.max(count, 2 * this.#dense.length), DENSE_IDS));
+      grown.set(this.#dense);
+      this.#dense = grown;
+    }
   }
 
   set(id: number, state: number): void {
@@ -174,6 +185,11 @@ export class TraceValidator {
   readonly #mappings = new IdStates();
   #index = 0;
   #header: TraceHeader | undefined;
+
+  /** Makes room for `count` allocation ids at once (a hint; ids beyond still work). */
+  reserveAllocationIds(count: number): void {
+    this.#allocations.reserve(count);
+  }
 
   /** Events accepted so far (the header excluded). */
   get events(): number {
@@ -369,6 +385,14 @@ export class TraceReplay {
     this.#onEvent?.(event, index, allocator);
   }
 
+  #reserveSlotIndex(count: number): void {
+    if (Math.min(count, INDEXED_IDS) > this.#slotOfId.length) {
+      const grown = new Int32Array(Math.min(Math.max(count, 2 * this.#slotOfId.length), INDEXED_IDS));
+      grown.set(this.#slotOfId);
+      this.#slotOfId = grown;
+    }
+  }
+
   #growSlotIndex(id: number): void {
     let length = this.#slotOfId.length;
     while (length <= id) length *= 2;
@@ -382,6 +406,9 @@ export class TraceReplay {
     const start = now();
     try {
       if (Array.isArray(items)) {
+        // A trace has at most one allocation id per item: size the id tables once, not by doubling.
+        this.#validator.reserveAllocationIds(this.#validator.events + items.length);
+        this.#reserveSlotIndex(this.#validator.events + items.length);
         for (let index = 0; index < items.length; index++) this.apply(items[index]);
       } else {
         for (const item of items) this.apply(item);
