@@ -39,7 +39,7 @@ class LengthBucket<B> {
 }
 
 const INITIAL_CAPACITY = 64;
-/** Lengths up to this (4 MiB) find their queue by index: at most 16385 slots (64 KiB), grown as needed. */
+/** Lengths up to this (4 MiB) find their queue by index: 16385 slots of 4 bytes (64 KiB) per cache. */
 const INDEXED_LENGTHS = 4 * 1024 * 1024;
 /** Empty queues are kept (a length that comes back is cheap) until they are this many and half of all. */
 const COMPACT_AT_EMPTY = 64;
@@ -63,11 +63,12 @@ export class BufferCache<B> {
   private lengths = new Float64Array(INITIAL_CAPACITY);
   private buckets: LengthBucket<B>[] = [];
   /**
-   * The queue of each length in {@link buckets}, so an exact-length request (most hits) needs no search:
-   * by `length / 256` for the multiples of 256 up to {@link INDEXED_LENGTHS} (the size classes of nearly
-   * every request), in a Map for the others.
+   * Where each length's queue is in {@link buckets}, so an exact-length request (most hits) needs no
+   * search: `position + 1` (0: none) by `length / 256` for the multiples of 256 up to
+   * {@link INDEXED_LENGTHS} (the size classes of nearly every request; kept by {@link reindex}), and the
+   * queue itself in a Map for the other lengths.
    */
-  private readonly bucketOfSmallLength: (LengthBucket<B> | undefined)[] = [];
+  private readonly positionOfSmallLength = new Int32Array(INDEXED_LENGTHS / 256 + 1);
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
   private distinct = 0;
@@ -89,11 +90,9 @@ export class BufferCache<B> {
   find(minimum: number, limit: number): number {
     const lengths = this.lengths;
     const distinct = this.distinct;
-    const exact = this.bucketOf(minimum);
-    let low: number;
-    if (exact !== undefined) {
-      low = exact.index;
-      if (exact.oldest !== null) return lengths[low]! < limit ? low : -1;
+    let low = this.positionOf(minimum);
+    if (low >= 0) {
+      if (this.buckets[low]!.oldest !== null) return lengths[low]! < limit ? low : -1;
     } else {
       low = 0;
       let high = distinct;
@@ -229,7 +228,7 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       bucket.oldest = null;
       bucket.newest = null;
-      this.setBucketOf(bucket.length, undefined);
+      this.forgetLength(bucket.length);
       this.spareBuckets.push(bucket);
     }
     this.buckets.length = 0;
@@ -292,26 +291,24 @@ export class BufferCache<B> {
     record.older = null;
   }
 
-  private bucketOf(length: number): LengthBucket<B> | undefined {
-    return length <= INDEXED_LENGTHS && (length & 255) === 0
-      ? this.bucketOfSmallLength[length >>> 8]
-      : this.bucketOfLargeLength.get(length);
+  private static isIndexed(length: number): boolean {
+    return length <= INDEXED_LENGTHS && (length & 255) === 0;
   }
 
-  private setBucketOf(length: number, bucket: LengthBucket<B> | undefined): void {
-    if (length <= INDEXED_LENGTHS && (length & 255) === 0) {
-      const index = length >>> 8;
-      const byIndex = this.bucketOfSmallLength;
-      // Grown by appending (a store far past the end would turn the array into a slow dictionary).
-      while (byIndex.length <= index) byIndex.push(undefined);
-      byIndex[index] = bucket;
-    } else if (bucket === undefined) this.bucketOfLargeLength.delete(length);
-    else this.bucketOfLargeLength.set(length, bucket);
+  /** The position of `length`'s queue in {@link buckets}, or -1. */
+  private positionOf(length: number): number {
+    if (BufferCache.isIndexed(length)) return this.positionOfSmallLength[length >>> 8]! - 1;
+    return this.bucketOfLargeLength.get(length)?.index ?? -1;
+  }
+
+  private forgetLength(length: number): void {
+    if (BufferCache.isIndexed(length)) this.positionOfSmallLength[length >>> 8] = 0;
+    else this.bucketOfLargeLength.delete(length);
   }
 
   private bucketFor(length: number): LengthBucket<B> {
-    const known = this.bucketOf(length);
-    if (known !== undefined) return known;
+    const known = this.positionOf(length);
+    if (known >= 0) return this.buckets[known]!;
     const lengths = this.lengths;
     let low = 0;
     let high = this.distinct;
@@ -340,7 +337,7 @@ export class BufferCache<B> {
     const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
     bucket.length = length;
     this.buckets.splice(position, 0, bucket);
-    this.setBucketOf(length, bucket);
+    if (!BufferCache.isIndexed(length)) this.bucketOfLargeLength.set(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
     this.reindex(position);
@@ -354,7 +351,7 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       if (bucket.oldest === null) {
         this.spareBuckets.push(bucket);
-        this.setBucketOf(bucket.length, undefined);
+        this.forgetLength(bucket.length);
         continue;
       }
       this.buckets[kept] = bucket;
@@ -368,7 +365,11 @@ export class BufferCache<B> {
   }
 
   private reindex(from: number): void {
-    for (let index = from; index < this.distinct; index++) this.buckets[index]!.index = index;
+    for (let index = from; index < this.distinct; index++) {
+      const bucket = this.buckets[index]!;
+      bucket.index = index;
+      if (BufferCache.isIndexed(bucket.length)) this.positionOfSmallLength[bucket.length >>> 8] = index + 1;
+    }
     this.nonEmpty.fill(0);
     for (let index = 0; index < this.distinct; index++) {
       if (this.buckets[index]!.oldest !== null) this.nonEmpty[index >>> 5]! |= 1 << (index & 31);
