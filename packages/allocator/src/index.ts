@@ -25,10 +25,17 @@ export {
 } from "./errors.js";
 export {
   CountingBufferSource,
-  isTraceEvent,
   type ReplayOptions,
   type ReplayResult,
   replayTrace,
+  TraceReplay,
+  TraceValidator,
+} from "./replay.js";
+// The trace format: its events, header and shape test, and the writer a Device records with (the file
+// reader is `@nuvec/allocator/node`'s).
+export {
+  isTraceEvent,
+  type RecordedTrace,
   type TraceAllocate,
   type TraceClearCache,
   type TraceEvent,
@@ -36,10 +43,8 @@ export {
   type TraceHeader,
   type TraceLimit,
   type TraceMap,
-  TraceReplay,
+  type TraceOpening,
+  TraceRecorder,
   type TraceResetPeak,
   type TraceUnmap,
-  TraceValidator,
-} from "./replay.js";
-// The trace writer (the Device records with it); the format's reader is `@nuvec/allocator/node`'s.
-export { type RecordedTrace, type TraceOpening, TraceRecorder } from "./trace-format.js";
+} from "./trace-format.js";

@@ -18,20 +18,6 @@ import {
   type TraceHeader,
 } from "./trace-format.js";
 
-// The format's types and shape test, re-exported where the package's entry has always found them.
-export {
-  isTraceEvent,
-  type TraceAllocate,
-  type TraceClearCache,
-  type TraceEvent,
-  type TraceFree,
-  type TraceHeader,
-  type TraceLimit,
-  type TraceMap,
-  type TraceResetPeak,
-  type TraceUnmap,
-} from "./trace-format.js";
-
 /** The device a replay pretends to run on, and the settings applied right after opening it. */
 export interface ReplayOptions {
   /** Recommended max working set (`W`); default 8 GiB. */
