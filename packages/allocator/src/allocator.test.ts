@@ -26,9 +26,9 @@ function setup(
 describe("buffers and cache", () => {
   it("hands out the size class of the request (allocationSize)", () => {
     const { allocator } = setup();
-    expect(allocator.malloc(5000)).toMatchObject({ length: 5120, requested: 5000 });
-    expect(allocator.malloc(16384).length).toBe(16384);
-    expect(allocator.malloc(16385).length).toBe(32768);
+    expect(allocator.malloc(5000)).toMatchObject({ allocatedLength: 5120, requested: 5000 });
+    expect(allocator.malloc(16384).allocatedLength).toBe(16384);
+    expect(allocator.malloc(16385).allocatedLength).toBe(32768);
     expect(allocator.memoryStats().active).toBe(5120 + 16384 + 32768);
   });
 
@@ -68,9 +68,9 @@ describe("buffers and cache", () => {
   it("reuses a cached length s only when n ≤ s < 2n (small requests)", () => {
     const { allocator } = setup();
     allocator.free(allocator.malloc(768));
-    expect(allocator.malloc(512).length).toBe(768); // 768 < 1024: a hit, the whole 768 is handed out
+    expect(allocator.malloc(512).allocatedLength).toBe(768); // 768 < 1024: a hit, the whole 768 is handed out
     allocator.free(allocator.malloc(512));
-    expect(allocator.malloc(256).length).toBe(256); // 512 is not < 2·256: a miss
+    expect(allocator.malloc(256).allocatedLength).toBe(256); // 512 is not < 2·256: a miss
     expect(allocator.memoryStats().cache).toBe(512);
   });
 
@@ -80,9 +80,9 @@ describe("buffers and cache", () => {
     const justInside = allocator.malloc(n + PAGE);
     const justOutside = allocator.malloc(n + 2 * PAGE);
     allocator.free(justOutside);
-    expect(allocator.malloc(n).length).toBe(n); // n + 2·PAGE is outside the window
+    expect(allocator.malloc(n).allocatedLength).toBe(n); // n + 2·PAGE is outside the window
     allocator.free(justInside);
-    expect(allocator.malloc(n).length).toBe(n + PAGE);
+    expect(allocator.malloc(n).allocatedLength).toBe(n + PAGE);
     expect(allocator.counters().cacheHits).toBe(1);
   });
 
@@ -92,8 +92,8 @@ describe("buffers and cache", () => {
     const b = allocator.malloc(1024);
     allocator.free(a);
     allocator.free(b);
-    expect(allocator.malloc(768).length).toBe(1024); // both fit [768, 1536)
-    expect(allocator.malloc(768).length).toBe(1280);
+    expect(allocator.malloc(768).allocatedLength).toBe(1024); // both fit [768, 1536)
+    expect(allocator.malloc(768).allocatedLength).toBe(1280);
   });
 
   it("among buffers of one length, takes the one cached longest ago", () => {
@@ -163,7 +163,9 @@ describe("on a miss", () => {
     allocator.malloc(256 * KiB);
     expect(source.released).toEqual([a!.buffer]);
     expect(allocator.memoryStats()).toMatchObject({ active: 196608 + 262144, cache: 393216 });
-    expect(d).toBeDefined();
+    // d is still live, untouched by the release: its buffer is not among the released ones.
+    expect(d!.allocatedLength).toBe(192 * KiB);
+    expect(source.held.has(d!.buffer!)).toBe(true);
   });
 
   it("counts mapped files in the GC condition", () => {
@@ -241,13 +243,13 @@ describe("the hard memory limit", () => {
     });
     expect(allocator.memoryStats()).toEqual(stats);
     expect(allocator.counters()).toEqual({ ...counters, outOfMemoryRefusals: 1 });
-    expect(allocator.malloc(256 * KiB).length).toBe(256 * KiB); // exactly at the limit is allowed
+    expect(allocator.malloc(256 * KiB).allocatedLength).toBe(256 * KiB); // exactly at the limit is allowed
   });
 
   it("refuses a mapping the same way, charged at mappingSize", () => {
     const { allocator } = setup({ pageSize: 4096 }, { memoryLimit: 1 * MiB });
     allocator.malloc(1 * MiB - 16384);
-    expect(allocator.addMapping(4097)).toMatchObject({ length: 4097, charged: 8192 });
+    expect(allocator.addMapping(4097)).toMatchObject({ length: 4097, mappedLength: 8192 });
     allocator.addMapping(8192); // exactly at the limit is allowed
     expect(() => allocator.addMapping(1)).toThrow(OutOfMemoryError);
     expect(allocator.memoryStats()).toMatchObject({ mapped: 16384, activeWithMapped: 1 * MiB });
@@ -259,7 +261,7 @@ describe("the hard memory limit", () => {
     allocator.setMemoryLimit(6144);
     expect(allocator.memoryStats().cache).toBe(8192);
     const allocation = allocator.malloc(4608); // 8192 would fit the window [4608, 9216) but not the limit
-    expect(allocation.length).toBe(4608);
+    expect(allocation.allocatedLength).toBe(4608);
     expect(source.acquired.map((buffer) => buffer.length)).toEqual([8192, 4608]);
     expect(allocator.counters()).toMatchObject({ cacheHits: 0, cacheMisses: 2 });
   });
@@ -268,7 +270,7 @@ describe("the hard memory limit", () => {
     const { source, allocator } = setup();
     allocator.free(allocator.malloc(1 * MiB));
     source.failNext = 1;
-    expect(allocator.malloc(4 * MiB).length).toBe(4 * MiB);
+    expect(allocator.malloc(4 * MiB).allocatedLength).toBe(4 * MiB);
     expect(allocator.counters()).toMatchObject({ allocationRetries: 1, systemReleases: 1 });
     expect(allocator.memoryStats()).toMatchObject({ cache: 0, systemAllocations: 2 });
   });
@@ -361,7 +363,7 @@ describe("setCacheLimit, clearCache, resetPeak", () => {
     allocator.clearCache();
     expect(source.released).toHaveLength(2);
     expect(allocator.memoryStats()).toMatchObject({ cache: 0, active: 256 });
-    expect(live.length).toBe(256);
+    expect(live.allocatedLength).toBe(256);
   });
 
   it("resetPeak sets peak = active and peakWithMapped = active + mapped (MLX sets 0)", () => {
@@ -379,7 +381,7 @@ describe("setCacheLimit, clearCache, resetPeak", () => {
   it("mapped files raise peakWithMapped, not peak; removing one lowers mapped only", () => {
     const { allocator } = setup();
     const mapping = allocator.addMapping(1);
-    expect(mapping).toMatchObject({ length: 1, charged: PAGE });
+    expect(mapping).toMatchObject({ length: 1, mappedLength: PAGE });
     expect(allocator.memoryStats()).toMatchObject({ peak: 0, peakWithMapped: PAGE, mapped: PAGE });
     allocator.removeMapping(mapping);
     expect(allocator.memoryStats()).toMatchObject({ mapped: 0, activeWithMapped: 0, peakWithMapped: PAGE });
@@ -392,17 +394,17 @@ describe("zero bytes, maximum buffer length", () => {
     const { source, allocator } = setup();
     const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
     const empty = allocator.malloc(0);
-    expect(empty).toEqual({ buffer: undefined, length: 0, requested: 0 });
+    expect(empty).toEqual({ buffer: undefined, allocatedLength: 0, requested: 0 });
     allocator.free(empty);
     allocator.free(empty);
     expect({ stats: allocator.memoryStats(), counters: allocator.counters() }).toEqual(before);
     expect(source.acquired).toEqual([]);
-    expect(allocator.malloc(-0).length).toBe(0);
+    expect(allocator.malloc(-0).allocatedLength).toBe(0);
   });
 
   it("refuses a request above the device's maximum buffer length", () => {
     const { allocator } = setup({ maxBufferLength: 1 * MiB });
-    expect(allocator.malloc(1 * MiB).length).toBe(1 * MiB);
+    expect(allocator.malloc(1 * MiB).allocatedLength).toBe(1 * MiB);
     const counters = allocator.counters();
     expect(() => allocator.malloc(1 * MiB + 1)).toThrow(BufferTooLargeError);
     expect(() => allocator.malloc(1 * MiB + 1)).toThrow(/maximum buffer length of 1048576/);
@@ -450,11 +452,11 @@ describe("hooks and the wired provider", () => {
     expect(allocator.memoryStats()).toMatchObject({ active: 0, systemAllocations: 0 });
   });
 
-  it("fills the wired fields of memoryStats from the provider (zeros without one)", () => {
-    const wired = { wired: 3, wiredMapped: 2, wiredLimit: 10 };
-    const { allocator } = setup({}, { wired: () => wired });
-    expect(allocator.memoryStats()).toMatchObject(wired);
-    expect(setup().allocator.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0, wiredLimit: 0 });
+  it("leaves the wired fields of memoryStats at 0 (residency owns them; the Device fills them in)", () => {
+    const { allocator } = setup();
+    allocator.malloc(100);
+    allocator.addMapping(PAGE);
+    expect(allocator.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0, wiredLimit: 0 });
   });
 });
 
@@ -528,11 +530,11 @@ describe("refused requests throw typed errors and change no counter", () => {
     }
     expect(error).toBeInstanceOf(ForeignAllocationError);
     expect(error).toMatchObject({ code: "ERR_NUVEC_FOREIGN_ALLOCATION" });
-    expect(() => allocator.free({ buffer: undefined, length: 0, requested: 0 })).toThrow(
+    expect(() => allocator.free({ buffer: undefined, allocatedLength: 0, requested: 0 })).toThrow(
       ForeignAllocationError,
     );
     expect(() => allocator.removeMapping(other.addMapping(1))).toThrow(ForeignAllocationError);
-    expect(() => allocator.removeMapping({ length: 1, charged: PAGE })).toThrow(ForeignAllocationError);
+    expect(() => allocator.removeMapping({ length: 1, mappedLength: PAGE })).toThrow(ForeignAllocationError);
     expect(state(allocator)).toEqual(before);
   });
 

@@ -1,5 +1,5 @@
-import { assertByteCount, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
-import { BufferCache, BufferRecord } from "./buffer-cache.js";
+import { allocationSize, assertByteCount, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
+import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import {
   AllocatorArgumentError,
   AllocatorClosedError,
@@ -82,16 +82,17 @@ export interface AllocatorOptions<B> {
   onAcquire?: (buffer: B) => void;
   /** Called right before a system buffer is released (the device erases it from its residency set). */
   onRelease?: (buffer: B) => void;
-  /** Fills the wired fields of {@link CachingAllocator.memoryStats} (whoever owns residency knows them). */
-  wired?: () => { wired: number; wiredMapped: number; wiredLimit: number };
 }
 
 /** What `malloc` hands out: a fresh object per call. */
 export interface Allocation<B> {
   /** The system buffer; `undefined` for a 0-byte request. */
   readonly buffer: B | undefined;
-  /** Bytes of the buffer handed out: the size class, or the cached buffer's length on a hit (up to 2×). */
-  readonly length: number;
+  /**
+   * Bytes of the buffer handed out, charged in `active`: the size class, or the cached buffer's length on a
+   * hit (up to 2× the size class).
+   */
+  readonly allocatedLength: number;
   /** The bytes asked for. */
   readonly requested: number;
 }
@@ -101,7 +102,7 @@ export interface Mapping {
   /** The file's length in bytes. */
   readonly length: number;
   /** Bytes it counts in `mapped`: `mappingSize(length, pageSize)`. */
-  readonly charged: number;
+  readonly mappedLength: number;
 }
 
 /**
@@ -138,13 +139,18 @@ export const DEFAULT_RESERVE_RATIO = 1.3;
 
 class LiveAllocation<B> implements Allocation<B> {
   readonly buffer: B | undefined;
-  readonly length: number;
+  readonly allocatedLength: number;
   readonly requested: number;
-  readonly record: BufferRecord<B> | undefined;
+  readonly record: CachedBuffer<B> | undefined;
 
-  constructor(buffer: B | undefined, length: number, requested: number, record: BufferRecord<B> | undefined) {
+  constructor(
+    buffer: B | undefined,
+    allocatedLength: number,
+    requested: number,
+    record: CachedBuffer<B> | undefined,
+  ) {
     this.buffer = buffer;
-    this.length = length;
+    this.allocatedLength = allocatedLength;
     this.requested = requested;
     this.record = record;
   }
@@ -152,23 +158,84 @@ class LiveAllocation<B> implements Allocation<B> {
 
 class LiveMapping implements Mapping {
   readonly length: number;
-  readonly charged: number;
+  readonly mappedLength: number;
   readonly owner: object;
   live = true;
 
-  constructor(length: number, charged: number, owner: object) {
+  constructor(length: number, mappedLength: number, owner: object) {
     this.length = length;
-    this.charged = charged;
+    this.mappedLength = mappedLength;
     this.owner = owner;
   }
 }
 
+/**
+ * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
+ * non-negative safe integer, else `AllocatorArgumentError` naming the argument. Callers (the Device) rely on
+ * it and do not check again.
+ */
 function checkedByteCount(value: unknown, name: string): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   try {
     assertByteCount(value, name);
-    return value;
   } catch (error) {
     throw new AllocatorArgumentError(name, (error as Error).message, { cause: error });
+  }
+  return value;
+}
+
+/**
+ * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
+ * before it acquires a system buffer. The rest of `malloc` and `free` is MLX's allocator for both.
+ */
+interface CachePolicy<B> {
+  readonly name: AllocatorPolicy;
+  /** The exclusive upper bound of the cached lengths a request of `sizeClass` may reuse. */
+  reuseLimit(sizeClass: number): number;
+  /** Before a miss: releases cached buffers the policy wants gone (`live` counts the request). */
+  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void;
+}
+
+/** MLX: reuse up to `min(2n, n + 2 pages)`; a miss releases nothing beyond MLX's GC rule. */
+class MlxPolicy<B> implements CachePolicy<B> {
+  readonly name = "mlx";
+
+  reuseLimit(sizeClass: number): number {
+    return Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
+  }
+
+  beforeMiss(): void {}
+}
+
+/** Reuse up to `2n`; a miss first brings reserved memory within `reserveRatio` of the high-water mark. */
+class BoundedPolicy<B> implements CachePolicy<B> {
+  readonly name = "bounded";
+  readonly #reserveRatio: number;
+  readonly #releaseLargestFirst: boolean;
+
+  constructor(reserveRatio: number, releaseLargestFirst: boolean) {
+    this.#reserveRatio = reserveRatio;
+    this.#releaseLargestFirst = releaseLargestFirst;
+  }
+
+  reuseLimit(sizeClass: number): number {
+    return 2 * sizeClass;
+  }
+
+  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void {
+    // Live after this request counts, so a growing workload is never squeezed below its own need.
+    const bound = this.#reserveRatio * Math.max(live, peakLive);
+    let failure: { error: unknown } | undefined;
+    while (cache.buffers > 0 && active + cache.bytes > bound) {
+      // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
+      try {
+        if (this.#releaseLargestFirst) cache.releaseLargest();
+        else cache.releaseOldest();
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
   }
 }
 
@@ -181,12 +248,9 @@ function checkedByteCount(value: unknown, name: string): number {
 export class CachingAllocator<B> {
   private readonly source: BufferSource<B>;
   private readonly cache: BufferCache<B>;
-  private readonly bounded: boolean;
-  private readonly reserveRatio: number;
-  private readonly releaseLargestFirst: boolean;
+  private readonly cachePolicy: CachePolicy<B>;
   private readonly onAcquire: ((buffer: B) => void) | undefined;
   private readonly onRelease: ((buffer: B) => void) | undefined;
-  private readonly wired: (() => { wired: number; wiredMapped: number; wiredLimit: number }) | undefined;
   private readonly workingSetGcLimit: number;
   private readonly maxBufferLength: number;
   private readonly resourceLimit: number;
@@ -244,7 +308,6 @@ export class CachingAllocator<B> {
     if (policy !== "mlx" && policy !== "bounded") {
       throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
     }
-    this.bounded = policy === "bounded";
     const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
     if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
       throw new AllocatorArgumentError(
@@ -252,7 +315,6 @@ export class CachingAllocator<B> {
         `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
       );
     }
-    this.reserveRatio = reserveRatio;
     const boundedRelease = options.boundedRelease ?? "least-recent";
     if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
       throw new AllocatorArgumentError(
@@ -260,16 +322,18 @@ export class CachingAllocator<B> {
         `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
       );
     }
-    this.releaseLargestFirst = boundedRelease === "largest";
+    this.cachePolicy =
+      policy === "bounded"
+        ? new BoundedPolicy<B>(reserveRatio, boundedRelease === "largest")
+        : new MlxPolicy<B>();
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
-    this.wired = options.wired;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
   }
 
   /** The policy this allocator runs. */
   get policy(): AllocatorPolicy {
-    return this.bounded ? "bounded" : "mlx";
+    return this.cachePolicy.name;
   }
 
   /** Below `active + mapped + cache + request` reaching this, a miss releases no cached buffer. */
@@ -286,11 +350,13 @@ export class CachingAllocator<B> {
    */
   malloc(bytes: number): Allocation<B> {
     if (this.closed) throw new AllocatorClosedError("malloc");
-    if (!Number.isSafeInteger(bytes) || bytes < 0) checkedByteCount(bytes, "bytes");
+    checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
-    // allocationSize of @nuvec/stats, inlined: the argument is already checked.
-    const sizeClass = bytes > PAGE ? Math.ceil(bytes / PAGE) * PAGE : Math.ceil(bytes / 256) * 256;
-    if (sizeClass > this.maxBufferLength) throw new BufferTooLargeError(bytes, this.maxBufferLength);
+    // `undefined`: a size class beyond 2^53, above any device's maximum.
+    const sizeClass = allocationSize(bytes);
+    if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
+      throw new BufferTooLargeError(bytes, this.maxBufferLength);
+    }
     const used = this.active + this.mapped;
     if (used + sizeClass > this.memoryLimit) {
       this.outOfMemoryRefusals++;
@@ -298,10 +364,9 @@ export class CachingAllocator<B> {
     }
 
     const cache = this.cache;
-    let record: BufferRecord<B> | undefined;
+    let record: CachedBuffer<B> | undefined;
     if (cache.buffers > 0) {
-      const limit = this.bounded ? 2 * sizeClass : Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
-      const index = cache.find(sizeClass, limit);
+      const index = cache.find(sizeClass, this.cachePolicy.reuseLimit(sizeClass));
       // A hit may be up to twice the request: the hard limit applies to what is really handed out.
       if (index >= 0 && used + cache.lengthAt(index) <= this.memoryLimit) {
         record = cache.takeAt(index);
@@ -383,7 +448,8 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Accounts for a memory-mapped file of `fileLength` bytes, charged `mappingSize(fileLength, pageSize)`:
+   * Accounts for a memory-mapped file of `fileLength` bytes, its `mappedLength` `mappingSize(fileLength,
+   * pageSize)`:
    * checked against the memory limit and the resource limit, counted in `mapped` and `peakWithMapped`.
    *
    * @throws OutOfMemoryError, ResourceLimitError, AllocatorArgumentError, AllocatorClosedError.
@@ -391,19 +457,19 @@ export class CachingAllocator<B> {
   addMapping(fileLength: number): Mapping {
     if (this.closed) throw new AllocatorClosedError("add a mapping");
     checkedByteCount(fileLength, "fileLength");
-    const charged = mappingSize(fileLength, this.pageSize);
-    if (charged === undefined) {
+    const mappedLength = mappingSize(fileLength, this.pageSize);
+    if (mappedLength === undefined) {
       throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + charged > this.memoryLimit) {
+    if (this.active + this.mapped + mappedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(charged, this.active, this.mapped, this.memoryLimit);
+      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit);
     }
     this.ensureResource();
     this.mappings++;
-    this.mapped += charged;
+    this.mapped += mappedLength;
     if (this.active + this.mapped > this.peakWithMapped) this.peakWithMapped = this.active + this.mapped;
-    return new LiveMapping(fileLength, charged, this);
+    return new LiveMapping(fileLength, mappedLength, this);
   }
 
   /**
@@ -418,13 +484,15 @@ export class CachingAllocator<B> {
     if (!mapping.live) throw new DoubleFreeError("mapping");
     mapping.live = false;
     this.mappings--;
-    this.mapped -= mapping.charged;
+    this.mapped -= mapping.mappedLength;
   }
 
-  /** The full statistics; the wired fields come from the `wired` option (zeros without it). */
+  /**
+   * The full statistics of what the allocator owns. The wired fields (`wired`, `wiredMapped`, `wiredLimit`)
+   * are always 0 here: residency owns them, and whoever runs residency (the Device) fills them in.
+   */
   memoryStats(): MemoryStats {
     if (this.closed) throw new AllocatorClosedError("read the statistics");
-    const wired = this.wired?.() ?? { wired: 0, wiredMapped: 0, wiredLimit: 0 };
     return {
       active: this.active,
       peak: this.peak,
@@ -434,10 +502,10 @@ export class CachingAllocator<B> {
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
-      wiredLimit: wired.wiredLimit,
-      wired: wired.wired,
+      wiredLimit: 0,
+      wired: 0,
       mapped: this.mapped,
-      wiredMapped: wired.wiredMapped,
+      wiredMapped: 0,
     };
   }
 
@@ -515,24 +583,10 @@ export class CachingAllocator<B> {
     }
   }
 
-  private allocateSystemBuffer(sizeClass: number): BufferRecord<B> {
+  private allocateSystemBuffer(sizeClass: number): CachedBuffer<B> {
     const cache = this.cache;
-    if (this.bounded && cache.buffers > 0) {
-      // Keep reserved memory within reserveRatio of the workload's high-water mark (live after this request
-      // counts, so a growing workload is never squeezed below its own need).
-      const live = this.live + sizeClass;
-      const bound = this.reserveRatio * Math.max(live, this.peakLive);
-      let failure: { error: unknown } | undefined;
-      while (cache.buffers > 0 && this.active + cache.bytes + sizeClass > bound) {
-        // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
-        try {
-          if (this.releaseLargestFirst) cache.releaseLargest();
-          else cache.releaseOldest();
-        } catch (error) {
-          failure ??= { error };
-        }
-      }
-      if (failure !== undefined) throw failure.error;
+    if (cache.buffers > 0) {
+      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.peakLive);
     }
     const required = this.active + this.mapped + cache.bytes + sizeClass;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
@@ -564,7 +618,7 @@ export class CachingAllocator<B> {
     }
     this.systemAllocations++;
     this.cacheMisses++;
-    return new BufferRecord(buffer, sizeClass, this);
+    return new CachedBuffer(buffer, sizeClass, this);
   }
 
   /** MLX counts cached, live and (nuvec) mapped resources against the device's limit. */
@@ -580,7 +634,7 @@ export class CachingAllocator<B> {
    * the `onRelease` hook throws (the buffer must not leak); the first error is rethrown afterwards. Counted
    * as released either way: the allocator holds the buffer no more.
    */
-  private releaseToSystem(record: BufferRecord<B>): void {
+  private releaseToSystem(record: CachedBuffer<B>): void {
     this.systemReleases++;
     let failure: { error: unknown } | undefined;
     if (this.onRelease !== undefined) {

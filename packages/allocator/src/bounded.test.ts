@@ -22,11 +22,11 @@ describe("the bounded policy (issue 8)", () => {
     ] as const) {
       const { allocator } = make(policy);
       allocator.free(allocator.malloc(1 * MiB + 2 * PAGE));
-      expect(allocator.malloc(1 * MiB).length).toBe(expected);
+      expect(allocator.malloc(1 * MiB).allocatedLength).toBe(expected);
     }
     const { allocator } = make("bounded");
     allocator.free(allocator.malloc(2 * MiB));
-    expect(allocator.malloc(1 * MiB).length).toBe(1 * MiB); // 2n is outside the window
+    expect(allocator.malloc(1 * MiB).allocatedLength).toBe(1 * MiB); // 2n is outside the window
   });
 
   it("rule 1: oldest of equal length first, smallest length first", () => {
@@ -67,7 +67,7 @@ describe("the bounded policy (issue 8)", () => {
     expect(bounded.source.released).toHaveLength(1);
     const hit = make("bounded");
     hit.allocator.free(hit.allocator.malloc(10 * MiB));
-    expect(hit.allocator.malloc(6 * MiB).length).toBe(10 * MiB); // a hit: nothing released
+    expect(hit.allocator.malloc(6 * MiB).allocatedLength).toBe(10 * MiB); // a hit: nothing released
     expect(hit.source.released).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BufferCache, BufferRecord } from "./buffer-cache.js";
+import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 
 function makeCache() {
   const released: number[] = [];
@@ -7,7 +7,7 @@ function makeCache() {
   const owner = {};
   let serial = 0;
   const put = (length: number) => {
-    const record = new BufferRecord(serial++, length, owner);
+    const record = new CachedBuffer(serial++, length, owner);
     cache.put(record);
     return record;
   };

@@ -1,8 +1,9 @@
 /**
- * One system buffer owned by an allocator, live or cached. It is made once when the buffer is acquired and
+ * One system buffer owned by an allocator, live or cached (the Device's own per-buffer record is another
+ * thing). It is made once when the buffer is acquired and
  * lives until the buffer is released, so caching and reusing a buffer allocates nothing.
  */
-export class BufferRecord<B> {
+export class CachedBuffer<B> {
   readonly buffer: B;
   readonly length: number;
   readonly owner: object;
@@ -11,11 +12,14 @@ export class BufferRecord<B> {
   /** The size class of the request that holds it now (the bounded policy counts these as `live`). */
   liveSizeClass = 0;
   /** Neighbours in the cache's LRU list (newer is towards the most recently cached). */
-  newer: BufferRecord<B> | null = null;
-  older: BufferRecord<B> | null = null;
+  newer: CachedBuffer<B> | null = null;
+  older: CachedBuffer<B> | null = null;
   /** The next (more recently cached) buffer of the same length. */
-  nextOfLength: BufferRecord<B> | null = null;
-  /** The queue of its length while cached. */
+  nextOfLength: CachedBuffer<B> | null = null;
+  /**
+   * The queue of its length: set when first cached and kept while the buffer is live, so caching it again
+   * needs no search. Stale once a compaction or a clear recycled the queue; {@link BufferCache.put} checks.
+   */
   bucket: LengthBucket<B> | null = null;
 
   constructor(buffer: B, length: number, owner: object) {
@@ -30,11 +34,13 @@ class LengthBucket<B> {
   length = 0;
   /** Position in the sorted arrays of {@link BufferCache}. */
   index = 0;
-  oldest: BufferRecord<B> | null = null;
-  newest: BufferRecord<B> | null = null;
+  oldest: CachedBuffer<B> | null = null;
+  newest: CachedBuffer<B> | null = null;
 }
 
 const INITIAL_CAPACITY = 64;
+/** Lengths up to this (4 MiB) find their queue by index: 16385 slots of 4 bytes (64 KiB) per cache. */
+const INDEXED_LENGTHS = 4 * 1024 * 1024;
 /** Empty queues are kept (a length that comes back is cheap) until they are this many and half of all. */
 const COMPACT_AT_EMPTY = 64;
 
@@ -56,16 +62,24 @@ export class BufferCache<B> {
 
   private lengths = new Float64Array(INITIAL_CAPACITY);
   private buckets: LengthBucket<B>[] = [];
+  /**
+   * Where each length's queue is in {@link buckets}, so an exact-length request (most hits) needs no
+   * search: `position + 1` (0: none) by `length / 256` for the multiples of 256 up to
+   * {@link INDEXED_LENGTHS} (the size classes of nearly every request; kept by {@link reindex}), and the
+   * queue itself in a Map for the other lengths.
+   */
+  private readonly positionOfSmallLength = new Int32Array(INDEXED_LENGTHS / 256 + 1);
+  private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
   private distinct = 0;
   private emptyBuckets = 0;
   private spareBuckets: LengthBucket<B>[] = [];
-  private newest: BufferRecord<B> | null = null;
-  private oldest: BufferRecord<B> | null = null;
-  private readonly releaseBuffer: (record: BufferRecord<B>) => void;
+  private newest: CachedBuffer<B> | null = null;
+  private oldest: CachedBuffer<B> | null = null;
+  private readonly releaseBuffer: (record: CachedBuffer<B>) => void;
 
   /** `releaseBuffer` gives a buffer the cache let go of back to the system. */
-  constructor(releaseBuffer: (record: BufferRecord<B>) => void) {
+  constructor(releaseBuffer: (record: CachedBuffer<B>) => void) {
     this.releaseBuffer = releaseBuffer;
   }
 
@@ -76,12 +90,17 @@ export class BufferCache<B> {
   find(minimum: number, limit: number): number {
     const lengths = this.lengths;
     const distinct = this.distinct;
-    let low = 0;
-    let high = distinct;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (lengths[middle]! < minimum) low = middle + 1;
-      else high = middle;
+    let low = this.positionOf(minimum);
+    if (low >= 0) {
+      if (this.buckets[low]!.oldest !== null) return lengths[low]! < limit ? low : -1;
+    } else {
+      low = 0;
+      let high = distinct;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if (lengths[middle]! < minimum) low = middle + 1;
+        else high = middle;
+      }
     }
     if (low >= distinct || lengths[low]! >= limit) return -1;
     const words = this.nonEmpty;
@@ -103,7 +122,7 @@ export class BufferCache<B> {
   }
 
   /** Takes the oldest buffer at a position returned by {@link find} out of the cache. */
-  takeAt(index: number): BufferRecord<B> {
+  takeAt(index: number): CachedBuffer<B> {
     const bucket = this.buckets[index]!;
     const record = bucket.oldest!;
     this.removeOldestOfBucket(bucket, record);
@@ -114,8 +133,12 @@ export class BufferCache<B> {
   }
 
   /** Caches a buffer as the most recently cached. */
-  put(record: BufferRecord<B>): void {
-    const bucket = this.bucketFor(record.length);
+  put(record: CachedBuffer<B>): void {
+    // The queue it left when last reused, unless a compaction or clear has recycled it since.
+    let bucket = record.bucket;
+    if (bucket === null || bucket.length !== record.length || this.buckets[bucket.index] !== bucket) {
+      bucket = this.bucketFor(record.length);
+    }
     if (bucket.newest === null) {
       bucket.oldest = record;
       this.emptyBuckets--;
@@ -205,6 +228,7 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       bucket.oldest = null;
       bucket.newest = null;
+      this.forgetLength(bucket.length);
       this.spareBuckets.push(bucket);
     }
     this.buckets.length = 0;
@@ -213,7 +237,7 @@ export class BufferCache<B> {
     this.nonEmpty.fill(0);
     let failure: { error: unknown } | undefined;
     while (record !== null) {
-      const newer: BufferRecord<B> | null = record.newer;
+      const newer: CachedBuffer<B> | null = record.newer;
       record.newer = null;
       record.older = null;
       record.nextOfLength = null;
@@ -228,11 +252,6 @@ export class BufferCache<B> {
     }
     if (failure !== undefined) throw failure.error;
     return released;
-  }
-
-  /** The least recently cached buffer, if any (for tests and the bounded policy). */
-  get leastRecentlyCached(): BufferRecord<B> | null {
-    return this.oldest;
   }
 
   /** Cached lengths in reuse order, each repeated once per buffer (for tests). */
@@ -253,7 +272,7 @@ export class BufferCache<B> {
     return lengths;
   }
 
-  private removeOldestOfBucket(bucket: LengthBucket<B>, record: BufferRecord<B>): void {
+  private removeOldestOfBucket(bucket: LengthBucket<B>, record: CachedBuffer<B>): void {
     bucket.oldest = record.nextOfLength;
     if (bucket.oldest === null) {
       bucket.newest = null;
@@ -261,10 +280,9 @@ export class BufferCache<B> {
       this.nonEmpty[bucket.index >>> 5]! &= ~(1 << (bucket.index & 31));
     }
     record.nextOfLength = null;
-    record.bucket = null;
   }
 
-  private unlinkLru(record: BufferRecord<B>): void {
+  private unlinkLru(record: CachedBuffer<B>): void {
     if (record.newer !== null) record.newer.older = record.older;
     else this.newest = record.older;
     if (record.older !== null) record.older.newer = record.newer;
@@ -273,7 +291,24 @@ export class BufferCache<B> {
     record.older = null;
   }
 
+  private static isIndexed(length: number): boolean {
+    return length <= INDEXED_LENGTHS && (length & 255) === 0;
+  }
+
+  /** The position of `length`'s queue in {@link buckets}, or -1. */
+  private positionOf(length: number): number {
+    if (BufferCache.isIndexed(length)) return this.positionOfSmallLength[length >>> 8]! - 1;
+    return this.bucketOfLargeLength.get(length)?.index ?? -1;
+  }
+
+  private forgetLength(length: number): void {
+    if (BufferCache.isIndexed(length)) this.positionOfSmallLength[length >>> 8] = 0;
+    else this.bucketOfLargeLength.delete(length);
+  }
+
   private bucketFor(length: number): LengthBucket<B> {
+    const known = this.positionOf(length);
+    if (known >= 0) return this.buckets[known]!;
     const lengths = this.lengths;
     let low = 0;
     let high = this.distinct;
@@ -282,7 +317,6 @@ export class BufferCache<B> {
       if (lengths[middle]! < length) low = middle + 1;
       else high = middle;
     }
-    if (low < this.distinct && lengths[low] === length) return this.buckets[low]!;
     return this.insertLength(low, length);
   }
 
@@ -303,6 +337,7 @@ export class BufferCache<B> {
     const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
     bucket.length = length;
     this.buckets.splice(position, 0, bucket);
+    if (!BufferCache.isIndexed(length)) this.bucketOfLargeLength.set(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
     this.reindex(position);
@@ -316,6 +351,7 @@ export class BufferCache<B> {
       const bucket = this.buckets[index]!;
       if (bucket.oldest === null) {
         this.spareBuckets.push(bucket);
+        this.forgetLength(bucket.length);
         continue;
       }
       this.buckets[kept] = bucket;
@@ -329,7 +365,11 @@ export class BufferCache<B> {
   }
 
   private reindex(from: number): void {
-    for (let index = from; index < this.distinct; index++) this.buckets[index]!.index = index;
+    for (let index = from; index < this.distinct; index++) {
+      const bucket = this.buckets[index]!;
+      bucket.index = index;
+      if (BufferCache.isIndexed(bucket.length)) this.positionOfSmallLength[bucket.length >>> 8] = index + 1;
+    }
     this.nonEmpty.fill(0);
     for (let index = 0; index < this.distinct; index++) {
       if (this.buckets[index]!.oldest !== null) this.nonEmpty[index >>> 5]! |= 1 << (index & 31);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { MiB, type TestBuffer, TestSource } from "../test/support.js";
 import { CachingAllocator, isAllocationFailure } from "./allocator.js";
-import { BufferCache, BufferRecord } from "./buffer-cache.js";
+import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { SystemAllocationError } from "./errors.js";
 
 class ClosedSourceError extends Error {
@@ -80,7 +80,7 @@ describe("exception-safe trimming and release (item 11)", () => {
       if (failing.has(record.buffer)) throw new Error(`release ${record.buffer} failed`);
     });
     const owner = {};
-    for (let index = 0; index < count; index++) cache.put(new BufferRecord(index, 256 * (index + 1), owner));
+    for (let index = 0; index < count; index++) cache.put(new CachedBuffer(index, 256 * (index + 1), owner));
     return { cache, released };
   }
 

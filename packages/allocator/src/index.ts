@@ -27,10 +27,17 @@ export {
 } from "./errors.js";
 export {
   CountingBufferSource,
-  isTraceEvent,
   type ReplayOptions,
   type ReplayResult,
   replayTrace,
+  TraceReplay,
+  TraceValidator,
+} from "./replay.js";
+// The trace format: its events, header and shape test, and the writer a Device records with (the file
+// reader is `@nuvec/allocator/node`'s).
+export {
+  isTraceEvent,
+  type RecordedTrace,
   type TraceAllocate,
   type TraceClearCache,
   type TraceEvent,
@@ -38,8 +45,8 @@ export {
   type TraceHeader,
   type TraceLimit,
   type TraceMap,
-  TraceReplay,
+  type TraceOpening,
+  TraceRecorder,
   type TraceResetPeak,
   type TraceUnmap,
-  TraceValidator,
-} from "./replay.js";
+} from "./trace-format.js";

@@ -1,149 +1,10 @@
-import { allocationSize, mappingSize, PAGE } from "@nuvec/stats";
+import { mappingSize, PAGE } from "@nuvec/stats";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { type Outcome, ReferenceModel } from "../test/reference-model.js";
 import { MiB, type TestBuffer, TestSource } from "../test/support.js";
-import { type Allocation, type AllocatorPolicy, CachingAllocator, type Mapping } from "./allocator.js";
+import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
 import { AllocatorError, OutOfMemoryError } from "./errors.js";
-
-// A deliberately naive model of the policy (arrays and linear scans), to check the real data structures
-// against: same decisions, same figures, after every step.
-interface ModelBuffer {
-  length: number;
-  cachedAt: number;
-}
-
-class Model {
-  cached: ModelBuffer[] = [];
-  live: { buffer: ModelBuffer; sizeClass: number }[] = [];
-  mappings: number[] = [];
-  active = 0;
-  mapped = 0;
-  peak = 0;
-  peakWithMapped = 0;
-  liveBytes = 0;
-  peakLive = 0;
-  peakReserved = 0;
-  systemAllocations = 0;
-  hits = 0;
-  released = 0;
-  clock = 0;
-  memoryLimit: number;
-  cacheLimit: number;
-  gcLimit: number;
-
-  constructor(
-    readonly workingSet: number,
-    memorySize: number,
-    readonly resourceLimit: number,
-    readonly maxBufferLength: number,
-    readonly policy: AllocatorPolicy,
-    readonly releaseLargest: boolean,
-  ) {
-    this.memoryLimit = Math.floor(Math.min(1.5 * workingSet, 0.95 * memorySize));
-    this.cacheLimit = this.memoryLimit;
-    this.gcLimit = Math.min(Math.floor(0.95 * workingSet), this.memoryLimit);
-  }
-
-  get cache(): number {
-    return this.cached.reduce((sum, buffer) => sum + buffer.length, 0);
-  }
-
-  releaseOldest(): void {
-    const oldest = this.cached.reduce((a, b) => (a.cachedAt < b.cachedAt ? a : b));
-    this.cached.splice(this.cached.indexOf(oldest), 1);
-    this.released++;
-  }
-
-  releaseLargestOldest(): void {
-    const largest = this.cached.reduce((a, b) =>
-      a.length > b.length || (a.length === b.length && a.cachedAt < b.cachedAt) ? a : b,
-    );
-    this.cached.splice(this.cached.indexOf(largest), 1);
-    this.released++;
-  }
-
-  releaseBytes(minimum: number): void {
-    if (minimum >= 0.9 * this.cache) {
-      this.released += this.cached.length;
-      this.cached = [];
-      return;
-    }
-    let freed = 0;
-    while (this.cached.length > 0 && freed < minimum) {
-      const oldest = this.cached.reduce((a, b) => (a.cachedAt < b.cachedAt ? a : b));
-      freed += oldest.length;
-      this.releaseOldest();
-    }
-  }
-
-  malloc(bytes: number): "ok" | "oom" | "error" | number {
-    if (bytes === 0) return -1;
-    const sizeClass = allocationSize(bytes)!;
-    if (sizeClass > this.maxBufferLength) return "error";
-    if (this.active + this.mapped + sizeClass > this.memoryLimit) return "oom";
-    const limit = this.policy === "bounded" ? 2 * sizeClass : Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
-    const fitting = this.cached
-      .filter((buffer) => buffer.length >= sizeClass && buffer.length < limit)
-      .sort((a, b) => a.length - b.length || a.cachedAt - b.cachedAt);
-    let buffer = fitting[0];
-    if (buffer !== undefined && this.active + this.mapped + buffer.length <= this.memoryLimit) {
-      this.cached.splice(this.cached.indexOf(buffer), 1);
-      this.hits++;
-    } else {
-      if (this.policy === "bounded") {
-        const bound = 1.3 * Math.max(this.peakLive, this.liveBytes + sizeClass);
-        while (this.cached.length > 0 && this.active + this.cache + sizeClass > bound) {
-          if (this.releaseLargest) this.releaseLargestOldest();
-          else this.releaseOldest();
-        }
-      }
-      const required = this.active + this.mapped + this.cache + sizeClass;
-      if (required >= this.gcLimit) this.releaseBytes(required - this.gcLimit);
-      if (this.live.length + this.cached.length + this.mappings.length >= this.resourceLimit) {
-        this.releaseBytes(Number.MAX_SAFE_INTEGER);
-        if (this.live.length + this.mappings.length >= this.resourceLimit) return "error";
-      }
-      buffer = { length: sizeClass, cachedAt: -1 };
-      this.systemAllocations++;
-    }
-    this.live.push({ buffer, sizeClass });
-    this.active += buffer.length;
-    this.peak = Math.max(this.peak, this.active);
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
-    this.liveBytes += sizeClass;
-    this.peakLive = Math.max(this.peakLive, this.liveBytes);
-    if (this.cache > this.cacheLimit) this.releaseBytes(this.cache - this.cacheLimit);
-    this.peakReserved = Math.max(this.peakReserved, this.active + this.cache);
-    return this.live.length - 1;
-  }
-
-  free(index: number): void {
-    const [{ buffer, sizeClass }] = this.live.splice(index, 1) as [
-      { buffer: ModelBuffer; sizeClass: number },
-    ];
-    this.active -= buffer.length;
-    this.liveBytes -= sizeClass;
-    if (this.cache < this.cacheLimit) {
-      buffer.cachedAt = this.clock++;
-      this.cached.push(buffer);
-    } else {
-      this.released++;
-    }
-  }
-
-  addMapping(length: number): "ok" | "oom" | "error" {
-    const charged = mappingSize(length, PAGE)!;
-    if (this.active + this.mapped + charged > this.memoryLimit) return "oom";
-    if (this.live.length + this.cached.length + this.mappings.length >= this.resourceLimit) {
-      this.releaseBytes(Number.MAX_SAFE_INTEGER);
-      if (this.live.length + this.mappings.length >= this.resourceLimit) return "error";
-    }
-    this.mappings.push(charged);
-    this.mapped += charged;
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
-    return "ok";
-  }
-}
 
 type Operation =
   | { kind: "malloc"; bytes: number }
@@ -208,16 +69,23 @@ describe.each([
               resourceLimit,
             });
             const allocator = new CachingAllocator(source, { policy, boundedRelease });
-            const model = new Model(
-              4 * MiB,
-              8 * MiB,
-              resourceLimit,
-              2 * MiB,
-              policy,
-              boundedRelease === "largest",
+            // The shared naive model (test/reference-model.ts): same decisions, same figures, every step.
+            const model = new ReferenceModel(
+              {
+                workingSet: 4 * MiB,
+                memorySize: 8 * MiB,
+                maxBufferLength: 2 * MiB,
+                resourceLimit,
+                pageSize: PAGE,
+              },
+              { policy, releaseLargest: boundedRelease === "largest" },
             );
-            const live: Allocation<TestBuffer>[] = [];
-            const mappings: Mapping[] = [];
+            const expectation = (outcome: Outcome<unknown>) =>
+              outcome.ok ? "ok" : outcome.refusal === "out-of-memory" ? "oom" : "error";
+            // Live allocations and mappings with their ids in the model (none for a 0-byte one).
+            const live: { allocation: Allocation<TestBuffer>; id: number }[] = [];
+            const mappings: { mapping: Mapping; id: number }[] = [];
+            let nextMappingId = 0;
             for (const step of operations) {
               const before = allocator.memoryStats();
               let result: string = "ok";
@@ -233,67 +101,61 @@ describe.each([
               switch (step.kind) {
                 case "malloc": {
                   const outcome = model.malloc(step.bytes);
-                  expected = typeof outcome === "number" ? "ok" : outcome;
+                  expected = expectation(outcome);
                   attempt(() => {
                     const allocation = allocator.malloc(step.bytes);
-                    if (allocation.length > 0) live.push(allocation);
+                    if (outcome.ok && outcome.value !== undefined)
+                      live.push({ allocation, id: outcome.value.id });
                   });
-                  if (result === "ok") expect(live.length).toBe(model.live.length);
+                  if (result === "ok") expect(live.length).toBe(model.live.size);
                   break;
                 }
                 case "free": {
                   if (live.length === 0) continue;
-                  const index = step.pick % live.length;
-                  allocator.free(live.splice(index, 1)[0]!);
-                  model.free(index);
+                  const { allocation, id } = live.splice(step.pick % live.length, 1)[0]!;
+                  allocator.free(allocation);
+                  model.free(id);
                   break;
                 }
-                case "addMapping":
-                  expected = model.addMapping(step.length);
-                  attempt(() => mappings.push(allocator.addMapping(step.length)));
+                case "addMapping": {
+                  const id = nextMappingId++;
+                  expected = expectation(model.mapFile(step.length, id));
+                  attempt(() => mappings.push({ mapping: allocator.addMapping(step.length), id }));
                   break;
+                }
                 case "removeMapping": {
                   if (mappings.length === 0) continue;
-                  const index = step.pick % mappings.length;
-                  allocator.removeMapping(mappings.splice(index, 1)[0]!);
-                  model.mapped -= model.mappings.splice(index, 1)[0]!;
+                  const { mapping, id } = mappings.splice(step.pick % mappings.length, 1)[0]!;
+                  allocator.removeMapping(mapping);
+                  model.release(id);
                   break;
                 }
                 case "setMemoryLimit":
-                  allocator.setMemoryLimit(step.bytes);
-                  model.memoryLimit = step.bytes;
-                  model.gcLimit = Math.min(step.bytes, Math.floor(0.95 * 4 * MiB));
+                  expect(allocator.setMemoryLimit(step.bytes)).toBe(model.setMemoryLimit(step.bytes));
                   break;
                 case "setCacheLimit":
-                  allocator.setCacheLimit(step.bytes);
-                  model.cacheLimit = step.bytes;
-                  if (model.cache > step.bytes) model.releaseBytes(model.cache - step.bytes);
+                  expect(allocator.setCacheLimit(step.bytes)).toBe(model.setCacheLimit(step.bytes));
                   break;
                 case "resetPeak":
                   allocator.resetPeak();
-                  model.peak = model.active;
-                  model.peakWithMapped = model.active + model.mapped;
+                  model.resetPeak();
                   break;
                 case "clearCache":
                   allocator.clearCache();
-                  model.releaseBytes(Number.MAX_SAFE_INTEGER);
+                  model.clearCache();
                   break;
               }
               expect(result).toBe(expected);
               const stats = allocator.memoryStats();
               const counters = allocator.counters();
-              expect(stats).toMatchObject({
-                active: model.active,
-                peak: model.peak,
-                cache: model.cache,
-                mapped: model.mapped,
-                peakWithMapped: model.peakWithMapped,
-                systemAllocations: model.systemAllocations,
-              });
+              expect(stats).toMatchObject(model.stats());
+              expect(counters).toMatchObject(model.counters());
               expect(counters).toMatchObject({ peakReserved: model.peakReserved, peakLive: model.peakLive });
               // The invariants of the issue.
-              expect(stats.active).toBe(live.reduce((sum, allocation) => sum + allocation.length, 0));
-              expect(stats.cache).toBe(model.cached.reduce((sum, buffer) => sum + buffer.length, 0));
+              expect(stats.active).toBe(
+                live.reduce((sum, { allocation }) => sum + allocation.allocatedLength, 0),
+              );
+              expect(stats.cache).toBe(model.cache.reduce((sum, buffer) => sum + buffer.length, 0));
               // A successful malloc or mapping that charged bytes stays within the memory limit. One that
               // charged nothing (a 0-byte malloc succeeds under any limit, even one already exceeded after the
               // limit was lowered) must leave active and mapped exactly as they were.
@@ -311,7 +173,6 @@ describe.each([
               );
               expect(counters.liveBuffers).toBe(live.length);
               expect(counters.systemReleases).toBe(source.released.length);
-              expect(counters).toMatchObject({ cacheHits: model.hits, cacheMisses: model.systemAllocations });
             }
           },
         ),

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { MiB } from "../test/support.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
-import { CountingBufferSource, replayTrace, type TraceEvent } from "./replay.js";
+import { CountingBufferSource, replayTrace } from "./replay.js";
+import type { TraceEvent } from "./trace-format.js";
 
 const events: TraceEvent[] = [
   ["a", 0, 1000],

@@ -9,45 +9,14 @@ import {
   type Mapping,
 } from "./allocator.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
-
-/** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
-export type TraceAllocate = readonly ["a", number, number];
-/** A free event of a trace: free allocation `id`. */
-export type TraceFree = readonly ["f", number];
-/** A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces). */
-export type TraceMap = readonly ["m", number, number];
-/** Mapping `id` released. */
-export type TraceUnmap = readonly ["u", number];
-/** A limit set: the memory limit, the cache limit or the wired limit (a pure replay has no wired memory). */
-export type TraceLimit = readonly ["l", "memory" | "cache" | "wired", number];
-/** The cache cleared. */
-export type TraceClearCache = readonly ["c"];
-/** The peak reset. */
-export type TraceResetPeak = readonly ["p"];
-/**
- * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
- * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
- */
-export type TraceEvent =
-  | TraceAllocate
-  | TraceFree
-  | TraceMap
-  | TraceUnmap
-  | TraceLimit
-  | TraceClearCache
-  | TraceResetPeak;
-
-/** The header object on a trace's first line (every field optional to a reader). */
-export interface TraceHeader {
-  name?: string;
-  workload?: string;
-  source?: string;
-  events?: number;
-  allocations?: number;
-  live_at_end?: number;
-  peak_live_bytes?: number;
-  [field: string]: unknown;
-}
+import {
+  isByteCount,
+  isTraceEvent,
+  type TraceAllocate,
+  type TraceEvent,
+  type TraceFree,
+  type TraceHeader,
+} from "./trace-format.js";
 
 /** The device a replay pretends to run on, and the settings applied right after opening it. */
 export interface ReplayOptions {
@@ -145,38 +114,15 @@ function badEvent(index: number, event: unknown, why: string): TraceError {
   return new TraceError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
 }
 
-const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
-
-/** Whether `value` has the shape of a {@link TraceEvent} (tag, arity, non-negative integer ids and sizes). */
-export function isTraceEvent(value: unknown): value is TraceEvent {
-  if (!Array.isArray(value)) return false;
-  switch (value[0]) {
-    case "a":
-    case "m":
-      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
-    case "f":
-    case "u":
-      return value.length === 2 && isByteCount(value[1]);
-    case "l":
-      return (
-        value.length === 3 &&
-        (value[1] === "memory" || value[1] === "cache" || value[1] === "wired") &&
-        isByteCount(value[2])
-      );
-    case "c":
-    case "p":
-      return value.length === 1;
-    default:
-      return false;
-  }
-}
-
 const UNUSED = 0;
 const LIVE = 1;
 const RELEASED = 2;
 // Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
 // larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
 const DENSE_IDS = 1 << 26;
+// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
+// longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
+const INDEXED_IDS = 1 << 20;
 
 /** The state (unused, live, released) of every id of one kind: one byte per dense id. */
 class IdStates {
@@ -186,6 +132,17 @@ class IdStates {
   get(id: number): number {
     if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
     return id < this.#dense.length ? (this.#dense[id] as number) : UNUSED;
+  }
+
+  /** Makes room for ids below `count` at once (a hint: a replay of a known length grows no array). */
+  reserve(count: number): void {
+    // At least doubled (a stream reserves per batch: growing by a batch each time would copy O(n²)), and
+    // never past the dense range (at its end a reservation must cost nothing).
+    if (Math.min(count, DENSE_IDS) > this.#dense.length) {
+      const grown = new Uint8Array(Math.min(Math.max(count, 2 * this.#dense.length), DENSE_IDS));
+      grown.set(this.#dense);
+      this.#dense = grown;
+    }
   }
 
   set(id: number, state: number): void {
@@ -215,6 +172,11 @@ export class TraceValidator {
   #index = 0;
   #header: TraceHeader | undefined;
 
+  /** Makes room for `count` allocation ids at once (a hint; ids beyond still work). */
+  reserveAllocationIds(count: number): void {
+    this.#allocations.reserve(count);
+  }
+
   /** Events accepted so far (the header excluded). */
   get events(): number {
     return this.#index;
@@ -233,6 +195,26 @@ export class TraceValidator {
    */
   check(item: unknown): TraceEvent | undefined {
     const index = this.#index;
+    // The two kinds that make up nearly every trace, checked first without the general shape test.
+    if (Array.isArray(item)) {
+      const tag = item[0];
+      if (tag === "a" && item.length === 3) {
+        const id = item[1];
+        if (isByteCount(id) && isByteCount(item[2]) && this.#allocations.get(id) === UNUSED) {
+          this.#allocations.set(id, LIVE);
+          this.#index = index + 1;
+          return item as unknown as TraceAllocate;
+        }
+      } else if (tag === "f" && item.length === 2) {
+        const id = item[1];
+        if (isByteCount(id) && this.#allocations.get(id) === LIVE) {
+          this.#allocations.set(id, RELEASED);
+          this.#index = index + 1;
+          return item as unknown as TraceFree;
+        }
+      }
+    }
+    // Everything else, and every refusal (with its reason), on the general path.
     if (!Array.isArray(item)) {
       if (index === 0 && this.#header === undefined && typeof item === "object" && item !== null) {
         this.#header = item as TraceHeader;
@@ -290,8 +272,13 @@ export class TraceReplay {
   readonly #allocator: CachingAllocator<number>;
   readonly #skipRefused: boolean;
   readonly #onEvent: ReplayOptions["onEvent"];
-  // Live allocations by id (`null`: refused, its free is ignored) and live mappings by id.
-  readonly #live = new Map<number, Allocation<number> | null>();
+  // Live allocations (`null`: refused, its free is ignored) in slots reused as they free up, so the array
+  // stays as small as what is live at once; a dense id's slot in a typed array (slot + 1; 0: none), a
+  // Map for the rare id beyond. Live mappings by id.
+  readonly #live: (Allocation<number> | null)[] = [];
+  readonly #freeSlots: number[] = [];
+  #slotOfId = new Int32Array(1024);
+  readonly #sparseLive = new Map<number, Allocation<number> | null>();
   readonly #mappings = new Map<number, Mapping>();
   #elapsed = 0;
 
@@ -323,18 +310,41 @@ export class TraceReplay {
     if (event === undefined) return;
     const allocator = this.#allocator;
     switch (event[0]) {
-      case "a":
+      case "a": {
+        let allocation: Allocation<number> | null;
         try {
-          this.#live.set(event[1], allocator.malloc(event[2]));
+          allocation = allocator.malloc(event[2]);
         } catch (error) {
           if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
-          this.#live.set(event[1], null);
+          allocation = null;
         }
+        const id = event[1];
+        if (id < INDEXED_IDS) {
+          let slot = this.#freeSlots.pop();
+          if (slot === undefined) {
+            slot = this.#live.length;
+            this.#live.push(allocation);
+          } else this.#live[slot] = allocation;
+          if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
+          this.#slotOfId[id] = slot + 1;
+        } else this.#sparseLive.set(id, allocation);
         break;
+      }
       case "f": {
-        const allocation = this.#live.get(event[1]);
+        const id = event[1];
+        let allocation: Allocation<number> | null | undefined;
+        if (id < INDEXED_IDS) {
+          // The validator let through only a live id: it has a slot.
+          const slot = this.#slotOfId[id]! - 1;
+          this.#slotOfId[id] = 0;
+          allocation = this.#live[slot];
+          this.#live[slot] = null;
+          this.#freeSlots.push(slot);
+        } else {
+          allocation = this.#sparseLive.get(id);
+          this.#sparseLive.delete(id);
+        }
         if (allocation) allocator.free(allocation);
-        this.#live.delete(event[1]);
         break;
       }
       case "m":
@@ -361,11 +371,34 @@ export class TraceReplay {
     this.#onEvent?.(event, index, allocator);
   }
 
+  #reserveSlotIndex(count: number): void {
+    if (Math.min(count, INDEXED_IDS) > this.#slotOfId.length) {
+      const grown = new Int32Array(Math.min(Math.max(count, 2 * this.#slotOfId.length), INDEXED_IDS));
+      grown.set(this.#slotOfId);
+      this.#slotOfId = grown;
+    }
+  }
+
+  #growSlotIndex(id: number): void {
+    let length = this.#slotOfId.length;
+    while (length <= id) length *= 2;
+    const grown = new Int32Array(Math.min(length, INDEXED_IDS));
+    grown.set(this.#slotOfId);
+    this.#slotOfId = grown;
+  }
+
   /** Applies items in order, timing the loop (the result's `nsPerEvent` counts only time spent here). */
   applyAll(items: Iterable<unknown>): void {
     const start = now();
     try {
-      for (const item of items) this.apply(item);
+      if (Array.isArray(items)) {
+        // A trace has at most one allocation id per item: size the id tables once, not by doubling.
+        this.#validator.reserveAllocationIds(this.#validator.events + items.length);
+        this.#reserveSlotIndex(this.#validator.events + items.length);
+        for (let index = 0; index < items.length; index++) this.apply(items[index]);
+      } else {
+        for (const item of items) this.apply(item);
+      }
     } finally {
       this.#elapsed += now() - start;
     }

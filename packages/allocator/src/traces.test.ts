@@ -2,7 +2,8 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tracesDir } from "../test/support.js";
 import { readTrace } from "./node.js";
-import { type ReplayOptions, replayTrace, type TraceEvent } from "./replay.js";
+import { type ReplayOptions, replayTrace } from "./replay.js";
+import type { TraceEvent } from "./trace-format.js";
 
 // The configurations and the MLX-policy figures of fixtures/traces/README.md, verbatim.
 const configurations: Record<string, ReplayOptions> = {

@@ -156,7 +156,7 @@ export class DeviceBuffer {
 
   /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
   get allocatedLength(): number {
-    return this.#state.allocation.length;
+    return this.#state.allocation.allocatedLength;
   }
 
   /** True once freed. */
@@ -241,7 +241,11 @@ export class DeviceBuffer {
     this.#check("nativeHandle()");
     const allocation = this.#state.allocation;
     const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device);
-    return Object.freeze({ ...native, length: allocation.requested, allocatedLength: allocation.length });
+    return Object.freeze({
+      ...native,
+      length: allocation.requested,
+      allocatedLength: allocation.allocatedLength,
+    });
   }
 
   /**

@@ -218,7 +218,7 @@ export class Device {
         this.#trace?.free(state);
       } else if (native !== undefined) {
         native.release();
-        this.#settledAfterClose(state.allocation.length, 0);
+        this.#settledAfterClose(state.allocation.allocatedLength, 0);
       }
     };
     settleAfter(after, settle);
@@ -344,7 +344,7 @@ export class Device {
         this.#trace?.unmap(file);
       } else {
         state.native.release();
-        this.#settledAfterClose(0, state.mapping.charged);
+        this.#settledAfterClose(0, state.mapping.mappedLength);
       }
     };
     settleAfter(after, settle);
@@ -503,7 +503,7 @@ export class Device {
     // the bytes each is charged (a cache hit can hand out up to twice the request), so the peaks agree.
     const buffers: [BufferState, number][] = [];
     for (let state = this.#liveHead; state !== undefined; state = state.next)
-      buffers.push([state, state.allocation.length]);
+      buffers.push([state, state.allocation.allocatedLength]);
     this.#trace = new TraceRecorder(name, {
       buffers: buffers.reverse(),
       mappings: [...this.#mappings].map((file) => [file, file.length] as const),

@@ -48,7 +48,7 @@ export class MappedFile {
 
   /** The bytes charged in `mapped`: the length rounded up to the system's pages. */
   get mappedLength(): number {
-    return this.#state.mapping.charged;
+    return this.#state.mapping.mappedLength;
   }
 
   /** True once released. */

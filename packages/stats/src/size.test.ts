@@ -25,6 +25,18 @@ describe("allocationSize", () => {
     expect(allocationSize(largestPageMultiple + 1)).toBeUndefined();
   });
 
+  it("gives the same size classes on both sides of 2^31 (the integer form's limit)", () => {
+    // The integer form covers lengths up to 2^31 - PAGE; the general form the rest: stated figures.
+    expect(allocationSize(2 ** 31 - PAGE)).toBe(2 ** 31 - PAGE);
+    expect(allocationSize(2 ** 31 - PAGE - 1)).toBe(2 ** 31 - PAGE);
+    expect(allocationSize(2 ** 31 - PAGE + 1)).toBe(2 ** 31);
+    expect(allocationSize(2 ** 31)).toBe(2 ** 31);
+    expect(allocationSize(2 ** 31 + 1)).toBe(2 ** 31 + PAGE);
+    expect(allocationSize(PAGE + 1)).toBe(2 * PAGE);
+    expect(allocationSize(PAGE)).toBe(PAGE);
+    expect(allocationSize(257)).toBe(512);
+  });
+
   it("accepts -0 as 0", () => {
     expect(allocationSize(-0)).toBe(0);
   });

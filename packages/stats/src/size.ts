@@ -7,6 +7,9 @@ export const PAGE = 16 * 1024;
 /** The allocator's granule for buffers of up to one {@link PAGE}: 256 bytes. */
 export const SMALL = 256;
 
+/** The largest length whose size class `(length + PAGE - 1) & ~(PAGE - 1)` stays a positive int32. */
+const INTEGER_ROUNDING_LIMIT = 2 ** 31 - PAGE;
+
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "bigint") return `${value}n`;
@@ -42,6 +45,11 @@ export function assertByteCount(value: unknown, name: string): asserts value is 
 export function allocationSize(length: number): number | undefined {
   assertByteCount(length, "length");
   if (length === 0) return 0; // also turns -0 into 0
+  // Integer rounding below 2^31 (every buffer a runtime asks for): the allocator's hot path calls this on
+  // every malloc, and a floating division costs several times more. The same figures as the general form.
+  if (length <= INTEGER_ROUNDING_LIMIT) {
+    return length > PAGE ? (length + PAGE - 1) & ~(PAGE - 1) : (length + SMALL - 1) & ~(SMALL - 1);
+  }
   const granule = length > PAGE ? PAGE : SMALL;
   const size = Math.ceil(length / granule) * granule;
   return size > Number.MAX_SAFE_INTEGER ? undefined : size;

@@ -11,7 +11,8 @@ import { createGzip, gzipSync } from "node:zlib";
 import { afterAll, describe, expect, it } from "vitest";
 import { TraceError } from "../errors.js";
 import { readTrace, replayTraceFile, replayTraceStream, streamTrace } from "../node.js";
-import { replayTrace, type TraceEvent } from "../replay.js";
+import { replayTrace } from "../replay.js";
+import type { TraceEvent } from "../trace-format.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const folder = mkdtempSync(join(tmpdir(), "nuvec-hostile-trace-"));

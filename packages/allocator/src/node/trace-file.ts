@@ -15,14 +15,15 @@ import { pipeline, Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip, gunzipSync } from "node:zlib";
 import { TraceError } from "../errors.js";
+import { type ReplayOptions, type ReplayResult, TraceReplay } from "../replay.js";
 import {
-  isTraceEvent,
-  type ReplayOptions,
-  type ReplayResult,
+  DEFAULT_MAX_LINE_LENGTH,
   type TraceEvent,
   type TraceHeader,
-  TraceReplay,
-} from "../replay.js";
+  TraceLineParser,
+} from "../trace-format.js";
+
+export { DEFAULT_MAX_LINE_LENGTH } from "../trace-format.js";
 
 /** A trace read from a file. */
 export interface Trace {
@@ -43,149 +44,6 @@ export interface TraceStreamOptions {
   onProgress?: (bytesRead: number, totalBytes: number | undefined) => void;
   /** The name used in error messages for a stream source; a path names itself. */
   name?: string;
-}
-
-/** The longest line a trace reader accepts by default: a header or event is far shorter. */
-export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
-
-const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"`;
-
-/**
- * The digits of `text` from `start` up to the first character that is not one, as a number, and where they
- * end; `undefined` unless JSON would read the same integer (no leading zero, at most 15 digits: safe).
- */
-function digitsAt(text: string, start: number): { value: number; end: number } | undefined {
-  let value = 0;
-  let index = start;
-  for (; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (code < 48 || code > 57) break;
-    value = value * 10 + (code - 48);
-  }
-  const count = index - start;
-  if (count === 0 || count > 15 || (count > 1 && text.charCodeAt(start) === 48)) return undefined;
-  return { value, end: index };
-}
-
-/**
- * A fast path for the lines that make up nearly every trace, exactly `["a",id,bytes]` and `["f",id]` (what
- * the shared traces and the Device write): read without `JSON.parse`, which costs several times more. Any
- * other line (spaces, other kinds, anything odd) returns `undefined` and goes through `JSON.parse`.
- */
-function parseCommonEvent(text: string, start: number, end: number): TraceEvent | undefined {
-  // '["' then the tag, '",'
-  if (text.charCodeAt(start) !== 91 || text.charCodeAt(start + 1) !== 34) return undefined;
-  const tag = text.charCodeAt(start + 2);
-  if ((tag !== 97 && tag !== 102) || text.charCodeAt(start + 3) !== 34 || text.charCodeAt(start + 4) !== 44)
-    return undefined;
-  const id = digitsAt(text, start + 5);
-  if (id === undefined) return undefined;
-  if (tag === 102) {
-    if (text.charCodeAt(id.end) !== 93 || id.end + 1 !== lineEnd(text, start, end)) return undefined;
-    return ["f", id.value];
-  }
-  if (text.charCodeAt(id.end) !== 44) return undefined;
-  const bytes = digitsAt(text, id.end + 1);
-  if (bytes === undefined || text.charCodeAt(bytes.end) !== 93 || bytes.end + 1 !== lineEnd(text, start, end))
-    return undefined;
-  return ["a", id.value, bytes.value];
-}
-
-/** Where a line's content ends: before a CR that ends it (CRLF files). */
-function lineEnd(text: string, start: number, end: number): number {
-  return end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
-}
-
-/** Splits text into lines and parses each into a header or an event; shared by every reader. */
-class TraceLineParser {
-  readonly #name: string;
-  readonly #maxLineLength: number;
-  #pending = "";
-  #line = 0;
-  #events = 0;
-  #header: TraceHeader | undefined;
-
-  constructor(name: string, maxLineLength: number) {
-    this.#name = name;
-    this.#maxLineLength = maxLineLength;
-  }
-
-  get events(): number {
-    return this.#events;
-  }
-
-  get header(): TraceHeader | undefined {
-    return this.#header;
-  }
-
-  /** Parses the complete lines of `text` (appended to what was pending) into `out`. */
-  push(text: string, out: (TraceEvent | TraceHeader)[]): void {
-    const joined = this.#pending === "" ? text : this.#pending + text;
-    let start = 0;
-    for (let end = joined.indexOf("\n"); end !== -1; end = joined.indexOf("\n", start)) {
-      if (end - start > this.#maxLineLength) this.#tooLong();
-      const event =
-        this.#header !== undefined || this.#events > 0 ? parseCommonEvent(joined, start, end) : undefined;
-      if (event === undefined) this.#parse(joined.slice(start, end), out);
-      else {
-        this.#line += 1;
-        this.#events += 1;
-        out.push(event);
-      }
-      start = end + 1;
-    }
-    this.#pending = start === 0 ? joined : joined.slice(start);
-    if (this.#pending.length > this.#maxLineLength) this.#tooLong();
-  }
-
-  /** Parses the last line (one without a newline). */
-  end(out: (TraceEvent | TraceHeader)[]): void {
-    if (this.#pending !== "") this.#parse(this.#pending, out);
-    this.#pending = "";
-    if (this.#events === 0)
-      throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
-  }
-
-  #tooLong(): never {
-    throw new TraceError(
-      "ERR_NUVEC_TRACE_TOO_LARGE",
-      `trace file ${this.#name}, line ${this.#line + 1}: longer than ${this.#maxLineLength} characters (no trace line is)`,
-    );
-  }
-
-  #parse(raw: string, out: (TraceEvent | TraceHeader)[]): void {
-    this.#line += 1;
-    const line = raw.trim();
-    if (line === "") return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      throw new TraceError(
-        "ERR_NUVEC_TRACE_CORRUPT",
-        `trace file ${this.#name}, line ${this.#line}: not JSON (${(error as Error).message})`,
-        { cause: error },
-      );
-    }
-    if (isTraceEvent(value)) {
-      this.#events += 1;
-      out.push(value);
-    } else if (
-      this.#header === undefined &&
-      this.#events === 0 &&
-      typeof value === "object" &&
-      value !== null &&
-      !Array.isArray(value)
-    ) {
-      this.#header = value as TraceHeader;
-      out.push(this.#header);
-    } else {
-      throw new TraceError(
-        "ERR_NUVEC_TRACE_CORRUPT",
-        `trace file ${this.#name}, line ${this.#line}: not an event (${EVENT_SHAPES}): ${line.slice(0, 80)}`,
-      );
-    }
-  }
 }
 
 /**

@@ -1,0 +1,328 @@
+// nuvec's trace format in one module: the events and header (types), the line reader every trace reader
+// uses (pure string work; file and stream I/O stay in node/trace-file.ts), and the recorder a Device writes
+// traces with. One header object on the first line, then one event per line (NDJSON, gzipped or not):
+// `["a", id, bytes]`, `["f", id]` as the shared traces, and the kinds only a Device records: `["m", id,
+// length]` a file mapped, `["u", id]` its release, `["l", "memory" | "cache" | "wired", bytes]` a limit set,
+// `["c"]` the cache cleared, `["p"]` the peak reset.
+//
+// A trace is a self-contained history of its window: it opens with the buffers and mappings live when it
+// started (as "a" and "m" events, counted in the header's `opening_events`), so every later free or unmap
+// names an id of this trace. Ids are the recorder's own, keyed by the device's objects, so back-to-back
+// traces never reuse an earlier trace's ids and an object born before the trace is freed under its own id.
+import { TraceError } from "./errors.js";
+
+/** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
+export type TraceAllocate = readonly ["a", number, number];
+/** A free event of a trace: free allocation `id`. */
+export type TraceFree = readonly ["f", number];
+/** A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces). */
+export type TraceMap = readonly ["m", number, number];
+/** Mapping `id` released. */
+export type TraceUnmap = readonly ["u", number];
+/** A limit set: the memory limit, the cache limit or the wired limit (a pure replay has no wired memory). */
+export type TraceLimit = readonly ["l", "memory" | "cache" | "wired", number];
+/** The cache cleared. */
+export type TraceClearCache = readonly ["c"];
+/** The peak reset. */
+export type TraceResetPeak = readonly ["p"];
+/**
+ * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
+ * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
+ */
+export type TraceEvent =
+  | TraceAllocate
+  | TraceFree
+  | TraceMap
+  | TraceUnmap
+  | TraceLimit
+  | TraceClearCache
+  | TraceResetPeak;
+
+/** The header object on a trace's first line (every field optional to a reader). */
+export interface TraceHeader {
+  name?: string;
+  workload?: string;
+  source?: string;
+  events?: number;
+  allocations?: number;
+  live_at_end?: number;
+  peak_live_bytes?: number;
+  [field: string]: unknown;
+}
+
+/** Whether `value` is a non-negative safe integer (an id, a size). */
+export const isByteCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/** Whether `value` has the shape of a {@link TraceEvent} (tag, arity, non-negative integer ids and sizes). */
+export function isTraceEvent(value: unknown): value is TraceEvent {
+  if (!Array.isArray(value)) return false;
+  switch (value[0]) {
+    case "a":
+    case "m":
+      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
+    case "f":
+    case "u":
+      return value.length === 2 && isByteCount(value[1]);
+    case "l":
+      return (
+        value.length === 3 &&
+        (value[1] === "memory" || value[1] === "cache" || value[1] === "wired") &&
+        isByteCount(value[2])
+      );
+    case "c":
+    case "p":
+      return value.length === 1;
+    default:
+      return false;
+  }
+}
+
+/** The longest line a trace reader accepts by default: a header or event is far shorter. */
+export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
+
+const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"`;
+
+/**
+ * The digits of `text` from `start` up to the first character that is not one, as a number, and where they
+ * end; `undefined` unless JSON would read the same integer (no leading zero, at most 15 digits: safe).
+ */
+function digitsAt(text: string, start: number): { value: number; end: number } | undefined {
+  let value = 0;
+  let index = start;
+  for (; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 48 || code > 57) break;
+    value = value * 10 + (code - 48);
+  }
+  const count = index - start;
+  if (count === 0 || count > 15 || (count > 1 && text.charCodeAt(start) === 48)) return undefined;
+  return { value, end: index };
+}
+
+/**
+ * A fast path for the lines that make up nearly every trace, exactly `["a",id,bytes]` and `["f",id]` (what
+ * the shared traces and the Device write): read without `JSON.parse`, which costs several times more. Any
+ * other line (spaces, other kinds, anything odd) returns `undefined` and goes through `JSON.parse`.
+ */
+function parseCommonEvent(text: string, start: number, end: number): TraceEvent | undefined {
+  // '["' then the tag, '",'
+  if (text.charCodeAt(start) !== 91 || text.charCodeAt(start + 1) !== 34) return undefined;
+  const tag = text.charCodeAt(start + 2);
+  if ((tag !== 97 && tag !== 102) || text.charCodeAt(start + 3) !== 34 || text.charCodeAt(start + 4) !== 44)
+    return undefined;
+  const id = digitsAt(text, start + 5);
+  if (id === undefined) return undefined;
+  if (tag === 102) {
+    if (text.charCodeAt(id.end) !== 93 || id.end + 1 !== lineEnd(text, start, end)) return undefined;
+    return ["f", id.value];
+  }
+  if (text.charCodeAt(id.end) !== 44) return undefined;
+  const bytes = digitsAt(text, id.end + 1);
+  if (bytes === undefined || text.charCodeAt(bytes.end) !== 93 || bytes.end + 1 !== lineEnd(text, start, end))
+    return undefined;
+  return ["a", id.value, bytes.value];
+}
+
+/** Where a line's content ends: before a CR that ends it (CRLF files). */
+function lineEnd(text: string, start: number, end: number): number {
+  return end > start && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+}
+
+/** Splits text into lines and parses each into a header or an event; shared by every reader. */
+export class TraceLineParser {
+  readonly #name: string;
+  readonly #maxLineLength: number;
+  #pending = "";
+  #line = 0;
+  #events = 0;
+  #header: TraceHeader | undefined;
+
+  constructor(name: string, maxLineLength: number) {
+    this.#name = name;
+    this.#maxLineLength = maxLineLength;
+  }
+
+  get events(): number {
+    return this.#events;
+  }
+
+  get header(): TraceHeader | undefined {
+    return this.#header;
+  }
+
+  /** Parses the complete lines of `text` (appended to what was pending) into `out`. */
+  push(text: string, out: (TraceEvent | TraceHeader)[]): void {
+    const joined = this.#pending === "" ? text : this.#pending + text;
+    let start = 0;
+    for (let end = joined.indexOf("\n"); end !== -1; end = joined.indexOf("\n", start)) {
+      if (end - start > this.#maxLineLength) this.#tooLong();
+      const event =
+        this.#header !== undefined || this.#events > 0 ? parseCommonEvent(joined, start, end) : undefined;
+      if (event === undefined) this.#parse(joined.slice(start, end), out);
+      else {
+        this.#line += 1;
+        this.#events += 1;
+        out.push(event);
+      }
+      start = end + 1;
+    }
+    this.#pending = start === 0 ? joined : joined.slice(start);
+    if (this.#pending.length > this.#maxLineLength) this.#tooLong();
+  }
+
+  /** Parses the last line (one without a newline). */
+  end(out: (TraceEvent | TraceHeader)[]): void {
+    if (this.#pending !== "") this.#parse(this.#pending, out);
+    this.#pending = "";
+    if (this.#events === 0)
+      throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
+  }
+
+  #tooLong(): never {
+    throw new TraceError(
+      "ERR_NUVEC_TRACE_TOO_LARGE",
+      `trace file ${this.#name}, line ${this.#line + 1}: longer than ${this.#maxLineLength} characters (no trace line is)`,
+    );
+  }
+
+  #parse(raw: string, out: (TraceEvent | TraceHeader)[]): void {
+    this.#line += 1;
+    const line = raw.trim();
+    if (line === "") return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new TraceError(
+        "ERR_NUVEC_TRACE_CORRUPT",
+        `trace file ${this.#name}, line ${this.#line}: not JSON (${(error as Error).message})`,
+        { cause: error },
+      );
+    }
+    if (isTraceEvent(value)) {
+      this.#events += 1;
+      out.push(value);
+    } else if (
+      this.#header === undefined &&
+      this.#events === 0 &&
+      typeof value === "object" &&
+      value !== null &&
+      !Array.isArray(value)
+    ) {
+      this.#header = value as TraceHeader;
+      out.push(this.#header);
+    } else {
+      throw new TraceError(
+        "ERR_NUVEC_TRACE_CORRUPT",
+        `trace file ${this.#name}, line ${this.#line}: not an event (${EVENT_SHAPES}): ${line.slice(0, 80)}`,
+      );
+    }
+  }
+}
+
+/** A recorded trace: its header and events, and the NDJSON text to save (gzip it to match the shared files). */
+export interface RecordedTrace {
+  readonly header: TraceHeader;
+  readonly events: readonly TraceEvent[];
+  /** The trace as NDJSON text: the header line, then one line per event. */
+  toNdjson(): string;
+}
+
+/** What was live when a trace started: each entry an object of the device and its requested bytes (or length). */
+export interface TraceOpening {
+  readonly buffers: Iterable<readonly [object, number]>;
+  readonly mappings: Iterable<readonly [object, number]>;
+}
+
+/** Records events while a trace is running; ids are dense, in allocation (and mapping) order. */
+export class TraceRecorder {
+  readonly #events: TraceEvent[] = [];
+  readonly #name: string;
+  readonly #openingEvents: number;
+  #nextAllocation = 0;
+  #nextMapping = 0;
+  #liveBytes = 0;
+  #peakLiveBytes = 0;
+  // Per live object of the device: its id in this trace and, for buffers, the bytes requested.
+  readonly #buffers = new Map<object, { id: number; bytes: number }>();
+  readonly #mappings = new Map<object, number>();
+
+  /** Starts a trace named `name`, opening with what is live at its start. */
+  constructor(name: string, opening: TraceOpening = { buffers: [], mappings: [] }) {
+    this.#name = name;
+    for (const [buffer, bytes] of opening.buffers) this.allocate(buffer, bytes);
+    for (const [mapping, length] of opening.mappings) this.map(mapping, length);
+    this.#openingEvents = this.#events.length;
+  }
+
+  /** Records an allocation of `bytes` requested bytes for the device's object `buffer`; returns its id. */
+  allocate(buffer: object, bytes: number): number {
+    const id = this.#nextAllocation++;
+    this.#events.push(["a", id, bytes]);
+    this.#buffers.set(buffer, { id, bytes });
+    this.#liveBytes += bytes;
+    if (this.#liveBytes > this.#peakLiveBytes) this.#peakLiveBytes = this.#liveBytes;
+    return id;
+  }
+
+  /** Records the free of `buffer` (ignored for an object this trace never saw, e.g. a 0-byte buffer born earlier). */
+  free(buffer: object): void {
+    const entry = this.#buffers.get(buffer);
+    if (entry === undefined) return;
+    this.#buffers.delete(buffer);
+    this.#liveBytes -= entry.bytes;
+    this.#events.push(["f", entry.id]);
+  }
+
+  /** Records a mapping of a file of `length` bytes for the device's object `mapping`; returns its id. */
+  map(mapping: object, length: number): number {
+    const id = this.#nextMapping++;
+    this.#events.push(["m", id, length]);
+    this.#mappings.set(mapping, id);
+    return id;
+  }
+
+  /** Records the release of `mapping` (ignored for an object this trace never saw). */
+  unmap(mapping: object): void {
+    const id = this.#mappings.get(mapping);
+    if (id === undefined) return;
+    this.#mappings.delete(mapping);
+    this.#events.push(["u", id]);
+  }
+
+  /** Records a limit change. */
+  limit(kind: "memory" | "cache" | "wired", bytes: number): void {
+    this.#events.push(["l", kind, bytes]);
+  }
+
+  /** Records a cache clear. */
+  clearCache(): void {
+    this.#events.push(["c"]);
+  }
+
+  /** Records a peak reset. */
+  resetPeak(): void {
+    this.#events.push(["p"]);
+  }
+
+  /** The trace so far. */
+  finish(): RecordedTrace {
+    const events = this.#events.slice();
+    const header: TraceHeader = {
+      name: this.#name,
+      workload: "recorded by @nuvec/device",
+      source: "nuvec Device.startTrace",
+      events: events.length,
+      opening_events: this.#openingEvents,
+      allocations: this.#nextAllocation,
+      live_at_end: this.#buffers.size,
+      mapped_at_end: this.#mappings.size,
+      peak_live_bytes: this.#peakLiveBytes,
+    };
+    return {
+      header,
+      events,
+      toNdjson: () => `${[header, ...events].map((line) => JSON.stringify(line)).join("\n")}\n`,
+    };
+  }
+}
