@@ -175,20 +175,16 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no
       });
     expect(readdirSync(tarballs)).toHaveLength(names.length);
     managers.npm11 = onPath("npm");
-    // npm 10 (the one Node 20 ships), fetched once like `npx -y npm@10` would.
+    // npm 10 (the one Node 20 ships), fetched once like `npx -y npm@10` would. Installed from inside its own
+    // folder, not with --prefix: npm derives its global config (where a machine's cafile or proxy may be set)
+    // from the prefix, so --prefix would lose them on a machine with an empty npm cache.
     const npm10 = join(scratch, "npm10-program");
+    mkdirSync(npm10);
+    writeFileSync(join(npm10, "package.json"), JSON.stringify({ name: "npm10-program", private: true }));
     execFileSync(
       managerCommand(managers.npm11)[0],
-      [
-        ...managerCommand(managers.npm11)[1],
-        "install",
-        "--prefix",
-        npm10,
-        "--no-audit",
-        "--no-fund",
-        "npm@10",
-      ],
-      { stdio: "pipe" },
+      [...managerCommand(managers.npm11)[1], "install", "--no-audit", "--no-fund", "npm@10"],
+      { cwd: npm10, stdio: "pipe" },
     );
     managers.npm10 = join(npm10, "node_modules", "npm", "bin", "npm-cli.js");
   }, COLD);
