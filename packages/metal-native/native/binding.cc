@@ -47,7 +47,8 @@ Napi::Error MakeError(Napi::Env env, const char* code, const std::string& messag
   throw error;
 }
 
-[[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, double bytes) {
+// `argument`: the name of the argument the call was given, for a Failure::Kind::kArgument.
+[[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, double bytes) {
   switch (failure.kind) {
     case Failure::Kind::kSystem: {
       Napi::Error error = MakeError(env, kSystem, failure.message);
@@ -58,7 +59,7 @@ Napi::Error MakeError(Napi::Env env, const char* code, const std::string& messag
       throw error;
     }
     case Failure::Kind::kArgument:
-      ThrowArgument(env, "bytes", failure.message);
+      ThrowArgument(env, argument, failure.message);
     case Failure::Kind::kAllocation:
     case Failure::Kind::kNone:
     default: {
@@ -466,7 +467,7 @@ class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
     size_t bytes = CheckBytes(env, info[0], platform.facts().maxBufferLength);
     Failure failure;
     std::unique_ptr<Allocation> allocation = platform.newBuffer(bytes, &failure);
-    if (!allocation) ThrowFailure(env, failure, static_cast<double>(bytes));
+    if (!allocation) ThrowFailure(env, failure, "bytes", static_cast<double>(bytes));
     handle_.state = data.state;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
@@ -517,7 +518,7 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
     if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
     Failure failure;
     std::unique_ptr<Allocation> allocation = platform.mapFile(path, &failure);
-    if (!allocation) ThrowFailure(env, failure, 0);
+    if (!allocation) ThrowFailure(env, failure, "path", 0);
     handle_.state = data.state;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
@@ -578,7 +579,7 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
     Platform& platform = PlatformOf(env, *data.state);
     Failure failure;
     std::unique_ptr<ResidencySet> set = platform.newResidencySet(&failure);
-    if (failure.failed()) ThrowFailure(env, failure, 0);
+    if (failure.failed()) ThrowFailure(env, failure, "residencySet", 0);  // no argument: never an argument failure today
     if (!set) throw MakeError(env, kUnavailable, "this device has no residency sets");
     state_ = data.state;
     id_ = state_->AddSet(std::move(set));

@@ -15,6 +15,7 @@ import {
   NativeReleasedError,
   NativeSystemError,
 } from "./mock.js";
+import type { NativeBackend } from "./types.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -466,8 +467,11 @@ describe("MockBackend fault injection: residency", () => {
     const buffers = [mock.newBuffer(16_384), mock.newBuffer(32_768)];
     for (const buffer of buffers) set.add(buffer);
     set.commit();
+    const backend: NativeBackend = mock;
+    expect(backend.lastWiringError).toBeUndefined();
     expect(() => set.requestResidency()).not.toThrow();
     expect(set.wiringFailures).toBe(2);
+    expect(backend.lastWiringError).toMatch(/wiring \d+ bytes failed/);
     expect(mock.counters()).toMatchObject({ wiringFailures: 2, wiredBytes: 0 });
     mock.failWiring = false;
     set.requestResidency();

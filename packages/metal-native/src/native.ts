@@ -297,6 +297,8 @@ export class NativeAddonBuffer implements NativeBuffer {
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case).
   #viewsHandedOut = false;
+  // The last view handed out (see contents()); dropped with the views on detachContents() and release().
+  #lastView: ArrayBuffer | undefined = undefined;
 
   /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
   constructor(raw: RawBufferHandle, owner: NativeAddonBackend) {
@@ -324,9 +326,16 @@ export class NativeAddonBuffer implements NativeBuffer {
   /** The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release. */
   contents(): ArrayBuffer {
     if (this.#released) throw new NativeReleasedError("contents(): the buffer was already released");
+    // The view handed out last, while it is attached: a field load instead of a native call that walks the
+    // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
+    // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
+    // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
+    const last = this.#lastView;
+    if (last !== undefined && last.byteLength !== 0) return last;
     try {
       const contents = this.raw.contents();
       this.#viewsHandedOut = true;
+      this.#lastView = contents;
       return contents;
     } catch (error) {
       throw typedError(error);
@@ -341,6 +350,7 @@ export class NativeAddonBuffer implements NativeBuffer {
     if (this.#released) throw new NativeReleasedError("detachContents(): the buffer was already released");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
+    this.#lastView = undefined;
     try {
       if (this.raw.detachContents()) this.#quarantined = true;
     } catch (error) {
@@ -366,6 +376,7 @@ export class NativeAddonBuffer implements NativeBuffer {
   release(): void {
     if (this.#released) throw new NativeReleasedError("release(): the buffer was already released");
     this.#released = true;
+    this.#lastView = undefined;
     try {
       this.raw.release();
     } catch (error) {

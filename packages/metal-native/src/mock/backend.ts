@@ -450,6 +450,11 @@ export class MockBackend implements NativeBackend {
     return { ...this.#core.counters };
   }
 
+  /** What the last wiring refused by the `failWiring` fault was, or `undefined` when none was. */
+  get lastWiringError(): string | undefined {
+    return this.#core.lastWiringError;
+  }
+
   /** The live buffers, oldest first. */
   get liveBuffers(): MockBuffer[] {
     return [...this.#core.allocations].filter((allocation) => allocation instanceof MockBuffer);
