@@ -24,7 +24,6 @@ export {
   NativeAddonBuffer,
   NativeAddonMappedFile,
   NativeAddonResidencySet,
-  openNativeBackend,
 } from "./native.js";
 export type {
   BackendPlatform,
