@@ -123,7 +123,6 @@ export class MockBackend implements NativeBackend {
 
   readonly #core: MockCore;
   readonly #files = new Map<string, VirtualFile>();
-  readonly #failingBufferAttempts = new Set<number>();
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
   #mappingAttempts = 0;
@@ -204,7 +203,7 @@ export class MockBackend implements NativeBackend {
       checkBufferLength(bytes, this.maxBufferLength);
       this.#bufferAttempts += 1;
       const attempt = this.#bufferAttempts;
-      if (this.#failingBufferAttempts.delete(attempt) || this.failAllocation?.(bytes, attempt) === true) {
+      if (this.failAllocation?.(bytes, attempt) === true) {
         throw new NativeAllocationError(
           bytes,
           `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
@@ -219,13 +218,10 @@ export class MockBackend implements NativeBackend {
     });
   }
 
-  /** Makes the `attempt`-th valid `newBuffer` call (counted from 1 over the backend's life) fail. */
-  failBufferAt(attempt: number): void {
-    assertPositiveInteger(attempt, "attempt");
-    this.#failingBufferAttempts.add(attempt);
-  }
-
-  /** Valid `newBuffer` calls so far (failed ones included): `failBufferAt(bufferAttempts + 1)` fails the next. */
+  /**
+   * Valid `newBuffer` calls so far (failed ones included): `failAllocation = (_, attempt) => attempt ===
+   * bufferAttempts + 1` fails the next.
+   */
   get bufferAttempts(): number {
     return this.#bufferAttempts;
   }
@@ -306,20 +302,6 @@ export class MockBackend implements NativeBackend {
     });
   }
 
-  /**
-   * Makes every `mapFile` of `path` (a string, a pattern or a predicate) fail with `failure` (default `mmap`,
-   * `ENOMEM`). Replaces the `failMapping` in force.
-   */
-  failMapFile(match: string | RegExp | ((path: string) => boolean), failure: MockMappingFailure = {}): void {
-    const matches =
-      typeof match === "string"
-        ? (path: string) => path === match
-        : match instanceof RegExp
-          ? (path: string) => match.test(path)
-          : match;
-    this.failMapping = (path) => (matches(path) ? failure : undefined);
-  }
-
   #readRealFile(path: string): VirtualFile {
     if (!this.realFiles) throw systemError("open", "ENOENT", path, "no virtual file has this path");
     const fs = nodeFileSystem(path);
@@ -387,17 +369,6 @@ export class MockBackend implements NativeBackend {
     return set;
   }
 
-  /** Makes residency-set creation fail after `count` sets were made over the backend's life; `undefined` lifts it. */
-  failResidencySetCreationAfter(count: number | undefined): void {
-    if (count !== undefined && (!Number.isSafeInteger(count) || count < 0)) {
-      throw new NativeArgumentError(
-        "count",
-        `count must be a non-negative safe integer, got ${describeValue(count)}`,
-      );
-    }
-    this.residencySetLimit = count;
-  }
-
   /**
    * Records that `set` (a live set of this backend) is attached to the pretend command queue. A
    * `commandQueue` is refused with a {@link NativeArgumentError}: the mock has no Metal queues.
@@ -439,7 +410,6 @@ export class MockBackend implements NativeBackend {
     this.failAllocation = undefined;
     this.failMapping = undefined;
     this.residencySetLimit = undefined;
-    this.#failingBufferAttempts.clear();
     this.#core.failWiring = false;
   }
 
