@@ -33,7 +33,11 @@ bench.add("newBuffer + contents + release, 64 KiB", () => {
   buffer.contents();
   buffer.release();
 });
+const held = backend.newBuffer(64 * 1024);
+held.contents();
+bench.add("contents() again (the same view), 64 KiB", () => held.contents());
 await bench.run();
+held.release();
 console.table(
   bench.tasks.map((task) => {
     const latency = task.result?.latency;
