@@ -446,72 +446,30 @@ size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {
   return static_cast<size_t>(bytes);
 }
 
-class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
- public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeBufferHandle",
-                       {InstanceMethod<&BufferHandle::Contents>("contents"),
-                        InstanceMethod<&BufferHandle::DetachContents>("detachContents"),
-                        InstanceMethod<&BufferHandle::NativeHandle>("nativeHandle"),
-                        InstanceMethod<&BufferHandle::Release>("release"),
-                        InstanceAccessor<&BufferHandle::Length>("length"),
-                        InstanceAccessor<&BufferHandle::AllocatedSize>("allocatedSize"),
-                        InstanceAccessor<&BufferHandle::Released>("released")});
-  }
+// What tells a buffer handle from a mapped-file handle: the class's name, what error messages call it, and
+// how the allocation is made from the constructor's arguments. Everything else is AllocationObject's.
+struct BufferKind {
+  static constexpr const char* kClassName = "NativeBufferHandle";
+  static constexpr const char* kWhat = "buffer";
+  static constexpr bool kMapped = false;
 
   // new NativeBufferHandle(bytes)
-  explicit BufferHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferHandle>(info) {
-    Napi::Env env = info.Env();
-    AddonData& data = DataOf(env);
-    Platform& platform = PlatformOf(env, *data.state);
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform) {
     size_t bytes = CheckBytes(env, info[0], platform.facts().maxBufferLength);
     Failure failure;
     std::unique_ptr<Allocation> allocation = platform.newBuffer(bytes, &failure);
     if (!allocation) ThrowFailure(env, failure, "bytes", static_cast<double>(bytes));
-    handle_.state = data.state;
-    handle_.length = static_cast<double>(allocation->length());
-    handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
-    handle_.id = data.state->AddAllocation(env, std::move(allocation), false);
-    handle_.released = false;
+    return allocation;
   }
-
-  void Finalize(Napi::Env env) override { handle_.Collected(env); }
-
-  AllocationHandle& handle() { return handle_; }
-
- private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "buffer"); }
-  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "buffer"); }
-  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
-  Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
-  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), handle_.allocatedSize);
-  }
-  Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
-
-  AllocationHandle handle_;
 };
 
-class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
- public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeMappedFileHandle",
-                       {InstanceMethod<&MappedFileHandle::Contents>("contents"),
-                        InstanceMethod<&MappedFileHandle::NativeHandle>("nativeHandle"),
-                        InstanceMethod<&MappedFileHandle::DetachContents>("detachContents"),
-                        InstanceMethod<&MappedFileHandle::Release>("release"),
-                        InstanceAccessor<&MappedFileHandle::Length>("length"),
-                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("allocatedSize"),
-                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("mappedLength"),
-                        InstanceAccessor<&MappedFileHandle::Released>("released")});
-  }
+struct MappedFileKind {
+  static constexpr const char* kClassName = "NativeMappedFileHandle";
+  static constexpr const char* kWhat = "mapped file";
+  static constexpr bool kMapped = true;
 
   // new NativeMappedFileHandle(path)
-  explicit MappedFileHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MappedFileHandle>(info) {
-    Napi::Env env = info.Env();
-    AddonData& data = DataOf(env);
-    Platform& platform = PlatformOf(env, *data.state);
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform) {
     if (!info[0].IsString()) ThrowArgument(env, "path", "path must be a string");
     std::string path = info[0].As<Napi::String>().Utf8Value();
     if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
@@ -519,10 +477,41 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
     Failure failure;
     std::unique_ptr<Allocation> allocation = platform.mapFile(path, &failure);
     if (!allocation) ThrowFailure(env, failure, "path", 0);
+    return allocation;
+  }
+};
+
+// The JS class of a buffer or a mapped file: one implementation, the differences in Kind.
+template <typename Kind>
+class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
+  using Base = Napi::ObjectWrap<AllocationObject<Kind>>;
+
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    std::vector<typename Base::PropertyDescriptor> properties = {
+        Base::template InstanceMethod<&AllocationObject::Contents>("contents"),
+        Base::template InstanceMethod<&AllocationObject::DetachContents>("detachContents"),
+        Base::template InstanceMethod<&AllocationObject::NativeHandle>("nativeHandle"),
+        Base::template InstanceMethod<&AllocationObject::Release>("release"),
+        Base::template InstanceAccessor<&AllocationObject::Length>("length"),
+        Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
+        Base::template InstanceAccessor<&AllocationObject::Released>("released")};
+    // A mapping's allocated size is its mapped length (whole pages).
+    if (Kind::kMapped) {
+      properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
+    }
+    return Base::DefineClass(env, Kind::kClassName, properties);
+  }
+
+  explicit AllocationObject(const Napi::CallbackInfo& info) : Base(info) {
+    Napi::Env env = info.Env();
+    AddonData& data = DataOf(env);
+    Platform& platform = PlatformOf(env, *data.state);
+    std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform);
     handle_.state = data.state;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
-    handle_.id = data.state->AddAllocation(env, std::move(allocation), true);
+    handle_.id = data.state->AddAllocation(env, std::move(allocation), Kind::kMapped);
     handle_.released = false;
   }
 
@@ -531,10 +520,10 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
   AllocationHandle& handle() { return handle_; }
 
  private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
-  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "mapped file"); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "mapped file"); }
-  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kWhat); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kWhat); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kWhat); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kWhat); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
@@ -543,6 +532,9 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
 
   AllocationHandle handle_;
 };
+
+using BufferHandle = AllocationObject<BufferKind>;
+using MappedFileHandle = AllocationObject<MappedFileKind>;
 
 // The handle behind a buffer or mapped-file object, or nullptr for anything else.
 AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value) {
