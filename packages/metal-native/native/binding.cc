@@ -446,38 +446,44 @@ size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {
   return static_cast<size_t>(bytes);
 }
 
-// What tells a buffer handle from a mapped-file handle: the class's name, what error messages call it, and
-// how the allocation is made from the constructor's arguments. Everything else is AllocationObject's.
-struct BufferKind {
-  static constexpr const char* kClassName = "NativeBufferHandle";
-  static constexpr const char* kWhat = "buffer";
-  static constexpr bool kMapped = false;
+// Throws unless value is a non-empty string without NUL characters (the C API would cut it short there).
+std::string CheckPath(Napi::Env env, const Napi::Value& value) {
+  if (!value.IsString()) ThrowArgument(env, "path", "path must be a string");
+  std::string path = value.As<Napi::String>().Utf8Value();
+  if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
+  if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
+  return path;
+}
 
-  // new NativeBufferHandle(bytes)
-  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform) {
-    size_t bytes = CheckBytes(env, info[0], platform.facts().maxBufferLength);
-    Failure failure;
-    std::unique_ptr<Allocation> allocation = platform.newBuffer(bytes, &failure);
-    if (!allocation) ThrowFailure(env, failure, "bytes", static_cast<double>(bytes));
-    return allocation;
+// What tells a buffer handle from a mapped-file handle: the class's name, what error messages call it, and
+// the argument it takes and how the allocation is made from it. Everything else is AllocationObject's.
+// The JS class's name, the word in error messages, the constructor's argument, and whether it is a mapping.
+struct KindNames {
+  const char* className;
+  const char* what;
+  const char* argument;
+  bool mapped;
+};
+
+struct BufferKind {
+  static constexpr KindNames kNames{"NativeBufferHandle", "buffer", "bytes", false};
+
+  // new NativeBufferHandle(bytes); `bytes` is what an allocation failure reports.
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double* bytes) {
+    size_t checked = CheckBytes(env, info[0], platform.facts().maxBufferLength);
+    *bytes = static_cast<double>(checked);
+    return platform.newBuffer(checked, failure);
   }
 };
 
 struct MappedFileKind {
-  static constexpr const char* kClassName = "NativeMappedFileHandle";
-  static constexpr const char* kWhat = "mapped file";
-  static constexpr bool kMapped = true;
+  static constexpr KindNames kNames{"NativeMappedFileHandle", "mapped file", "path", true};
 
   // new NativeMappedFileHandle(path)
-  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform) {
-    if (!info[0].IsString()) ThrowArgument(env, "path", "path must be a string");
-    std::string path = info[0].As<Napi::String>().Utf8Value();
-    if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
-    if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
-    Failure failure;
-    std::unique_ptr<Allocation> allocation = platform.mapFile(path, &failure);
-    if (!allocation) ThrowFailure(env, failure, "path", 0);
-    return allocation;
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double*) {
+    return platform.mapFile(CheckPath(env, info[0]), failure);
   }
 };
 
@@ -497,21 +503,24 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
         Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
         Base::template InstanceAccessor<&AllocationObject::Released>("released")};
     // A mapping's allocated size is its mapped length (whole pages).
-    if (Kind::kMapped) {
+    if (Kind::kNames.mapped) {
       properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
     }
-    return Base::DefineClass(env, Kind::kClassName, properties);
+    return Base::DefineClass(env, Kind::kNames.className, properties);
   }
 
   explicit AllocationObject(const Napi::CallbackInfo& info) : Base(info) {
     Napi::Env env = info.Env();
     AddonData& data = DataOf(env);
     Platform& platform = PlatformOf(env, *data.state);
-    std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform);
+    Failure failure;
+    double bytes = 0;
+    std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
+    if (!allocation) ThrowFailure(env, failure, Kind::kNames.argument, bytes);
     handle_.state = data.state;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
-    handle_.id = data.state->AddAllocation(env, std::move(allocation), Kind::kMapped);
+    handle_.id = data.state->AddAllocation(env, std::move(allocation), Kind::kNames.mapped);
     handle_.released = false;
   }
 
@@ -520,10 +529,10 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
   AllocationHandle& handle() { return handle_; }
 
  private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kWhat); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kWhat); }
-  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kWhat); }
-  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kWhat); }
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kNames.what); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kNames.what); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kNames.what); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kNames.what); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
