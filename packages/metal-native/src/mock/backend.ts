@@ -5,15 +5,10 @@ import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet
 import { MockBuffer } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
+import { type MockFile, readRealFile, virtualFile } from "./files.js";
 import { MockMappedFile } from "./mapped-file.js";
 import { MockResidencySet } from "./residency-set.js";
-import {
-  assertPositiveInteger,
-  fromFileSystemError,
-  isPowerOfTwo,
-  nodeFileSystem,
-  systemError,
-} from "./support.js";
+import { assertPositiveInteger, isPowerOfTwo, systemError } from "./support.js";
 
 const GIB = 1024 ** 3;
 const MIB = 1024 ** 2;
@@ -81,12 +76,6 @@ export interface MockBackendOptions {
   failWiring?: MockWiringFault;
 }
 
-interface VirtualFile {
-  /** The bytes, or `undefined` for zeros. */
-  readonly bytes: Uint8Array | undefined;
-  readonly length: number;
-}
-
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   assertPositiveInteger(value, name);
@@ -122,7 +111,7 @@ export class MockBackend implements NativeBackend {
   residencySetLimit: number | undefined;
 
   readonly #core: MockCore;
-  readonly #files = new Map<string, VirtualFile>();
+  readonly #files = new Map<string, MockFile>();
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
   #mappingAttempts = 0;
@@ -233,22 +222,7 @@ export class MockBackend implements NativeBackend {
    * the bytes (copied) or a length (zeros, no memory until `contents()`).
    */
   addFile(path: string, content: Uint8Array | number): void {
-    if (typeof path !== "string") {
-      throw new NativeArgumentError("path", `path must be a string, got ${describeValue(path)}`);
-    }
-    if (typeof content === "number") {
-      if (!Number.isSafeInteger(content) || content < 0) {
-        throw new NativeArgumentError(
-          "content",
-          `content must be bytes or a non-negative safe integer length, got ${describeValue(content)}`,
-        );
-      }
-      this.#files.set(path, { bytes: undefined, length: content });
-    } else if (content instanceof Uint8Array) {
-      this.#files.set(path, { bytes: content.slice(), length: content.byteLength });
-    } else {
-      throw new NativeArgumentError("content", "content must be a Uint8Array or a length");
-    }
+    this.#files.set(path, virtualFile(path, content));
   }
 
   /** Removes a virtual file; returns whether there was one. Mappings already made keep their bytes. */
@@ -302,43 +276,9 @@ export class MockBackend implements NativeBackend {
     });
   }
 
-  #readRealFile(path: string): VirtualFile {
+  #readRealFile(path: string): MockFile {
     if (!this.realFiles) throw systemError("open", "ENOENT", path, "no virtual file has this path");
-    const fs = nodeFileSystem(path);
-    let descriptor: number;
-    try {
-      // O_NONBLOCK, as the host backend: opening a FIFO must not wait for a writer (it is refused below).
-      descriptor = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-    } catch (error) {
-      throw fromFileSystemError(error, "open", path);
-    }
-    try {
-      let stats: import("node:fs").Stats;
-      try {
-        stats = fs.fstatSync(descriptor);
-      } catch (error) {
-        throw fromFileSystemError(error, "fstat", path);
-      }
-      if (stats.isDirectory()) throw systemError("open", "EISDIR", path, "a directory cannot be mapped");
-      // What mmap(2) answers for a FIFO, a socket or most devices, as the host backend reports it.
-      if (!stats.isFile()) throw systemError("mmap", "ENODEV", path, "is not a regular file");
-      const length = stats.size;
-      if (length === 0 || length > this.realMemoryUpTo) return { bytes: undefined, length };
-      const bytes = new Uint8Array(length);
-      let offset = 0;
-      try {
-        while (offset < length) {
-          const read = fs.readSync(descriptor, bytes, offset, length - offset, offset);
-          if (read === 0) break;
-          offset += read;
-        }
-      } catch (error) {
-        throw fromFileSystemError(error, "read", path);
-      }
-      return { bytes, length };
-    } finally {
-      fs.closeSync(descriptor);
-    }
+    return readRealFile(path, this.realMemoryUpTo);
   }
 
   // ---------------------------------------------------------------- residency sets
