@@ -301,8 +301,10 @@ export class NativeAddonBuffer implements NativeBuffer {
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case).
   #viewsHandedOut = false;
-  // The last view handed out (see contents()); dropped with the views on detachContents() and release().
-  #lastView: ArrayBuffer | undefined = undefined;
+  // The last view handed out (see contents()), held weakly: a strong reference would keep alive whatever the
+  // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
+  // buffer is cached or live. Dropped with the views on detachContents() and release().
+  #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
 
   /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
   constructor(raw: RawBufferHandle, owner: NativeAddonBackend) {
@@ -330,15 +332,15 @@ export class NativeAddonBuffer implements NativeBuffer {
   /** The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release. */
   contents(): ArrayBuffer {
     if (this.#released) throw new NativeReleasedError("contents(): the buffer was already released");
-    // The view handed out last, while it is attached: a field load instead of a native call that walks the
+    // The view handed out last, while it lives and is attached: a deref instead of a native call that walks the
     // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
     // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
     // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
-    const last = this.#lastView;
+    const last = this.#lastView?.deref();
     if (last !== undefined && last.byteLength !== 0) return last;
     const contents = callNative(() => this.raw.contents());
     this.#viewsHandedOut = true;
-    this.#lastView = contents;
+    this.#lastView = new WeakRef(contents);
     return contents;
   }
 

@@ -159,10 +159,10 @@ describe.runIf(process.platform === "linux")("hostile use of the host addon (chi
          const movedFile = new Uint8Array(mapped.contents().transfer());
          mapped.release();
          report.fileReadBack = movedFile.every((byte) => byte === 0x37);
-         // A view the user dropped is still held by the buffer (it caches the last view it handed out), so it
-         // is not collected before detachContents(): detached by us, not quarantined, and the buffer may be
-         // reused. (Before that cache, such a view, collected with its finalizer pending, could not be told
-         // from a moved one and quarantined its buffer.)
+         // A view the user dropped is kept to the end of the current job by the buffer's WeakRef to its last
+         // view (WeakRef's KeepDuringJob), so gc() in the same turn does not collect it: detachContents()
+         // detaches it, and the buffer is not quarantined. (A view collected in an earlier turn, its finalizer
+         // pending, still cannot be told from a moved one and quarantines its buffer: safe, and rare.)
          const dropped = backend.newBuffer(4096);
          new Uint8Array(dropped.contents())[0] = 1;
          gc();
