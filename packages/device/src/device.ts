@@ -48,9 +48,6 @@ export type {
   MetalOptions,
 } from "./options.js";
 
-/** What the platform says about its last refusal to wire (the backend's advice), when it says anything. */
-type WiringAdvice = { readonly lastWiringError?: string | undefined };
-
 /**
  * A GPU (or host) device with MLX's caching allocator, hard memory limits, statistics, mapped files and
  * wired memory. Open one with {@link Device.open}; close it with {@link Device.close} (or `using`).
@@ -561,7 +558,7 @@ export class Device {
     const failures = this.#backend.counters().wiringFailures - before;
     if (failures <= 0) return;
     this.#wiringWarned = true;
-    const advice = (this.#backend as NativeBackend & WiringAdvice).lastWiringError;
+    const advice = this.#backend.lastWiringError;
     const wiredByPlatform = this.#backend.counters().wiredBytes;
     process.emitWarning(
       `nuvec: the system refused to wire memory (${failures} failure${failures === 1 ? "" : "s"}): ` +

@@ -5,10 +5,14 @@
 //  - mapFile of a 1 GiB sparse file against fs.readFile of the same file: time, and resident memory after.
 import { closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Bench } from "tinybench";
 import { loadNativeBackend } from "../dist/index.js";
+
+// The raw addon's noop() (not part of the package's API): what one call across N-API costs.
+const rawAddon = createRequire(import.meta.url)("../native/build/Release/nuvec_metal_native.node");
 
 const backend = loadNativeBackend();
 console.log(
@@ -16,7 +20,7 @@ console.log(
 );
 
 const bench = new Bench({ time: 500, warmupTime: 100 });
-bench.add("native call (emptyCall)", () => backend.emptyCall());
+bench.add("native call (the addon's noop)", () => rawAddon.noop());
 for (const [label, bytes] of [
   ["256 B", 256],
   ["64 KiB", 64 * 1024],
@@ -29,7 +33,11 @@ bench.add("newBuffer + contents + release, 64 KiB", () => {
   buffer.contents();
   buffer.release();
 });
+const held = backend.newBuffer(64 * 1024);
+held.contents();
+bench.add("contents() again (the same view), 64 KiB", () => held.contents());
 await bench.run();
+held.release();
 console.table(
   bench.tasks.map((task) => {
     const latency = task.result?.latency;

@@ -47,7 +47,8 @@ Napi::Error MakeError(Napi::Env env, const char* code, const std::string& messag
   throw error;
 }
 
-[[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, double bytes) {
+// `argument`: the name of the argument the call was given, for a Failure::Kind::kArgument.
+[[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, double bytes) {
   switch (failure.kind) {
     case Failure::Kind::kSystem: {
       Napi::Error error = MakeError(env, kSystem, failure.message);
@@ -58,7 +59,7 @@ Napi::Error MakeError(Napi::Env env, const char* code, const std::string& messag
       throw error;
     }
     case Failure::Kind::kArgument:
-      ThrowArgument(env, "bytes", failure.message);
+      ThrowArgument(env, argument, failure.message);
     case Failure::Kind::kAllocation:
     case Failure::Kind::kNone:
     default: {
@@ -445,83 +446,81 @@ size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {
   return static_cast<size_t>(bytes);
 }
 
-class BufferHandle final : public Napi::ObjectWrap<BufferHandle> {
- public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeBufferHandle",
-                       {InstanceMethod<&BufferHandle::Contents>("contents"),
-                        InstanceMethod<&BufferHandle::DetachContents>("detachContents"),
-                        InstanceMethod<&BufferHandle::NativeHandle>("nativeHandle"),
-                        InstanceMethod<&BufferHandle::Release>("release"),
-                        InstanceAccessor<&BufferHandle::Length>("length"),
-                        InstanceAccessor<&BufferHandle::AllocatedSize>("allocatedSize"),
-                        InstanceAccessor<&BufferHandle::Released>("released")});
-  }
+// Throws unless value is a non-empty string without NUL characters (the C API would cut it short there).
+std::string CheckPath(Napi::Env env, const Napi::Value& value) {
+  if (!value.IsString()) ThrowArgument(env, "path", "path must be a string");
+  std::string path = value.As<Napi::String>().Utf8Value();
+  if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
+  if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
+  return path;
+}
 
-  // new NativeBufferHandle(bytes)
-  explicit BufferHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferHandle>(info) {
-    Napi::Env env = info.Env();
-    AddonData& data = DataOf(env);
-    Platform& platform = PlatformOf(env, *data.state);
-    size_t bytes = CheckBytes(env, info[0], platform.facts().maxBufferLength);
-    Failure failure;
-    std::unique_ptr<Allocation> allocation = platform.newBuffer(bytes, &failure);
-    if (!allocation) ThrowFailure(env, failure, static_cast<double>(bytes));
-    handle_.state = data.state;
-    handle_.length = static_cast<double>(allocation->length());
-    handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
-    handle_.id = data.state->AddAllocation(env, std::move(allocation), false);
-    handle_.released = false;
-  }
-
-  void Finalize(Napi::Env env) override { handle_.Collected(env); }
-
-  AllocationHandle& handle() { return handle_; }
-
- private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "buffer"); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "buffer"); }
-  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "buffer"); }
-  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "buffer"); }
-  Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
-  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), handle_.allocatedSize);
-  }
-  Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
-
-  AllocationHandle handle_;
+// What tells a buffer handle from a mapped-file handle: the class's name, what error messages call it, and
+// the argument it takes and how the allocation is made from it. Everything else is AllocationObject's.
+// The JS class's name, the word in error messages, the constructor's argument, and whether it is a mapping.
+struct KindNames {
+  const char* className;
+  const char* what;
+  const char* argument;
+  bool mapped;
 };
 
-class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
- public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeMappedFileHandle",
-                       {InstanceMethod<&MappedFileHandle::Contents>("contents"),
-                        InstanceMethod<&MappedFileHandle::NativeHandle>("nativeHandle"),
-                        InstanceMethod<&MappedFileHandle::DetachContents>("detachContents"),
-                        InstanceMethod<&MappedFileHandle::Release>("release"),
-                        InstanceAccessor<&MappedFileHandle::Length>("length"),
-                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("allocatedSize"),
-                        InstanceAccessor<&MappedFileHandle::AllocatedSize>("mappedLength"),
-                        InstanceAccessor<&MappedFileHandle::Released>("released")});
+struct BufferKind {
+  static constexpr KindNames kNames{"NativeBufferHandle", "buffer", "bytes", false};
+
+  // new NativeBufferHandle(bytes); `bytes` is what an allocation failure reports.
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double* bytes) {
+    size_t checked = CheckBytes(env, info[0], platform.facts().maxBufferLength);
+    *bytes = static_cast<double>(checked);
+    return platform.newBuffer(checked, failure);
   }
+};
+
+struct MappedFileKind {
+  static constexpr KindNames kNames{"NativeMappedFileHandle", "mapped file", "path", true};
 
   // new NativeMappedFileHandle(path)
-  explicit MappedFileHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MappedFileHandle>(info) {
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double*) {
+    return platform.mapFile(CheckPath(env, info[0]), failure);
+  }
+};
+
+// The JS class of a buffer or a mapped file: one implementation, the differences in Kind.
+template <typename Kind>
+class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
+  using Base = Napi::ObjectWrap<AllocationObject<Kind>>;
+
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    std::vector<typename Base::PropertyDescriptor> properties = {
+        Base::template InstanceMethod<&AllocationObject::Contents>("contents"),
+        Base::template InstanceMethod<&AllocationObject::DetachContents>("detachContents"),
+        Base::template InstanceMethod<&AllocationObject::NativeHandle>("nativeHandle"),
+        Base::template InstanceMethod<&AllocationObject::Release>("release"),
+        Base::template InstanceAccessor<&AllocationObject::Length>("length"),
+        Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
+        Base::template InstanceAccessor<&AllocationObject::Released>("released")};
+    // A mapping's allocated size is its mapped length (whole pages).
+    if (Kind::kNames.mapped) {
+      properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
+    }
+    return Base::DefineClass(env, Kind::kNames.className, properties);
+  }
+
+  explicit AllocationObject(const Napi::CallbackInfo& info) : Base(info) {
     Napi::Env env = info.Env();
     AddonData& data = DataOf(env);
     Platform& platform = PlatformOf(env, *data.state);
-    if (!info[0].IsString()) ThrowArgument(env, "path", "path must be a string");
-    std::string path = info[0].As<Napi::String>().Utf8Value();
-    if (path.empty()) ThrowArgument(env, "path", "path must not be empty");
-    if (path.find('\0') != std::string::npos) ThrowArgument(env, "path", "path must not contain a NUL character");
     Failure failure;
-    std::unique_ptr<Allocation> allocation = platform.mapFile(path, &failure);
-    if (!allocation) ThrowFailure(env, failure, 0);
+    double bytes = 0;
+    std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
+    if (!allocation) ThrowFailure(env, failure, Kind::kNames.argument, bytes);
     handle_.state = data.state;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
-    handle_.id = data.state->AddAllocation(env, std::move(allocation), true);
+    handle_.id = data.state->AddAllocation(env, std::move(allocation), Kind::kNames.mapped);
     handle_.released = false;
   }
 
@@ -530,10 +529,10 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
   AllocationHandle& handle() { return handle_; }
 
  private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, "mapped file"); }
-  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, "mapped file"); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, "mapped file"); }
-  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, "mapped file"); }
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kNames.what); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kNames.what); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kNames.what); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kNames.what); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
   Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
@@ -542,6 +541,9 @@ class MappedFileHandle final : public Napi::ObjectWrap<MappedFileHandle> {
 
   AllocationHandle handle_;
 };
+
+using BufferHandle = AllocationObject<BufferKind>;
+using MappedFileHandle = AllocationObject<MappedFileKind>;
 
 // The handle behind a buffer or mapped-file object, or nullptr for anything else.
 AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value) {
@@ -578,7 +580,7 @@ class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
     Platform& platform = PlatformOf(env, *data.state);
     Failure failure;
     std::unique_ptr<ResidencySet> set = platform.newResidencySet(&failure);
-    if (failure.failed()) ThrowFailure(env, failure, 0);
+    if (failure.failed()) ThrowFailure(env, failure, "residencySet", 0);  // no argument: never an argument failure today
     if (!set) throw MakeError(env, kUnavailable, "this device has no residency sets");
     state_ = data.state;
     id_ = state_->AddSet(std::move(set));

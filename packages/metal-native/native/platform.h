@@ -34,6 +34,8 @@ struct Failure {
 
 // errno's symbolic name ("ENOENT"); "E<number>" for one the table does not know.
 std::string ErrnoName(int errnum);
+// The system's text for errnum, safe from any thread (strerror's buffer is shared; strerror_r is not).
+std::string ErrorText(int errnum);
 
 // Counters the platform keeps; the binding adds the buffer and mapping counts.
 struct WiringCounters {

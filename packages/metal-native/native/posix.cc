@@ -37,6 +37,20 @@ Failure Failure::Argument(std::string message) {
   return failure;
 }
 
+namespace {
+// strerror_r comes in two forms: XSI returns an int and fills the buffer, GNU (glibc with _GNU_SOURCE, which
+// g++ defines) returns the text, which may or may not be the buffer. Overloads pick whichever this libc has.
+[[maybe_unused]] const char* StrerrorResult(int result, const char* buffer) { return result == 0 ? buffer : nullptr; }
+[[maybe_unused]] const char* StrerrorResult(const char* result, const char*) { return result; }
+}  // namespace
+
+std::string ErrorText(int errnum) {
+  char buffer[256] = {0};
+  const char* text = StrerrorResult(strerror_r(errnum, buffer, sizeof buffer), buffer);
+  if (text == nullptr || text[0] == '\0') return "error " + std::to_string(errnum);
+  return text;
+}
+
 std::string ErrnoName(int errnum) {
   // A table rather than strerrorname_np: that is glibc ≥ 2.32 only, and macOS has no equivalent.
   switch (errnum) {
@@ -88,14 +102,14 @@ FileMapping MapWholeFile(const std::string& path, size_t pageSize, Failure* fail
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int errnum = errno;
-    *failure = FileFailure("open", errnum, path, std::strerror(errnum));
+    *failure = FileFailure("open", errnum, path, ErrorText(errnum));
     return mapping;
   }
   struct stat info;
   if (fstat(fd, &info) != 0) {
     int errnum = errno;
     close(fd);
-    *failure = FileFailure("fstat", errnum, path, std::strerror(errnum));
+    *failure = FileFailure("fstat", errnum, path, ErrorText(errnum));
     return mapping;
   }
   // open(O_RDONLY) succeeds on a directory; report what open(2) says of a directory opened for writing
@@ -129,7 +143,7 @@ FileMapping MapWholeFile(const std::string& path, size_t pageSize, Failure* fail
   int errnum = errno;
   close(fd);  // the mapping keeps its own reference to the file
   if (address == MAP_FAILED) {
-    *failure = FileFailure("mmap", errnum, path, std::strerror(errnum));
+    *failure = FileFailure("mmap", errnum, path, ErrorText(errnum));
     return mapping;
   }
   mapping.address = address;

@@ -15,6 +15,7 @@ import {
   NativeReleasedError,
   NativeSystemError,
 } from "./mock.js";
+import type { NativeBackend } from "./types.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -170,9 +171,9 @@ describe("MockBackend buffers", () => {
 });
 
 describe("MockBackend fault injection: buffers", () => {
-  it("failBufferAt(n) fails the n-th valid newBuffer only, changing no counter", () => {
+  it("failAllocation fails the n-th valid newBuffer only, changing no counter", () => {
     const mock = new MockBackend();
-    mock.failBufferAt(2);
+    mock.failAllocation = (_bytes, attempt) => attempt === 2;
     mock.newBuffer(100);
     const before = mock.counters();
     const error = thrown(() => mock.newBuffer(200));
@@ -185,19 +186,19 @@ describe("MockBackend fault injection: buffers", () => {
     expect(mock.calls[1]?.errorCode).toBe("ERR_NUVEC_ALLOCATION_FAILED");
   });
 
-  it("rejected sizes are not attempts: failBufferAt(bufferAttempts + 1) fails the next valid call", () => {
+  it("rejected sizes are not attempts: failing attempt bufferAttempts + 1 fails the next valid call", () => {
     const mock = new MockBackend();
     mock.newBuffer(1);
-    mock.failBufferAt(mock.bufferAttempts + 1);
+    const next = mock.bufferAttempts + 1;
+    mock.failAllocation = (_bytes, attempt) => attempt === next;
     expect(() => mock.newBuffer(-1)).toThrow(NativeArgumentError);
     expect(() => mock.newBuffer(5)).toThrow(NativeAllocationError);
     expect(() => mock.newBuffer(5)).not.toThrow();
   });
 
-  it("failBufferAt can mark several attempts, and checks its argument", () => {
+  it("failAllocation can fail several attempts", () => {
     const mock = new MockBackend();
-    mock.failBufferAt(1);
-    mock.failBufferAt(3);
+    mock.failAllocation = (_bytes, attempt) => attempt === 1 || attempt === 3;
     const outcomes = [1, 2, 3, 4].map(() => {
       try {
         mock.newBuffer(64);
@@ -207,7 +208,6 @@ describe("MockBackend fault injection: buffers", () => {
       }
     });
     expect(outcomes).toEqual(["failed", "ok", "failed", "ok"]);
-    expect(() => mock.failBufferAt(0)).toThrow(NativeArgumentError);
   });
 
   it("failAllocation decides by size and attempt", () => {
@@ -302,11 +302,11 @@ describe("MockBackend virtual files and mapping faults", () => {
     expect(() => mock.addFile(1 as unknown as string, 1)).toThrow(NativeArgumentError);
   });
 
-  it("failMapFile makes matching paths fail (default mmap ENOMEM), changing no counter", () => {
+  it("failMapping returning true makes a path fail (default mmap ENOMEM), changing no counter", () => {
     const mock = new MockBackend();
     mock.addFile("/a", 10);
     mock.addFile("/b", 10);
-    mock.failMapFile("/a");
+    mock.failMapping = (path) => path === "/a";
     const before = mock.counters();
     const error = thrown(() => mock.mapFile("/a")) as NativeSystemError;
     expect(error).toBeInstanceOf(NativeSystemError);
@@ -319,7 +319,8 @@ describe("MockBackend virtual files and mapping faults", () => {
     ]);
     expect(mock.counters()).toEqual(before);
     expect(mock.mapFile("/b").length).toBe(10);
-    mock.failMapFile(/\.safetensors$/, { syscall: "open", errno: "EACCES" });
+    mock.failMapping = (path) =>
+      /\.safetensors$/.test(path) ? { syscall: "open", errno: "EACCES" } : undefined;
     const denied = thrown(() => mock.mapFile("/x.safetensors")) as NativeSystemError;
     expect([denied.syscall, denied.errno, denied.errnoNumber]).toEqual(["open", "EACCES", 13]);
     expect(mock.mapFile("/a").length).toBe(10); // replaced the earlier fault
@@ -440,16 +441,15 @@ describe("MockResidencySet", () => {
 });
 
 describe("MockBackend fault injection: residency", () => {
-  it("failResidencySetCreationAfter(n): the first n sets are made, later ones are undefined", () => {
+  it("residencySetLimit = n: the first n sets are made, later ones are undefined", () => {
     const mock = new MockBackend();
-    mock.failResidencySetCreationAfter(2);
+    mock.residencySetLimit = 2;
     const sets = [1, 2, 3, 4].map(() => mock.newResidencySet());
     expect(sets.map((set) => set !== undefined)).toEqual([true, true, false, false]);
     expect(mock.counters().residencySetsMade).toBe(2);
     expect(mock.calls.map((call) => call.outcome)).toEqual(["ok", "ok", "failed", "failed"]);
-    mock.failResidencySetCreationAfter(undefined);
+    mock.residencySetLimit = undefined;
     expect(mock.newResidencySet()).toBeInstanceOf(MockResidencySet);
-    expect(() => mock.failResidencySetCreationAfter(-1)).toThrow(NativeArgumentError);
   });
 
   it("the residencySetLimit option and supportsResidencySets: false", () => {
@@ -466,8 +466,11 @@ describe("MockBackend fault injection: residency", () => {
     const buffers = [mock.newBuffer(16_384), mock.newBuffer(32_768)];
     for (const buffer of buffers) set.add(buffer);
     set.commit();
+    const backend: NativeBackend = mock;
+    expect(backend.lastWiringError).toBeUndefined();
     expect(() => set.requestResidency()).not.toThrow();
     expect(set.wiringFailures).toBe(2);
+    expect(backend.lastWiringError).toMatch(/wiring \d+ bytes failed/);
     expect(mock.counters()).toMatchObject({ wiringFailures: 2, wiredBytes: 0 });
     mock.failWiring = false;
     set.requestResidency();
@@ -500,7 +503,6 @@ describe("MockBackend fault injection: residency", () => {
       residencySetLimit: 0,
       failWiring: true,
     });
-    mock.failBufferAt(1);
     mock.clearFaults();
     mock.addFile("/a", 1);
     const buffer = mock.newBuffer(16_384);

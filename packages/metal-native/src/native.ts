@@ -124,6 +124,15 @@ function typedError(error: unknown): unknown {
   }
 }
 
+/** Runs a call into the addon: the one place where what it throws becomes a class of errors.ts. */
+function callNative<T>(body: () => T): T {
+  try {
+    return body();
+  } catch (error) {
+    throw typedError(error);
+  }
+}
+
 /** A pointer argument: `undefined`, or a `bigint` in (0, 2^64). */
 function checkOptionalPointer(value: unknown, name: string): asserts value is bigint | undefined {
   if (value === undefined) return;
@@ -274,11 +283,6 @@ export function loadNativeBackend(): NativeAddonBackend {
   return backend;
 }
 
-/** The same as {@link loadNativeBackend}, named like `Device.open`. */
-export function openNativeBackend(): NativeAddonBackend {
-  return loadNativeBackend();
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // The backend and its handles: every argument is checked here, before native code runs.
 
@@ -297,6 +301,10 @@ export class NativeAddonBuffer implements NativeBuffer {
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case).
   #viewsHandedOut = false;
+  // The last view handed out (see contents()), held weakly: a strong reference would keep alive whatever the
+  // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
+  // buffer is cached or live. Dropped with the views on detachContents() and release().
+  #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
 
   /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
   constructor(raw: RawBufferHandle, owner: NativeAddonBackend) {
@@ -324,13 +332,16 @@ export class NativeAddonBuffer implements NativeBuffer {
   /** The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release. */
   contents(): ArrayBuffer {
     if (this.#released) throw new NativeReleasedError("contents(): the buffer was already released");
-    try {
-      const contents = this.raw.contents();
-      this.#viewsHandedOut = true;
-      return contents;
-    } catch (error) {
-      throw typedError(error);
-    }
+    // The view handed out last, while it lives and is attached: a deref instead of a native call that walks the
+    // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
+    // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
+    // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
+    const last = this.#lastView?.deref();
+    if (last !== undefined && last.byteLength !== 0) return last;
+    const contents = callNative(() => this.raw.contents());
+    this.#viewsHandedOut = true;
+    this.#lastView = new WeakRef(contents);
+    return contents;
   }
 
   /**
@@ -341,11 +352,8 @@ export class NativeAddonBuffer implements NativeBuffer {
     if (this.#released) throw new NativeReleasedError("detachContents(): the buffer was already released");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
-    try {
-      if (this.raw.detachContents()) this.#quarantined = true;
-    } catch (error) {
-      throw typedError(error);
-    }
+    this.#lastView = undefined;
+    if (callNative(() => this.raw.detachContents())) this.#quarantined = true;
   }
 
   /**
@@ -355,22 +363,15 @@ export class NativeAddonBuffer implements NativeBuffer {
    */
   nativeHandle(): NativeMemoryHandle {
     if (this.#released) throw new NativeReleasedError("nativeHandle(): the buffer was already released");
-    try {
-      return Object.freeze(this.raw.nativeHandle());
-    } catch (error) {
-      throw typedError(error);
-    }
+    return callNative(() => Object.freeze(this.raw.nativeHandle()));
   }
 
   /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
   release(): void {
     if (this.#released) throw new NativeReleasedError("release(): the buffer was already released");
     this.#released = true;
-    try {
-      this.raw.release();
-    } catch (error) {
-      throw typedError(error);
-    }
+    this.#lastView = undefined;
+    callNative(() => this.raw.release());
   }
 }
 
@@ -408,43 +409,27 @@ export class NativeAddonMappedFile implements NativeMappedFile {
   /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
   contents(): ArrayBuffer {
     if (this.#released) throw new NativeReleasedError("contents(): the mapped file was already released");
-    try {
-      return this.raw.contents();
-    } catch (error) {
-      throw typedError(error);
-    }
+    return callNative(() => this.raw.contents());
   }
 
   /** Detaches every `ArrayBuffer` handed out so far, without unmapping. Throws after release. */
   detachContents(): void {
     if (this.#released)
       throw new NativeReleasedError("detachContents(): the mapped file was already released");
-    try {
-      this.raw.detachContents();
-    } catch (error) {
-      throw typedError(error);
-    }
+    callNative(() => this.raw.detachContents());
   }
 
   /** Where the mapping is (its first byte is the file's first byte); see {@link NativeAddonBuffer.nativeHandle}. */
   nativeHandle(): NativeMemoryHandle {
     if (this.#released) throw new NativeReleasedError("nativeHandle(): the mapped file was already released");
-    try {
-      return Object.freeze(this.raw.nativeHandle());
-    } catch (error) {
-      throw typedError(error);
-    }
+    return callNative(() => Object.freeze(this.raw.nativeHandle()));
   }
 
   /** Unmaps the file (once no residency set holds it) and detaches every view. A second call throws. */
   release(): void {
     if (this.#released) throw new NativeReleasedError("release(): the mapped file was already released");
     this.#released = true;
-    try {
-      this.raw.release();
-    } catch (error) {
-      throw typedError(error);
-    }
+    callNative(() => this.raw.release());
   }
 }
 
@@ -501,39 +486,39 @@ export class NativeAddonResidencySet implements NativeResidencySet {
     this.#assertLive("add");
     const raw = this.#rawOf(allocation, "add");
     if (allocation.released) throw new NativeReleasedError("add(): the allocation was already released");
-    this.#call(() => this.raw.add(raw));
+    callNative(() => this.raw.add(raw));
   }
 
   /** Removes an allocation (effective at the next commit); a released one may be removed. */
   remove(allocation: NativeAllocation): void {
     this.#assertLive("remove");
     const raw = this.#rawOf(allocation, "remove");
-    this.#call(() => this.raw.remove(raw));
+    callNative(() => this.raw.remove(raw));
   }
 
   /** Applies the adds and removes since the last commit (wiring failures are counted, never thrown). */
   commit(): void {
     this.#assertLive("commit");
-    this.#call(() => this.raw.commit());
+    callNative(() => this.raw.commit());
   }
 
   /** Wires every committed allocation, and keeps doing so for later commits. */
   requestResidency(): void {
     this.#assertLive("requestResidency");
-    this.#call(() => this.raw.requestResidency());
+    callNative(() => this.raw.requestResidency());
   }
 
   /** Ends the residency request: nothing in the set stays wired. */
   endResidency(): void {
     this.#assertLive("endResidency");
-    this.#call(() => this.raw.endResidency());
+    callNative(() => this.raw.endResidency());
   }
 
   /** Ends residency and frees the set (and what only it still held); further calls throw. */
   release(): void {
     this.#assertLive("release");
     this.#released = true;
-    this.#call(() => this.raw.release());
+    callNative(() => this.raw.release());
   }
 
   #rawOf(allocation: NativeAllocation, method: string): RawBufferHandle {
@@ -551,14 +536,6 @@ export class NativeAddonResidencySet implements NativeResidencySet {
 
   #assertLive(method: string): void {
     if (this.#released) throw new NativeReleasedError(`${method}(): the residency set was already released`);
-  }
-
-  #call(body: () => void): void {
-    try {
-      body();
-    } catch (error) {
-      throw typedError(error);
-    }
   }
 }
 
@@ -602,21 +579,15 @@ export class NativeAddonBackend implements NativeBackend {
   /** A new buffer of `bytes` bytes, zeroed. Throws a {@link NativeArgumentError} for a bad size. */
   newBuffer(bytes: number): NativeAddonBuffer {
     checkBufferLength(bytes, this.maxBufferLength);
-    try {
-      return new NativeAddonBuffer(new this.#addon.NativeBufferHandle(bytes), this);
-    } catch (error) {
-      throw typedError(error);
-    }
+    return callNative(() => new NativeAddonBuffer(new this.#addon.NativeBufferHandle(bytes), this));
   }
 
   /** Maps a whole file private and copy-on-write. Throws a {@link NativeSystemError} for a file that cannot be. */
   mapFile(path: string): NativeAddonMappedFile {
     checkPath(path);
-    try {
-      return new NativeAddonMappedFile(new this.#addon.NativeMappedFileHandle(path), path, this);
-    } catch (error) {
-      throw typedError(error);
-    }
+    return callNative(
+      () => new NativeAddonMappedFile(new this.#addon.NativeMappedFileHandle(path), path, this),
+    );
   }
 
   /** A new residency set, or `undefined` when the device has none or cannot make one. */
@@ -645,12 +616,11 @@ export class NativeAddonBackend implements NativeBackend {
     }
     if (set.released)
       throw new NativeReleasedError("attachResidencySet(): the residency set was already released");
-    try {
-      if (commandQueue === undefined) this.#addon.attachResidencySet(set.raw);
-      else this.#addon.attachResidencySet(set.raw, commandQueue);
-    } catch (error) {
-      throw typedError(error);
-    }
+    callNative(() =>
+      commandQueue === undefined
+        ? this.#addon.attachResidencySet(set.raw)
+        : this.#addon.attachResidencySet(set.raw, commandQueue),
+    );
   }
 
   /**
@@ -661,11 +631,7 @@ export class NativeAddonBackend implements NativeBackend {
     checkOptionalPointer(device, "device");
     if (device === undefined)
       throw new NativeArgumentError("device", "checkMetalDevice(): device is required");
-    try {
-      this.#addon.checkMetalDevice(device);
-    } catch (error) {
-      throw typedError(error);
-    }
+    callNative(() => this.#addon.checkMetalDevice(device));
   }
 
   /** Counters for leak checks and tests. */
@@ -676,10 +642,5 @@ export class NativeAddonBackend implements NativeBackend {
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
   get lastWiringError(): string | undefined {
     return this.#addon.lastWiringError();
-  }
-
-  /** Does nothing in native code: what one call across N-API costs (for benchmarks). */
-  emptyCall(): void {
-    this.#addon.noop();
   }
 }

@@ -207,6 +207,12 @@ export interface NativeBackend extends DeviceFacts {
   checkMetalDevice?(device: bigint): void;
   /** Counters for leak checks and tests. */
   counters(): NativeCounters;
+  /**
+   * What the platform said about the last wiring failure of any set, with how to lift the limit (host:
+   * `mlock` past `RLIMIT_MEMLOCK`), or `undefined` when none happened. Optional: a backend with nothing to
+   * say leaves it out.
+   */
+  readonly lastWiringError?: string | undefined;
 }
 
 /** What a backend has done so far. */

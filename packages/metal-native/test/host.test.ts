@@ -48,7 +48,17 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       expect(backend.maxBufferLength % pageSize).toBe(0);
       expect(backend.maxBufferLength).toBeLessThanOrEqual(backend.memorySize / 2);
       const maps = Number(readFileSync("/proc/sys/vm/max_map_count", "utf8"));
-      expect(backend.resourceLimit).toBe(maps > 16384 ? maps - 8192 : Math.floor(maps / 2));
+      // The kernel defaults and the common distribution settings, stated (8192 mappings kept for the runtime);
+      // another setting (rare) is checked against the documented rule instead.
+      const expectedLimit: Record<number, number> = {
+        65530: 57_338,
+        262144: 253_952,
+        1048576: 1_040_384,
+        2147483642: 2_147_475_450,
+      };
+      expect(backend.resourceLimit).toBe(
+        expectedLimit[maps] ?? (maps > 16384 ? maps - 8192 : Math.floor(maps / 2)),
+      );
       expect(backend.supportsResidencySets).toBe(true);
     });
   });
@@ -147,7 +157,8 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       writeFileSync(path, content);
       const mapped = backend.mapFile(path);
       expect(mapped.length).toBe(length);
-      expect(mapped.mappedLength).toBe(Math.ceil(length / backend.pageSize) * backend.pageSize);
+      // 3 MiB is whole pages for any page size up to 1 MiB: the 123 bytes past it take one more page.
+      expect(mapped.mappedLength).toBe(3 * MiB + backend.pageSize);
       const view = new Uint8Array(mapped.contents());
       expect(Buffer.compare(view, content)).toBe(0);
       view.fill(0xff, 0, MiB);

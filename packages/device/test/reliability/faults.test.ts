@@ -58,7 +58,8 @@ describe("a failing system allocation (mock)", () => {
     const before = device.memoryStats();
     const countersBefore = device.counters();
     expect(before.cache).toBe(10 * MIB);
-    backend.failBufferAt(backend.bufferAttempts + 1);
+    const failing = backend.bufferAttempts + 1;
+    backend.failAllocation = (_bytes, attempt) => attempt === failing;
     figures.allocationFaultsInjected += 1;
     const buffer = device.malloc(64 * MIB); // a miss: no cached buffer fits
     figures.allocationFaultsRetried += 1;
@@ -90,8 +91,8 @@ describe("a failing system allocation (mock)", () => {
     device.malloc(2 * MIB).free();
     const before = device.memoryStats();
     const countersBefore = device.counters();
-    backend.failBufferAt(backend.bufferAttempts + 1);
-    backend.failBufferAt(backend.bufferAttempts + 2);
+    const firstFailing = backend.bufferAttempts + 1;
+    backend.failAllocation = (_bytes, attempt) => attempt === firstFailing || attempt === firstFailing + 1;
     figures.allocationFaultsInjected += 2;
     let thrown: unknown;
     try {
@@ -196,7 +197,7 @@ describe("residency sets that cannot be made (mock)", () => {
   it("part way: later buffers go to the emptiest set, wired stays what the backend wired", () => {
     // A cap of max(1% of 12 GiB, 64 MiB) per set: one 100 MiB buffer fills a set.
     const { backend, device } = mockDevice({}, 1);
-    backend.failResidencySetCreationAfter(3);
+    backend.residencySetLimit = 3;
     figures.residencySetFaults += 1;
     device.setWiredLimit(2 * GIB);
     const buffers = Array.from({ length: 6 }, () => device.malloc(100 * MIB));
@@ -205,7 +206,7 @@ describe("residency sets that cannot be made (mock)", () => {
     expect(device.memoryStats().wired).toBe(600 * MIB);
     expect(backend.counters().wiredBytes).toBe(600 * MIB);
     // Lifted: the next buffers get sets of their own again.
-    backend.failResidencySetCreationAfter(undefined);
+    backend.residencySetLimit = undefined;
     const more = device.malloc(100 * MIB);
     expect(device.info().residencySets).toBeGreaterThan(3);
     expect(device.memoryStats().wired).toBe(backend.counters().wiredBytes);

@@ -70,7 +70,8 @@ describe("hostile: the backend closed under an open Device (item 10; was: anothe
     const backend = new MockBackend();
     const device = Device.open({ backend });
     device.malloc(1 * MIB).free();
-    backend.failBufferAt(backend.bufferAttempts + 1);
+    const failing = backend.bufferAttempts + 1;
+    backend.failAllocation = (_bytes, attempt) => attempt === failing;
     const buffer = device.malloc(4 * MIB);
     expect(device.counters()).toMatchObject({ allocationRetries: 1, cachedBuffers: 0 });
     buffer.free();

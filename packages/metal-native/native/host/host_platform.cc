@@ -295,7 +295,7 @@ class HostPlatform final : public Platform {
       int errnum = errno;
       processMappings -= 1;
       processBufferBytes -= rounded;
-      *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + std::strerror(errnum) +
+      *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + ErrorText(errnum) +
                                      " (" + ErrnoName(errnum) + ")");
       return nullptr;
     }
@@ -457,7 +457,7 @@ class HostPlatform final : public Platform {
       lastWiringError_ = advice.str();
       return lastWiringError_;
     }
-    advice << "mlock of " << bytes << " bytes failed (" << ErrnoName(errnum) << ": " << std::strerror(errnum) << ")";
+    advice << "mlock of " << bytes << " bytes failed (" << ErrnoName(errnum) << ": " << ErrorText(errnum) << ")";
     struct rlimit limit;
     if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
       advice << "; this process may lock " << static_cast<unsigned long long>(limit.rlim_cur)

@@ -5,15 +5,10 @@ import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet
 import { MockBuffer } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
+import { type MockFile, readRealFile, virtualFile } from "./files.js";
 import { MockMappedFile } from "./mapped-file.js";
 import { MockResidencySet } from "./residency-set.js";
-import {
-  assertPositiveInteger,
-  fromFileSystemError,
-  isPowerOfTwo,
-  nodeFileSystem,
-  systemError,
-} from "./support.js";
+import { assertPositiveInteger, isPowerOfTwo, systemError } from "./support.js";
 
 const GIB = 1024 ** 3;
 const MIB = 1024 ** 2;
@@ -81,12 +76,6 @@ export interface MockBackendOptions {
   failWiring?: MockWiringFault;
 }
 
-interface VirtualFile {
-  /** The bytes, or `undefined` for zeros. */
-  readonly bytes: Uint8Array | undefined;
-  readonly length: number;
-}
-
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   assertPositiveInteger(value, name);
@@ -122,8 +111,7 @@ export class MockBackend implements NativeBackend {
   residencySetLimit: number | undefined;
 
   readonly #core: MockCore;
-  readonly #files = new Map<string, VirtualFile>();
-  readonly #failingBufferAttempts = new Set<number>();
+  readonly #files = new Map<string, MockFile>();
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
   #mappingAttempts = 0;
@@ -204,7 +192,7 @@ export class MockBackend implements NativeBackend {
       checkBufferLength(bytes, this.maxBufferLength);
       this.#bufferAttempts += 1;
       const attempt = this.#bufferAttempts;
-      if (this.#failingBufferAttempts.delete(attempt) || this.failAllocation?.(bytes, attempt) === true) {
+      if (this.failAllocation?.(bytes, attempt) === true) {
         throw new NativeAllocationError(
           bytes,
           `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
@@ -219,13 +207,10 @@ export class MockBackend implements NativeBackend {
     });
   }
 
-  /** Makes the `attempt`-th valid `newBuffer` call (counted from 1 over the backend's life) fail. */
-  failBufferAt(attempt: number): void {
-    assertPositiveInteger(attempt, "attempt");
-    this.#failingBufferAttempts.add(attempt);
-  }
-
-  /** Valid `newBuffer` calls so far (failed ones included): `failBufferAt(bufferAttempts + 1)` fails the next. */
+  /**
+   * Valid `newBuffer` calls so far (failed ones included): `failAllocation = (_, attempt) => attempt ===
+   * bufferAttempts + 1` fails the next.
+   */
   get bufferAttempts(): number {
     return this.#bufferAttempts;
   }
@@ -237,22 +222,7 @@ export class MockBackend implements NativeBackend {
    * the bytes (copied) or a length (zeros, no memory until `contents()`).
    */
   addFile(path: string, content: Uint8Array | number): void {
-    if (typeof path !== "string") {
-      throw new NativeArgumentError("path", `path must be a string, got ${describeValue(path)}`);
-    }
-    if (typeof content === "number") {
-      if (!Number.isSafeInteger(content) || content < 0) {
-        throw new NativeArgumentError(
-          "content",
-          `content must be bytes or a non-negative safe integer length, got ${describeValue(content)}`,
-        );
-      }
-      this.#files.set(path, { bytes: undefined, length: content });
-    } else if (content instanceof Uint8Array) {
-      this.#files.set(path, { bytes: content.slice(), length: content.byteLength });
-    } else {
-      throw new NativeArgumentError("content", "content must be a Uint8Array or a length");
-    }
+    this.#files.set(path, virtualFile(path, content));
   }
 
   /** Removes a virtual file; returns whether there was one. Mappings already made keep their bytes. */
@@ -306,57 +276,9 @@ export class MockBackend implements NativeBackend {
     });
   }
 
-  /**
-   * Makes every `mapFile` of `path` (a string, a pattern or a predicate) fail with `failure` (default `mmap`,
-   * `ENOMEM`). Replaces the `failMapping` in force.
-   */
-  failMapFile(match: string | RegExp | ((path: string) => boolean), failure: MockMappingFailure = {}): void {
-    const matches =
-      typeof match === "string"
-        ? (path: string) => path === match
-        : match instanceof RegExp
-          ? (path: string) => match.test(path)
-          : match;
-    this.failMapping = (path) => (matches(path) ? failure : undefined);
-  }
-
-  #readRealFile(path: string): VirtualFile {
+  #readRealFile(path: string): MockFile {
     if (!this.realFiles) throw systemError("open", "ENOENT", path, "no virtual file has this path");
-    const fs = nodeFileSystem(path);
-    let descriptor: number;
-    try {
-      // O_NONBLOCK, as the host backend: opening a FIFO must not wait for a writer (it is refused below).
-      descriptor = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-    } catch (error) {
-      throw fromFileSystemError(error, "open", path);
-    }
-    try {
-      let stats: import("node:fs").Stats;
-      try {
-        stats = fs.fstatSync(descriptor);
-      } catch (error) {
-        throw fromFileSystemError(error, "fstat", path);
-      }
-      if (stats.isDirectory()) throw systemError("open", "EISDIR", path, "a directory cannot be mapped");
-      // What mmap(2) answers for a FIFO, a socket or most devices, as the host backend reports it.
-      if (!stats.isFile()) throw systemError("mmap", "ENODEV", path, "is not a regular file");
-      const length = stats.size;
-      if (length === 0 || length > this.realMemoryUpTo) return { bytes: undefined, length };
-      const bytes = new Uint8Array(length);
-      let offset = 0;
-      try {
-        while (offset < length) {
-          const read = fs.readSync(descriptor, bytes, offset, length - offset, offset);
-          if (read === 0) break;
-          offset += read;
-        }
-      } catch (error) {
-        throw fromFileSystemError(error, "read", path);
-      }
-      return { bytes, length };
-    } finally {
-      fs.closeSync(descriptor);
-    }
+    return readRealFile(path, this.realMemoryUpTo);
   }
 
   // ---------------------------------------------------------------- residency sets
@@ -385,17 +307,6 @@ export class MockBackend implements NativeBackend {
     }
     this.#core.log.record("newResidencySet", set?.label, undefined, set === undefined ? "failed" : "ok");
     return set;
-  }
-
-  /** Makes residency-set creation fail after `count` sets were made over the backend's life; `undefined` lifts it. */
-  failResidencySetCreationAfter(count: number | undefined): void {
-    if (count !== undefined && (!Number.isSafeInteger(count) || count < 0)) {
-      throw new NativeArgumentError(
-        "count",
-        `count must be a non-negative safe integer, got ${describeValue(count)}`,
-      );
-    }
-    this.residencySetLimit = count;
   }
 
   /**
@@ -439,7 +350,6 @@ export class MockBackend implements NativeBackend {
     this.failAllocation = undefined;
     this.failMapping = undefined;
     this.residencySetLimit = undefined;
-    this.#failingBufferAttempts.clear();
     this.#core.failWiring = false;
   }
 
@@ -448,6 +358,11 @@ export class MockBackend implements NativeBackend {
   /** A copy of the counters. */
   counters(): NativeCounters {
     return { ...this.#core.counters };
+  }
+
+  /** What the last wiring refused by the `failWiring` fault was, or `undefined` when none was. */
+  get lastWiringError(): string | undefined {
+    return this.#core.lastWiringError;
   }
 
   /** The live buffers, oldest first. */

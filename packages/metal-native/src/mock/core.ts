@@ -39,6 +39,8 @@ export class MockCore {
   readonly attachments = new WeakMap<object, number>();
   /** The wiring fault in force. */
   failWiring: MockWiringFault = false;
+  /** What the last refused wiring was, as the host's `mlock` advice reads (the backend's `lastWiringError`). */
+  lastWiringError: string | undefined = undefined;
   /** True once the backend is closed. */
   closed = false;
   readonly log: MockCallLog;
@@ -114,6 +116,7 @@ export class MockCore {
     const fails = typeof fault === "function" ? fault(allocation) : fault;
     if (fails) {
       this.counters.wiringFailures += 1;
+      this.lastWiringError = `mock: wiring ${allocation.allocatedSize} bytes failed (the failWiring fault)`;
       return false;
     }
     this.counters.wiredBytes += allocation.allocatedSize;

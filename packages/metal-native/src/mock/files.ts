@@ -1,0 +1,72 @@
+// The mock's files: the virtual ones a test adds, and real ones read through node:fs, failing as the host
+// layer fails (the same syscalls and errno names).
+import { describeValue } from "../arguments.js";
+import { NativeArgumentError } from "../errors.js";
+import { fromFileSystemError, nodeFileSystem, systemError } from "./support.js";
+
+/** A file's content as the mock maps it. */
+export interface MockFile {
+  /** The bytes, or `undefined` for zeros. */
+  readonly bytes: Uint8Array | undefined;
+  readonly length: number;
+}
+
+/** A virtual file from `addFile`'s arguments: the bytes (copied) or a length of zeros; checked. */
+export function virtualFile(path: string, content: Uint8Array | number): MockFile {
+  if (typeof path !== "string") {
+    throw new NativeArgumentError("path", `path must be a string, got ${describeValue(path)}`);
+  }
+  if (typeof content === "number") {
+    if (!Number.isSafeInteger(content) || content < 0) {
+      throw new NativeArgumentError(
+        "content",
+        `content must be bytes or a non-negative safe integer length, got ${describeValue(content)}`,
+      );
+    }
+    return { bytes: undefined, length: content };
+  }
+  if (content instanceof Uint8Array) return { bytes: content.slice(), length: content.byteLength };
+  throw new NativeArgumentError("content", "content must be a Uint8Array or a length");
+}
+
+/**
+ * The real file at `path`: its bytes when it is at most `realMemoryUpTo` long, else only its length (read as
+ * zeros). Throws the host layer's {@link NativeSystemError}s (open, fstat, read; EISDIR, ENODEV).
+ */
+export function readRealFile(path: string, realMemoryUpTo: number): MockFile {
+  const fs = nodeFileSystem(path);
+  let descriptor: number;
+  try {
+    // O_NONBLOCK, as the host backend: opening a FIFO must not wait for a writer (it is refused below).
+    descriptor = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    throw fromFileSystemError(error, "open", path);
+  }
+  try {
+    let stats: import("node:fs").Stats;
+    try {
+      stats = fs.fstatSync(descriptor);
+    } catch (error) {
+      throw fromFileSystemError(error, "fstat", path);
+    }
+    if (stats.isDirectory()) throw systemError("open", "EISDIR", path, "a directory cannot be mapped");
+    // What mmap(2) answers for a FIFO, a socket or most devices, as the host backend reports it.
+    if (!stats.isFile()) throw systemError("mmap", "ENODEV", path, "is not a regular file");
+    const length = stats.size;
+    if (length === 0 || length > realMemoryUpTo) return { bytes: undefined, length };
+    const bytes = new Uint8Array(length);
+    let offset = 0;
+    try {
+      while (offset < length) {
+        const read = fs.readSync(descriptor, bytes, offset, length - offset, offset);
+        if (read === 0) break;
+        offset += read;
+      }
+    } catch (error) {
+      throw fromFileSystemError(error, "read", path);
+    }
+    return { bytes, length };
+  } finally {
+    fs.closeSync(descriptor);
+  }
+}
