@@ -1,4 +1,4 @@
-import { allocationSize, assertByteCount, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
+import { allocationSize, byteCountProblem, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import {
   AllocatorArgumentError,
@@ -176,12 +176,9 @@ class LiveMapping implements Mapping {
  */
 function checkedByteCount(value: unknown, name: string): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
-  try {
-    assertByteCount(value, name);
-  } catch (error) {
-    throw new AllocatorArgumentError(name, (error as Error).message, { cause: error });
-  }
-  return value;
+  const problem = byteCountProblem(value, name);
+  if (problem) throw new AllocatorArgumentError(name, problem.message);
+  return value as number;
 }
 
 /**

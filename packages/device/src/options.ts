@@ -3,7 +3,7 @@
 // working set).
 import type { AllocatorCounters, AllocatorPolicy, BoundedRelease } from "@nuvec/allocator";
 import type { DeviceFacts, NativeBackend, NativeCounters, NativeMemoryHandle } from "@nuvec/metal-native";
-import { assertByteCount } from "@nuvec/stats";
+import { byteCountProblem, describeValue } from "@nuvec/stats";
 import { DeviceArgumentError } from "./errors.js";
 
 /** Options of {@link Device.open}. Limits left out keep MLX's defaults. */
@@ -145,11 +145,8 @@ export function checkTimerInterval(value: unknown, name: string): asserts value 
  * memory and cache limits) are checked there, once.
  */
 export function checkByteCount(value: unknown, name: string): asserts value is number {
-  try {
-    assertByteCount(value, name);
-  } catch (error) {
-    throw new DeviceArgumentError(name, (error as Error).message, { cause: error });
-  }
+  const problem = byteCountProblem(value, name);
+  if (problem) throw new DeviceArgumentError(name, problem.message);
 }
 
 /**
@@ -161,7 +158,7 @@ export function residencySetMaxPercentText(value: unknown): string | undefined {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 100) {
     throw new DeviceArgumentError(
       "residencySetMaxPercent",
-      `residencySetMaxPercent must be a whole number from 0 to 100 (percent of the working set; 0 or 100: one set), got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`,
+      `residencySetMaxPercent must be a whole number from 0 to 100 (percent of the working set; 0 or 100: one set), got ${describeValue(value)}`,
     );
   }
   return String(value);

@@ -1,4 +1,4 @@
-import { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+import { byteCountProblem, NuvecArgumentError, NuvecError } from "@nuvec/stats";
 
 /** Codes of the errors the residency manager throws. */
 export type ResidencyErrorCode =
@@ -43,20 +43,8 @@ NuvecArgumentError.adopt(ResidencyArgumentError);
  */
 export class ResidencyStateError extends ResidencyError {}
 
-function describe(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (Object.is(value, -0)) return "-0";
-  if (typeof value === "object" && value !== null) return Object.prototype.toString.call(value);
-  return String(value);
-}
-
 /** Throws a {@link ResidencyArgumentError} unless `value` is a byte count (a non-negative safe integer). */
 export function assertBytes(value: unknown, argument: string): asserts value is number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new ResidencyArgumentError(
-      argument,
-      `${argument} must be a non-negative safe integer number of bytes, got ${typeof value === "number" ? "" : `${typeof value} `}${describe(value)}`,
-    );
-  }
+  const problem = byteCountProblem(value, argument);
+  if (problem) throw new ResidencyArgumentError(argument, problem.message);
 }

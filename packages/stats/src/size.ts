@@ -10,11 +10,67 @@ export const SMALL = 256;
 /** The largest length whose size class `(length + PAGE - 1) & ~(PAGE - 1)` stays a positive int32. */
 const INTEGER_ROUNDING_LIMIT = 2 ** 31 - PAGE;
 
-function describe(value: unknown): string {
+/**
+ * A value as nuvec's error messages show it: strings quoted, bigints with `n`, `-0` kept, objects by their
+ * tag (`[object Object]`; never their own `toString`, which may throw or lie). The one describer of every
+ * package's argument errors.
+ */
+export function describeValue(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
   if (typeof value === "bigint") return `${value}n`;
   if (Object.is(value, -0)) return "-0";
+  if ((typeof value === "object" && value !== null) || typeof value === "function") {
+    return Object.prototype.toString.call(value);
+  }
   return String(value);
+}
+
+/** The range a byte count must fall in, for {@link byteCountProblem}. */
+export interface ByteCountRange {
+  /** The smallest count accepted (default 0; 1 for a buffer's length). */
+  readonly minimum?: number;
+  /** The largest count accepted (default `Number.MAX_SAFE_INTEGER`). */
+  readonly maximum?: number;
+  /** What the message calls the maximum (`maxBufferLength`); its figure is shown beside it. */
+  readonly maximumName?: string;
+}
+
+/** Why a value is not a byte count: `type` for a non-number, `range` for a number out of range. */
+export interface ByteCountProblem {
+  readonly kind: "type" | "range";
+  readonly message: string;
+}
+
+/**
+ * Why `value` is not a byte count named `name` in `range` (a safe integer from `minimum` to `maximum`), or
+ * `undefined` when it is. The one byte-count check of every nuvec package: each throws its own argument
+ * error class with this message (see {@link assertByteCount} for the plain `TypeError`/`RangeError` form).
+ */
+export function byteCountProblem(
+  value: unknown,
+  name: string,
+  range: ByteCountRange = {},
+): ByteCountProblem | undefined {
+  const minimum = range.minimum ?? 0;
+  const maximum = range.maximum ?? Number.MAX_SAFE_INTEGER;
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= minimum && value <= maximum) {
+    return undefined;
+  }
+  if (typeof value !== "number") {
+    return {
+      kind: "type",
+      message: `${name} must be a number of bytes, got ${typeof value} ${describeValue(value)}`,
+    };
+  }
+  if (Number.isSafeInteger(value) && value > maximum) {
+    const limit = range.maximumName ? `${range.maximumName} (${maximum})` : String(maximum);
+    return { kind: "range", message: `${name} must be at most ${limit}, got ${value}` };
+  }
+  const sign = minimum > 0 ? "positive" : "non-negative";
+  return {
+    kind: "range",
+    message: `${name} must be a ${sign} safe integer number of bytes, got ${describeValue(value)}`,
+  };
 }
 
 /**
@@ -25,14 +81,9 @@ function describe(value: unknown): string {
  * `-0` is accepted as `0`.
  */
 export function assertByteCount(value: unknown, name: string): asserts value is number {
-  if (typeof value !== "number") {
-    throw new TypeError(`${name} must be a number of bytes, got ${typeof value} ${describe(value)}`);
-  }
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(
-      `${name} must be a non-negative safe integer number of bytes, got ${describe(value)}`,
-    );
-  }
+  const problem = byteCountProblem(value, name);
+  if (problem === undefined) return;
+  throw problem.kind === "type" ? new TypeError(problem.message) : new RangeError(problem.message);
 }
 
 /**

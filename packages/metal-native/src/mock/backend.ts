@@ -1,5 +1,5 @@
-import { mappingSize } from "@nuvec/stats";
-import { checkBufferLength, checkPath, describeValue } from "../arguments.js";
+import { describeValue, mappingSize } from "@nuvec/stats";
+import { checkBufferLength, checkPath } from "../arguments.js";
 import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
 import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
 import { MockBuffer } from "./buffer.js";

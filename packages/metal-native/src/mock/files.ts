@@ -1,6 +1,6 @@
 // The mock's files: the virtual ones a test adds, and real ones read through node:fs, failing as the host
 // layer fails (the same syscalls and errno names).
-import { describeValue } from "../arguments.js";
+import { describeValue } from "@nuvec/stats";
 import { NativeArgumentError } from "../errors.js";
 import { fromFileSystemError, nodeFileSystem, systemError } from "./support.js";
 

@@ -1,4 +1,4 @@
-import { describeValue } from "../arguments.js";
+import { describeValue } from "@nuvec/stats";
 import { NativeArgumentError, NativeError, NativeSystemError, NativeUnavailableError } from "../errors.js";
 
 /**
