@@ -484,7 +484,9 @@ describe("refused requests throw typed errors and change no counter", () => {
       allocator.malloc(value as number);
     } catch (error) {
       expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "bytes" });
-      expect((error as Error).message).toMatch(/^bytes must be a (number of bytes|non-negative safe integer)/);
+      expect((error as Error).message).toMatch(
+        /^bytes must be a (number of bytes|non-negative safe integer)/,
+      );
     }
     expect(state(allocator)).toEqual(before);
   });
