@@ -80,21 +80,7 @@ class CudaAllocation final : public Allocation {
   size_t registerLength_ = 0;
 };
 
-class CudaResidencySet final : public WiringResidencySet {
- public:
-  explicit CudaResidencySet(CudaPlatform* platform) : platform_(platform) {}
-  ~CudaResidencySet() override;
-
- protected:
-  int wireOne(Allocation* allocation) override;
-  void unwireOne(Allocation* allocation) override;
-  std::string advice(Allocation* allocation, int result) override;
-
- private:
-  CudaPlatform* platform_;
-};
-
-class CudaPlatform final : public CudaPlatformApi {
+class CudaPlatform final : public CudaPlatformApi, public Wiring {
  public:
   CudaPlatform(const DriverApi* api, CUdevice device, CUcontext context, const DeviceFacts& facts)
       : api_(api), device_(device), context_(context), facts_(facts) {
@@ -140,7 +126,7 @@ class CudaPlatform final : public CudaPlatformApi {
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<CudaResidencySet>(this);
+    return std::make_unique<WiringResidencySet>(this, freed);
   }
 
   // attachResidencySet: Platform's default (no command queue to attach to; a Metal queue is refused).
@@ -228,6 +214,13 @@ class CudaPlatform final : public CudaPlatformApi {
     counters_.wiredBytes -= allocation->allocatedSize();
   }
 
+  // Wiring, for its residency sets (core/wiring_residency_set.h).
+  int wireOne(Allocation* allocation) override { return wire(static_cast<CudaAllocation*>(allocation)); }
+  void unwireOne(Allocation* allocation) override { unwire(static_cast<CudaAllocation*>(allocation)); }
+  std::string wiringAdvice(Allocation* allocation, int result) override {
+    return wiringAdvice(static_cast<CudaAllocation*>(allocation)->registerLength_, result);
+  }
+
   std::string wiringAdvice(size_t bytes, CUresult result) {
     std::ostringstream advice;
     advice << "cuMemHostRegister of " << bytes << " bytes (read-only, device-mapped) failed ("
@@ -277,21 +270,6 @@ bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure*
   platform_->bind();
   CUresult result = platform_->api().cuMemcpyDtoH(target, device_ + offset, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyDtoH", result, failure);
-}
-
-CudaResidencySet::~CudaResidencySet() {
-  endResidency();
-  platform_->freed->residencySets += 1;
-}
-
-int CudaResidencySet::wireOne(Allocation* allocation) {
-  return platform_->wire(static_cast<CudaAllocation*>(allocation));
-}
-
-void CudaResidencySet::unwireOne(Allocation* allocation) { platform_->unwire(static_cast<CudaAllocation*>(allocation)); }
-
-std::string CudaResidencySet::advice(Allocation* allocation, int result) {
-  return platform_->wiringAdvice(static_cast<CudaAllocation*>(allocation)->registerLength_, result);
 }
 
 }  // namespace

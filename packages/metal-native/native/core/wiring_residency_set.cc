@@ -3,20 +3,25 @@
 
 namespace nuvec {
 
+WiringResidencySet::~WiringResidencySet() {
+  endResidency();
+  freed_->residencySets += 1;
+}
+
 void WiringResidencySet::wire(Allocation* allocation) {
   if (wired_.count(allocation) > 0) return;
-  int error = wireOne(allocation);
+  int error = wiring_->wireOne(allocation);
   if (error == 0) {
     wired_.insert(allocation);
     return;
   }
   wiringFailures_ += 1;
-  lastWiringError_ = advice(allocation, error);
+  lastWiringError_ = wiring_->wiringAdvice(allocation, error);
 }
 
 void WiringResidencySet::unwire(Allocation* allocation) {
   if (wired_.erase(allocation) == 0) return;
-  unwireOne(allocation);
+  wiring_->unwireOne(allocation);
 }
 
 void WiringResidencySet::onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) {

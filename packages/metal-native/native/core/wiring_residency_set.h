@@ -1,11 +1,12 @@
 // A residency set for layers that wire each committed allocation themselves (the host with mlock, CUDA with
 // cuMemHostRegister), rather than handing the whole set to the system as Metal does. What is common lives
 // here: which allocations this set has wired, the standing request, retries at each request, the failure
-// count and the advice for the last failure. A layer says how to wire and unwire one allocation.
+// count and the advice for the last failure. How to wire one allocation is the layer's Wiring.
 #ifndef NUVEC_WIRING_RESIDENCY_SET_H_
 #define NUVEC_WIRING_RESIDENCY_SET_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -14,13 +15,28 @@
 
 namespace nuvec {
 
-class WiringResidencySet : public ResidencySet {
+// How a layer wires one allocation (its platform implements it; wiring may nest across sets there).
+class Wiring {
  public:
+  virtual ~Wiring() = default;
+  // 0 on success, else the layer's error code (errno, CUresult), given back to wiringAdvice.
+  virtual int wireOne(Allocation* allocation) = 0;
+  virtual void unwireOne(Allocation* allocation) = 0;
+  // What to tell the user about a failed wireOne (also the platform's lastWiringError from then on).
+  virtual std::string wiringAdvice(Allocation* allocation, int error) = 0;
+};
+
+class WiringResidencySet final : public ResidencySet {
+ public:
+  // wiring: the platform, which outlives its sets; freed: counts this set's end.
+  WiringResidencySet(Wiring* wiring, std::shared_ptr<FreedCounters> freed)
+      : wiring_(wiring), freed_(std::move(freed)) {}
+  ~WiringResidencySet() override;
+
   // Requesting residency wires every committed allocation, also retrying what failed before (a limit may
   // have been raised since); while it stands, each commit wires what it adds.
   void requestResidency() override;
-  // Unwires everything this set wired. A layer's destructor calls it (a base destructor cannot reach the
-  // layer's unwire any more).
+  // Unwires everything this set wired.
   void endResidency() override;
   uint64_t wiringFailures() const override { return wiringFailures_; }
   std::string lastWiringError() const override { return lastWiringError_; }
@@ -28,16 +44,12 @@ class WiringResidencySet : public ResidencySet {
  protected:
   void onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) override;
 
-  // Wires one allocation: 0 on success, else the layer's error code (errno, CUresult) for advice().
-  virtual int wireOne(Allocation* allocation) = 0;
-  virtual void unwireOne(Allocation* allocation) = 0;
-  // What to tell the user about a failed wireOne.
-  virtual std::string advice(Allocation* allocation, int error) = 0;
-
  private:
   void wire(Allocation* allocation);
   void unwire(Allocation* allocation);
 
+  Wiring* wiring_;
+  std::shared_ptr<FreedCounters> freed_;
   // Committed allocations this set has wired (a failed one is left out, retried at the next request).
   std::unordered_set<Allocation*> wired_;
   bool requested_ = false;

@@ -156,28 +156,8 @@ class SmallPageLocks {
   std::unordered_map<uintptr_t, uint32_t> counts_;
 };
 
-class HostPlatform;
 
-class HostResidencySet final : public WiringResidencySet {
- public:
-  HostResidencySet(HostPlatform* platform, std::shared_ptr<FreedCounters> freed)
-      : platform_(platform), freed_(std::move(freed)) {}
-  ~HostResidencySet() override {
-    endResidency();
-    freed_->residencySets += 1;
-  }
-
- protected:
-  int wireOne(Allocation* allocation) override;
-  void unwireOne(Allocation* allocation) override;
-  std::string advice(Allocation* allocation, int errnum) override;
-
- private:
-  HostPlatform* platform_;
-  std::shared_ptr<FreedCounters> freed_;
-};
-
-class HostPlatform final : public Platform {
+class HostPlatform final : public Platform, public Wiring {
  public:
   HostPlatform() {
     long pageSize = sysconf(_SC_PAGESIZE);
@@ -248,7 +228,7 @@ class HostPlatform final : public Platform {
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<HostResidencySet>(this, freed);
+    return std::make_unique<WiringResidencySet>(this, freed);
   }
 
   // attachResidencySet and checkMetalDevice: Platform's defaults (no queue of its own to attach to; a
@@ -397,24 +377,19 @@ class HostPlatform final : public Platform {
     return lastWiringError_;
   }
 
+  // Wiring, for its residency sets (core/wiring_residency_set.h).
+  int wireOne(Allocation* allocation) override { return wire(static_cast<HostAllocation*>(allocation)); }
+  void unwireOne(Allocation* allocation) override { unwire(static_cast<HostAllocation*>(allocation)); }
+  std::string wiringAdvice(Allocation* allocation, int errnum) override {
+    return wiringAdvice(allocation->allocatedSize(), errnum);
+  }
+
  private:
   size_t pageSize_;
   DeviceFacts facts_;
   WiringCounters counters_;
   std::string lastWiringError_;
 };
-
-int HostResidencySet::wireOne(Allocation* allocation) {
-  return platform_->wire(static_cast<HostAllocation*>(allocation));
-}
-
-void HostResidencySet::unwireOne(Allocation* allocation) {
-  platform_->unwire(static_cast<HostAllocation*>(allocation));
-}
-
-std::string HostResidencySet::advice(Allocation* allocation, int errnum) {
-  return platform_->wiringAdvice(allocation->allocatedSize(), errnum);
-}
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "addon.h"
 
 #include <string>
+#include <utility>
 
 namespace nuvec {
 
@@ -41,23 +42,27 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   Platform& platform = PlatformOf(env, state);
   WiringCounters wiring = platform.wiringCounters();
   const Counters& counters = state.counters;
-  Napi::Object object = Napi::Object::New(env);
-  object.Set("buffersMade", static_cast<double>(counters.buffersMade));
-  object.Set("buffersReleased", static_cast<double>(counters.buffersReleased));
-  object.Set("bufferBytes", static_cast<double>(counters.bufferBytes));
-  object.Set("mappingsMade", static_cast<double>(counters.mappingsMade));
-  object.Set("mappingsReleased", static_cast<double>(counters.mappingsReleased));
-  object.Set("mappedBytes", static_cast<double>(counters.mappedBytes));
-  object.Set("residencySetsMade", static_cast<double>(counters.residencySetsMade));
-  object.Set("commits", static_cast<double>(counters.commits));
-  object.Set("residencyRequests", static_cast<double>(counters.residencyRequests));
-  object.Set("wiredBytes", static_cast<double>(wiring.wiredBytes));
-  object.Set("wiringFailures", static_cast<double>(wiring.wiringFailures));
-  object.Set("quarantinedAllocations", static_cast<double>(counters.quarantinedAllocations));
   const FreedCounters& freed = *platform.freed;
-  object.Set("buffersFreedByPlatform", static_cast<double>(freed.buffers.load()));
-  object.Set("mappingsUnmappedByPlatform", static_cast<double>(freed.mappings.load()));
-  object.Set("residencySetsFreedByPlatform", static_cast<double>(freed.residencySets.load()));
+  // In the order the TypeScript type lists them.
+  const std::pair<const char*, uint64_t> figures[] = {
+      {"buffersMade", counters.buffersMade},
+      {"buffersReleased", counters.buffersReleased},
+      {"bufferBytes", counters.bufferBytes},
+      {"mappingsMade", counters.mappingsMade},
+      {"mappingsReleased", counters.mappingsReleased},
+      {"mappedBytes", counters.mappedBytes},
+      {"residencySetsMade", counters.residencySetsMade},
+      {"commits", counters.commits},
+      {"residencyRequests", counters.residencyRequests},
+      {"wiredBytes", wiring.wiredBytes},
+      {"wiringFailures", wiring.wiringFailures},
+      {"quarantinedAllocations", counters.quarantinedAllocations},
+      {"buffersFreedByPlatform", freed.buffers.load()},
+      {"mappingsUnmappedByPlatform", freed.mappings.load()},
+      {"residencySetsFreedByPlatform", freed.residencySets.load()},
+  };
+  Napi::Object object = Napi::Object::New(env);
+  for (const auto& [name, value] : figures) object.Set(name, static_cast<double>(value));
   return object;
 }
 
