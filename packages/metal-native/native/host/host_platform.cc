@@ -4,7 +4,7 @@
 //  - Buffers of a page or more come from anonymous private mmap (zeroed, whole pages, given back at once by
 //    munmap). Smaller ones come from aligned_alloc: the real traces make hundreds of thousands of small
 //    buffers, and one mapping each would exhaust vm.max_map_count and waste most of a page on each.
-//  - Mapped files: posix.cc (private, copy-on-write).
+//  - Mapped files: core/posix.cc (private, copy-on-write).
 //  - Residency sets wire with mlock/munlock. mlock does not nest, and small buffers share pages, so pages
 //    under small buffers are locked through a process-wide reference count (workers share the malloc heap).
 #include <errno.h>

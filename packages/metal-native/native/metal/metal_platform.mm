@@ -1,6 +1,6 @@
 // The Metal layer (macOS, Apple silicon): only the calls into Metal. Everything JavaScript sees — handles,
-// external ArrayBuffers, detaching, errors — is native/napi/ and core/, shared with the host and CUDA layers and tested on Linux;
-// mapping a file is posix.cc, also shared. Built with ARC (binding.gyp); every body in @autoreleasepool.
+// external ArrayBuffers, detaching, errors — is native/napi/ over core/, shared with the host and CUDA
+// layers and tested on Linux; mapping a file is core/posix.cc, also shared. Built with ARC (binding.gyp); every body in @autoreleasepool.
 // Residency sets are macOS 15 API, gated with @available so the addon still loads on macOS 14 (without them).
 //
 // Verified here only by `clang -fsyntax-only` against the declaration stub in check/ (see README).
