@@ -49,7 +49,8 @@ struct Counters {
 
 enum class ViewState { kHandedOut, kDetachedByUs, kEscaped };
 
-// One allocation the state owns, by id (the binding's word for it is "live": its memory exists).
+// One allocation the state owns, by id, from the platform's making of it to its freeing (released or not:
+// a view or a set may still hold its memory).
 struct OwnedAllocation {
   std::unique_ptr<Allocation> allocation;
   bool mapped = false;
