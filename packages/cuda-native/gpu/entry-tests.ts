@@ -2,3 +2,4 @@
 import "../test/loader.test.js";
 import "../test/contract-cuda.test.js";
 import "../test/cuda.test.js";
+import "../test/raw-addon.test.js";

@@ -6,6 +6,7 @@
 #define NUVEC_CUDA_DRIVER_H_
 
 #include <cstddef>
+#include <string>
 
 namespace nuvec {
 namespace cuda {
@@ -51,6 +52,13 @@ struct DriverApi {
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 };
+
+// The driver's entry points, loaded once per process (dlopen) and never unloaded (unloading a driver under
+// live contexts is not safe); nullptr and *why where there is no usable driver.
+const DriverApi* LoadDriver(std::string* why);
+// A result's name ("CUDA_ERROR_OUT_OF_MEMORY"), and its name with the driver's text.
+std::string ResultName(const DriverApi& api, CUresult result);
+std::string ResultText(const DriverApi& api, CUresult result);
 
 }  // namespace cuda
 }  // namespace nuvec

@@ -2,7 +2,7 @@
 //
 //  - Buffers are device memory (cuMemAlloc). They have no CPU address: the binding refuses contents() and
 //    moves bytes with cuMemcpyHtoD / cuMemcpyDtoH. Their memory is not zeroed (as cudaMalloc, MLX, PyTorch).
-//  - Mapped files are mapped as on the host (posix.cc: private, copy-on-write); the CPU reads them directly.
+//  - Mapped files are mapped as on the host (core/posix.cc: private, copy-on-write); the CPU reads them.
 //  - Residency sets keep MLX's semantics. Device memory is resident by nature: wiring a buffer only counts it.
 //    Wiring a mapped file page-locks it and registers it with the driver (cuMemHostRegister, read-only and
 //    device-mapped), so the GPU can read the weights through a device pointer and copies from it run at
@@ -10,19 +10,18 @@
 //    writing would make the kernel copy every page of the file into anonymous memory.
 //  - Calls run in the device's primary context (the one the CUDA runtime, PyTorch included, uses), made
 //    current on whichever thread calls.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <sstream>
-#include <type_traits>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "core/wiring_residency_set.h"
 #include "cuda_driver.h"
-#include "platform.h"
+#include "cuda_platform.h"
 
 namespace nuvec {
 namespace {
@@ -35,77 +34,6 @@ constexpr size_t kPageSize = 16 * 1024;
 constexpr size_t kSmallGranule = 256;
 // CUDA sets no limit on the number of allocations; MLX's resource limit is a Metal fact.
 constexpr uint64_t kResourceLimit = 2147483647;
-
-// Loaded once per process and never unloaded (unloading a driver under live contexts is not safe).
-const DriverApi* LoadDriver(std::string* why) {
-  static DriverApi api;
-  static bool loaded = false;
-  static std::string failure;
-  static bool tried = false;
-  if (tried) {
-    if (!loaded) *why = failure;
-    return loaded ? &api : nullptr;
-  }
-  tried = true;
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* error = dlerror();
-    failure = std::string("the CUDA driver library libcuda.so.1 cannot be loaded (") +
-              (error != nullptr ? error : "dlopen failed") + "): no NVIDIA driver on this machine";
-    *why = failure;
-    return nullptr;
-  }
-  bool complete = true;
-  std::string missing;
-  auto bind = [&](auto& slot, const char* name) {
-    void* symbol = dlsym(library, name);
-    if (symbol == nullptr) {
-      complete = false;
-      missing += missing.empty() ? name : std::string(", ") + name;
-    }
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
-  };
-  bind(api.cuInit, "cuInit");
-  bind(api.cuDriverGetVersion, "cuDriverGetVersion");
-  bind(api.cuDeviceGetCount, "cuDeviceGetCount");
-  bind(api.cuDeviceGet, "cuDeviceGet");
-  bind(api.cuDeviceGetName, "cuDeviceGetName");
-  bind(api.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
-  bind(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  bind(api.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-  bind(api.cuCtxSetCurrent, "cuCtxSetCurrent");
-  bind(api.cuCtxSynchronize, "cuCtxSynchronize");
-  bind(api.cuMemAlloc, "cuMemAlloc_v2");
-  bind(api.cuMemFree, "cuMemFree_v2");
-  bind(api.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
-  bind(api.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
-  bind(api.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
-  bind(api.cuMemHostRegister, "cuMemHostRegister_v2");
-  bind(api.cuMemHostUnregister, "cuMemHostUnregister");
-  bind(api.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2");
-  bind(api.cuMemGetInfo, "cuMemGetInfo_v2");
-  bind(api.cuGetErrorName, "cuGetErrorName");
-  bind(api.cuGetErrorString, "cuGetErrorString");
-  if (!complete) {
-    failure = "the CUDA driver libcuda.so.1 lacks " + missing + " (a driver older than CUDA 6?)";
-    *why = failure;
-    return nullptr;
-  }
-  loaded = true;
-  return &api;
-}
-
-std::string ResultName(const DriverApi& api, CUresult result) {
-  const char* name = nullptr;
-  if (api.cuGetErrorName(result, &name) != CUDA_SUCCESS || name == nullptr) return "CUresult " + std::to_string(result);
-  return name;
-}
-
-std::string ResultText(const DriverApi& api, CUresult result) {
-  const char* text = nullptr;
-  if (api.cuGetErrorString(result, &text) != CUDA_SUCCESS || text == nullptr) return ResultName(api, result);
-  return std::string(ResultName(api, result)) + ": " + text;
-}
 
 size_t RoundUp(size_t value, size_t granule) { return (value + granule - 1) / granule * granule; }
 
@@ -132,6 +60,11 @@ class CudaAllocation final : public Allocation {
   uint64_t devicePointer() const override { return isFile() ? registeredDevice_ : device_; }
   bool copyIn(size_t offset, const void* source, size_t bytes, Failure* failure) override;
   bool copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const override;
+  // nativeHandle(): the device address, for a runtime's kernels (a mapped file's only while it is wired).
+  std::vector<NativeField> nativeFields() const override {
+    if (devicePointer() == 0) return {};
+    return {{"devicePointer", devicePointer()}};
+  }
 
   // Sets that have it wired (registration does not nest: register at 0 → 1, unregister at 1 → 0).
   uint32_t wireCount = 0;
@@ -147,31 +80,7 @@ class CudaAllocation final : public Allocation {
   size_t registerLength_ = 0;
 };
 
-class CudaResidencySet final : public ResidencySet {
- public:
-  explicit CudaResidencySet(CudaPlatform* platform) : platform_(platform) {}
-  ~CudaResidencySet() override { endResidency(); }
-
-  void requestResidency() override;
-  void endResidency() override;
-  uint64_t wiringFailures() const override { return wiringFailures_; }
-  std::string lastWiringError() const override { return lastWiringError_; }
-
- protected:
-  void onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) override;
-
- private:
-  void wire(CudaAllocation* allocation);
-  void unwire(CudaAllocation* allocation);
-
-  CudaPlatform* platform_;
-  std::unordered_set<CudaAllocation*> wired_;
-  bool requested_ = false;
-  uint64_t wiringFailures_ = 0;
-  std::string lastWiringError_;
-};
-
-class CudaPlatform final : public Platform {
+class CudaPlatform final : public CudaPlatformApi, public Wiring {
  public:
   CudaPlatform(const DriverApi* api, CUdevice device, CUcontext context, const DeviceFacts& facts)
       : api_(api), device_(device), context_(context), facts_(facts) {
@@ -217,10 +126,10 @@ class CudaPlatform final : public Platform {
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<CudaResidencySet>(this);
+    return std::make_unique<WiringResidencySet>(this, freed);
   }
 
-  void attachResidencySet(ResidencySet*) override {}  // no command queue to attach to
+  // attachResidencySet: Platform's default (no command queue to attach to; a Metal queue is refused).
 
   WiringCounters wiringCounters() const override { return counters_; }
   std::string lastWiringError() const override { return lastWiringError_; }
@@ -305,6 +214,13 @@ class CudaPlatform final : public Platform {
     counters_.wiredBytes -= allocation->allocatedSize();
   }
 
+  // Wiring, for its residency sets (core/wiring_residency_set.h).
+  int wireOne(Allocation* allocation) override { return wire(static_cast<CudaAllocation*>(allocation)); }
+  void unwireOne(Allocation* allocation) override { unwire(static_cast<CudaAllocation*>(allocation)); }
+  std::string wiringAdvice(Allocation* allocation, int result) override {
+    return wiringAdvice(static_cast<CudaAllocation*>(allocation)->registerLength_, result);
+  }
+
   std::string wiringAdvice(size_t bytes, CUresult result) {
     std::ostringstream advice;
     advice << "cuMemHostRegister of " << bytes << " bytes (read-only, device-mapped) failed ("
@@ -332,9 +248,11 @@ CudaAllocation::~CudaAllocation() {
       platform_->api().cuMemHostUnregister(mapping_.address);
     }
     UnmapFile(mapping_);
+    platform_->freed->mappings += 1;
   } else if (device_ != 0) {
     platform_->bind();
-    platform_->api().cuMemFree(device_);
+    // Counted only when the driver took it back (the contract's leak check compares with release()).
+    if (platform_->api().cuMemFree(device_) == CUDA_SUCCESS) platform_->freed->buffers += 1;
   }
 }
 
@@ -354,49 +272,16 @@ bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure*
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyDtoH", result, failure);
 }
 
-void CudaResidencySet::wire(CudaAllocation* allocation) {
-  if (wired_.count(allocation) > 0) return;
-  CUresult result = platform_->wire(allocation);
-  if (result == CUDA_SUCCESS) {
-    wired_.insert(allocation);
-    return;
-  }
-  wiringFailures_ += 1;
-  lastWiringError_ = platform_->wiringAdvice(allocation->registerLength_, result);
-}
-
-void CudaResidencySet::unwire(CudaAllocation* allocation) {
-  if (wired_.erase(allocation) == 0) return;
-  platform_->unwire(allocation);
-}
-
-void CudaResidencySet::onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) {
-  for (Allocation* allocation : removed) unwire(static_cast<CudaAllocation*>(allocation));
-  if (!requested_) return;
-  for (Allocation* allocation : added) wire(static_cast<CudaAllocation*>(allocation));
-}
-
-void CudaResidencySet::requestResidency() {
-  requested_ = true;
-  for (Allocation* allocation : committed_) wire(static_cast<CudaAllocation*>(allocation));
-}
-
-void CudaResidencySet::endResidency() {
-  requested_ = false;
-  std::vector<CudaAllocation*> wired(wired_.begin(), wired_.end());
-  for (CudaAllocation* allocation : wired) unwire(allocation);
-}
-
 }  // namespace
 
-std::unique_ptr<Platform> CreatePlatform(int ordinal, Failure* failure) {
+std::unique_ptr<CudaPlatformApi> CreateCudaPlatform(int ordinal, Failure* failure) {
   std::string why;
   const DriverApi* api = LoadDriver(&why);
   if (api == nullptr) {
     failure->message = why;
     return nullptr;
   }
-  auto refuse = [&](const std::string& what, CUresult result) -> std::unique_ptr<Platform> {
+  auto refuse = [&](const std::string& what, CUresult result) -> std::unique_ptr<CudaPlatformApi> {
     failure->message = what + " (" + ResultText(*api, result) + ")";
     return nullptr;
   };

@@ -2,11 +2,22 @@
 # `node-gyp rebuild` at install (pnpm then asks for approval). It is built only when asked for:
 # scripts/build-from-source.mjs (the workspace's build, and `npx @nuvec/metal-native build`) runs node-gyp here,
 # so the addon lands in native/build/Release. The Linux prebuilds use the same lists (scripts/prebuild.mjs).
+# core/ and napi/ are shared with @nuvec/cuda-native, whose binding.gyp compiles them from here: a file
+# added to either folder goes into its list too.
 {
   "targets": [
     {
       "target_name": "nuvec_metal_native",
-      "sources": ["binding.cc", "posix.cc"],
+      "sources": [
+        "binding.cc",
+        "core/addon_state.cc",
+        "core/posix.cc",
+        "core/wiring_residency_set.cc",
+        "napi/addon.cc",
+        "napi/allocation_handle.cc",
+        "napi/errors.cc",
+        "napi/residency_set_handle.cc"
+      ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"],
       "cflags!": ["-fno-exceptions"],
@@ -32,7 +43,7 @@
         [
           "OS!='mac' and OS!='win'",
           {
-            "sources": ["host/host_platform.cc"]
+            "sources": ["host/host_platform.cc", "host/host_system.cc"]
           }
         ]
       ]

@@ -90,7 +90,7 @@ describe.skipIf(!hasClang || onMac)("Metal layer: clang -fsyntax-only against ou
 
   it("the check is not vacuous: a misspelt Metal selector is an error", () => {
     const source = readFileSync(join(packageRoot, "native", "metal", "metal_platform.mm"), "utf8");
-    // Fed on stdin; -iquote lets its "../platform.h" resolve as from its own folder.
+    // Fed on stdin; -iquote lets its "../core/platform.h" resolve as from its own folder.
     const result = check("-", [`-iquote${join(packageRoot, "native", "metal")}`], {
       input: source.replace("addAllocation:", "addAlocation:"),
     });

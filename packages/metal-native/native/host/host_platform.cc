@@ -4,21 +4,19 @@
 //  - Buffers of a page or more come from anonymous private mmap (zeroed, whole pages, given back at once by
 //    munmap). Smaller ones come from aligned_alloc: the real traces make hundreds of thousands of small
 //    buffers, and one mapping each would exhaust vm.max_map_count and waste most of a page on each.
-//  - Mapped files: posix.cc (private, copy-on-write).
+//  - Mapped files: core/posix.cc (private, copy-on-write).
 //  - Residency sets wire with mlock/munlock. mlock does not nest, and small buffers share pages, so pages
 //    under small buffers are locked through a process-wide reference count (workers share the malloc heap).
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -26,7 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "../platform.h"
+#include "../core/platform.h"
+#include "../core/wiring_residency_set.h"
+#include "host_system.h"
 
 namespace nuvec {
 namespace {
@@ -156,94 +156,8 @@ class SmallPageLocks {
   std::unordered_map<uintptr_t, uint32_t> counts_;
 };
 
-class HostPlatform;
 
-class HostResidencySet final : public ResidencySet {
- public:
-  HostResidencySet(HostPlatform* platform, std::shared_ptr<FreedCounters> freed)
-      : platform_(platform), freed_(std::move(freed)) {}
-  ~HostResidencySet() override {
-    endResidency();
-    freed_->residencySets += 1;
-  }
-
-  void requestResidency() override;
-  void endResidency() override;
-  uint64_t wiringFailures() const override { return wiringFailures_; }
-  std::string lastWiringError() const override { return lastWiringError_; }
-
- protected:
-  void onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) override;
-
- private:
-  void wire(HostAllocation* allocation);
-  void unwire(HostAllocation* allocation);
-
-  HostPlatform* platform_;
-  std::shared_ptr<FreedCounters> freed_;
-  // Committed allocations this set has wired (a failed mlock leaves one out, retried at the next request).
-  std::unordered_set<HostAllocation*> wired_;
-  bool requested_ = false;
-  uint64_t wiringFailures_ = 0;
-  std::string lastWiringError_;
-};
-
-uint64_t ReadNumber(const std::string& path, bool* found) {
-  std::ifstream file(path);
-  std::string text;
-  *found = false;
-  if (!file || !(file >> text)) return 0;
-  if (text == "max") return 0;  // cgroup v2: no limit
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return 0;
-  // cgroup v1 says "no limit" with a huge page-rounded number (9223372036854771712).
-  if (value >= (1ULL << 60)) return 0;
-  *found = true;
-  return value;
-}
-
-// The smallest memory limit among the cgroups that contain this process, or 0 for none. Looks at the
-// namespace root (what a container sees) and at the paths /proc/self/cgroup names with their ancestors.
-uint64_t CgroupMemoryLimit() {
-  std::vector<std::string> candidates = {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
-  std::ifstream cgroups("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(cgroups, line)) {
-    // "0::/path" (v2) or "4:memory:/path" (v1).
-    size_t first = line.find(':');
-    size_t second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    std::string controllers = line.substr(first + 1, second - first - 1);
-    std::string path = line.substr(second + 1);
-    bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
-    bool v1 = controllers.find("memory") != std::string::npos;
-    if (!v1 && !v2) continue;
-    while (!path.empty() && path != "/") {
-      candidates.push_back(v2 ? "/sys/fs/cgroup" + path + "/memory.max"
-                              : "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
-      path = path.substr(0, path.rfind('/'));
-    }
-  }
-  uint64_t limit = 0;
-  for (const std::string& candidate : candidates) {
-    bool found = false;
-    uint64_t value = ReadNumber(candidate, &found);
-    if (found && value > 0 && (limit == 0 || value < limit)) limit = value;
-  }
-  return limit;
-}
-
-std::string MachineName() {
-  struct utsname names;
-  if (uname(&names) != 0) return "host";
-  std::string machine = names.machine;
-  if (machine == "x86_64" || machine == "amd64") machine = "x64";
-  if (machine == "aarch64") machine = "arm64";
-  return std::string("host (") + names.sysname + " " + machine + ")";
-}
-
-class HostPlatform final : public Platform {
+class HostPlatform final : public Platform, public Wiring {
  public:
   HostPlatform() {
     long pageSize = sysconf(_SC_PAGESIZE);
@@ -314,17 +228,11 @@ class HostPlatform final : public Platform {
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
-    return std::make_unique<HostResidencySet>(this, freed);
+    return std::make_unique<WiringResidencySet>(this, freed);
   }
 
-  // No command queue on the host: its own "queue" needs nothing, a runtime's Metal queue is refused.
-  void attachResidencySet(ResidencySet*, uint64_t commandQueue, Failure* failure) override {
-    if (commandQueue != 0) *failure = Failure::Argument("the host backend has no Metal command queue");
-  }
-  bool checkMetalDevice(uint64_t, Failure* failure) override {
-    *failure = Failure::Argument("the host backend has no Metal device");
-    return false;
-  }
+  // attachResidencySet and checkMetalDevice: Platform's defaults (no queue of its own to attach to; a
+  // runtime's Metal queue or device is refused).
 
   WiringCounters wiringCounters() const override { return counters_; }
 
@@ -469,46 +377,19 @@ class HostPlatform final : public Platform {
     return lastWiringError_;
   }
 
+  // Wiring, for its residency sets (core/wiring_residency_set.h).
+  int wireOne(Allocation* allocation) override { return wire(static_cast<HostAllocation*>(allocation)); }
+  void unwireOne(Allocation* allocation) override { unwire(static_cast<HostAllocation*>(allocation)); }
+  std::string wiringAdvice(Allocation* allocation, int errnum) override {
+    return wiringAdvice(allocation->allocatedSize(), errnum);
+  }
+
  private:
   size_t pageSize_;
   DeviceFacts facts_;
   WiringCounters counters_;
   std::string lastWiringError_;
 };
-
-void HostResidencySet::wire(HostAllocation* allocation) {
-  if (wired_.count(allocation) > 0) return;
-  int errnum = platform_->wire(allocation);
-  if (errnum == 0) {
-    wired_.insert(allocation);
-    return;
-  }
-  wiringFailures_ += 1;
-  lastWiringError_ = platform_->wiringAdvice(allocation->allocatedSize(), errnum);
-}
-
-void HostResidencySet::unwire(HostAllocation* allocation) {
-  if (wired_.erase(allocation) == 0) return;
-  platform_->unwire(allocation);
-}
-
-void HostResidencySet::onCommit(const std::vector<Allocation*>& added, const std::vector<Allocation*>& removed) {
-  for (Allocation* allocation : removed) unwire(static_cast<HostAllocation*>(allocation));
-  if (!requested_) return;
-  for (Allocation* allocation : added) wire(static_cast<HostAllocation*>(allocation));
-}
-
-void HostResidencySet::requestResidency() {
-  requested_ = true;
-  // Also retries what failed to wire before (the limit may have been raised since).
-  for (Allocation* allocation : committed_) wire(static_cast<HostAllocation*>(allocation));
-}
-
-void HostResidencySet::endResidency() {
-  requested_ = false;
-  std::vector<HostAllocation*> wired(wired_.begin(), wired_.end());
-  for (HostAllocation* allocation : wired) unwire(allocation);
-}
 
 }  // namespace
 

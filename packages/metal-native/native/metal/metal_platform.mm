@@ -1,6 +1,6 @@
 // The Metal layer (macOS, Apple silicon): only the calls into Metal. Everything JavaScript sees — handles,
-// external ArrayBuffers, detaching, errors — is binding.cc, shared with the host layer and tested on Linux;
-// mapping a file is posix.cc, also shared. Built with ARC (binding.gyp); every body in @autoreleasepool.
+// external ArrayBuffers, detaching, errors — is native/napi/ over core/, shared with the host and CUDA
+// layers and tested on Linux; mapping a file is core/posix.cc, also shared. Built with ARC (binding.gyp); every body in @autoreleasepool.
 // Residency sets are macOS 15 API, gated with @available so the addon still loads on macOS 14 (without them).
 //
 // Verified here only by `clang -fsyntax-only` against the declaration stub in check/ (see README).
@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "../platform.h"
+#include "../core/platform.h"
 
 namespace nuvec {
 namespace {
@@ -59,7 +59,7 @@ uint64_t SysctlNumber(const char* name, uint64_t fallback) {
 
 class MetalAllocation final : public Allocation {
  public:
-  // freed: counted here for a buffer (our last strong reference: binding.cc has removed it from every set
+  // freed: counted here for a buffer (our last strong reference: AddonState has removed it from every set
   // and the sets from the queue by then); null for a mapped file, whose deallocator block counts the munmap.
   MetalAllocation(id<MTLBuffer> buffer, size_t length, std::shared_ptr<FreedCounters> freed)
       : buffer_(buffer),
@@ -78,10 +78,10 @@ class MetalAllocation final : public Allocation {
   size_t allocatedSize() const override { return allocatedSize_; }
   id<MTLBuffer> buffer() const { return buffer_; }
   // For nativeHandle(): the buffer object itself (not retained for the caller) and its GPU address.
-  uint64_t metalBuffer() const override {
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>((__bridge void*)buffer_));
+  std::vector<NativeField> nativeFields() const override {
+    uint64_t metalBuffer = static_cast<uint64_t>(reinterpret_cast<uintptr_t>((__bridge void*)buffer_));
+    return {{"metalBuffer", metalBuffer}, {"gpuAddress", static_cast<uint64_t>(buffer_.gpuAddress)}};
   }
-  uint64_t gpuAddress() const override { return buffer_.gpuAddress; }
 
  private:
   id<MTLBuffer> buffer_;
@@ -99,7 +99,7 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
       : set_(set), registry_(registry), freed_(std::move(freed)) {
     registry_->insert(this);
   }
-  // binding.cc has removed every member and committed (the set retains none of them); here the set leaves
+  // AddonState has removed every member and committed (the set retains none of them); here the set leaves
   // the command queue it was attached to, which would otherwise keep it (and, had it members, their
   // buffers) alive after we let go of it.
   ~MetalResidencySet() override {

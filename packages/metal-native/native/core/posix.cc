@@ -1,5 +1,6 @@
-// POSIX code shared by both layers (the Metal layer wraps the same mapping in a no-copy MTLBuffer): typed
-// failures, errno names, and mapping a whole file private and copy-on-write.
+// POSIX code shared by every layer (the Metal layer wraps the same mapping in a no-copy MTLBuffer, CUDA
+// registers it with the driver): typed failures, errno names and texts, and mapping a whole file private and
+// copy-on-write.
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -34,6 +35,12 @@ Failure Failure::Argument(std::string message) {
   Failure failure;
   failure.kind = Kind::kArgument;
   failure.message = std::move(message);
+  return failure;
+}
+
+Failure Failure::Driver(std::string call, int result, std::string name, std::string message) {
+  Failure failure = System(std::move(call), result, "", std::move(message));
+  failure.errname = std::move(name);
   return failure;
 }
 

@@ -1,11 +1,17 @@
-// The platform interface of the CUDA addon: @nuvec/metal-native's native/platform.h (the same shapes, so the
-// binding stays the same code), extended for memory JavaScript cannot see: an allocation may have no host
-// address (device memory), is then read and written by copies, and may have a device address.
-#ifndef NUVEC_CUDA_PLATFORM_H_
-#define NUVEC_CUDA_PLATFORM_H_
+// The platform interface: what the shared N-API binding (native/napi/) needs from a system. Three layers
+// implement it — host (Linux/POSIX: mmap, mlock) and Metal (macOS) in this package, CUDA (device memory) in
+// @nuvec/cuda-native, which compiles this folder and native/napi/ from here — and only the calls into the
+// OS, Metal or the driver differ between them. Everything that touches JavaScript (object wrapping, external
+// ArrayBuffers, detaching, typed errors, instance data) lives in native/napi/ and is the same code on all
+// three, so it is tested on Linux. A layer's own facts and calls are virtuals with defaults here: a layer
+// overrides what it has (Metal its buffer objects and queues, CUDA its device pointers and copies).
+#ifndef NUVEC_PLATFORM_H_
+#define NUVEC_PLATFORM_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,19 +27,22 @@ struct Failure {
   Kind kind = Kind::kNone;
   std::string message;
   std::string syscall;  // kSystem: the call that failed ("open", "mmap", ...)
-  int errnum = 0;       // kSystem: errno, or the driver's CUresult when errname is set
+  int errnum = 0;       // kSystem: errno, or the driver's result code when errname is set
   std::string path;     // kSystem: the file concerned, if any
-  std::string errname;  // kSystem from the driver: the CUresult's name ("CUDA_ERROR_INVALID_VALUE")
+  std::string errname;  // kSystem from a driver: its code's name ("CUDA_ERROR_INVALID_VALUE"); "" for errno
 
   bool failed() const { return kind != Kind::kNone; }
   static Failure System(std::string syscall, int errnum, std::string path, std::string message);
   static Failure Allocation(std::string message);
   static Failure Argument(std::string message);
+  // A driver's refusal (CUDA): reported as a system error whose errno is the driver's code and its name.
   static Failure Driver(std::string call, int result, std::string name, std::string message);
 };
 
 // errno's symbolic name ("ENOENT"); "E<number>" for one the table does not know.
 std::string ErrnoName(int errnum);
+// The system's text for errnum, safe from any thread (strerror's buffer is shared; strerror_r is not).
+std::string ErrorText(int errnum);
 
 // Counters the platform keeps; the binding adds the buffer and mapping counts.
 struct WiringCounters {
@@ -43,25 +52,52 @@ struct WiringCounters {
 
 class ResidencySet;
 
+// What the platform really gave back to the system, counted in its own free and unmap paths (the host's
+// free/munmap, Metal's last release of a buffer and a mapped file's deallocator block), not where the
+// binding counts a release(): the contract suite's leak check compares the two. Shared by the platform and
+// its allocations (a Metal deallocator may run on another thread, later: atomics).
+struct FreedCounters {
+  std::atomic<uint64_t> buffers{0};
+  std::atomic<uint64_t> mappings{0};
+  std::atomic<uint64_t> residencySets{0};
+};
+
+// One field of nativeHandle() beyond platform and address: a name and a pointer-sized value (a BigInt in JS).
+struct NativeField {
+  const char* name;
+  uint64_t value;
+};
+
 // A buffer or a mapped file: memory the platform holds until the object is destroyed.
 class Allocation {
  public:
   virtual ~Allocation() = default;
-  // The first byte in the process's address space, or nullptr for memory the CPU cannot address (device
-  // memory): contents() is then refused and copyIn/copyOut move the bytes.
+  // The first byte in the process's address space, valid until destruction; nullptr for memory the CPU
+  // cannot address (CUDA device memory): contents() is then refused and copyIn/copyOut move the bytes.
   virtual void* data() const = 0;
-  // The address the device uses, or 0 when it has none (a mapped file not registered with the driver).
-  virtual uint64_t devicePointer() const { return 0; }
-  // Copies bytes in or out at offset (already checked against length()). false and a failure when the
-  // driver refuses. The default copies through data().
-  virtual bool copyIn(size_t offset, const void* source, size_t bytes, Failure* failure);
-  virtual bool copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const;
   // Bytes usable by JS (the request for buffers, the file's length for mappings).
   virtual size_t length() const = 0;
   // Bytes the system really holds (page-rounded for mmap'd memory; Metal's allocatedSize).
   virtual size_t allocatedSize() const = 0;
+  // The address the device uses, or 0 when it has none (host and Metal memory; a CUDA mapped file that is
+  // not registered with the driver).
+  virtual uint64_t devicePointer() const { return 0; }
+  // Copies bytes in or out at offset (already checked against length()). false and a failure when the
+  // layer refuses. The default copies through data(), for memory the CPU can address.
+  virtual bool copyIn(size_t offset, const void* source, size_t bytes, Failure*) {
+    std::memcpy(static_cast<char*>(data()) + offset, source, bytes);
+    return true;
+  }
+  virtual bool copyOut(size_t offset, void* target, size_t bytes, Failure*) const {
+    std::memcpy(target, static_cast<const char*>(data()) + offset, bytes);
+    return true;
+  }
+  // For runtimes' native code (nativeHandle()), beside platform and address: what this layer's own APIs
+  // take (Metal: metalBuffer, the id<MTLBuffer> as a pointer, not retained, and its gpuAddress; CUDA: the
+  // devicePointer). None by default.
+  virtual std::vector<NativeField> nativeFields() const { return {}; }
 
-  // Sets that hold this allocation (a pending add or committed). Maintained by binding.cc: as with Metal,
+  // Sets that hold this allocation (a pending add or committed). Maintained by AddonState (addon_state.h): as with Metal,
   // where a residency set retains what it holds, memory released while a set holds it is freed only once
   // the set lets go of it (remove + commit, or the set's release) — never left dangling in a set.
   std::unordered_set<ResidencySet*> sets;
@@ -69,8 +105,8 @@ class Allocation {
 
 // A residency set with Metal's semantics: add/remove are staged until commit; requestResidency stands, so
 // each later commit wires what it adds and unwires what it removes. The staging and the committed
-// membership are kept here, the same for both layers; a layer implements the on* hooks (Metal forwards each
-// call to its MTLResidencySet, the host wires with mlock).
+// membership are kept here, the same for every layer; a layer implements the on* hooks (Metal forwards each
+// call to its MTLResidencySet; the host and CUDA derive from WiringResidencySet, wiring_residency_set.h).
 class ResidencySet {
  public:
   virtual ~ResidencySet() = default;
@@ -135,20 +171,21 @@ class ResidencySet {
 
 struct DeviceFacts {
   std::string name;
-  std::string platform;  // "cuda"
+  std::string platform;  // "host", "metal" or "cuda"
   uint64_t memorySize = 0;
   uint64_t recommendedMaxWorkingSetSize = 0;
   uint64_t maxBufferLength = 0;
   uint64_t resourceLimit = 0;
   uint64_t pageSize = 0;
   bool supportsResidencySets = false;
-  // False for device memory: buffers have no CPU address.
+  // False for device memory: buffers have no CPU address (CUDA). Reported by cuda-native's facts() only.
   bool hostVisible = true;
-  // The device's ordinal.
+  // The device's ordinal (CUDA; 0 elsewhere). Reported by cuda-native's facts() only.
   int ordinal = 0;
 };
 
-// One per JS environment (main thread, each worker): made by CreatePlatform, destroyed at the environment's
+// One per JS environment (main thread, each worker): made by a layer's factory (CreatePlatform of the host
+// and Metal layers, CreateCudaPlatform in cuda-native), destroyed at the environment's
 // cleanup after every allocation and set it made.
 class Platform {
  public:
@@ -159,27 +196,28 @@ class Platform {
   virtual std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) = 0;
   // nullptr (and no failure) when the device has no residency sets.
   virtual std::unique_ptr<ResidencySet> newResidencySet(Failure* failure) = 0;
-  virtual void attachResidencySet(ResidencySet* set) = 0;
+  // commandQueue: 0 for the platform's own queue, else a runtime's id<MTLCommandQueue> as a pointer (Metal;
+  // the set is removed from it before it is released). A layer without queues fails for a non-zero one.
+  // The default (no queues): its own "queue" needs nothing, a runtime's Metal queue is refused.
+  virtual void attachResidencySet(ResidencySet*, uint64_t commandQueue, Failure* failure) {
+    if (commandQueue != 0) *failure = Failure::Argument("the " + facts().platform + " backend has no Metal command queue");
+  }
+  // Whether `device` (an id<MTLDevice> as a pointer) is the GPU the buffers come from; `failure` says why
+  // not. Layers without Metal always fail.
+  virtual bool checkMetalDevice(uint64_t device, Failure* failure) {
+    *failure = Failure::Argument("the " + facts().platform + " backend has no Metal device");
+    return false;
+  }
+  // The id<MTLResidencySet> behind a set as a pointer (not retained); 0 on layers without them.
+  virtual uint64_t metalResidencySet(ResidencySet*) const { return 0; }
   virtual WiringCounters wiringCounters() const = 0;
+  // What this platform gave back to the system so far (see FreedCounters).
+  std::shared_ptr<FreedCounters> freed = std::make_shared<FreedCounters>();
   // Advice for the last wiring failure of any set, or "".
   virtual std::string lastWiringError() const = 0;
-  // The device's free and total memory (cuMemGetInfo). false and a failure when the driver refuses.
-  virtual bool memoryInfo(uint64_t* free, uint64_t* total, Failure* failure) = 0;
-  // Copies bytes between device addresses on the copy engine (cuMemcpyDtoD), e.g. from a wired mapping.
-  virtual bool copyDevice(uint64_t target, uint64_t source, size_t bytes, Failure* failure) = 0;
-  // Nanoseconds per cuMemAlloc + cuMemFree pair of `bytes`, timed in C++ over `count` pairs (the benchmark's
-  // baseline without N-API). Negative when the driver refuses.
-  virtual double timeDriverAllocFree(size_t bytes, uint32_t count, Failure* failure) = 0;
 };
 
-// Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr
-// and a failure (kind kNone, message saying why) where there is no driver or no such device.
-std::unique_ptr<Platform> CreatePlatform(int ordinal, Failure* failure);
-
-// The driver's version (cuDriverGetVersion, e.g. 13000 for CUDA 13.0), or 0 where there is no driver.
-int DriverVersion();
-
-// Shared POSIX helper for both layers: open + fstat + mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE) of a whole
+// Shared POSIX helper for every layer: open + fstat + mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE) of a whole
 // file, rounded up to pages. Typed failures for missing, directory, empty, unreadable files.
 struct FileMapping {
   void* address = nullptr;
@@ -191,4 +229,4 @@ void UnmapFile(const FileMapping& mapping);
 
 }  // namespace nuvec
 
-#endif  // NUVEC_CUDA_PLATFORM_H_
+#endif  // NUVEC_PLATFORM_H_

@@ -1,0 +1,34 @@
+// The CUDA layer's place in the shared platform interface (@nuvec/metal-native's native/core/platform.h):
+// a Platform with the few driver calls only this addon's entry file (binding.cc) uses.
+#ifndef NUVEC_CUDA_PLATFORM_H_
+#define NUVEC_CUDA_PLATFORM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/platform.h"
+
+namespace nuvec {
+
+class CudaPlatformApi : public Platform {
+ public:
+  // The device's free and total memory (cuMemGetInfo). false and a failure when the driver refuses.
+  virtual bool memoryInfo(uint64_t* free, uint64_t* total, Failure* failure) = 0;
+  // Copies bytes between device addresses on the copy engine (cuMemcpyDtoD), e.g. from a wired mapping.
+  virtual bool copyDevice(uint64_t target, uint64_t source, size_t bytes, Failure* failure) = 0;
+  // Nanoseconds per cuMemAlloc + cuMemFree pair of `bytes`, timed in C++ over `count` pairs (the benchmark's
+  // baseline without N-API). Negative when the driver refuses.
+  virtual double timeDriverAllocFree(size_t bytes, uint32_t count, Failure* failure) = 0;
+};
+
+// Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr
+// and a failure (kind kNone, message saying why) where there is no driver or no such device.
+std::unique_ptr<CudaPlatformApi> CreateCudaPlatform(int ordinal, Failure* failure);
+
+// The driver's version (cuDriverGetVersion, e.g. 13000 for CUDA 13.0), or 0 where there is no driver.
+int DriverVersion();
+
+}  // namespace nuvec
+
+#endif  // NUVEC_CUDA_PLATFORM_H_

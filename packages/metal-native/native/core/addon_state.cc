@@ -1,0 +1,179 @@
+// See addon_state.h: the ownership rules, without N-API.
+#include "addon_state.h"
+
+#include <utility>
+#include <vector>
+
+namespace nuvec {
+
+uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped) {
+  uint64_t id = ++lastId_;
+  size_t bytes = allocation->allocatedSize();
+  if (mapped) {
+    counters.mappingsMade += 1;
+    counters.mappedBytes += bytes;
+  } else {
+    counters.buffersMade += 1;
+    counters.bufferBytes += bytes;
+    if (accountExternalMemory) accountExternalMemory(static_cast<int64_t>(bytes));
+  }
+  OwnedAllocation& owned = allocations_[id];
+  owned.allocation = std::move(allocation);
+  owned.mapped = mapped;
+  return id;
+}
+
+Allocation* AddonState::FindAllocation(uint64_t id) {
+  auto found = allocations_.find(id);
+  return found == allocations_.end() ? nullptr : found->second.allocation.get();
+}
+
+void AddonState::HandleDone(uint64_t id, bool explicitly) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return;
+  OwnedAllocation& owned = found->second;
+  if (owned.released || owned.handleCollected) return;
+  (explicitly ? owned.released : owned.handleCollected) = true;
+  if (owned.escapedViews > 0) counters.quarantinedAllocations += 1;
+  size_t bytes = owned.allocation->allocatedSize();
+  if (owned.mapped) {
+    counters.mappingsReleased += 1;
+    counters.mappedBytes -= bytes;
+  } else {
+    counters.buffersReleased += 1;
+    counters.bufferBytes -= bytes;
+  }
+  MaybeFree(id);
+}
+
+uint64_t AddonState::ViewCreated(uint64_t id) {
+  uint64_t viewId = ++lastViewId_;
+  auto found = allocations_.find(id);
+  if (found != allocations_.end()) {
+    found->second.liveViews += 1;
+    found->second.views[viewId] = ViewState::kHandedOut;
+  }
+  return viewId;
+}
+
+void AddonState::ViewDetachedByUs(uint64_t id, uint64_t viewId) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return;
+  auto view = found->second.views.find(viewId);
+  if (view != found->second.views.end() && view->second == ViewState::kHandedOut) {
+    view->second = ViewState::kDetachedByUs;
+  }
+}
+
+bool AddonState::SettleViews(uint64_t id) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return false;
+  for (auto& [viewId, view] : found->second.views) {
+    if (view != ViewState::kHandedOut) continue;
+    view = ViewState::kEscaped;
+    found->second.escapedViews += 1;
+  }
+  return found->second.escapedViews > 0;
+}
+
+void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return;
+  OwnedAllocation& owned = found->second;
+  auto view = owned.views.find(viewId);
+  if (view == owned.views.end()) return;
+  bool escaped = view->second == ViewState::kEscaped;
+  owned.views.erase(view);
+  owned.liveViews -= 1;
+  if (escaped) {
+    owned.escapedViews -= 1;
+    if (owned.escapedViews == 0 && (owned.released || owned.handleCollected)) counters.quarantinedAllocations -= 1;
+  }
+  MaybeFree(id);
+}
+
+uint64_t AddonState::AddSet(std::unique_ptr<ResidencySet> set) {
+  uint64_t id = ++lastId_;
+  sets_[id] = std::move(set);
+  counters.residencySetsMade += 1;
+  return id;
+}
+
+ResidencySet* AddonState::FindSet(uint64_t id) {
+  auto found = sets_.find(id);
+  return found == sets_.end() ? nullptr : found->second.get();
+}
+
+void AddonState::AddToSet(ResidencySet* set, uint64_t id) {
+  Allocation* allocation = FindAllocation(id);
+  if (allocation == nullptr) return;
+  set->add(allocation);
+  set->members.insert(allocation);
+  allocation->sets.insert(set);
+  setMemberIds_[allocation] = id;
+}
+
+void AddonState::RemoveFromSet(ResidencySet* set, uint64_t id) {
+  Allocation* allocation = FindAllocation(id);
+  if (allocation != nullptr && set->members.count(allocation) > 0) set->remove(allocation);
+}
+
+void AddonState::Commit(ResidencySet* set) {
+  for (Allocation* allocation : set->commit()) Unlink(set, allocation);
+}
+
+void AddonState::FreeSet(uint64_t id) {
+  auto found = sets_.find(id);
+  if (found == sets_.end()) return;
+  std::unique_ptr<ResidencySet> set = std::move(found->second);
+  sets_.erase(found);
+  set->endResidency();
+  std::vector<Allocation*> members(set->members.begin(), set->members.end());
+  // Empty the set before it goes (Metal: removeAllocation: and commit), so that it retains none of them:
+  // the queue may hold on to a set a little longer than we do.
+  for (Allocation* allocation : members) set->remove(allocation);
+  set->commit();
+  for (Allocation* allocation : members) allocation->sets.erase(set.get());
+  set.reset();  // before any of its allocations may go: a layer's set may still point at them
+  for (Allocation* allocation : members) {
+    if (allocation->sets.empty()) MaybeFreeAllocation(allocation);
+  }
+}
+
+void AddonState::TearDown() {
+  if (tornDown) return;
+  tornDown = true;
+  while (!sets_.empty()) FreeSet(sets_.begin()->first);
+  allocations_.clear();
+  platform.reset();
+}
+
+void AddonState::Unlink(ResidencySet* set, Allocation* allocation) {
+  set->members.erase(allocation);
+  allocation->sets.erase(set);
+  if (allocation->sets.empty()) MaybeFreeAllocation(allocation);
+}
+
+void AddonState::MaybeFreeAllocation(Allocation* allocation) {
+  auto id = setMemberIds_.find(allocation);
+  if (id == setMemberIds_.end()) return;
+  MaybeFree(id->second);
+}
+
+void AddonState::MaybeFree(uint64_t id) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return;
+  OwnedAllocation& owned = found->second;
+  if (!owned.released && !owned.handleCollected) return;
+  if (!owned.released && owned.liveViews > 0) return;
+  if (owned.escapedViews > 0) return;  // quarantined: a moved view still reaches the memory
+  if (!owned.allocation->sets.empty()) return;
+  // No V8 accounting during teardown: the environment is going away.
+  if (!owned.mapped && !tornDown && accountExternalMemory) {
+    accountExternalMemory(-static_cast<int64_t>(owned.allocation->allocatedSize()));
+  }
+  setMemberIds_.erase(owned.allocation.get());
+  allocations_.erase(found);
+}
+
+}  // namespace nuvec

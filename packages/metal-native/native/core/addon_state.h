@@ -1,0 +1,129 @@
+// AddonState: who owns what, for one JS environment (main thread or worker), without N-API. It owns the
+// platform, every live allocation and residency set by id, and decides when memory may go back to the
+// system. The N-API layer (native/napi/) turns JavaScript events into calls here — a handle released or
+// collected, a view made, detached or finalized, a set changed — and core/addon_state_test.cc checks the
+// rules with plain C++.
+//
+// Handles (JS objects) hold ids, never owning pointers, so that whichever comes first — release(), the
+// handle being collected, the environment's cleanup — frees once and the others find nothing to do.
+//
+// An allocation's memory is freed when all of these hold: its handle is done with (release(), or collected
+// without it), no view can still reach it (release() detaches them; a collected handle waits for its views'
+// finalizers), and no residency set holds it (Metal's sets retain their allocations; the others follow).
+//
+// A view detached by someone else (moved away by ArrayBuffer.prototype.transfer() or a postMessage
+// transfer) has "escaped": its backing store, our memory, lives on in an ArrayBuffer we cannot detach. Such
+// an allocation is quarantined: released or not, its memory is freed only when the last escaped view's
+// finalizer runs (no JavaScript object can reach it any more), and the TypeScript layer never caches it.
+//
+// Escape is decided by elimination, not by finding the moved ArrayBuffer (the detached original may have
+// been collected already): when the views are detached, every view whose backing store still exists
+// (its finalizer has not run) and that we did not detach ourselves is counted as escaped. A view that was
+// merely collected, its finalizer still pending, is counted too: its buffer then goes to the system instead
+// of the cache, which is always safe.
+#ifndef NUVEC_ADDON_STATE_H_
+#define NUVEC_ADDON_STATE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "platform.h"
+
+namespace nuvec {
+
+// What counters() reports beside the platform's own figures.
+struct Counters {
+  uint64_t buffersMade = 0;
+  uint64_t buffersReleased = 0;
+  uint64_t bufferBytes = 0;
+  uint64_t mappingsMade = 0;
+  uint64_t mappingsReleased = 0;
+  uint64_t mappedBytes = 0;
+  uint64_t residencySetsMade = 0;
+  uint64_t commits = 0;
+  uint64_t residencyRequests = 0;
+  uint64_t quarantinedAllocations = 0;  // released, held for a view moved out of our reach
+};
+
+enum class ViewState { kHandedOut, kDetachedByUs, kEscaped };
+
+// One allocation the state owns, by id, from the platform's making of it to its freeing (released or not:
+// a view or a set may still hold its memory).
+struct OwnedAllocation {
+  std::unique_ptr<Allocation> allocation;
+  bool mapped = false;
+  bool released = false;
+  bool handleCollected = false;
+  uint32_t liveViews = 0;
+  uint32_t escapedViews = 0;
+  // Views whose backing store still exists, by view id.
+  std::unordered_map<uint64_t, ViewState> views;
+};
+
+class AddonState {
+ public:
+  std::unique_ptr<Platform> platform;
+  // Why there is no platform (the binding's "unavailable" error says it).
+  Failure platformFailure;
+  Counters counters;
+  bool tornDown = false;
+  // Told the bytes of every buffer made (positive) and freed (negative), so that the binding can tell V8
+  // of memory it cannot see (napi_adjust_external_memory) and dropped handles are collected in time. Not
+  // called for mapped files, nor during teardown. Optional.
+  std::function<void(int64_t bytes)> accountExternalMemory;
+
+  // Takes an allocation the platform made; returns its id.
+  uint64_t AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped);
+  // The allocation, released or not, while its memory exists.
+  Allocation* FindAllocation(uint64_t id);
+  // release() (after detaching the views: explicitly) or the handle's collection: counted as released at
+  // once; the memory goes when nothing reaches it any more.
+  void HandleDone(uint64_t id, bool explicitly);
+
+  // A new view of allocation `id`; returns the view's id.
+  uint64_t ViewCreated(uint64_t id);
+  // We detached this view ourselves: nothing can reach the memory through it.
+  void ViewDetachedByUs(uint64_t id, uint64_t viewId);
+  // After detaching every view we could: the others escaped. Returns whether any escaped view still exists.
+  bool SettleViews(uint64_t id);
+  // The view's backing store is gone (its finalizer ran): nothing reaches the memory through it any more.
+  void ViewCollected(uint64_t id, uint64_t viewId);
+
+  // Takes a set the platform made; returns its id.
+  uint64_t AddSet(std::unique_ptr<ResidencySet> set);
+  ResidencySet* FindSet(uint64_t id);
+  // Stages allocation `id` (live) into the set; the set holds its memory from now on.
+  void AddToSet(ResidencySet* set, uint64_t id);
+  // Stages the removal of allocation `id` if the set holds it (released or not: the set holds it until the
+  // commit).
+  void RemoveFromSet(ResidencySet* set, uint64_t id);
+  // Applies the staged changes; what the set no longer holds may go.
+  void Commit(ResidencySet* set);
+  // Empties and destroys the set (release() or its handle's collection); what it alone held may go.
+  void FreeSet(uint64_t id);
+
+  // The environment is going away (process or worker exit): give everything back to the system.
+  void TearDown();
+
+  // How many allocations (released or not) and sets still hold memory: for tests and teardown checks.
+  size_t OwnedAllocations() const { return allocations_.size(); }
+  size_t OwnedSets() const { return sets_.size(); }
+
+ private:
+  void Unlink(ResidencySet* set, Allocation* allocation);
+  void MaybeFreeAllocation(Allocation* allocation);
+  void MaybeFree(uint64_t id);
+
+  uint64_t lastId_ = 0;
+  uint64_t lastViewId_ = 0;
+  std::unordered_map<uint64_t, OwnedAllocation> allocations_;
+  std::unordered_map<uint64_t, std::unique_ptr<ResidencySet>> sets_;
+  // Allocations that are or were in a set, back to their ids (sets deal in pointers).
+  std::unordered_map<Allocation*, uint64_t> setMemberIds_;
+};
+
+}  // namespace nuvec
+
+#endif  // NUVEC_ADDON_STATE_H_

@@ -1,0 +1,276 @@
+// Unit test of AddonState (addon_state.h): the ownership rules, with plain C++ and no N-API. Compiled and
+// run by test/addon-state.test.ts (the C++ compiler node-gyp uses), or by hand:
+//   c++ -std=c++17 -Wall -Wextra -o /tmp/addon_state_test core/addon_state_test.cc core/addon_state.cc && /tmp/addon_state_test
+// A fake platform layer counts what was really freed, so each rule is checked against the memory itself,
+// not only against the state's counters. Prints one line per check group; exits non-zero at the first failure.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addon_state.h"
+
+namespace {
+
+int checks = 0;
+
+#define CHECK(condition)                                                                      \
+  do {                                                                                        \
+    checks += 1;                                                                              \
+    if (!(condition)) {                                                                       \
+      std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #condition);              \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+using nuvec::AddonState;
+using nuvec::Allocation;
+using nuvec::ResidencySet;
+
+// What the fake layer gave back to the "system".
+struct Freed {
+  int allocations = 0;
+  int sets = 0;
+};
+
+class FakeAllocation final : public Allocation {
+ public:
+  FakeAllocation(size_t bytes, Freed* freed) : bytes_(bytes), freed_(freed) {}
+  ~FakeAllocation() override { freed_->allocations += 1; }
+  void* data() const override { return nullptr; }
+  size_t length() const override { return bytes_; }
+  size_t allocatedSize() const override { return bytes_; }
+
+ private:
+  size_t bytes_;
+  Freed* freed_;
+};
+
+class FakeSet final : public ResidencySet {
+ public:
+  explicit FakeSet(Freed* freed) : freed_(freed) {}
+  ~FakeSet() override { freed_->sets += 1; }
+  void requestResidency() override {}
+  void endResidency() override {}
+  uint64_t wiringFailures() const override { return 0; }
+  std::string lastWiringError() const override { return ""; }
+
+ protected:
+  void onCommit(const std::vector<Allocation*>&, const std::vector<Allocation*>&) override {}
+
+ private:
+  Freed* freed_;
+};
+
+// A state with V8's accounting recorded: the sum must come back to 0 once every buffer is freed.
+struct Fixture {
+  Freed freed;
+  AddonState state;
+  int64_t externalBytes = 0;
+  Fixture() {
+    state.accountExternalMemory = [this](int64_t bytes) { externalBytes += bytes; };
+  }
+  uint64_t buffer(size_t bytes) { return state.AddAllocation(std::make_unique<FakeAllocation>(bytes, &freed), false); }
+  uint64_t mapping(size_t bytes) { return state.AddAllocation(std::make_unique<FakeAllocation>(bytes, &freed), true); }
+  uint64_t set() { return state.AddSet(std::make_unique<FakeSet>(&freed)); }
+};
+
+void AddAndRelease() {
+  Fixture f;
+  uint64_t buffer = f.buffer(4096);
+  uint64_t mapping = f.mapping(16384);
+  CHECK(f.state.counters.buffersMade == 1 && f.state.counters.bufferBytes == 4096);
+  CHECK(f.state.counters.mappingsMade == 1 && f.state.counters.mappedBytes == 16384);
+  CHECK(f.externalBytes == 4096);  // mapped files are not V8's business
+  CHECK(f.state.FindAllocation(buffer) != nullptr);
+  f.state.HandleDone(buffer, true);
+  CHECK(f.freed.allocations == 1);
+  CHECK(f.state.FindAllocation(buffer) == nullptr);
+  CHECK(f.state.counters.buffersReleased == 1 && f.state.counters.bufferBytes == 0);
+  CHECK(f.externalBytes == 0);
+  // A second release, or the handle's collection after release(), finds nothing to do.
+  f.state.HandleDone(buffer, true);
+  f.state.HandleDone(buffer, false);
+  CHECK(f.state.counters.buffersReleased == 1 && f.freed.allocations == 1);
+  f.state.HandleDone(mapping, false);
+  CHECK(f.freed.allocations == 2 && f.state.counters.mappingsReleased == 1 && f.state.counters.mappedBytes == 0);
+  CHECK(f.state.OwnedAllocations() == 0);
+  std::puts("ok add/release: counted once, freed once, V8 told of buffers only");
+}
+
+void ViewsDetachedByUs() {
+  Fixture f;
+  uint64_t buffer = f.buffer(256);
+  uint64_t view = f.state.ViewCreated(buffer);
+  // release(): we detach the view, nothing escaped, so the memory goes at once (its finalizer comes later).
+  f.state.ViewDetachedByUs(buffer, view);
+  CHECK(!f.state.SettleViews(buffer));
+  f.state.HandleDone(buffer, true);
+  CHECK(f.freed.allocations == 1);
+  CHECK(f.state.counters.quarantinedAllocations == 0);
+  f.state.ViewCollected(buffer, view);  // the late finalizer finds nothing
+  CHECK(f.freed.allocations == 1);
+  std::puts("ok views detached by us: freed at release");
+}
+
+void EscapedViewsQuarantine() {
+  Fixture f;
+  uint64_t buffer = f.buffer(1024);
+  uint64_t ours = f.state.ViewCreated(buffer);
+  uint64_t movedA = f.state.ViewCreated(buffer);
+  uint64_t movedB = f.state.ViewCreated(buffer);
+  // release(): ours is detached by us; the two others were transferred away by someone else.
+  f.state.ViewDetachedByUs(buffer, ours);
+  CHECK(f.state.SettleViews(buffer));
+  f.state.HandleDone(buffer, true);
+  CHECK(f.freed.allocations == 0);
+  CHECK(f.state.counters.quarantinedAllocations == 1);
+  CHECK(f.state.counters.buffersReleased == 1 && f.state.counters.bufferBytes == 0);  // released for JS
+  CHECK(f.externalBytes == 1024);                                                     // still held
+  f.state.ViewCollected(buffer, ours);
+  f.state.ViewCollected(buffer, movedA);
+  CHECK(f.freed.allocations == 0);  // one escaped view still reaches the memory
+  CHECK(f.state.counters.quarantinedAllocations == 1);
+  f.state.ViewCollected(buffer, movedB);
+  CHECK(f.freed.allocations == 1);
+  CHECK(f.state.counters.quarantinedAllocations == 0);
+  CHECK(f.externalBytes == 0);
+  std::puts("ok escaped views: quarantined until the last one is collected");
+}
+
+void HandleCollected() {
+  Fixture f;
+  // Collected with a live view (never released): the view keeps the memory until its finalizer.
+  uint64_t buffer = f.buffer(512);
+  uint64_t view = f.state.ViewCreated(buffer);
+  f.state.HandleDone(buffer, false);
+  CHECK(f.freed.allocations == 0);
+  CHECK(f.state.counters.buffersReleased == 1);
+  CHECK(f.state.counters.quarantinedAllocations == 0);  // not escaped: merely still reachable
+  f.state.ViewCollected(buffer, view);
+  CHECK(f.freed.allocations == 1);
+  // Collected after release(): nothing more to do.
+  uint64_t other = f.buffer(512);
+  f.state.HandleDone(other, true);
+  f.state.HandleDone(other, false);
+  CHECK(f.freed.allocations == 2 && f.state.counters.buffersReleased == 2);
+  // Collected with an escaped view (detachContents() found it transferred away, then the handle went).
+  uint64_t third = f.buffer(512);
+  uint64_t moved = f.state.ViewCreated(third);
+  CHECK(f.state.SettleViews(third));
+  CHECK(f.state.counters.quarantinedAllocations == 0);  // not released yet: not counted
+  f.state.HandleDone(third, false);
+  CHECK(f.state.counters.quarantinedAllocations == 1 && f.freed.allocations == 2);
+  f.state.ViewCollected(third, moved);
+  CHECK(f.state.counters.quarantinedAllocations == 0 && f.freed.allocations == 3);
+  CHECK(f.externalBytes == 0);
+  std::puts("ok handle collected before and after release");
+}
+
+void ResidencySetsHoldMemory() {
+  Fixture f;
+  uint64_t setId = f.set();
+  ResidencySet* set = f.state.FindSet(setId);
+  CHECK(set != nullptr && f.state.counters.residencySetsMade == 1);
+  uint64_t buffer = f.buffer(4096);
+  Allocation* allocation = f.state.FindAllocation(buffer);
+  f.state.AddToSet(set, buffer);
+  f.state.Commit(set);
+  CHECK(set->members.count(allocation) == 1 && allocation->sets.count(set) == 1);
+  CHECK(set->allocationCount() == 1 && set->allocatedSize() == 4096);
+  // Released while the set holds it: counted as released, memory kept until the set lets go.
+  f.state.HandleDone(buffer, true);
+  CHECK(f.freed.allocations == 0 && f.state.counters.buffersReleased == 1);
+  // remove + commit lets go: freed, and the membership is gone on both sides.
+  f.state.RemoveFromSet(set, buffer);
+  CHECK(f.freed.allocations == 0);  // staged only
+  f.state.Commit(set);
+  CHECK(f.freed.allocations == 1 && set->members.empty() && set->allocationCount() == 0);
+  // Added and removed again before any commit: dropped at the commit.
+  uint64_t staged = f.buffer(128);
+  f.state.AddToSet(set, staged);
+  f.state.HandleDone(staged, false);
+  f.state.RemoveFromSet(set, staged);
+  f.state.Commit(set);
+  CHECK(f.freed.allocations == 2 && set->members.empty());
+  // Two sets: the memory goes when the last one lets go; freeing a set frees what it alone held.
+  uint64_t otherId = f.set();
+  ResidencySet* other = f.state.FindSet(otherId);
+  uint64_t shared = f.buffer(8192);
+  Allocation* sharedAllocation = f.state.FindAllocation(shared);
+  f.state.AddToSet(set, shared);
+  f.state.AddToSet(other, shared);
+  f.state.Commit(set);
+  f.state.Commit(other);
+  f.state.HandleDone(shared, true);
+  f.state.FreeSet(setId);
+  CHECK(f.freed.sets == 1 && f.state.FindSet(setId) == nullptr);
+  CHECK(f.freed.allocations == 2 && sharedAllocation->sets.size() == 1);
+  f.state.FreeSet(otherId);
+  CHECK(f.freed.sets == 2 && f.freed.allocations == 3);
+  f.state.FreeSet(otherId);  // twice (release() then the handle's collection): nothing
+  CHECK(f.freed.sets == 2);
+  // A live allocation outlives the set that held it, and leaves it cleanly.
+  uint64_t thirdId = f.set();
+  uint64_t live = f.buffer(64);
+  f.state.AddToSet(f.state.FindSet(thirdId), live);
+  f.state.FreeSet(thirdId);
+  CHECK(f.state.FindAllocation(live) != nullptr && f.state.FindAllocation(live)->sets.empty());
+  f.state.HandleDone(live, true);
+  CHECK(f.freed.allocations == 4 && f.externalBytes == 0 && f.state.OwnedAllocations() == 0);
+  std::puts("ok residency sets: hold released memory, membership cleaned up on both sides");
+}
+
+void TearDown() {
+  Fixture f;
+  uint64_t setId = f.set();
+  uint64_t held = f.buffer(4096);
+  f.state.AddToSet(f.state.FindSet(setId), held);
+  f.state.Commit(f.state.FindSet(setId));
+  f.state.HandleDone(held, true);
+  uint64_t quarantined = f.buffer(4096);
+  f.state.ViewCreated(quarantined);
+  f.state.SettleViews(quarantined);
+  f.state.HandleDone(quarantined, true);
+  f.mapping(100);
+  int64_t before = f.externalBytes;
+  f.state.TearDown();
+  CHECK(f.state.tornDown);
+  CHECK(f.freed.allocations == 3 && f.freed.sets == 1);
+  CHECK(f.state.OwnedAllocations() == 0 && f.state.OwnedSets() == 0);
+  CHECK(f.externalBytes == before);  // no V8 accounting while the environment goes away
+  f.state.TearDown();                // twice: nothing
+  CHECK(f.freed.allocations == 3);
+  std::puts("ok teardown: everything given back, sets first");
+}
+
+void Counters() {
+  Fixture f;
+  f.buffer(100);
+  f.buffer(200);
+  uint64_t c = f.buffer(300);
+  f.mapping(4096);
+  f.set();
+  f.state.HandleDone(c, true);
+  const nuvec::Counters& counters = f.state.counters;
+  CHECK(counters.buffersMade == 3 && counters.buffersReleased == 1 && counters.bufferBytes == 300);
+  CHECK(counters.mappingsMade == 1 && counters.mappingsReleased == 0 && counters.mappedBytes == 4096);
+  CHECK(counters.residencySetsMade == 1 && counters.quarantinedAllocations == 0);
+  CHECK(f.externalBytes == 300);
+  std::puts("ok counters");
+}
+
+}  // namespace
+
+int main() {
+  AddAndRelease();
+  ViewsDetachedByUs();
+  EscapedViewsQuarantine();
+  HandleCollected();
+  ResidencySetsHoldMemory();
+  TearDown();
+  Counters();
+  std::printf("all %d checks passed\n", checks);
+  return 0;
+}

@@ -1,0 +1,126 @@
+// The common exports and the per-environment set-up of both addons (addon.h).
+#include "addon.h"
+
+#include <string>
+#include <utility>
+
+namespace nuvec {
+
+AddonData& DataOf(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }
+
+Platform& PlatformOf(Napi::Env env, AddonState& state) {
+  if (state.tornDown || !state.platform) {
+    const std::string& why = state.platformFailure.message;
+    throw MakeError(env, kUnavailable, why.empty() ? "the native device is not available" : why);
+  }
+  return *state.platform;
+}
+
+Napi::Object FactsObject(Napi::Env env, const DeviceFacts& facts) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("name", facts.name);
+  object.Set("platform", facts.platform);
+  object.Set("memorySize", static_cast<double>(facts.memorySize));
+  object.Set("recommendedMaxWorkingSetSize", static_cast<double>(facts.recommendedMaxWorkingSetSize));
+  object.Set("maxBufferLength", static_cast<double>(facts.maxBufferLength));
+  object.Set("resourceLimit", static_cast<double>(facts.resourceLimit));
+  object.Set("pageSize", static_cast<double>(facts.pageSize));
+  object.Set("supportsResidencySets", facts.supportsResidencySets);
+  return object;
+}
+
+namespace {
+
+Napi::Value Facts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return FactsObject(env, PlatformOf(env, *DataOf(env).state).facts());
+}
+
+Napi::Value CountersOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonState& state = *DataOf(env).state;
+  Platform& platform = PlatformOf(env, state);
+  WiringCounters wiring = platform.wiringCounters();
+  const Counters& counters = state.counters;
+  const FreedCounters& freed = *platform.freed;
+  // In the order the TypeScript type lists them.
+  const std::pair<const char*, uint64_t> figures[] = {
+      {"buffersMade", counters.buffersMade},
+      {"buffersReleased", counters.buffersReleased},
+      {"bufferBytes", counters.bufferBytes},
+      {"mappingsMade", counters.mappingsMade},
+      {"mappingsReleased", counters.mappingsReleased},
+      {"mappedBytes", counters.mappedBytes},
+      {"residencySetsMade", counters.residencySetsMade},
+      {"commits", counters.commits},
+      {"residencyRequests", counters.residencyRequests},
+      {"wiredBytes", wiring.wiredBytes},
+      {"wiringFailures", wiring.wiringFailures},
+      {"quarantinedAllocations", counters.quarantinedAllocations},
+      {"buffersFreedByPlatform", freed.buffers.load()},
+      {"mappingsUnmappedByPlatform", freed.mappings.load()},
+      {"residencySetsFreedByPlatform", freed.residencySets.load()},
+  };
+  Napi::Object object = Napi::Object::New(env);
+  for (const auto& [name, value] : figures) object.Set(name, static_cast<double>(value));
+  return object;
+}
+
+Napi::Value LastWiringError(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string advice = PlatformOf(env, *DataOf(env).state).lastWiringError();
+  return advice.empty() ? env.Undefined() : Napi::String::New(env, advice);
+}
+
+// attachResidencySet(set, commandQueue?): a Metal queue as a BigInt, or none for the platform's own.
+void AttachResidencySet(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  Platform& platform = PlatformOf(env, *data.state);
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.residencySetConstructor.Value())) {
+    ThrowArgument(env, "set", "set must be a residency set of this backend");
+  }
+  ResidencySet* set = ResidencySetHandle::Unwrap(info[0].As<Napi::Object>())->Live(env);
+  uint64_t commandQueue = PointerArgument(env, info[1], "commandQueue", true);
+  Failure failure;
+  platform.attachResidencySet(set, commandQueue, &failure);
+  if (failure.failed()) ThrowArgument(env, "commandQueue", failure.message);
+}
+
+// Nothing: what a call across N-API costs, for the benchmark.
+Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
+
+}  // namespace
+
+void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
+  Napi::Function buffer = BufferHandle::Define(env, data->features);
+  Napi::Function mappedFile = MappedFileHandle::Define(env, data->features);
+  Napi::Function residencySet = ResidencySetHandle::Define(env);
+  data->bufferConstructor = Napi::Persistent(buffer);
+  data->mappedFileConstructor = Napi::Persistent(mappedFile);
+  data->residencySetConstructor = Napi::Persistent(residencySet);
+  env.SetInstanceData<AddonData>(data);
+  // Tell V8 about memory it cannot see, so that dropped handles are collected (and freed) in time. The
+  // state calls this only while the environment lives (never during its teardown).
+  napi_env rawEnv = env;
+  data->state->accountExternalMemory = [rawEnv](int64_t bytes) {
+    int64_t ignored = 0;
+    napi_adjust_external_memory(rawEnv, bytes, &ignored);
+  };
+  // Runs before N-API's own teardown of this environment (hooks run in reverse order of registration), so a
+  // worker's or the process's memory, mappings and locks go back to the system at exit, whatever JS dropped.
+  std::weak_ptr<AddonState> weak = data->state;
+  env.AddCleanupHook([weak]() {
+    if (auto state = weak.lock()) state->TearDown();
+  });
+  exports.Set("NativeBufferHandle", buffer);
+  exports.Set("NativeMappedFileHandle", mappedFile);
+  exports.Set("NativeResidencySetHandle", residencySet);
+  exports.Set("facts", Napi::Function::New<Facts>(env, "facts"));
+  exports.Set("counters", Napi::Function::New<CountersOf>(env, "counters"));
+  exports.Set("lastWiringError", Napi::Function::New<LastWiringError>(env, "lastWiringError"));
+  exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
+  exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
+}
+
+}  // namespace nuvec

@@ -1,0 +1,182 @@
+// What a buffer or mapped-file object does (handles.h): views, their detaching, copies, nativeHandle(),
+// release. The ownership decisions are AddonState's; this file turns JavaScript events into its calls.
+#include <algorithm>
+#include <string>
+
+#include "handles.h"
+
+namespace nuvec {
+
+namespace {
+// What a view's finalizer needs: the state may be gone by then (weak), and the allocation may have been
+// freed by release() (looked up by id).
+struct ViewHint {
+  std::weak_ptr<AddonState> state;
+  uint64_t id;
+  uint64_t viewId;
+};
+}  // namespace
+
+Allocation* AllocationHandle::Live(Napi::Env env, const char* what) {
+  Allocation* allocation = released || state->tornDown ? nullptr : state->FindAllocation(id);
+  if (allocation == nullptr) throw MakeError(env, kReleased, std::string("this ") + what + " was released");
+  return allocation;
+}
+
+Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const char* what) {
+  Napi::Env env = info.Env();
+  Allocation* allocation = Live(env, what);
+  if (allocation->data() == nullptr) {
+    throw MakeError(env, kNotHostVisible,
+                    std::string("contents(): this ") + what +
+                        " is device memory, which the CPU cannot address: copy with read() and write()");
+  }
+  // The same ArrayBuffer while it lives: an external ArrayBuffer costs microseconds (TOOLCHAIN.md).
+  for (auto& view : views) {
+    Napi::ArrayBuffer buffer = view.buffer.Value();
+    if (!buffer.IsEmpty() && !buffer.IsDetached()) return buffer;
+  }
+  // Collected or detached ones are forgotten here; the state still knows of them until their finalizer.
+  views.erase(std::remove_if(views.begin(), views.end(),
+                             [](auto& view) {
+                               Napi::ArrayBuffer buffer = view.buffer.Value();
+                               return buffer.IsEmpty() || buffer.IsDetached();
+                             }),
+              views.end());
+  auto* hint = new ViewHint{state, id, 0};
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+      env, allocation->data(), allocation->length(),
+      [](Napi::Env, void*, ViewHint* hint) {
+        if (auto state = hint->state.lock()) state->ViewCollected(hint->id, hint->viewId);
+        delete hint;
+      },
+      hint);
+  hint->viewId = state->ViewCreated(id);
+  views.push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
+  return buffer;
+}
+
+// Where the memory is, for a runtime's native code: { platform, address (when the CPU can address it), and
+// the layer's own fields (Metal: metalBuffer, gpuAddress; CUDA: devicePointer) }, pointers as BigInts.
+// Nothing is retained: valid until release.
+Napi::Value AllocationHandle::NativeHandle(const Napi::CallbackInfo& info, const char* what) {
+  Napi::Env env = info.Env();
+  Allocation* allocation = Live(env, what);
+  Napi::Object handle = Napi::Object::New(env);
+  handle.Set("platform", Napi::String::New(env, PlatformOf(env, *state).facts().platform));
+  if (allocation->data() != nullptr) {
+    uint64_t address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(allocation->data()));
+    handle.Set("address", Napi::BigInt::New(env, address));
+  }
+  for (const NativeField& field : allocation->nativeFields()) {
+    handle.Set(field.name, Napi::BigInt::New(env, field.value));
+  }
+  return handle;
+}
+
+// Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes. A view
+// we could not detach (already detached by someone else: transfer()) may live on in another ArrayBuffer,
+// so the memory is quarantined (see addon_state.h). Returns whether a view escaped and still exists: such
+// an allocation must never be reused.
+bool AllocationHandle::DetachViews() {
+  for (auto& view : views) {
+    Napi::ArrayBuffer buffer = view.buffer.Value();
+    if (buffer.IsEmpty() || buffer.IsDetached()) continue;
+    buffer.Detach();
+    state->ViewDetachedByUs(id, view.viewId);
+  }
+  views.clear();
+  return state->SettleViews(id);
+}
+
+Napi::Value AllocationHandle::DetachContents(const Napi::CallbackInfo& info, const char* what) {
+  Live(info.Env(), what);
+  return Napi::Boolean::New(info.Env(), DetachViews());
+}
+
+// read(offset, length): a new ArrayBuffer with a copy of the bytes.
+Napi::Value AllocationHandle::Read(const Napi::CallbackInfo& info, const char* what) {
+  Napi::Env env = info.Env();
+  Allocation* allocation = Live(env, what);
+  size_t offset = CheckRange(env, info[0], "offset", allocation->length());
+  size_t length = CheckRange(env, info[1], "length", allocation->length() - offset);
+  Napi::ArrayBuffer target = Napi::ArrayBuffer::New(env, length);
+  Failure failure;
+  if (!allocation->copyOut(offset, target.Data(), length, &failure)) ThrowFailure(env, failure, "length", 0);
+  return target;
+}
+
+// write(source, offset): source is an ArrayBuffer or any ArrayBuffer view.
+void AllocationHandle::Write(const Napi::CallbackInfo& info, const char* what) {
+  Napi::Env env = info.Env();
+  Allocation* allocation = Live(env, what);
+  const void* data = nullptr;
+  size_t bytes = 0;
+  if (info[0].IsArrayBuffer()) {
+    Napi::ArrayBuffer source = info[0].As<Napi::ArrayBuffer>();
+    data = source.Data();
+    bytes = source.ByteLength();
+  } else if (info[0].IsTypedArray()) {
+    Napi::TypedArray source = info[0].As<Napi::TypedArray>();
+    data = static_cast<const char*>(source.ArrayBuffer().Data()) + source.ByteOffset();
+    bytes = source.ByteLength();
+  } else if (info[0].IsDataView()) {
+    Napi::DataView source = info[0].As<Napi::DataView>();
+    data = static_cast<const char*>(source.ArrayBuffer().Data()) + source.ByteOffset();
+    bytes = source.ByteLength();
+  } else {
+    ThrowArgument(env, "source", "source must be an ArrayBuffer or an ArrayBuffer view");
+  }
+  size_t offset = CheckRange(env, info[1], "offset", allocation->length());
+  if (bytes > allocation->length() - offset) {
+    ThrowArgument(env, "source",
+                  "source (" + std::to_string(bytes) + " bytes) does not fit at offset " + std::to_string(offset) +
+                      " of " + std::to_string(allocation->length()) + " bytes");
+  }
+  Failure failure;
+  if (!allocation->copyIn(offset, data, bytes, &failure)) ThrowFailure(env, failure, "source", 0);
+}
+
+// The device address as a BigInt, or undefined when there is none (a mapped file not wired) or released.
+Napi::Value AllocationHandle::DevicePointer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Allocation* allocation = released || state->tornDown ? nullptr : state->FindAllocation(id);
+  if (allocation == nullptr || allocation->devicePointer() == 0) return env.Undefined();
+  return Napi::BigInt::New(env, static_cast<uint64_t>(allocation->devicePointer()));
+}
+
+void AllocationHandle::Release(const Napi::CallbackInfo& info, const char* what) {
+  Live(info.Env(), what);
+  // Detach first: no view may outlive the memory (an escaped one keeps it, quarantined).
+  DetachViews();
+  released = true;
+  state->HandleDone(id, true);
+}
+
+void AllocationHandle::Collected() {
+  if (!released && state) state->HandleDone(id, false);
+  released = true;
+}
+
+std::unique_ptr<Allocation> BufferKind::Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                             Failure* failure, double* bytes) {
+  size_t checked = CheckBytes(env, info[0], platform.facts().maxBufferLength);
+  *bytes = static_cast<double>(checked);
+  return platform.newBuffer(checked, failure);
+}
+
+std::unique_ptr<Allocation> MappedFileKind::Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                                 Failure* failure, double*) {
+  return platform.mapFile(CheckPath(env, info[0]), failure);
+}
+
+AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value) {
+  if (!value.IsObject()) return nullptr;
+  AddonData& data = DataOf(env);
+  Napi::Object object = value.As<Napi::Object>();
+  if (object.InstanceOf(data.bufferConstructor.Value())) return &BufferHandle::Unwrap(object)->handle();
+  if (object.InstanceOf(data.mappedFileConstructor.Value())) return &MappedFileHandle::Unwrap(object)->handle();
+  return nullptr;
+}
+
+}  // namespace nuvec

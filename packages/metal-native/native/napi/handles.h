@@ -1,0 +1,195 @@
+// The JS classes both addons share: a buffer and a mapped file (one template, AllocationObject<Kind>) and a
+// residency set, over an AddonState (core/addon_state.h) per environment. The handles hold ids, never
+// owning pointers: the state owns.
+#ifndef NUVEC_NAPI_HANDLES_H_
+#define NUVEC_NAPI_HANDLES_H_
+
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "../core/addon_state.h"
+#include "errors.h"
+
+namespace nuvec {
+
+// What an addon adds to the shared classes. Its entry file sets these before InitCommon (addon.h).
+struct BindingFeatures {
+  // read(offset, length), write(source, offset) and the devicePointer accessor on buffers and mapped files:
+  // for memory the CPU cannot address (cuda-native). Off in metal-native, whose views reach all of it.
+  bool copies = false;
+};
+
+// Instance data of one environment (main thread or worker).
+struct AddonData {
+  std::shared_ptr<AddonState> state = std::make_shared<AddonState>();
+  BindingFeatures features;
+  Napi::FunctionReference bufferConstructor;
+  Napi::FunctionReference mappedFileConstructor;
+  Napi::FunctionReference residencySetConstructor;
+};
+
+AddonData& DataOf(Napi::Env env);
+// The platform, or ERR_NUVEC_NATIVE_UNAVAILABLE with the state's platformFailure.
+Platform& PlatformOf(Napi::Env env, AddonState& state);
+
+// A view handed out: a weak reference to the ArrayBuffer, and its id in the state's view records.
+struct HandedOutView {
+  Napi::Reference<Napi::ArrayBuffer> buffer;
+  uint64_t viewId;
+};
+
+// What a buffer and a mapped-file object do, whichever they are (AllocationObject forwards to it).
+class AllocationHandle {
+ public:
+  std::shared_ptr<AddonState> state;
+  uint64_t id = 0;
+  bool released = true;
+  double length = 0;
+  double allocatedSize = 0;
+  // Weak references to the ArrayBuffers handed out, detached on release.
+  std::vector<HandedOutView> views;
+
+  // The allocation, or ERR_NUVEC_RELEASED ("this <what> was released").
+  Allocation* Live(Napi::Env env, const char* what);
+  Napi::Value Contents(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value DetachContents(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value Read(const Napi::CallbackInfo& info, const char* what);
+  void Write(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value DevicePointer(const Napi::CallbackInfo& info);
+  void Release(const Napi::CallbackInfo& info, const char* what);
+  // The handle was collected without release(): freed once no view reaches the memory (or no set holds it).
+  void Collected();
+
+ private:
+  bool DetachViews();
+};
+
+// What tells a buffer handle from a mapped-file handle: the JS class's name, the word in error messages,
+// the constructor's argument, whether it is a mapping, and how the allocation is made from the argument.
+// Everything else is AllocationObject's.
+struct KindNames {
+  const char* className;
+  const char* what;
+  const char* argument;
+  bool mapped;
+};
+
+struct BufferKind {
+  static constexpr KindNames kNames{"NativeBufferHandle", "buffer", "bytes", false};
+  // new NativeBufferHandle(bytes); `bytes` is what an allocation failure reports.
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double* bytes);
+};
+
+struct MappedFileKind {
+  static constexpr KindNames kNames{"NativeMappedFileHandle", "mapped file", "path", true};
+  // new NativeMappedFileHandle(path)
+  static std::unique_ptr<Allocation> Make(Napi::Env env, const Napi::CallbackInfo& info, Platform& platform,
+                                          Failure* failure, double* bytes);
+};
+
+// The JS class of a buffer or a mapped file: one implementation, the differences in Kind.
+template <typename Kind>
+class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
+  using Base = Napi::ObjectWrap<AllocationObject<Kind>>;
+
+ public:
+  static Napi::Function Define(Napi::Env env, const BindingFeatures& features) {
+    std::vector<typename Base::PropertyDescriptor> properties = {
+        Base::template InstanceMethod<&AllocationObject::Contents>("contents"),
+        Base::template InstanceMethod<&AllocationObject::DetachContents>("detachContents"),
+        Base::template InstanceMethod<&AllocationObject::NativeHandle>("nativeHandle"),
+        Base::template InstanceMethod<&AllocationObject::Release>("release"),
+        Base::template InstanceAccessor<&AllocationObject::Length>("length"),
+        Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
+        Base::template InstanceAccessor<&AllocationObject::Released>("released")};
+    // A mapping's allocated size is its mapped length (whole pages).
+    if (Kind::kNames.mapped) {
+      properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
+    }
+    if (features.copies) {
+      properties.push_back(Base::template InstanceMethod<&AllocationObject::Read>("read"));
+      properties.push_back(Base::template InstanceMethod<&AllocationObject::Write>("write"));
+      properties.push_back(Base::template InstanceAccessor<&AllocationObject::DevicePointer>("devicePointer"));
+    }
+    return Base::DefineClass(env, Kind::kNames.className, properties);
+  }
+
+  explicit AllocationObject(const Napi::CallbackInfo& info) : Base(info) {
+    Napi::Env env = info.Env();
+    AddonData& data = DataOf(env);
+    Platform& platform = PlatformOf(env, *data.state);
+    Failure failure;
+    double bytes = 0;
+    std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
+    if (!allocation) ThrowFailure(env, failure, Kind::kNames.argument, bytes);
+    handle_.state = data.state;
+    handle_.length = static_cast<double>(allocation->length());
+    handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
+    handle_.id = data.state->AddAllocation(std::move(allocation), Kind::kNames.mapped);
+    handle_.released = false;
+  }
+
+  void Finalize(Napi::Env) override { handle_.Collected(); }
+
+  AllocationHandle& handle() { return handle_; }
+
+ private:
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kNames.what); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kNames.what); }
+  Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kNames.what); }
+  Napi::Value Read(const Napi::CallbackInfo& info) { return handle_.Read(info, Kind::kNames.what); }
+  void Write(const Napi::CallbackInfo& info) { handle_.Write(info, Kind::kNames.what); }
+  Napi::Value DevicePointer(const Napi::CallbackInfo& info) { return handle_.DevicePointer(info); }
+  void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kNames.what); }
+  Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }
+  Napi::Value AllocatedSize(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), handle_.allocatedSize);
+  }
+  Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+
+  AllocationHandle handle_;
+};
+
+using BufferHandle = AllocationObject<BufferKind>;
+using MappedFileHandle = AllocationObject<MappedFileKind>;
+
+// The handle behind a buffer or mapped-file object, or nullptr for anything else.
+AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value);
+
+class ResidencySetHandle final : public Napi::ObjectWrap<ResidencySetHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  // new NativeResidencySetHandle(): throws ERR_NUVEC_NATIVE_UNAVAILABLE when the device has no sets.
+  explicit ResidencySetHandle(const Napi::CallbackInfo& info);
+  void Finalize(Napi::Env env) override;
+  // The set, or ERR_NUVEC_RELEASED.
+  ResidencySet* Live(Napi::Env env);
+
+ private:
+  AllocationHandle* Argument(const Napi::CallbackInfo& info);
+  void Add(const Napi::CallbackInfo& info);
+  void Remove(const Napi::CallbackInfo& info);
+  void Commit(const Napi::CallbackInfo& info);
+  void RequestResidency(const Napi::CallbackInfo& info);
+  void EndResidency(const Napi::CallbackInfo& info);
+  void Release(const Napi::CallbackInfo& info);
+  ResidencySet* Find();
+  Napi::Value AllocatedSize(const Napi::CallbackInfo& info);
+  Napi::Value AllocationCount(const Napi::CallbackInfo& info);
+  Napi::Value WiringFailures(const Napi::CallbackInfo& info);
+  Napi::Value LastWiringError(const Napi::CallbackInfo& info);
+  Napi::Value Released(const Napi::CallbackInfo& info);
+  Napi::Value MetalResidencySet(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<AddonState> state_;
+  uint64_t id_ = 0;
+  double wiringFailures_ = 0;  // the count as last read, still answered after release
+};
+
+}  // namespace nuvec
+
+#endif  // NUVEC_NAPI_HANDLES_H_

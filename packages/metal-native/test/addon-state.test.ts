@@ -1,0 +1,89 @@
+// The C++ unit tests of native/core: AddonState (addon_state_test.cc), the ownership rules of the native
+// layer — release, views detached by us or escaped (quarantine), handles collected before or after release,
+// residency sets holding released memory, teardown, counters — checked in plain C++ against a fake platform
+// that counts what was really freed; and WiringResidencySet (wiring_residency_set_test.cc), the residency set
+// of the host and CUDA layers. Compiled here with the C++ compiler node-gyp uses ($CXX, else c++ or
+// g++ from PATH); the addon builds from source in CI, so CI has one: there a missing compiler fails this
+// test instead of skipping it.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const core = fileURLToPath(new URL("../native/core/", import.meta.url));
+
+/** The first C++ compiler that answers --version, as node-gyp's make would pick it ($CXX first). */
+function findCompiler(): string | undefined {
+  const candidates = [process.env.CXX, "c++", "g++", "clang++"].filter((name): name is string => !!name);
+  return candidates.find((name) => spawnSync(name, ["--version"], { encoding: "utf8" }).status === 0);
+}
+
+const compiler = findCompiler();
+const inCi = process.env.CI === "true";
+
+describe("native/core stays free of N-API", () => {
+  it("no file of native/core includes napi.h or node_api.h (AddonState is tested without Node)", () => {
+    const files = readdirSync(core).filter((name) => /\.(h|cc)$/.test(name));
+    expect(files).toContain("addon_state.h");
+    for (const file of files) {
+      expect(readFileSync(join(core, file), "utf8"), file).not.toMatch(
+        /#include\s*[<"](napi|node_api)\.h[>"]/,
+      );
+    }
+  });
+});
+
+// Each core/<name>_test.cc is compiled with core/<name>.cc, and what it prints says which rules passed.
+const unitTests: Record<string, string[]> = {
+  addon_state: ["add/release", "escaped views", "handle collected", "residency sets", "teardown", "counters"],
+  wiring_residency_set: ["wiring follows the request", "failures"],
+};
+
+describe("native/core's C++ unit tests (AddonState, WiringResidencySet)", () => {
+  it("has a C++ compiler to build them with (required in CI)", () => {
+    if (inCi) expect(compiler, "no C++ compiler (c++, g++, clang++ or $CXX) on PATH in CI").toBeDefined();
+  });
+
+  it("every *_test.cc of native/core is run here", () => {
+    const found = readdirSync(core)
+      .filter((name) => name.endsWith("_test.cc"))
+      .map((name) => name.replace(/_test\.cc$/, ""));
+    expect(found.sort()).toEqual(Object.keys(unitTests).sort());
+  });
+
+  // Outside CI a machine without a compiler cannot build the addon either: nothing native to test there.
+  describe.runIf(compiler !== undefined || inCi)("compiled and run", () => {
+    const scratch = mkdtempSync(join(tmpdir(), "nuvec-core-tests-"));
+    afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+    for (const [unit, rules] of Object.entries(unitTests)) {
+      it(`core/${unit}_test.cc compiles without warnings and every check passes`, () => {
+        const binary = join(scratch, `${unit}_test`);
+        const build = spawnSync(
+          compiler ?? "c++",
+          [
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Wno-unused-parameter",
+            "-Werror",
+            "-o",
+            binary,
+            join(core, `${unit}_test.cc`),
+            join(core, `${unit}.cc`),
+          ],
+          { encoding: "utf8" },
+        );
+        expect(build.stderr).toBe("");
+        expect(build.status).toBe(0);
+        const run = spawnSync(binary, [], { encoding: "utf8" });
+        expect(run.stderr).toBe("");
+        expect(run.status).toBe(0);
+        for (const rule of rules) expect(run.stdout).toContain(`ok ${rule}`);
+        expect(run.stdout).toMatch(/all \d+ checks passed/);
+      }, 120_000);
+    }
+  });
+});
