@@ -166,6 +166,7 @@ const APPROVED = {
   ],
   "@nuvec/metal-native/mock": MOCK,
   "@nuvec/metal-native/addon": [
+    "AddonAllocation",
     "AddonBackend",
     "AddonBuffer",
     "AddonMappedFile",

@@ -1,26 +1,19 @@
-import { NativeReleasedError } from "../errors.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
+import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
-import type { RawBufferHandle, RawMetalBufferHandle } from "./raw.js";
+import type { RawBufferHandle } from "./raw.js";
+import type { RawMetalBufferHandle } from "./raw-metal.js";
 
 /**
  * A buffer of an addon's memory: the {@link NativeBuffer} over a raw buffer handle, every argument and state
- * checked before native code runs. What differs between addons is where the memory is
- * ({@link AddonBuffer.memoryHandle}, the subclass's) and any calls of their own (CUDA's `read`/`write`).
+ * checked before native code runs. What differs between addons is where the memory is (`memoryHandle()`, the
+ * subclass's) and any calls of their own (CUDA's `read`/`write`).
  */
 export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemoryHandle>
+  extends AddonAllocation<Handle>
   implements NativeBuffer
 {
-  /** The bytes asked for. */
-  readonly length: number;
-  /** The bytes the system holds for it (page-rounded when it came from `mmap`). */
-  readonly allocatedSize: number;
-  /** @internal */
-  readonly raw: RawBufferHandle;
-  /** @internal */
-  readonly owner: AddonBackend;
-  #released = false;
   #quarantined = false;
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case, and the only one where the CPU cannot address it).
@@ -32,15 +25,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
   protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
-    this.raw = raw;
-    this.owner = owner;
-    this.length = raw.length;
-    this.allocatedSize = raw.allocatedSize;
-  }
-
-  /** True once `release()` was called. */
-  get released(): boolean {
-    return this.#released;
+    super(raw, owner, "buffer");
   }
 
   /**
@@ -84,26 +69,10 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
   }
 
-  /** Where the memory is, for a runtime's native code (see {@link NativeMemoryHandle}). Frozen; throws after release. */
-  nativeHandle(): Handle {
-    this.assertLive("nativeHandle");
-    return callNative(() => Object.freeze(this.memoryHandle()));
-  }
-
   /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
-  release(): void {
-    this.assertLive("release");
-    this.#released = true;
+  override release(): void {
     this.#lastView = undefined;
-    callNative(() => this.raw.release());
-  }
-
-  /** Where the memory is, as this addon says it: what `nativeHandle()` gives, frozen. */
-  protected abstract memoryHandle(): Handle;
-
-  /** Throws a {@link NativeReleasedError} naming `method` once the buffer was released. */
-  protected assertLive(method: string): void {
-    if (this.#released) throw new NativeReleasedError(`${method}(): the buffer was already released`);
+    super.release();
   }
 }
 

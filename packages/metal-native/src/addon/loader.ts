@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { NativeUnavailableError, type NativeUnavailableReason } from "../errors.js";
 import { ADDON_FILE_NAME, PREBUILT_PACKAGES, packageRoot, platformKey } from "../platforms.js";
 import { NativeAddonBackend } from "./native-backend.js";
-import type { RawMetalAddon } from "./raw.js";
+import type { RawMetalAddon } from "./raw-metal.js";
 
 /** The command that builds the addon from source into this very copy of the package. */
 function buildCommand(): string {

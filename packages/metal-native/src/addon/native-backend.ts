@@ -4,15 +4,13 @@ import { AddonBackend } from "./backend.js";
 import { NativeAddonBuffer } from "./buffer.js";
 import { callNative } from "./call.js";
 import { NativeAddonMappedFile } from "./mapped-file.js";
+import type { RawBufferHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
 import type {
-  RawBufferHandle,
-  RawMappedFileHandle,
   RawMetalAddon,
   RawMetalBufferHandle,
   RawMetalMappedFileHandle,
   RawMetalResidencySetHandle,
-  RawResidencySetHandle,
-} from "./raw.js";
+} from "./raw-metal.js";
 import { NativeAddonResidencySet } from "./residency-set.js";
 
 // The handles reach the wrap methods typed as every addon's; they are this addon's (it made them), whose

@@ -1,4 +1,5 @@
 import { NativeArgumentError } from "../errors.js";
+import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonMappedFile } from "./mapped-file.js";
@@ -19,10 +20,11 @@ export function ownedHandle(
   argument: string,
   method: string,
 ): RawAllocationHandle {
-  const isKind =
-    (kind !== "mapped file" && value instanceof AddonBuffer) ||
-    (kind !== "buffer" && value instanceof AddonMappedFile);
-  if (isKind && (value as AddonBuffer | AddonMappedFile).owner === owner)
-    return (value as AddonBuffer | AddonMappedFile).raw;
+  const kindClass = {
+    buffer: AddonBuffer,
+    "mapped file": AddonMappedFile,
+    "buffer or mapped file": AddonAllocation,
+  }[kind];
+  if (value instanceof kindClass && value.owner === owner) return value.raw;
   throw new NativeArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
 }

@@ -1,7 +1,7 @@
 // The raw interface of a nuvec addon (native/binding.cc of @nuvec/metal-native and of @nuvec/cuda-native):
 // handle classes whose methods check their arguments again, for memory safety, and throw plain `Error`s with
 // a `code` (and syscall, errno, errnoNumber, path, bytes, argument) that callNative turns into typed errors.
-import type { BackendPlatform, NativeCounters, NativeMemoryHandle } from "../types.js";
+import type { BackendPlatform, NativeCounters } from "../types.js";
 
 /** What the addon's buffer and mapped-file handles have in common. */
 export interface RawAllocationHandle {
@@ -62,33 +62,4 @@ export interface RawAddon {
   counters(): NativeCounters;
   lastWiringError(): string | undefined;
   attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// @nuvec/metal-native's own addon (Metal, host): handles that say where their memory is, Metal's pointers.
-
-/** @internal */
-export interface RawMetalBufferHandle extends RawAllocationHandle {
-  nativeHandle(): NativeMemoryHandle;
-}
-
-/** @internal */
-export interface RawMetalMappedFileHandle extends RawMappedFileHandle {
-  nativeHandle(): NativeMemoryHandle;
-}
-
-/** @internal */
-export interface RawMetalResidencySetHandle extends RawResidencySetHandle {
-  readonly metalResidencySet: bigint | undefined;
-}
-
-/** @internal */
-export interface RawMetalAddon extends RawAddon {
-  NativeBufferHandle: new (bytes: number) => RawMetalBufferHandle;
-  NativeMappedFileHandle: new (path: string) => RawMetalMappedFileHandle;
-  NativeResidencySetHandle: new () => RawMetalResidencySetHandle;
-  checkMetalDevice(device: bigint): void;
-  noop(): void;
-  available: boolean;
-  unavailableReason: string;
 }

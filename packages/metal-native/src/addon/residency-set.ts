@@ -3,7 +3,8 @@ import type { NativeAllocation, NativeResidencySet } from "../types.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import { ownedHandle } from "./ownership.js";
-import type { RawMetalResidencySetHandle, RawResidencySetHandle } from "./raw.js";
+import type { RawResidencySetHandle } from "./raw.js";
+import type { RawMetalResidencySetHandle } from "./raw-metal.js";
 
 /**
  * A residency set of an addon with MLX's semantics: the {@link NativeResidencySet} over a raw set handle.
