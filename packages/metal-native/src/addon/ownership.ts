@@ -8,6 +8,13 @@ import type { RawAllocationHandle } from "./raw.js";
 /** What an argument that takes an allocation of a backend may be. */
 export type AllocationKind = "buffer" | "mapped file" | "buffer or mapped file";
 
+/** The wrapper class each kind is. */
+const CLASS_OF_KIND = {
+  buffer: AddonBuffer,
+  "mapped file": AddonMappedFile,
+  "buffer or mapped file": AddonAllocation,
+} as const;
+
 /**
  * The addon handle of `value` when it is a `kind` that `owner` made, else a {@link NativeArgumentError}
  * naming `argument` (`"<method>(): the <argument> must be a <kind> of this backend"`): the one check that an
@@ -20,11 +27,6 @@ export function ownedHandle(
   argument: string,
   method: string,
 ): RawAllocationHandle {
-  const kindClass = {
-    buffer: AddonBuffer,
-    "mapped file": AddonMappedFile,
-    "buffer or mapped file": AddonAllocation,
-  }[kind];
-  if (value instanceof kindClass && value.owner === owner) return value.raw;
+  if (value instanceof CLASS_OF_KIND[kind] && value.owner === owner) return value.raw;
   throw new NativeArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
 }
