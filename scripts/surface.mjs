@@ -27,6 +27,7 @@ export const ENTRIES = [
   entry("residency"),
   entry("metal-native"),
   entry("metal-native", "mock"),
+  entry("metal-native", "addon"),
   entry("device"),
   entry("device", "mock"),
   entry("cuda-native"),

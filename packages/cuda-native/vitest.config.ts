@@ -1,12 +1,17 @@
 import { fileURLToPath } from "node:url";
 import { packageTests } from "../../vitest.shared.js";
 
+const metalNativeSource = (file: string) =>
+  fileURLToPath(new URL(`../metal-native/src/${file}`, import.meta.url));
+
 export default packageTests({
   resolve: {
     // The contract suite (../metal-native/test/contract.ts) checks errors against @nuvec/metal-native's
-    // sources: the backend must throw those same classes, so both resolve to the sources.
-    alias: {
-      "@nuvec/metal-native": fileURLToPath(new URL("../metal-native/src/index.ts", import.meta.url)),
-    },
+    // sources: the backend must throw those same classes, so both resolve to the sources (each entry exactly:
+    // a plain prefix would send `@nuvec/metal-native/addon` to `index.ts/addon`).
+    alias: [
+      { find: /^@nuvec\/metal-native$/, replacement: metalNativeSource("index.ts") },
+      { find: /^@nuvec\/metal-native\/addon$/, replacement: metalNativeSource("addon.ts") },
+    ],
   },
 });

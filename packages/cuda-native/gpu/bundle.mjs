@@ -16,6 +16,8 @@ const alias = {
 for (const name of ["stats", "allocator", "residency", "metal-native", "device"]) {
   alias[`@nuvec/${name}`] = join(packages, name, "src", "index.ts");
 }
+// A subpath entry of a package: its own file (esbuild would otherwise append the subpath to index.ts).
+alias["@nuvec/metal-native/addon"] = join(packages, "metal-native", "src", "addon.ts");
 
 const common = {
   bundle: true,

@@ -1,63 +1,14 @@
-// Argument checks of the CUDA backend: the same refusals, with the same errors, as @nuvec/metal-native's
-// backends (its src/arguments.ts), made before native code runs; plus offsets, lengths and copy sources.
+// Argument checks of the CUDA backend beyond those of @nuvec/metal-native's wrappers (sizes, paths, sets,
+// allocations of another backend): offsets, lengths and copy sources of `read`/`write`, the device ordinal.
+// Made before native code runs, with the same error class and the same describer as every nuvec package.
 import { NativeArgumentError } from "@nuvec/metal-native";
+import { byteCountProblem, describeValue } from "@nuvec/stats";
 
-/** A value for a message: strings quoted, bigints with `n`, `-0` kept. */
-export function describeValue(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (Object.is(value, -0)) return "-0";
-  if (typeof value === "object" && value !== null) return Object.prototype.toString.call(value);
-  return String(value);
-}
-
-/** Checks a buffer length: a positive safe integer no larger than `maxBufferLength`. */
-export function checkBufferLength(bytes: unknown, maxBufferLength: number): number {
-  if (typeof bytes !== "number") {
-    throw new NativeArgumentError(
-      "bytes",
-      `bytes must be a number of bytes, got ${typeof bytes} ${describeValue(bytes)}`,
-    );
-  }
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-    throw new NativeArgumentError(
-      "bytes",
-      `bytes must be a positive safe integer number of bytes, got ${describeValue(bytes)}`,
-    );
-  }
-  if (bytes > maxBufferLength) {
-    throw new NativeArgumentError(
-      "bytes",
-      `bytes must be at most maxBufferLength (${maxBufferLength}), got ${bytes}`,
-    );
-  }
-  return bytes;
-}
-
-/** Checks a file path: a non-empty string without NUL characters (which the system would cut short). */
-export function checkPath(path: unknown): string {
-  if (typeof path !== "string") {
-    throw new NativeArgumentError("path", `path must be a string, got ${typeof path} ${describeValue(path)}`);
-  }
-  if (path.length === 0) throw new NativeArgumentError("path", "path must not be empty");
-  if (path.includes("\0")) {
-    throw new NativeArgumentError(
-      "path",
-      `path must not contain a NUL character, got ${JSON.stringify(path)}`,
-    );
-  }
-  return path;
-}
-
-/** Checks an offset or a length: a safe integer from 0 to `limit`. */
-export function checkRange(value: unknown, name: string, limit: number): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > limit) {
-    throw new NativeArgumentError(
-      name,
-      `${name} must be a whole number from 0 to ${limit}, got ${typeof value === "number" ? describeValue(value) : `${typeof value} ${describeValue(value)}`}`,
-    );
-  }
-  return value;
+/** Checks a byte count (an offset, a length, a size) from `minimum` (default 0) to `maximum`. */
+export function checkByteCount(value: unknown, name: string, maximum: number, minimum = 0): number {
+  const problem = byteCountProblem(value, name, { minimum, maximum });
+  if (problem) throw new NativeArgumentError(name, problem.message);
+  return value as number;
 }
 
 /** Checks a copy source: an `ArrayBuffer` or an `ArrayBuffer` view (typed array, `DataView`, `Buffer`). */
@@ -67,6 +18,17 @@ export function checkSource(source: unknown): ArrayBuffer | ArrayBufferView {
     "source",
     `source must be an ArrayBuffer or an ArrayBuffer view, got ${typeof source} ${describeValue(source)}`,
   );
+}
+
+/** Checks a count of repetitions (benchmarks): a safe integer from 0 to `maximum`. */
+export function checkCount(value: unknown, name: string, maximum: number): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > maximum) {
+    throw new NativeArgumentError(
+      name,
+      `${name} must be a whole number from 0 to ${maximum}, got ${typeof value} ${describeValue(value)}`,
+    );
+  }
+  return value;
 }
 
 /** Checks the device ordinal of `loadCudaBackend`: a non-negative safe integer. */

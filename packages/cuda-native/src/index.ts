@@ -15,11 +15,10 @@ export {
 } from "@nuvec/metal-native";
 export {
   CudaBackend,
-  type CudaBackendOptions,
   CudaBuffer,
   type CudaBufferHandle,
   CudaMappedFile,
   type CudaMappedFileHandle,
   CudaResidencySet,
-  loadCudaBackend,
 } from "./cuda.js";
+export { type CudaBackendOptions, loadCudaBackend } from "./loader.js";

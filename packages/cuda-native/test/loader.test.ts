@@ -8,8 +8,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NativeArgumentError, NativeError, NativeUnavailableError } from "@nuvec/metal-native";
 import { describe, expect, it } from "vitest";
-import { findCudaAddon } from "../src/cuda.js";
 import { loadCudaBackend } from "../src/index.js";
+import { findCudaAddon } from "../src/loader.js";
 import { cudaBackend, cudaUnavailableReason } from "./support.js";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -92,7 +92,7 @@ export async function bundleContractSuite(directory) {
     outfile,
     logLevel: "warning",
     alias: { vitest: join(root, "scripts", "contract", "vitest-shim.mjs"), "@vitest/expect": expectEntry },
-    // import.meta.url of src/native.ts is the bundle's: nothing in the suite looks up the package from it.
+    // import.meta.url of src/platforms.ts is the bundle's: nothing in the suite looks up the package from it.
     banner: {
       js: 'import { createRequire as __nuvecRequire } from "node:module"; const require = __nuvecRequire(import.meta.url);',
     },

@@ -28,3 +28,14 @@ export function checkPath(path: unknown): string {
   }
   return path;
 }
+
+/** Checks a pointer argument: `undefined`, or a `bigint` in (0, 2^64). */
+export function checkOptionalPointer(value: unknown, name: string): asserts value is bigint | undefined {
+  if (value === undefined) return;
+  if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
+    throw new NativeArgumentError(
+      name,
+      `${name} must be a non-zero 64-bit pointer given as a bigint, got ${describeValue(value)}`,
+    );
+  }
+}

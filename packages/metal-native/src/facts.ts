@@ -15,3 +15,17 @@ export function deviceFacts(backend: DeviceFacts): DeviceFacts {
     ...(backend.hostVisible === undefined ? {} : { hostVisible: backend.hostVisible }),
   };
 }
+
+/**
+ * The base of this package's backend classes (the mock, the addons'): the device facts as read-only fields,
+ * declared once in {@link DeviceFacts} (this interface merges with the class) and copied from what the device
+ * reported when the backend was opened.
+ */
+export interface BackendFacts extends DeviceFacts {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the constructor assigns every field of DeviceFacts (deviceFacts copies them all)
+export abstract class BackendFacts {
+  /** Copies every fact of `facts` onto the backend. */
+  protected constructor(facts: DeviceFacts) {
+    Object.assign(this, deviceFacts(facts));
+  }
+}

@@ -6,38 +6,11 @@
  * @packageDocumentation
  */
 
-// The root of the family, so that one import is enough to catch any nuvec error.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
-export {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeNotHostVisibleError,
-  NativeReleasedError,
-  NativeSystemError,
-  NativeUnavailableError,
-  type NativeUnavailableReason,
-} from "./errors.js";
+export { NativeAddonBuffer } from "./addon/buffer.js";
+export { loadNativeBackend } from "./addon/loader.js";
+export { NativeAddonMappedFile } from "./addon/mapped-file.js";
+export { NativeAddonBackend } from "./addon/native-backend.js";
+export { NativeAddonResidencySet } from "./addon/residency-set.js";
+export { NativeNotHostVisibleError, type NativeUnavailableReason } from "./errors.js";
+export * from "./exports.js";
 export { deviceFacts } from "./facts.js";
-export {
-  loadNativeBackend,
-  NativeAddonBackend,
-  NativeAddonBuffer,
-  NativeAddonMappedFile,
-  NativeAddonResidencySet,
-} from "./native.js";
-export type {
-  BackendPlatform,
-  DeviceFacts,
-  HostMemoryHandle,
-  MetalMemoryHandle,
-  MockMemoryHandle,
-  NativeAllocation,
-  NativeBackend,
-  NativeBuffer,
-  NativeCounters,
-  NativeMappedFile,
-  NativeMemoryHandle,
-  NativeResidencySet,
-} from "./types.js";

@@ -6,16 +6,7 @@
  * @packageDocumentation
  */
 
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
-export {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeReleasedError,
-  NativeSystemError,
-  NativeUnavailableError,
-} from "./errors.js";
+export * from "./exports.js";
 export {
   MOCK_DEFAULTS,
   MockBackend,
@@ -27,17 +18,3 @@ export type { MockCall, MockCallCounts, MockCallName, MockCallOutcome } from "./
 export type { MockWiringFault } from "./mock/core.js";
 export { MockMappedFile, type MockMappedFileSource } from "./mock/mapped-file.js";
 export { MockResidencySet, type MockResidencySetCalls } from "./mock/residency-set.js";
-export type {
-  BackendPlatform,
-  DeviceFacts,
-  HostMemoryHandle,
-  MetalMemoryHandle,
-  MockMemoryHandle,
-  NativeAllocation,
-  NativeBackend,
-  NativeBuffer,
-  NativeCounters,
-  NativeMappedFile,
-  NativeMemoryHandle,
-  NativeResidencySet,
-} from "./types.js";

@@ -2,6 +2,9 @@
 // (`@nuvec/metal-native-<key>`, with `os`/`cpu`/`libc` fields), listed as optional dependencies of
 // @nuvec/metal-native, so the package manager installs only the one that fits; this picks it at run time.
 
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
 /** The file name of the addon, in a source build (`native/build/Release/`) and in a platform package. */
 export const ADDON_FILE_NAME = "nuvec_metal_native.node";
 
@@ -39,4 +42,12 @@ export function platformKey(
 ): string {
   if (platform === "linux") return `linux-${arch}-${libc() === "musl" ? "musl" : "gnu"}`;
   return `${platform}-${arch}`;
+}
+
+/**
+ * The package's root (where native/ and scripts/ are): one level above src/ and dist/ alike, which is why
+ * this lives in a file directly under src/ (the bundles in dist/ are one level deep too).
+ */
+export function packageRoot(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), "..");
 }

@@ -85,32 +85,41 @@ export interface MockMemoryHandle {
   readonly gpuAddress: bigint;
 }
 
-/** A block of device memory: a Metal buffer, or real host memory. */
-export interface NativeBuffer {
-  /** The bytes asked for (the allocator asks for whole size classes). */
-  readonly length: number;
+/**
+ * What buffers and mapped files have in common: memory the system holds, views of it that are cut off on
+ * release, and where it is for native code.
+ */
+interface NativeMemory {
   /** The bytes the system really holds for it (Metal's `allocatedSize`); what residency counts. */
   readonly allocatedSize: number;
   /** True once `release()` was called. */
   readonly released: boolean;
   /**
-   * The buffer's memory as an external `ArrayBuffer`, without a copy. Every `ArrayBuffer` handed out is
-   * detached when the buffer is released (its `byteLength` becomes 0). Throws after release.
+   * The memory as an external `ArrayBuffer`, without a copy (a mapped file: its `length` bytes). Every
+   * `ArrayBuffer` handed out is detached when it is released (its `byteLength` becomes 0). Throws after
+   * release.
    */
   contents(): ArrayBuffer;
   /**
    * Detaches every `ArrayBuffer` handed out so far, without releasing the memory; the next `contents()`
-   * makes a new one. The device calls it when a freed buffer goes to the cache, so that its next owner's
-   * data can never be read or written through an old view. Throws after release.
+   * makes a new one. The device calls it when a freed buffer goes to the cache, so that its next owner's data
+   * can never be read or written through an old view, and when a release is deferred until a kernel is done,
+   * so that JavaScript is cut off at once. Throws after release.
    */
   detachContents(): void;
   /**
-   * Where the memory is, for a runtime's native code (a kernel): see {@link NativeMemoryHandle}. Valid until
-   * `release()`; throws after release.
+   * Where the memory is, for a runtime's native code (a kernel): see {@link NativeMemoryHandle}; a mapped
+   * file's first byte is the file's first byte. Valid until `release()`; throws after release.
    */
   nativeHandle(): NativeMemoryHandle;
-  /** Gives the memory back to the system and detaches every view. A second call throws. */
+  /** Gives the memory back to the system (unmaps a file) and detaches every view. A second call throws. */
   release(): void;
+}
+
+/** A block of device memory: a Metal buffer, or real host memory. */
+export interface NativeBuffer extends NativeMemory {
+  /** The bytes asked for (the allocator asks for whole size classes). */
+  readonly length: number;
   /**
    * True once `detachContents()` found that a view handed out had been detached by someone else — moved
    * away by `ArrayBuffer.prototype.transfer()` — so an `ArrayBuffer` the backend cannot detach still reaches
@@ -129,28 +138,13 @@ export interface NativeBuffer {
 }
 
 /** A file mapped into memory without a copy (private, copy-on-write: writes never reach the file). */
-export interface NativeMappedFile {
+export interface NativeMappedFile extends NativeMemory {
   /** The path it was mapped from. */
   readonly path: string;
   /** The file's length in bytes. */
   readonly length: number;
   /** The mapped length: `length` rounded up to whole pages (`mappingSize(length, pageSize)`). */
   readonly mappedLength: number;
-  /** The bytes the system holds for the mapping (what residency counts). */
-  readonly allocatedSize: number;
-  /** True once `release()` was called. */
-  readonly released: boolean;
-  /** The file's bytes (`length` of them) as an external `ArrayBuffer`, detached on release. */
-  contents(): ArrayBuffer;
-  /**
-   * Detaches every `ArrayBuffer` handed out so far without unmapping (a release deferred until a kernel is
-   * done cuts JavaScript off at once). Throws after release.
-   */
-  detachContents(): void;
-  /** Where the mapping is (its first byte is the file's first byte); valid until `release()`, throws after. */
-  nativeHandle(): NativeMemoryHandle;
-  /** Unmaps the file and detaches every view. A second call throws. */
-  release(): void;
 }
 
 /** Anything a residency set can hold. */

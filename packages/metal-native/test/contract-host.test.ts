@@ -4,8 +4,8 @@
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
 import { closeSync, openSync, readSync } from "node:fs";
 import { describe } from "vitest";
+import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
-import { openNativeBackendFile } from "../src/native.js";
 import { describeNativeBackendContract } from "./contract.js";
 import { canLockWithoutLimit, lockLimit } from "./host-support.js";
 

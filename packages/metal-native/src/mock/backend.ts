@@ -1,7 +1,8 @@
 import { describeValue, mappingSize } from "@nuvec/stats";
 import { checkBufferLength, checkPath } from "../arguments.js";
 import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
-import type { BackendPlatform, NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
+import { BackendFacts } from "../facts.js";
+import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
 import { MockBuffer } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
@@ -89,15 +90,7 @@ function optionalPositiveInteger(value: number | undefined, name: string, fallba
  * a mapping fails). Its handles behave as the real ones must: views are detached on release, misuse throws
  * the same typed errors, residency sets follow Metal's semantics.
  */
-export class MockBackend implements NativeBackend {
-  readonly name: string;
-  readonly platform: BackendPlatform = "mock";
-  readonly memorySize: number;
-  readonly recommendedMaxWorkingSetSize: number;
-  readonly maxBufferLength: number;
-  readonly resourceLimit: number;
-  readonly pageSize: number;
-  readonly supportsResidencySets: boolean;
+export class MockBackend extends BackendFacts implements NativeBackend {
   /** Buffers and mappings of up to this many bytes get real memory from `contents()`. */
   readonly realMemoryUpTo: number;
   /** Whether `mapFile` falls back to real files. */
@@ -151,25 +144,28 @@ export class MockBackend implements NativeBackend {
         `callLogLimit must be a non-negative safe integer, got ${describeValue(callLogLimit)}`,
       );
     }
-    this.name = name;
-    this.memorySize = memorySize;
-    this.pageSize = pageSize;
-    this.recommendedMaxWorkingSetSize = optionalPositiveInteger(
-      options.recommendedMaxWorkingSetSize,
-      "recommendedMaxWorkingSetSize",
-      Math.max(pageSize, Math.floor((memorySize * 0.75) / pageSize) * pageSize),
-    );
-    this.maxBufferLength = optionalPositiveInteger(
-      options.maxBufferLength,
-      "maxBufferLength",
-      Math.max(1, Math.floor(memorySize / 2)),
-    );
-    this.resourceLimit = optionalPositiveInteger(
-      options.resourceLimit,
-      "resourceLimit",
-      MOCK_DEFAULTS.resourceLimit,
-    );
-    this.supportsResidencySets = supportsResidencySets;
+    super({
+      name,
+      platform: "mock",
+      memorySize,
+      recommendedMaxWorkingSetSize: optionalPositiveInteger(
+        options.recommendedMaxWorkingSetSize,
+        "recommendedMaxWorkingSetSize",
+        Math.max(pageSize, Math.floor((memorySize * 0.75) / pageSize) * pageSize),
+      ),
+      maxBufferLength: optionalPositiveInteger(
+        options.maxBufferLength,
+        "maxBufferLength",
+        Math.max(1, Math.floor(memorySize / 2)),
+      ),
+      resourceLimit: optionalPositiveInteger(
+        options.resourceLimit,
+        "resourceLimit",
+        MOCK_DEFAULTS.resourceLimit,
+      ),
+      pageSize,
+      supportsResidencySets,
+    });
     this.realMemoryUpTo = realMemoryUpTo;
     this.realFiles = options.realFiles ?? true;
     this.failAllocation = options.failAllocation;

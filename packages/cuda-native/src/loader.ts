@@ -1,0 +1,151 @@
+// Loading the CUDA addon. There is no prebuilt addon (docs/DESIGN-NOTES.md, "CUDA backend"): the one place is
+// the source build in native/build/Release/ (the workspace's build, or what `npx @nuvec/cuda-native build`
+// made), or the file NUVEC_CUDA_NATIVE_ADDON names (the bundled GPU runs of gpu/run.sh).
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  NativeArgumentError,
+  NativeUnavailableError,
+  type NativeUnavailableReason,
+} from "@nuvec/metal-native";
+import { callNative } from "@nuvec/metal-native/addon";
+import { describeValue } from "@nuvec/stats";
+import { checkDeviceOrdinal } from "./arguments.js";
+import { CudaBackend } from "./cuda.js";
+import type { RawCudaAddon } from "./raw.js";
+
+/** The addon's file name, in native/build/Release/ once built. */
+const ADDON_FILE_NAME = "nuvec_cuda_native.node";
+
+/** The package's root (where native/ and scripts/ are): one level above src/ and dist/ alike. */
+function packageRoot(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), "..");
+}
+
+/** The command that builds the addon from source into the copy of the package at `root`. */
+function buildCommand(root: string): string {
+  return `npx @nuvec/cuda-native build (or: node "${join(root, "scripts", "build-from-source.mjs")}")`;
+}
+
+function unavailable(
+  reason: NativeUnavailableReason,
+  what: string,
+  root: string,
+  cause?: unknown,
+): NativeUnavailableError {
+  const where = `${process.platform}-${process.arch}, Node.js ${process.version}`;
+  const remedy =
+    reason === "unsupported-platform"
+      ? " It runs on Linux with an NVIDIA driver only."
+      : ` To build it from source, run ${buildCommand(root)}: it needs Python 3, make and a C++17 compiler ` +
+        "(build-essential on Debian/Ubuntu), not the CUDA toolkit, and finds node-gyp itself.";
+  return new NativeUnavailableError(
+    `@nuvec/cuda-native: the CUDA backend cannot load on ${where}: ${what}.${remedy}`,
+    cause === undefined ? { reason } : { reason, cause },
+  );
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "unknown error";
+}
+
+/**
+ * @internal Finds and loads the addon of the package at `root` on `platform`: the file `override` names (the
+ * loader passes `NUVEC_CUDA_NATIVE_ADDON`, set by the bundled GPU runs of gpu/run.sh), else
+ * native/build/Release/. Returns it, or the {@link NativeUnavailableError} saying why not and how to build
+ * it (`no-prebuilt`: not built; `load-failed`: there but does not load; `unsupported-platform`: not Linux).
+ * Does not open a device: that is where no driver or no GPU shows (`backend-unavailable`).
+ */
+export function findCudaAddon(
+  root: string,
+  platform: NodeJS.Platform,
+  override: string | undefined,
+): { addon: RawCudaAddon } | { error: NativeUnavailableError } {
+  if (platform !== "linux")
+    return { error: unavailable("unsupported-platform", "CUDA's driver API is used on Linux only", root) };
+  const named = override !== undefined && override !== "";
+  const file = named ? override : join(root, "native", "build", "Release", ADDON_FILE_NAME);
+  if (!named && !existsSync(file))
+    return {
+      error: unavailable(
+        "no-prebuilt",
+        `the addon is not built (no ${file}; @nuvec/cuda-native ships no prebuilt addon)`,
+        root,
+      ),
+    };
+  const origin = named ? `${file} (NUVEC_CUDA_NATIVE_ADDON)` : file;
+  let addon: RawCudaAddon;
+  try {
+    addon = createRequire(import.meta.url)(file) as RawCudaAddon;
+  } catch (error) {
+    return {
+      error: unavailable("load-failed", `${origin} does not load (${firstLine(error)})`, root, error),
+    };
+  }
+  if (typeof addon?.open !== "function" || typeof addon.facts !== "function")
+    return { error: unavailable("load-failed", `${origin} is not the @nuvec/cuda-native addon`, root) };
+  return { addon };
+}
+
+let loaded: { addon: RawCudaAddon } | { error: NativeUnavailableError } | undefined;
+
+function loadAddon(): RawCudaAddon {
+  if (loaded === undefined)
+    loaded = findCudaAddon(packageRoot(), process.platform, process.env.NUVEC_CUDA_NATIVE_ADDON);
+  if ("error" in loaded) throw loaded.error;
+  return loaded.addon;
+}
+
+/** Opens device `device` through the addon; no driver, no GPU or no such device says which package failed. */
+function openDevice(addon: RawCudaAddon, device: number): void {
+  try {
+    callNative(() => addon.open(device));
+  } catch (error) {
+    if (!(error instanceof NativeUnavailableError)) throw error;
+    throw new NativeUnavailableError(`@nuvec/cuda-native: ${error.message}`, {
+      cause: error.cause,
+      reason: error.reason,
+    });
+  }
+}
+
+/** Options of {@link loadCudaBackend}. */
+export interface CudaBackendOptions {
+  /** The CUDA device ordinal (default 0). One device per thread. */
+  device?: number;
+}
+
+const backends = new Map<number, CudaBackend>();
+
+/**
+ * The CUDA backend of device `device` (default 0): a `NativeBackend` over device memory, the driver API
+ * loaded at run time (`dlopen("libcuda.so.1")`). The same object on every call within a thread.
+ *
+ * @throws NativeArgumentError for a bad `device` (before the driver is touched).
+ * @throws NativeUnavailableError where there is no driver, no GPU or no such device (`reason`
+ *   `backend-unavailable`), where the addon is not built (`no-prebuilt`: the package ships none; the message
+ *   names the build command, `npx @nuvec/cuda-native build`) or does not load (`load-failed`), and off Linux
+ *   (`unsupported-platform`); the message says which.
+ */
+export function loadCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
+  if (typeof options !== "object" || options === null) {
+    throw new NativeArgumentError(
+      "options",
+      `options must be an object, got ${typeof options} ${describeValue(options)}`,
+    );
+  }
+  // `null` is refused like any other non-ordinal: only a missing device means device 0.
+  const device = options.device === undefined ? 0 : checkDeviceOrdinal(options.device);
+  const existing = backends.get(device);
+  if (existing !== undefined) return existing;
+  const addon = loadAddon();
+  openDevice(addon, device);
+  const backend = new CudaBackend(
+    addon,
+    callNative(() => addon.facts()),
+  );
+  backends.set(device, backend);
+  return backend;
+}

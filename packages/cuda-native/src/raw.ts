@@ -1,0 +1,43 @@
+// The raw CUDA addon (native/binding.cc): @nuvec/metal-native's raw interface (its `/addon` entry) plus
+// device pointers, copies, `open(ordinal)` and the driver's figures.
+import type {
+  RawAddon,
+  RawAllocationHandle,
+  RawBufferHandle,
+  RawFacts,
+  RawMappedFileHandle,
+} from "@nuvec/metal-native/addon";
+
+/** @internal */
+export interface RawCudaBufferHandle extends RawBufferHandle {
+  readonly devicePointer: bigint | undefined;
+  read(offset: number, length: number): ArrayBuffer;
+  write(source: ArrayBuffer | ArrayBufferView, offset: number): void;
+}
+
+/** @internal */
+export interface RawCudaMappedFileHandle extends RawMappedFileHandle {
+  /** The registered mapping's device address while it is wired. */
+  readonly devicePointer: bigint | undefined;
+}
+
+/** @internal */
+export interface RawCudaFacts extends RawFacts {
+  platform: "cuda";
+  hostVisible: boolean;
+  ordinal: number;
+  driverVersion: number;
+}
+
+/** @internal */
+export interface RawCudaAddon extends RawAddon {
+  NativeBufferHandle: new (bytes: number) => RawCudaBufferHandle;
+  NativeMappedFileHandle: new (path: string) => RawCudaMappedFileHandle;
+  open(device: number): void;
+  facts(): RawCudaFacts;
+  memoryInfo(): { free: number; total: number };
+  copyFromMapping(buffer: RawAllocationHandle, mapping: RawAllocationHandle, length: number): void;
+  timeDriverAllocFree(bytes: number, count: number): number;
+  driverVersion(): number;
+  noop(): void;
+}

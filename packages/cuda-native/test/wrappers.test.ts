@@ -1,0 +1,268 @@
+// The TypeScript layer of the CUDA backend without a GPU: CudaBackend and its handles over a stand-in for the
+// raw addon (the interface of native/binding.cc, in memory). What runs here is the wrappers' own logic —
+// argument and state checks before any native call, typed errors, handles, ownership — which they take from
+// @nuvec/metal-native/addon; the GPU run (test/cuda.test.ts, the contract suite) covers the real addon.
+import {
+  NativeAllocationError,
+  NativeArgumentError,
+  type NativeCounters,
+  NativeNotHostVisibleError,
+  NativeReleasedError,
+} from "@nuvec/metal-native";
+import { describe, expect, it } from "vitest";
+import { CudaBackend, CudaBuffer, CudaMappedFile, CudaResidencySet } from "../src/cuda.js";
+import type { RawCudaAddon, RawCudaFacts } from "../src/raw.js";
+
+const PAGE = 16_384;
+
+/** A raw addon in memory: every call is logged by name, device pointers count up from 0x7000_0000_0000. */
+function fakeAddon(options: { failAllocation?: boolean } = {}) {
+  const calls: string[] = [];
+  let nextPointer = 0x7000_0000_0000n;
+  const facts: RawCudaFacts = {
+    name: "Fake GPU",
+    platform: "cuda",
+    memorySize: 1 << 30,
+    recommendedMaxWorkingSetSize: 1 << 30,
+    maxBufferLength: 1 << 29,
+    resourceLimit: 2 ** 31 - 1,
+    pageSize: PAGE,
+    supportsResidencySets: true,
+    hostVisible: false,
+    ordinal: 0,
+    driverVersion: 13000,
+  };
+  class Allocation {
+    released = false;
+    readonly devicePointer: bigint | undefined;
+    constructor(
+      readonly length: number,
+      readonly allocatedSize: number,
+      pointer: boolean,
+    ) {
+      if (pointer) nextPointer += 0x10_0000n;
+      this.devicePointer = pointer ? nextPointer : undefined;
+    }
+    detachContents(): undefined {
+      calls.push("detachContents");
+      return undefined;
+    }
+    release(): void {
+      calls.push("release");
+      this.released = true;
+    }
+  }
+  class NativeBufferHandle extends Allocation {
+    readonly bytes: Uint8Array;
+    constructor(length: number) {
+      if (options.failAllocation)
+        throw Object.assign(new Error("CUDA_ERROR_OUT_OF_MEMORY"), {
+          code: "ERR_NUVEC_ALLOCATION_FAILED",
+          bytes: length,
+        });
+      super(length, Math.ceil(length / 256) * 256, true);
+      this.bytes = new Uint8Array(length);
+    }
+    contents(): ArrayBuffer {
+      throw Object.assign(new Error("device memory has no CPU address"), {
+        code: "ERR_NUVEC_NOT_HOST_VISIBLE",
+      });
+    }
+    read(offset: number, length: number): ArrayBuffer {
+      calls.push("read");
+      return this.bytes.slice(offset, offset + length).buffer;
+    }
+    write(source: ArrayBuffer | ArrayBufferView, offset: number): void {
+      calls.push("write");
+      const view = ArrayBuffer.isView(source)
+        ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+        : new Uint8Array(source);
+      this.bytes.set(view, offset);
+    }
+  }
+  class NativeMappedFileHandle extends Allocation {
+    readonly mappedLength = PAGE;
+    constructor(readonly path: string) {
+      super(100, PAGE, false);
+    }
+    contents(): ArrayBuffer {
+      return new ArrayBuffer(this.length);
+    }
+  }
+  class NativeResidencySetHandle {
+    allocatedSize = 0;
+    allocationCount = 0;
+    wiringFailures = 0;
+    lastWiringError = undefined;
+    released = false;
+    add(): void {
+      calls.push("set.add");
+    }
+    remove(): void {
+      calls.push("set.remove");
+    }
+    commit(): void {}
+    requestResidency(): void {}
+    endResidency(): void {}
+    release(): void {
+      this.released = true;
+    }
+  }
+  const addon: RawCudaAddon = {
+    NativeBufferHandle,
+    NativeMappedFileHandle,
+    NativeResidencySetHandle,
+    open: () => undefined,
+    facts: () => facts,
+    counters: () => ({}) as NativeCounters,
+    lastWiringError: () => undefined,
+    attachResidencySet: () => {
+      calls.push("attachResidencySet");
+    },
+    memoryInfo: () => ({ free: 1, total: 2 }),
+    copyFromMapping: (buffer, mapping, length) => {
+      calls.push(
+        `copyFromMapping ${buffer instanceof NativeBufferHandle} ${mapping instanceof NativeMappedFileHandle} ${length}`,
+      );
+    },
+    timeDriverAllocFree: () => 1,
+    driverVersion: () => 13000,
+    noop: () => undefined,
+  };
+  return { addon, facts, calls };
+}
+
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to throw, it returned");
+}
+
+function argumentOf(action: () => unknown): string {
+  const error = thrown(action);
+  expect(error).toBeInstanceOf(NativeArgumentError);
+  return (error as NativeArgumentError).argument;
+}
+
+function backendOver(fake = fakeAddon()) {
+  return { backend: new CudaBackend(fake.addon, fake.facts), calls: fake.calls };
+}
+
+describe("CudaBackend over the raw addon (no GPU)", () => {
+  it("states the addon's facts once, with the device ordinal and driver version", () => {
+    const { backend } = backendOver();
+    expect([
+      backend.name,
+      backend.platform,
+      backend.hostVisible,
+      backend.pageSize,
+      backend.device,
+      backend.driverVersion,
+    ]).toEqual(["Fake GPU", "cuda", false, PAGE, 0, 13000]);
+    expect("checkMetalDevice" in backend).toBe(false);
+  });
+
+  it("buffers: device pointers in a frozen handle; contents() refused; nothing to detach", () => {
+    const { backend, calls } = backendOver();
+    const buffer = backend.newBuffer(1000);
+    expect(buffer).toBeInstanceOf(CudaBuffer);
+    expect([buffer.length, buffer.allocatedSize]).toEqual([1000, 1024]);
+    const handle = buffer.nativeHandle();
+    expect(handle).toEqual({ platform: "cuda", devicePointer: expect.any(BigInt), device: 0 });
+    expect(Object.isFrozen(handle)).toBe(true);
+    expect(thrown(() => buffer.contents())).toBeInstanceOf(NativeNotHostVisibleError);
+    buffer.detachContents();
+    expect(calls).not.toContain("detachContents");
+    expect(buffer.quarantined).toBe(false);
+  });
+
+  it("read and write copy, and check offsets, lengths and sources before the addon is called", () => {
+    const { backend, calls } = backendOver();
+    const buffer = backend.newBuffer(64);
+    buffer.write(new Uint8Array([1, 2, 3]), 10);
+    expect([...buffer.read(9, 5)]).toEqual([0, 1, 2, 3, 0]);
+    const before = calls.length;
+    expect(argumentOf(() => buffer.write(new Uint8Array(65)))).toBe("source");
+    expect(argumentOf(() => buffer.write(new Uint8Array(1), 64.5))).toBe("offset");
+    expect(argumentOf(() => buffer.write("bytes" as never))).toBe("source");
+    expect(argumentOf(() => buffer.read(60, 5))).toBe("length");
+    expect(argumentOf(() => buffer.read(-1))).toBe("offset");
+    expect(calls.length).toBe(before);
+  });
+
+  it("a released buffer refuses every call with NativeReleasedError, before the addon is called", () => {
+    const { backend, calls } = backendOver();
+    const buffer = backend.newBuffer(64);
+    buffer.release();
+    const before = calls.length;
+    for (const call of [
+      () => buffer.read(),
+      () => buffer.write(new Uint8Array(1)),
+      () => buffer.nativeHandle(),
+      () => buffer.contents(),
+      () => buffer.detachContents(),
+      () => buffer.release(),
+    ]) {
+      expect(thrown(call)).toBeInstanceOf(NativeReleasedError);
+    }
+    expect(calls.length).toBe(before);
+  });
+
+  it("what the addon throws becomes the typed error (out of device memory: NativeAllocationError)", () => {
+    const { backend } = backendOver(fakeAddon({ failAllocation: true }));
+    const error = thrown(() => backend.newBuffer(4096));
+    expect(error).toBeInstanceOf(NativeAllocationError);
+    expect((error as NativeAllocationError).bytes).toBe(4096);
+  });
+
+  it("mapped files: the CPU reads them; the device pointer only while wired", () => {
+    const { backend } = backendOver();
+    expect(argumentOf(() => backend.mapFile(""))).toBe("path");
+    const mapping = backend.mapFile("/weights");
+    expect(mapping).toBeInstanceOf(CudaMappedFile);
+    expect([mapping.path, mapping.length, mapping.mappedLength]).toEqual(["/weights", 100, PAGE]);
+    expect(mapping.contents().byteLength).toBe(100);
+    expect(mapping.nativeHandle()).toEqual({ platform: "cuda", devicePointer: undefined, device: 0 });
+  });
+
+  it("residency sets take allocations of their own backend only; a command queue is Metal's", () => {
+    const { backend, calls } = backendOver();
+    const other = backendOver().backend;
+    const set = backend.newResidencySet();
+    const otherSet = other.newResidencySet();
+    if (set === undefined || otherSet === undefined) throw new Error("no residency set was made");
+    expect(set).toBeInstanceOf(CudaResidencySet);
+    set.add(backend.newBuffer(64));
+    expect(calls).toContain("set.add");
+    expect(argumentOf(() => set.add(other.newBuffer(64)))).toBe("allocation");
+    expect(argumentOf(() => backend.attachResidencySet(set, 0x1000n))).toBe("commandQueue");
+    expect(argumentOf(() => backend.attachResidencySet(otherSet))).toBe("set");
+    expect(calls).not.toContain("attachResidencySet");
+    backend.attachResidencySet(set);
+    expect(calls).toContain("attachResidencySet");
+  });
+
+  it("copyFromMapping passes its own handles to the addon, after checking both and the length", () => {
+    const { backend, calls } = backendOver();
+    const buffer = backend.newBuffer(4096);
+    const mapping = backend.mapFile("/weights");
+    expect(argumentOf(() => backend.copyFromMapping(mapping as never, mapping))).toBe("buffer");
+    const foreign = backendOver().backend.mapFile("/weights");
+    expect(argumentOf(() => backend.copyFromMapping(buffer, foreign))).toBe("mapping");
+    expect(argumentOf(() => backend.copyFromMapping(buffer, mapping, 101))).toBe("length");
+    backend.copyFromMapping(buffer, mapping);
+    expect(calls).toContain("copyFromMapping true true 100");
+    buffer.release();
+    expect(thrown(() => backend.copyFromMapping(buffer, mapping))).toBeInstanceOf(NativeReleasedError);
+  });
+
+  it("timeDriverAllocFree checks its size and count", () => {
+    const { backend } = backendOver();
+    expect(argumentOf(() => backend.timeDriverAllocFree(0, 1))).toBe("bytes");
+    expect(argumentOf(() => backend.timeDriverAllocFree(64, -1))).toBe("count");
+    expect(backend.timeDriverAllocFree(64, 1)).toBe(1);
+  });
+});

@@ -1,0 +1,57 @@
+import { NativeReleasedError } from "../errors.js";
+import type { NativeMemoryHandle } from "../types.js";
+import type { AddonBackend } from "./backend.js";
+import { callNative } from "./call.js";
+import type { RawAllocationHandle } from "./raw.js";
+
+/**
+ * What the wrappers of an addon's buffers and mapped files share: the handle and its backend, the sizes, the
+ * released state checked before every native call, where the memory is for native code, and the release.
+ */
+export abstract class AddonAllocation<Handle extends NativeMemoryHandle = NativeMemoryHandle> {
+  /** The bytes asked for (a mapped file: the file's length). */
+  readonly length: number;
+  /** The bytes the system holds for it (page-rounded when it came from `mmap`; a mapping's mapped length). */
+  readonly allocatedSize: number;
+  /** @internal */
+  readonly raw: RawAllocationHandle;
+  /** @internal */
+  readonly owner: AddonBackend;
+  readonly #noun: string;
+  #released = false;
+
+  /** Wraps a handle that `owner`'s addon made; `noun` names it in messages (`"buffer"`, `"mapped file"`). */
+  protected constructor(raw: RawAllocationHandle, owner: AddonBackend, noun: string) {
+    this.raw = raw;
+    this.owner = owner;
+    this.#noun = noun;
+    this.length = raw.length;
+    this.allocatedSize = raw.allocatedSize;
+  }
+
+  /** True once `release()` was called. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** Where the memory is, for a runtime's native code (see {@link NativeMemoryHandle}). Frozen; throws after release. */
+  nativeHandle(): Handle {
+    this.assertLive("nativeHandle");
+    return callNative(() => Object.freeze(this.memoryHandle()));
+  }
+
+  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
+  release(): void {
+    this.assertLive("release");
+    this.#released = true;
+    callNative(() => this.raw.release());
+  }
+
+  /** Where the memory is, as this addon says it: what `nativeHandle()` gives, frozen. */
+  protected abstract memoryHandle(): Handle;
+
+  /** Throws a {@link NativeReleasedError} naming `method` once released. */
+  protected assertLive(method: string): void {
+    if (this.#released) throw new NativeReleasedError(`${method}(): the ${this.#noun} was already released`);
+  }
+}

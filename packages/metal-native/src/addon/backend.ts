@@ -1,0 +1,122 @@
+import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
+import { NativeArgumentError } from "../errors.js";
+import { BackendFacts } from "../facts.js";
+import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
+import type { AddonBuffer } from "./buffer.js";
+import { callNative } from "./call.js";
+import type { AddonMappedFile } from "./mapped-file.js";
+import { type AllocationKind, ownedHandle } from "./ownership.js";
+import type {
+  RawAddon,
+  RawAllocationHandle,
+  RawBufferHandle,
+  RawFacts,
+  RawMappedFileHandle,
+  RawResidencySetHandle,
+} from "./raw.js";
+import { AddonResidencySet } from "./residency-set.js";
+
+/**
+ * A {@link NativeBackend} over a nuvec addon: device facts read once, every argument checked in TypeScript
+ * before native code runs (the addon checks again, for memory safety only), and what the addon throws turned
+ * into typed errors. A subclass says which wrapper classes it makes (`wrapBuffer`, `wrapMappedFile`,
+ * `wrapResidencySet`) and adds the calls of its own addon.
+ */
+export abstract class AddonBackend<
+    TBuffer extends AddonBuffer = AddonBuffer,
+    TMappedFile extends AddonMappedFile = AddonMappedFile,
+    TResidencySet extends AddonResidencySet = AddonResidencySet,
+  >
+  extends BackendFacts
+  implements NativeBackend
+{
+  readonly #addon: RawAddon;
+
+  /** A backend over `addon`, whose device reported `facts` (`addon.facts()`, once). */
+  protected constructor(addon: RawAddon, facts: RawFacts) {
+    super(facts);
+    this.#addon = addon;
+  }
+
+  /** A new buffer of `bytes` bytes. Throws a `NativeArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
+  newBuffer(bytes: number): TBuffer {
+    checkBufferLength(bytes, this.maxBufferLength);
+    return callNative(() => this.wrapBuffer(new this.#addon.NativeBufferHandle(bytes)));
+  }
+
+  /** Maps a whole file private and copy-on-write. Throws a `NativeSystemError` for a file that cannot be. */
+  mapFile(path: string): TMappedFile {
+    checkPath(path);
+    return callNative(() => this.wrapMappedFile(new this.#addon.NativeMappedFileHandle(path), path));
+  }
+
+  /** A new residency set, or `undefined` when the device has none or cannot make one. */
+  newResidencySet(): TResidencySet | undefined {
+    if (!this.supportsResidencySets) return undefined;
+    try {
+      return this.wrapResidencySet(new this.#addon.NativeResidencySetHandle());
+    } catch {
+      // The interface's contract: a set that cannot be made is `undefined`, and the caller runs unwired.
+      return undefined;
+    }
+  }
+
+  /**
+   * Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do elsewhere).
+   * Metal: `commandQueue` (a runtime's `id<MTLCommandQueue>`) instead of the addon's own queue, the set
+   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   */
+  attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
+    checkOptionalPointer(commandQueue, "commandQueue");
+    if (!(set instanceof AddonResidencySet)) {
+      throw new NativeArgumentError(
+        "set",
+        "attachResidencySet(): the set must be a residency set of this backend",
+      );
+    }
+    const raw = set.handleFor(this);
+    if (commandQueue === undefined) {
+      callNative(() => this.#addon.attachResidencySet(raw));
+      return;
+    }
+    if (this.platform !== "metal") {
+      throw new NativeArgumentError(
+        "commandQueue",
+        `attachResidencySet(): the ${this.platform} backend has no Metal command queue`,
+      );
+    }
+    callNative(() => this.#addon.attachResidencySet(raw, commandQueue));
+  }
+
+  /** Counters for leak checks and tests. */
+  counters(): NativeCounters {
+    return this.#addon.counters();
+  }
+
+  /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
+  get lastWiringError(): string | undefined {
+    return this.#addon.lastWiringError();
+  }
+
+  /** Wraps a buffer handle this backend's addon made (`newBuffer`). */
+  protected abstract wrapBuffer(raw: RawBufferHandle): TBuffer;
+
+  /** Wraps a mapped-file handle of `path` this backend's addon made (`mapFile`). */
+  protected abstract wrapMappedFile(raw: RawMappedFileHandle, path: string): TMappedFile;
+
+  /** Wraps a residency-set handle this backend's addon made (`newResidencySet`). */
+  protected abstract wrapResidencySet(raw: RawResidencySetHandle): TResidencySet;
+
+  /**
+   * The addon handle of `value` when it is a `kind` this backend made, for a call of the subclass's own
+   * addon that takes handles; else a `NativeArgumentError` naming `argument` and `method`.
+   */
+  protected handleOf(
+    value: unknown,
+    kind: AllocationKind,
+    argument: string,
+    method: string,
+  ): RawAllocationHandle {
+    return ownedHandle(this, value, kind, argument, method);
+  }
+}

@@ -1,0 +1,96 @@
+import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
+import { AddonAllocation } from "./allocation.js";
+import type { AddonBackend } from "./backend.js";
+import { callNative } from "./call.js";
+import type { RawBufferHandle } from "./raw.js";
+import type { RawMetalBufferHandle } from "./raw-metal.js";
+
+/**
+ * A buffer of an addon's memory: the {@link NativeBuffer} over a raw buffer handle, every argument and state
+ * checked before native code runs. What differs between addons is where the memory is (`memoryHandle()`, the
+ * subclass's) and any calls of their own (CUDA's `read`/`write`).
+ */
+export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemoryHandle>
+  extends AddonAllocation<Handle>
+  implements NativeBuffer
+{
+  #quarantined = false;
+  // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
+  // nobody asked for the contents (the common case, and the only one where the CPU cannot address it).
+  #viewsHandedOut = false;
+  // The last view handed out (see contents()), held weakly: a strong reference would keep alive whatever the
+  // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
+  // buffer is cached or live. Dropped with the views on detachContents() and release().
+  #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
+
+  /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
+  protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
+    super(raw, owner, "buffer");
+  }
+
+  /**
+   * True once `detachContents()` found a view handed out that it could not detach: one detached by someone
+   * else (moved away by `ArrayBuffer.prototype.transfer()`), or one already collected whose finalizer has
+   * not run yet (the addon holds views weakly and cannot tell the two apart). Such a buffer must never be
+   * cached or reused; release it, and the addon keeps the memory until that view's finalizer runs.
+   */
+  get quarantined(): boolean {
+    return this.#quarantined;
+  }
+
+  /**
+   * The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release;
+   * where the CPU cannot address it, the addon's typed refusal. Throws after release.
+   */
+  contents(): ArrayBuffer {
+    this.assertLive("contents");
+    // The view handed out last, while it lives and is attached: a deref instead of a native call that walks the
+    // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
+    // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
+    // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
+    const last = this.#lastView?.deref();
+    if (last !== undefined && last.byteLength !== 0) return last;
+    const contents = callNative(() => this.raw.contents());
+    this.#viewsHandedOut = true;
+    this.#lastView = new WeakRef(contents);
+    return contents;
+  }
+
+  /**
+   * Detaches every `ArrayBuffer` handed out so far without releasing the memory (the device calls it when a
+   * freed buffer goes to the cache); the next `contents()` makes a new one. Throws after release.
+   */
+  detachContents(): void {
+    this.assertLive("detachContents");
+    if (!this.#viewsHandedOut) return;
+    this.#viewsHandedOut = false;
+    this.#lastView = undefined;
+    // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
+    if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
+  }
+
+  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
+  override release(): void {
+    this.#lastView = undefined;
+    super.release();
+  }
+}
+
+/** A buffer of real memory from @nuvec/metal-native's addon (Metal buffer or host memory). */
+export class NativeAddonBuffer extends AddonBuffer {
+  readonly #raw: RawMetalBufferHandle;
+
+  /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
+  constructor(raw: RawMetalBufferHandle, owner: AddonBackend) {
+    super(raw, owner);
+    this.#raw = raw;
+  }
+
+  /**
+   * `{ platform: "host", address }`, or on Metal also the `id<MTLBuffer>` (`metalBuffer`, not retained) and
+   * its `gpuAddress`, from the addon.
+   */
+  protected override memoryHandle(): NativeMemoryHandle {
+    return this.#raw.nativeHandle();
+  }
+}

@@ -1,0 +1,61 @@
+import type { NativeMappedFile, NativeMemoryHandle } from "../types.js";
+import { AddonAllocation } from "./allocation.js";
+import type { AddonBackend } from "./backend.js";
+import { callNative } from "./call.js";
+import type { RawMappedFileHandle } from "./raw.js";
+import type { RawMetalMappedFileHandle } from "./raw-metal.js";
+
+/**
+ * A file an addon mapped private and copy-on-write: the {@link NativeMappedFile} over a raw mapped-file
+ * handle. The CPU reads it through `contents()` on every backend; where it is for native code
+ * (`memoryHandle()`) is the subclass's.
+ */
+export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = NativeMemoryHandle>
+  extends AddonAllocation<Handle>
+  implements NativeMappedFile
+{
+  /** The path it was mapped from. */
+  readonly path: string;
+  /** The mapped length: whole pages. */
+  readonly mappedLength: number;
+
+  /** Wraps a mapped-file handle that `owner`'s addon made of `path` (a backend's `mapFile`). */
+  protected constructor(raw: RawMappedFileHandle, path: string, owner: AddonBackend) {
+    super(raw, owner, "mapped file");
+    this.path = path;
+    this.mappedLength = raw.mappedLength;
+  }
+
+  /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
+  contents(): ArrayBuffer {
+    this.assertLive("contents");
+    return callNative(() => this.raw.contents());
+  }
+
+  /**
+   * Detaches every `ArrayBuffer` handed out so far, without unmapping (a deferred release); the next
+   * `contents()` makes a new one. A view that escaped (moved away by `transfer()`) keeps the mapping alive in
+   * the addon until it is collected: a mapping is never reused, so nothing else needs to know. Throws after
+   * release.
+   */
+  detachContents(): void {
+    this.assertLive("detachContents");
+    callNative(() => this.raw.detachContents());
+  }
+}
+
+/** A file mapped private and copy-on-write by @nuvec/metal-native's addon. */
+export class NativeAddonMappedFile extends AddonMappedFile {
+  readonly #raw: RawMetalMappedFileHandle;
+
+  /** @internal Made by {@link NativeAddonBackend.mapFile}. */
+  constructor(raw: RawMetalMappedFileHandle, path: string, owner: AddonBackend) {
+    super(raw, path, owner);
+    this.#raw = raw;
+  }
+
+  /** The address of the mapping (host), or the no-copy `id<MTLBuffer>` over it (Metal), from the addon. */
+  protected override memoryHandle(): NativeMemoryHandle {
+    return this.#raw.nativeHandle();
+  }
+}

@@ -1,0 +1,62 @@
+import { checkOptionalPointer } from "../arguments.js";
+import { NativeArgumentError } from "../errors.js";
+import { AddonBackend } from "./backend.js";
+import { NativeAddonBuffer } from "./buffer.js";
+import { callNative } from "./call.js";
+import { NativeAddonMappedFile } from "./mapped-file.js";
+import type { RawBufferHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
+import type {
+  RawMetalAddon,
+  RawMetalBufferHandle,
+  RawMetalMappedFileHandle,
+  RawMetalResidencySetHandle,
+} from "./raw-metal.js";
+import { NativeAddonResidencySet } from "./residency-set.js";
+
+// The handles reach the wrap methods typed as every addon's; they are this addon's (it made them), whose
+// handles also say where their memory is: hence the casts below.
+
+/**
+ * The native addon of this package as a {@link NativeBackend}: Metal on macOS, host memory on Linux. Device
+ * facts read once, and every argument checked in TypeScript before native code runs (the addon checks
+ * again). Get it from {@link loadNativeBackend}.
+ */
+export class NativeAddonBackend extends AddonBackend<
+  NativeAddonBuffer,
+  NativeAddonMappedFile,
+  NativeAddonResidencySet
+> {
+  readonly #addon: RawMetalAddon;
+
+  /** @internal Use {@link loadNativeBackend}. */
+  constructor(addon: RawMetalAddon) {
+    super(
+      addon,
+      callNative(() => addon.facts()),
+    );
+    this.#addon = addon;
+  }
+
+  /**
+   * Metal: checks that `device` (a runtime's `id<MTLDevice>`) is the GPU the buffers come from; a
+   * {@link NativeArgumentError} otherwise, and always on the host (no Metal device).
+   */
+  checkMetalDevice(device: bigint): void {
+    checkOptionalPointer(device, "device");
+    if (device === undefined)
+      throw new NativeArgumentError("device", "checkMetalDevice(): device is required");
+    callNative(() => this.#addon.checkMetalDevice(device));
+  }
+
+  protected override wrapBuffer(raw: RawBufferHandle): NativeAddonBuffer {
+    return new NativeAddonBuffer(raw as RawMetalBufferHandle, this);
+  }
+
+  protected override wrapMappedFile(raw: RawMappedFileHandle, path: string): NativeAddonMappedFile {
+    return new NativeAddonMappedFile(raw as RawMetalMappedFileHandle, path, this);
+  }
+
+  protected override wrapResidencySet(raw: RawResidencySetHandle): NativeAddonResidencySet {
+    return new NativeAddonResidencySet(raw as RawMetalResidencySetHandle, this);
+  }
+}

@@ -1,0 +1,32 @@
+import { NativeArgumentError } from "../errors.js";
+import { AddonAllocation } from "./allocation.js";
+import type { AddonBackend } from "./backend.js";
+import { AddonBuffer } from "./buffer.js";
+import { AddonMappedFile } from "./mapped-file.js";
+import type { RawAllocationHandle } from "./raw.js";
+
+/** What an argument that takes an allocation of a backend may be. */
+export type AllocationKind = "buffer" | "mapped file" | "buffer or mapped file";
+
+/** The wrapper class each kind is. */
+const CLASS_OF_KIND = {
+  buffer: AddonBuffer,
+  "mapped file": AddonMappedFile,
+  "buffer or mapped file": AddonAllocation,
+} as const;
+
+/**
+ * The addon handle of `value` when it is a `kind` that `owner` made, else a {@link NativeArgumentError}
+ * naming `argument` (`"<method>(): the <argument> must be a <kind> of this backend"`): the one check that an
+ * allocation handed to a backend, or to one of its residency sets, is its own.
+ */
+export function ownedHandle(
+  owner: AddonBackend,
+  value: unknown,
+  kind: AllocationKind,
+  argument: string,
+  method: string,
+): RawAllocationHandle {
+  if (value instanceof CLASS_OF_KIND[kind] && value.owner === owner) return value.raw;
+  throw new NativeArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
+}

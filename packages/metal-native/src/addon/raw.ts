@@ -1,0 +1,65 @@
+// The raw interface of a nuvec addon (native/binding.cc of @nuvec/metal-native and of @nuvec/cuda-native):
+// handle classes whose methods check their arguments again, for memory safety, and throw plain `Error`s with
+// a `code` (and syscall, errno, errnoNumber, path, bytes, argument) that callNative turns into typed errors.
+import type { BackendPlatform, NativeCounters } from "../types.js";
+
+/** What the addon's buffer and mapped-file handles have in common. */
+export interface RawAllocationHandle {
+  readonly length: number;
+  readonly allocatedSize: number;
+  readonly released: boolean;
+  /** An external `ArrayBuffer` over the memory, or a typed refusal (memory the CPU cannot address). */
+  contents(): ArrayBuffer;
+  /**
+   * Detaches the views handed out so far; true when one of them had escaped (moved away by someone else),
+   * so the memory must never be reused. An addon that cannot tell returns nothing (read as false).
+   */
+  detachContents(): boolean | undefined;
+  release(): void;
+}
+
+/** A buffer handle of the addon (`new addon.NativeBufferHandle(bytes)`). */
+export type RawBufferHandle = RawAllocationHandle;
+
+/** A mapped-file handle of the addon (`new addon.NativeMappedFileHandle(path)`). */
+export interface RawMappedFileHandle extends RawAllocationHandle {
+  readonly mappedLength: number;
+}
+
+/** A residency-set handle of the addon (`new addon.NativeResidencySetHandle()`). */
+export interface RawResidencySetHandle {
+  readonly allocatedSize: number;
+  readonly allocationCount: number;
+  readonly wiringFailures: number;
+  readonly lastWiringError: string | undefined;
+  readonly released: boolean;
+  add(allocation: RawAllocationHandle): void;
+  remove(allocation: RawAllocationHandle): void;
+  commit(): void;
+  requestResidency(): void;
+  endResidency(): void;
+  release(): void;
+}
+
+/** The device facts as the addon reports them (`addon.facts()`); an addon may report more. */
+export interface RawFacts {
+  name: string;
+  platform: BackendPlatform;
+  memorySize: number;
+  recommendedMaxWorkingSetSize: number;
+  maxBufferLength: number;
+  resourceLimit: number;
+  pageSize: number;
+  supportsResidencySets: boolean;
+}
+
+/** The addon's module: its handle classes and the calls every backend makes. */
+export interface RawAddon {
+  NativeBufferHandle: new (bytes: number) => RawBufferHandle;
+  NativeMappedFileHandle: new (path: string) => RawMappedFileHandle;
+  NativeResidencySetHandle: new () => RawResidencySetHandle;
+  facts(): RawFacts;
+  counters(): NativeCounters;
+  lastWiringError(): string | undefined;
+  attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
+}

@@ -1,0 +1,131 @@
+import { NativeArgumentError, NativeReleasedError } from "../errors.js";
+import type { NativeAllocation, NativeResidencySet } from "../types.js";
+import type { AddonBackend } from "./backend.js";
+import { callNative } from "./call.js";
+import { ownedHandle } from "./ownership.js";
+import type { RawResidencySetHandle } from "./raw.js";
+import type { RawMetalResidencySetHandle } from "./raw-metal.js";
+
+/**
+ * A residency set of an addon with MLX's semantics: the {@link NativeResidencySet} over a raw set handle.
+ * `add`/`remove` take effect at `commit`; a set holds what it was given, so a buffer released while in a set
+ * keeps its memory (and its wiring) until it is removed and the set committed, or the set is released.
+ */
+export abstract class AddonResidencySet implements NativeResidencySet {
+  /** @internal */
+  readonly raw: RawResidencySetHandle;
+  /** @internal */
+  readonly owner: AddonBackend;
+  #released = false;
+
+  /** Wraps a residency-set handle that `owner`'s addon made (a backend's `newResidencySet`). */
+  protected constructor(raw: RawResidencySetHandle, owner: AddonBackend) {
+    this.raw = raw;
+    this.owner = owner;
+  }
+
+  /** True once `release()` was called. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** Bytes of the committed allocations. */
+  get allocatedSize(): number {
+    return this.raw.allocatedSize;
+  }
+
+  /** Number of committed allocations. */
+  get allocationCount(): number {
+    return this.raw.allocationCount;
+  }
+
+  /** Times wiring failed in this set (host: `mlock` refused; CUDA: a registration refused); never thrown. */
+  get wiringFailures(): number {
+    return this.raw.wiringFailures;
+  }
+
+  /** What the last wiring failure was and how to lift the limit, or `undefined` when none happened. */
+  get lastWiringError(): string | undefined {
+    return this.raw.lastWiringError;
+  }
+
+  /** Adds an allocation of this backend (effective at the next commit). Throws for a released one. */
+  add(allocation: NativeAllocation): void {
+    this.#assertLive("add");
+    const raw = ownedHandle(this.owner, allocation, "buffer or mapped file", "allocation", "add");
+    if (allocation.released) throw new NativeReleasedError("add(): the allocation was already released");
+    callNative(() => this.raw.add(raw));
+  }
+
+  /** Removes an allocation (effective at the next commit); a released one may be removed. */
+  remove(allocation: NativeAllocation): void {
+    this.#assertLive("remove");
+    const raw = ownedHandle(this.owner, allocation, "buffer or mapped file", "allocation", "remove");
+    callNative(() => this.raw.remove(raw));
+  }
+
+  /** Applies the adds and removes since the last commit (wiring failures are counted, never thrown). */
+  commit(): void {
+    this.#assertLive("commit");
+    callNative(() => this.raw.commit());
+  }
+
+  /** Wires every committed allocation, and keeps doing so for later commits. */
+  requestResidency(): void {
+    this.#assertLive("requestResidency");
+    callNative(() => this.raw.requestResidency());
+  }
+
+  /** Ends the residency request: nothing in the set stays wired. */
+  endResidency(): void {
+    this.#assertLive("endResidency");
+    callNative(() => this.raw.endResidency());
+  }
+
+  /** Ends residency and frees the set (and what only it still held); further calls throw. */
+  release(): void {
+    this.#assertLive("release");
+    this.#released = true;
+    callNative(() => this.raw.release());
+  }
+
+  /**
+   * @internal This set's handle for `owner`'s `attachResidencySet`: a {@link NativeArgumentError} when it is
+   * another backend's, a {@link NativeReleasedError} once released.
+   */
+  handleFor(owner: AddonBackend): RawResidencySetHandle {
+    if (this.owner !== owner) {
+      throw new NativeArgumentError(
+        "set",
+        "attachResidencySet(): the set must be a residency set of this backend",
+      );
+    }
+    if (this.#released)
+      throw new NativeReleasedError("attachResidencySet(): the residency set was already released");
+    return this.raw;
+  }
+
+  #assertLive(method: string): void {
+    if (this.#released) throw new NativeReleasedError(`${method}(): the residency set was already released`);
+  }
+}
+
+/**
+ * A residency set of @nuvec/metal-native's addon: `MTLResidencySet` on Metal, `mlock` on the host. As with
+ * Metal, a set holds what it was given: a buffer released while in a set keeps its memory (and its wiring)
+ * until it is removed and the set committed, or the set is released.
+ */
+export class NativeAddonResidencySet extends AddonResidencySet {
+  readonly #raw: RawMetalResidencySetHandle;
+
+  /** @internal Made by {@link NativeAddonBackend.newResidencySet}. */
+  constructor(raw: RawMetalResidencySetHandle, owner: AddonBackend) {
+    super(raw, owner);
+    this.#raw = raw;
+  }
+
+  /** Metal: the `id<MTLResidencySet>` as a pointer (not retained); `undefined` on the host or after release. */
+  get metalResidencySet(): bigint | undefined {
+    return this.released ? undefined : this.#raw.metalResidencySet;
+  }
+}
