@@ -6,7 +6,7 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { findCudaAddon } from "../src/cuda.js";
+import { findCudaAddon } from "../src/loader.js";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const found = findCudaAddon(packageRoot, process.platform, process.env.NUVEC_CUDA_NATIVE_ADDON);
