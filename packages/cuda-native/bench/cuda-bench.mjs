@@ -70,6 +70,14 @@ function save() {
   if (jsonPath !== undefined) writeFileSync(jsonPath, `${JSON.stringify(results, null, 2)}\n`);
 }
 
+/** Stores `rows` under `key` in the results, saves them, and prints them as `columns` makes each row. */
+function publish(key, rows, title, columns) {
+  results[key] = rows;
+  save();
+  console.log(`\n${title}`);
+  console.table(rows.map(columns));
+}
+
 /** Median ns per cached malloc + free pair through `device`. */
 function cachedPair(device, bytes) {
   device.malloc(bytes).free();
@@ -117,11 +125,11 @@ function mallocFree() {
   }
   device.close();
   unguarded.close();
-  results.mallocFree = rows;
-  save();
-  console.log("\nmalloc + free per pair (median; cached = through the Device, a cache hit)");
-  console.table(
-    rows.map((row) => ({
+  publish(
+    "mallocFree",
+    rows,
+    "malloc + free per pair (median; cached = through the Device, a cache hit)",
+    (row) => ({
       bytes: row.bytes,
       "Device cached ns": Math.round(row.cachedDeviceNs),
       "cached, safetyNet off": Math.round(row.cachedNoSafetyNetNs),
@@ -130,7 +138,7 @@ function mallocFree() {
       "× cheaper than driver": Math.round(row.ratioDriver),
       "× cheaper than JS miss": Math.round(row.ratioBackend),
       "× (safetyNet off)": Math.round(row.ratioDriverNoSafetyNet),
-    })),
+    }),
   );
 }
 
@@ -195,20 +203,16 @@ function traces() {
       device.close();
     }
   }
-  results.traces = rows;
-  save();
-  console.log("\ntraces through the Device over CUDA (cold: from an empty cache; warm: the same again)");
-  console.table(
-    rows.map((row) => ({
-      trace: row.trace,
-      policy: row.policy,
-      events: row.events,
-      "cold ns/event": Math.round(row.coldNsPerEvent),
-      "warm ns/event": Math.round(row.warmNsPerEvent),
-      "peak reserved MiB": (row.peakReserved / MIB).toFixed(1),
-      "cuMemAlloc calls": row.systemAllocations,
-    })),
-  );
+  const title = "traces through the Device over CUDA (cold: from an empty cache; warm: the same again)";
+  publish("traces", rows, title, (row) => ({
+    trace: row.trace,
+    policy: row.policy,
+    events: row.events,
+    "cold ns/event": Math.round(row.coldNsPerEvent),
+    "warm ns/event": Math.round(row.warmNsPerEvent),
+    "peak reserved MiB": (row.peakReserved / MIB).toFixed(1),
+    "cuMemAlloc calls": row.systemAllocations,
+  }));
 }
 
 // ------------------------------------------------------------------------------------------------ 3.
