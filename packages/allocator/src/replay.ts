@@ -1,14 +1,10 @@
 import { type MemoryStats, PAGE } from "@nuvec/stats";
-import {
-  type Allocation,
-  type AllocatorCounters,
-  type AllocatorPolicy,
-  type BoundedRelease,
-  type BufferSource,
-  CachingAllocator,
-  type Mapping,
-} from "./allocator.js";
+import type { Allocation, Mapping } from "./allocation.js";
+import { CachingAllocator } from "./allocator.js";
+import type { BufferSource } from "./buffer-source.js";
+import type { AllocatorCounters } from "./counters.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
+import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
 import {
   isByteCount,
   isTraceEvent,
