@@ -120,10 +120,39 @@ const DENSE_IDS = 1 << 26;
 // longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
 const INDEXED_IDS = 1 << 20;
 
+/** What the refusals of one kind of id (allocations or mappings) say. */
+interface IdRefusals {
+  /** An allocate or map event of an id already used. */
+  readonly reused: string;
+  /** A free or unmap event of an id never allocated or mapped. */
+  readonly unknown: string;
+  /** A second free or unmap of an id. */
+  readonly twice: string;
+}
+
 /** The state (unused, live, released) of every id of one kind: one byte per dense id. */
 class IdStates {
   #dense = new Uint8Array(1024);
   readonly #sparse = new Map<number, number>();
+  readonly #refusals: IdRefusals;
+
+  constructor(refusals: IdRefusals) {
+    this.#refusals = refusals;
+  }
+
+  /** Marks `id` live (its allocate or map event at `index`); a TraceError when it was used before. */
+  open(id: number, index: number, event: unknown): void {
+    if (this.get(id) !== UNUSED) throw badEvent(index, event, this.#refusals.reused);
+    this.set(id, LIVE);
+  }
+
+  /** Marks `id` released (its free or unmap event at `index`); a TraceError unless it is live. */
+  close(id: number, index: number, event: unknown): void {
+    const state = this.get(id);
+    if (state === UNUSED) throw badEvent(index, event, this.#refusals.unknown);
+    if (state === RELEASED) throw badEvent(index, event, this.#refusals.twice);
+    this.set(id, RELEASED);
+  }
 
   get(id: number): number {
     if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
@@ -163,8 +192,16 @@ class IdStates {
  * released once, and only after it was allocated or mapped). Memory: one byte per id (dense ids).
  */
 export class TraceValidator {
-  readonly #allocations = new IdStates();
-  readonly #mappings = new IdStates();
+  readonly #allocations = new IdStates({
+    reused: "this id was already allocated",
+    unknown: "free of an id never allocated",
+    twice: "this id was already freed",
+  });
+  readonly #mappings = new IdStates({
+    reused: "this mapping id was already used",
+    unknown: "release of a mapping id never mapped",
+    twice: "this mapping was already released",
+  });
   #index = 0;
   #header: TraceHeader | undefined;
 
@@ -230,29 +267,17 @@ export class TraceValidator {
     }
     switch (item[0]) {
       case "a":
-        if (this.#allocations.get(item[1]) !== UNUSED)
-          throw badEvent(index, item, "this id was already allocated");
-        this.#allocations.set(item[1], LIVE);
+        this.#allocations.open(item[1], index, item);
         break;
-      case "f": {
-        const state = this.#allocations.get(item[1]);
-        if (state === UNUSED) throw badEvent(index, item, "free of an id never allocated");
-        if (state === RELEASED) throw badEvent(index, item, "this id was already freed");
-        this.#allocations.set(item[1], RELEASED);
+      case "f":
+        this.#allocations.close(item[1], index, item);
         break;
-      }
       case "m":
-        if (this.#mappings.get(item[1]) !== UNUSED)
-          throw badEvent(index, item, "this mapping id was already used");
-        this.#mappings.set(item[1], LIVE);
+        this.#mappings.open(item[1], index, item);
         break;
-      case "u": {
-        const state = this.#mappings.get(item[1]);
-        if (state === UNUSED) throw badEvent(index, item, "release of a mapping id never mapped");
-        if (state === RELEASED) throw badEvent(index, item, "this mapping was already released");
-        this.#mappings.set(item[1], RELEASED);
+      case "u":
+        this.#mappings.close(item[1], index, item);
         break;
-      }
     }
     this.#index = index + 1;
     return item;
