@@ -265,20 +265,12 @@ export class TraceValidator {
         throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
       throw badEvent(index, item, "wrong arity, or a size that is not a non-negative integer");
     }
-    switch (item[0]) {
-      case "a":
-        this.#allocations.open(item[1], index, item);
-        break;
-      case "f":
-        this.#allocations.close(item[1], index, item);
-        break;
-      case "m":
-        this.#mappings.open(item[1], index, item);
-        break;
-      case "u":
-        this.#mappings.close(item[1], index, item);
-        break;
-    }
+    // An id's history: "a" and "f" of allocations, "m" and "u" of mappings (a trace's two kinds of id).
+    const tag = item[0];
+    if (tag === "a" || tag === "m")
+      (tag === "a" ? this.#allocations : this.#mappings).open(item[1], index, item);
+    else if (tag === "f" || tag === "u")
+      (tag === "f" ? this.#allocations : this.#mappings).close(item[1], index, item);
     this.#index = index + 1;
     return item;
   }
