@@ -1,5 +1,5 @@
-// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together, with
-// the statistics assembled from the figures each of them owns.
+// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together (made in
+// parts.ts), with the statistics assembled from the figures each of them owns (figures.ts).
 import type { CachingAllocator, Mapping } from "@nuvec/allocator";
 import {
   deviceFacts,
