@@ -73,12 +73,7 @@ export class Device {
       onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
       onRelease: (buffer) => this.#residency.erase(buffer),
     });
-    this.#residency = residencyOver(
-      backend,
-      options.metal?.commandQueue,
-      maxPercentPerSet,
-      this.#residencySets,
-    );
+    this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
     this.#safetyNet =
@@ -137,7 +132,7 @@ export class Device {
    * `{ after: promise }` defers giving the memory back until the promise settles (see {@link FreeOptions}).
    */
   free(buffer: DeviceBuffer, options?: FreeOptions): void {
-    this.#checkOwnHandle(buffer, buffer instanceof DeviceBuffer, "free");
+    this.#checkOwn(buffer, buffer instanceof DeviceBuffer, "free");
     const state = bufferState(buffer);
     if (!state.live) throw new BufferFreedError("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
@@ -242,7 +237,7 @@ export class Device {
    * the promise settles (see {@link FreeOptions}).
    */
   releaseMapping(file: MappedFile, options?: FreeOptions): void {
-    this.#checkOwnHandle(file, file instanceof MappedFile, "releaseMapping");
+    this.#checkOwn(file, file instanceof MappedFile, "releaseMapping");
     if (file.released) throw new MappingReleasedError("release()");
     const after = checkFreeOptions(options, "release()");
     if (after !== undefined) {
@@ -437,11 +432,7 @@ export class Device {
    * The checks of a handle given back by `method` (`free`, `releaseMapping`), in order: of the right class
    * (`isHandle`), of this device, the device still open.
    */
-  #checkOwnHandle(
-    handle: DeviceBuffer | MappedFile,
-    isHandle: boolean,
-    method: "free" | "releaseMapping",
-  ): void {
+  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean, method: "free" | "releaseMapping"): void {
     if (!isHandle) {
       const [argument, type] = method === "free" ? ["buffer", "DeviceBuffer"] : ["file", "MappedFile"];
       throw new DeviceArgumentError(argument, `${method}(${argument}): ${argument} must be a ${type}`);

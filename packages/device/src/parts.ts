@@ -37,14 +37,16 @@ export function allocatorOver(
 
 /**
  * Residency over `backend`'s residency sets (it makes the first at once), each set it makes also pushed on
- * `sets`; attached to the runtime's `commandQueue` when it gave one (Metal), so its command buffers see them.
+ * `sets`; attached to the runtime's command queue when `options.metal` gave one, so its command buffers see
+ * them. `maxPercentPerSet` is the checked `residencySetMaxPercent`.
  */
 export function residencyOver(
   backend: NativeBackend,
-  commandQueue: bigint | undefined,
+  options: DeviceOptions,
   maxPercentPerSet: string | undefined,
   sets: NativeResidencySet[],
 ): Residency<NativeAllocation, NativeResidencySet> {
+  const commandQueue = options.metal?.commandQueue;
   return new Residency<NativeAllocation, NativeResidencySet>(
     {
       supportsResidencySets: backend.supportsResidencySets,
