@@ -45,6 +45,16 @@ const usage = helpText(
   flags,
 );
 
+/**
+ * Takes the buffer or mapped file of trace id `id` out of `handles`: `undefined` when there is none (the
+ * allocation was refused past the memory limit), else its one owner, to free or release.
+ */
+function take<T>(handles: (T | undefined)[], id: number): T | undefined {
+  const handle = handles[id];
+  handles[id] = undefined;
+  return handle;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { flags: given, positionals } = parseCommandLine(argv, flags);
   if (given.has("help")) {
@@ -123,28 +133,18 @@ async function main(argv: string[]): Promise<number> {
               refused += 1;
             }
             break;
-          case "f": {
-            const buffer = buffers[event[1]];
-            if (buffer !== undefined) {
-              buffer.free();
-              buffers[event[1]] = undefined;
-            }
+          case "f":
+            take(buffers, event[1])?.free();
             break;
-          }
           case "m": {
             const path = `trace-mapping-${event[1]}`;
             backend.addFile(path, event[2]);
             mappings[event[1]] = device.mapFile(path);
             break;
           }
-          case "u": {
-            const mapping = mappings[event[1]];
-            if (mapping !== undefined) {
-              mapping.release();
-              mappings[event[1]] = undefined;
-            }
+          case "u":
+            take(mappings, event[1])?.release();
             break;
-          }
           case "l":
             if (event[1] === "memory") device.setMemoryLimit(event[2]);
             else if (event[1] === "cache") device.setCacheLimit(event[2]);

@@ -1,7 +1,7 @@
 import { PAGE } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { GiB, KiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
-import { type AllocatorOptions, CachingAllocator } from "./allocator.js";
+import { CachingAllocator } from "./allocator.js";
 import {
   AllocatorArgumentError,
   AllocatorClosedError,
@@ -13,6 +13,7 @@ import {
   ResourceLimitError,
   SystemAllocationError,
 } from "./errors.js";
+import type { AllocatorOptions } from "./options.js";
 
 function setup(
   facts: ConstructorParameters<typeof TestSource>[0] = {},

@@ -1,5 +1,8 @@
-import { allocationSize, byteCountProblem, type MemoryStats, mappingSize, PAGE } from "@nuvec/stats";
+import { allocationSize, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
+import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
+import type { AllocatorCounters } from "./counters.js";
 import {
   AllocatorArgumentError,
   AllocatorClosedError,
@@ -10,164 +13,8 @@ import {
   ResourceLimitError,
   SystemAllocationError,
 } from "./errors.js";
-
-/**
- * Where system buffers come from (Metal, host memory, or nothing at all for a replay), with the device facts
- * the policy needs.
- */
-export interface BufferSource<B> {
-  /** Metal's `recommendedMaxWorkingSetSize` (`W`): the GC limit and default memory limit derive from it. */
-  readonly recommendedMaxWorkingSetSize: number;
-  /** The machine's memory size (`M`, `hw.memsize`). */
-  readonly memorySize: number;
-  /** The largest buffer the device can make; larger requests are refused. */
-  readonly maxBufferLength: number;
-  /** The most live resources (buffers, cached or not, and mapped files) the device allows. */
-  readonly resourceLimit: number;
-  /** The system's page size: mapped files are charged whole pages of it. */
-  readonly pageSize: number;
-  /** A new system buffer of exactly `bytes` (always a size class); throws on failure. */
-  acquire(bytes: number): B;
-  /** Gives a buffer back to the system. */
-  release(buffer: B): void;
-  /**
-   * Whether an error thrown by `acquire` is a refusal to allocate (worth a retry after the cache is
-   * released); default {@link isAllocationFailure}. Any other error propagates from `malloc` unchanged.
-   */
-  isAllocationFailure?(error: unknown): boolean;
-}
-
-/** The `code` of a buffer source's refusal to allocate (`NativeAllocationError` of `@nuvec/metal-native`). */
-export const ALLOCATION_FAILED_CODE = "ERR_NUVEC_ALLOCATION_FAILED";
-
-/**
- * The default test of an allocation failure: an error whose `code` is {@link ALLOCATION_FAILED_CODE} (what
- * nuvec's backends throw when the system refuses memory), or a `RangeError` (what JavaScript throws when an
- * `ArrayBuffer` cannot be allocated).
- */
-export function isAllocationFailure(error: unknown): boolean {
-  if (error instanceof RangeError) return true;
-  return (
-    typeof error === "object" &&
-    error !== null &&
-    (error as { code?: unknown }).code === ALLOCATION_FAILED_CODE
-  );
-}
-
-/**
- * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
- * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark.
- */
-export type AllocatorPolicy = "mlx" | "bounded";
-
-/** Which buffer the bounded policy releases first to stay within its bound. */
-export type BoundedRelease = "least-recent" | "largest";
-
-/** Options of a {@link CachingAllocator}. */
-export interface AllocatorOptions<B> {
-  /** Hard limit on `active + mapped`; default `min(1.5·W, 0.95·M)` (floored). */
-  memoryLimit?: number;
-  /** The cache is trimmed to at most this; default the device's default memory limit (not `memoryLimit`). */
-  cacheLimit?: number;
-  /** The cache policy; default `"mlx"`. */
-  policy?: AllocatorPolicy;
-  /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
-  reserveRatio?: number;
-  /**
-   * Which cached buffer the bounded policy's rule 2 releases first: `"least-recent"` (the issue's rule, the
-   * default) or `"largest"` (the oldest buffer of the largest cached length; see the README's comparison).
-   */
-  boundedRelease?: BoundedRelease;
-  /** Called right after a system buffer is acquired (the device inserts it in its residency set). */
-  onAcquire?: (buffer: B) => void;
-  /** Called right before a system buffer is released (the device erases it from its residency set). */
-  onRelease?: (buffer: B) => void;
-}
-
-/** What `malloc` hands out: a fresh object per call. */
-export interface Allocation<B> {
-  /** The system buffer; `undefined` for a 0-byte request. */
-  readonly buffer: B | undefined;
-  /**
-   * Bytes of the buffer handed out, charged in `active`: the size class, or the cached buffer's length on a
-   * hit (up to 2× the size class).
-   */
-  readonly allocatedLength: number;
-  /** The bytes asked for. */
-  readonly requested: number;
-}
-
-/** A mapped file in the allocator's accounts. */
-export interface Mapping {
-  /** The file's length in bytes. */
-  readonly length: number;
-  /** Bytes it counts in `mapped`: `mappingSize(length, pageSize)`. */
-  readonly mappedLength: number;
-}
-
-/**
- * Counters beyond MLX's statistics, cumulative since the allocator was made (`resetPeak` does not touch
- * them).
- */
-export interface AllocatorCounters {
-  /** Requests served from the cache. */
-  cacheHits: number;
-  /** Requests that needed a new system buffer. */
-  cacheMisses: number;
-  /** System buffers acquired (`systemAllocations` of the stats). */
-  systemAllocations: number;
-  /** System buffers released (cache trims, GC, clears, and frees that bypassed a full cache). */
-  systemReleases: number;
-  /** Requests refused by the hard memory limit. */
-  outOfMemoryRefusals: number;
-  /** System allocations retried after the source failed and the cache was released. */
-  allocationRetries: number;
-  /** The largest `active + cache` seen after any allocation. */
-  peakReserved: number;
-  /** The largest `live` (sum of the size classes of live requests) seen: the workload's high-water mark. */
-  peakLive: number;
-  /** System buffers held by live allocations. */
-  liveBuffers: number;
-  /** System buffers held in the cache. */
-  cachedBuffers: number;
-  /** Mapped files in the accounts. */
-  mappings: number;
-}
-
-/** The default of {@link AllocatorOptions.reserveRatio}. */
-export const DEFAULT_RESERVE_RATIO = 1.3;
-
-class LiveAllocation<B> implements Allocation<B> {
-  readonly buffer: B | undefined;
-  readonly allocatedLength: number;
-  readonly requested: number;
-  readonly record: CachedBuffer<B> | undefined;
-
-  constructor(
-    buffer: B | undefined,
-    allocatedLength: number,
-    requested: number,
-    record: CachedBuffer<B> | undefined,
-  ) {
-    this.buffer = buffer;
-    this.allocatedLength = allocatedLength;
-    this.requested = requested;
-    this.record = record;
-  }
-}
-
-class LiveMapping implements Mapping {
-  readonly length: number;
-  readonly mappedLength: number;
-  readonly owner: object;
-  live = true;
-
-  constructor(length: number, mappedLength: number, owner: object) {
-    this.length = length;
-    this.mappedLength = mappedLength;
-    this.owner = owner;
-  }
-}
+import type { AllocatorOptions } from "./options.js";
+import { type AllocatorPolicy, type CachePolicy, cachePolicyFor } from "./policy.js";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
@@ -179,61 +26,6 @@ function checkedByteCount(value: unknown, name: string): number {
   const problem = byteCountProblem(value, name);
   if (problem) throw new AllocatorArgumentError(name, problem.message);
   return value as number;
-}
-
-/**
- * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
- * before it acquires a system buffer. The rest of `malloc` and `free` is MLX's allocator for both.
- */
-interface CachePolicy<B> {
-  readonly name: AllocatorPolicy;
-  /** The exclusive upper bound of the cached lengths a request of `sizeClass` may reuse. */
-  reuseLimit(sizeClass: number): number;
-  /** Before a miss: releases cached buffers the policy wants gone (`live` counts the request). */
-  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void;
-}
-
-/** MLX: reuse up to `min(2n, n + 2 pages)`; a miss releases nothing beyond MLX's GC rule. */
-class MlxPolicy<B> implements CachePolicy<B> {
-  readonly name = "mlx";
-
-  reuseLimit(sizeClass: number): number {
-    return Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
-  }
-
-  beforeMiss(): void {}
-}
-
-/** Reuse up to `2n`; a miss first brings reserved memory within `reserveRatio` of the high-water mark. */
-class BoundedPolicy<B> implements CachePolicy<B> {
-  readonly name = "bounded";
-  readonly #reserveRatio: number;
-  readonly #releaseLargestFirst: boolean;
-
-  constructor(reserveRatio: number, releaseLargestFirst: boolean) {
-    this.#reserveRatio = reserveRatio;
-    this.#releaseLargestFirst = releaseLargestFirst;
-  }
-
-  reuseLimit(sizeClass: number): number {
-    return 2 * sizeClass;
-  }
-
-  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void {
-    // Live after this request counts, so a growing workload is never squeezed below its own need.
-    const bound = this.#reserveRatio * Math.max(live, peakLive);
-    let failure: { error: unknown } | undefined;
-    while (cache.buffers > 0 && active + cache.bytes > bound) {
-      // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
-      try {
-        if (this.#releaseLargestFirst) cache.releaseLargest();
-        else cache.releaseOldest();
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    if (failure !== undefined) throw failure.error;
-  }
 }
 
 /**
@@ -301,28 +93,7 @@ export class CachingAllocator<B> {
       options.cacheLimit === undefined
         ? defaultMemoryLimit
         : checkedByteCount(options.cacheLimit, "cacheLimit");
-    const policy = options.policy ?? "mlx";
-    if (policy !== "mlx" && policy !== "bounded") {
-      throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
-    }
-    const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
-    if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
-      throw new AllocatorArgumentError(
-        "reserveRatio",
-        `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
-      );
-    }
-    const boundedRelease = options.boundedRelease ?? "least-recent";
-    if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
-      throw new AllocatorArgumentError(
-        "boundedRelease",
-        `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
-      );
-    }
-    this.cachePolicy =
-      policy === "bounded"
-        ? new BoundedPolicy<B>(reserveRatio, boundedRelease === "largest")
-        : new MlxPolicy<B>();
+    this.cachePolicy = cachePolicyFor<B>(options);
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));

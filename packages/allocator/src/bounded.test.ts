@@ -1,7 +1,8 @@
 import { PAGE } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { MiB, TestSource } from "../test/support.js";
-import { type AllocatorPolicy, CachingAllocator, DEFAULT_RESERVE_RATIO } from "./allocator.js";
+import { CachingAllocator } from "./allocator.js";
+import { type AllocatorPolicy, DEFAULT_RESERVE_RATIO } from "./policy.js";
 
 function make(policy: AllocatorPolicy, reserveRatio?: number) {
   const source = new TestSource({ workingSet: 1024 * MiB, memorySize: 2048 * MiB });

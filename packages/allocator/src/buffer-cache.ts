@@ -123,13 +123,7 @@ export class BufferCache<B> {
 
   /** Takes the oldest buffer at a position returned by {@link find} out of the cache. */
   takeAt(index: number): CachedBuffer<B> {
-    const bucket = this.buckets[index]!;
-    const record = bucket.oldest!;
-    this.removeOldestOfBucket(bucket, record);
-    this.unlinkLru(record);
-    this.bytes -= record.length;
-    this.buffers--;
-    return record;
+    return this.takeOldestOf(this.buckets[index]!);
   }
 
   /** Caches a buffer as the most recently cached. */
@@ -185,13 +179,8 @@ export class BufferCache<B> {
 
   /** Releases the least recently cached buffer (the cache must not be empty). */
   releaseOldest(): void {
-    const record = this.oldest!;
     // The least recently cached buffer is also the oldest of its length: both orders are caching order.
-    this.removeOldestOfBucket(record.bucket!, record);
-    this.unlinkLru(record);
-    this.bytes -= record.length;
-    this.buffers--;
-    this.releaseBuffer(record);
+    this.releaseBuffer(this.takeOldestOf(this.oldest!.bucket!));
   }
 
   /**
@@ -203,13 +192,7 @@ export class BufferCache<B> {
     let word = (this.distinct - 1) >>> 5;
     while (words[word] === 0) word--;
     const index = (word << 5) + 31 - Math.clz32(words[word]!);
-    const bucket = this.buckets[index]!;
-    const record = bucket.oldest!;
-    this.removeOldestOfBucket(bucket, record);
-    this.unlinkLru(record);
-    this.bytes -= record.length;
-    this.buffers--;
-    this.releaseBuffer(record);
+    this.releaseBuffer(this.takeOldestOf(this.buckets[index]!));
   }
 
   /**
@@ -272,7 +255,12 @@ export class BufferCache<B> {
     return lengths;
   }
 
-  private removeOldestOfBucket(bucket: LengthBucket<B>, record: CachedBuffer<B>): void {
+  /**
+   * Takes the oldest buffer of a non-empty bucket out of the cache: out of its length's queue and out of the
+   * least-recently-cached order. The one way a buffer leaves the cache apart from {@link clear}.
+   */
+  private takeOldestOf(bucket: LengthBucket<B>): CachedBuffer<B> {
+    const record = bucket.oldest!;
     bucket.oldest = record.nextOfLength;
     if (bucket.oldest === null) {
       bucket.newest = null;
@@ -280,15 +268,15 @@ export class BufferCache<B> {
       this.nonEmpty[bucket.index >>> 5]! &= ~(1 << (bucket.index & 31));
     }
     record.nextOfLength = null;
-  }
-
-  private unlinkLru(record: CachedBuffer<B>): void {
     if (record.newer !== null) record.newer.older = record.older;
     else this.newest = record.older;
     if (record.older !== null) record.older.newer = record.newer;
     else this.oldest = record.newer;
     record.newer = null;
     record.older = null;
+    this.bytes -= record.length;
+    this.buffers--;
+    return record;
   }
 
   private static isIndexed(length: number): boolean {

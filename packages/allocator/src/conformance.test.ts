@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { conformanceFile, type TestBuffer, TestSource } from "../test/support.js";
-import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
+import type { Allocation, Mapping } from "./allocation.js";
+import { CachingAllocator } from "./allocator.js";
 import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
 type Operation =

@@ -3,8 +3,9 @@
 // a buffer and never leaves a counter wrong.
 import { describe, expect, it } from "vitest";
 import { MiB, type TestBuffer, TestSource } from "../test/support.js";
-import { CachingAllocator, isAllocationFailure } from "./allocator.js";
+import { CachingAllocator } from "./allocator.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
+import { isAllocationFailure } from "./buffer-source.js";
 import { SystemAllocationError } from "./errors.js";
 
 class ClosedSourceError extends Error {

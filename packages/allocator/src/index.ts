@@ -1,30 +1,13 @@
 // The root of the family, so that one import is enough to catch any nuvec error.
 export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
-export {
-  ALLOCATION_FAILED_CODE,
-  type Allocation,
-  type AllocatorCounters,
-  type AllocatorOptions,
-  type AllocatorPolicy,
-  type BoundedRelease,
-  type BufferSource,
-  CachingAllocator,
-  DEFAULT_RESERVE_RATIO,
-  isAllocationFailure,
-  type Mapping,
-} from "./allocator.js";
-export {
-  AllocatorArgumentError,
-  AllocatorClosedError,
-  AllocatorError,
-  BufferTooLargeError,
-  DoubleFreeError,
-  ForeignAllocationError,
-  OutOfMemoryError,
-  ResourceLimitError,
-  SystemAllocationError,
-  TraceError,
-} from "./errors.js";
+export type { Allocation, Mapping } from "./allocation.js";
+export { CachingAllocator } from "./allocator.js";
+export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
+export type { AllocatorCounters } from "./counters.js";
+// Every class of errors.ts is public.
+export * from "./errors.js";
+export type { AllocatorOptions } from "./options.js";
+export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
 export {
   CountingBufferSource,
   type ReplayOptions,

@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type Outcome, ReferenceModel } from "../test/reference-model.js";
 import { MiB, type TestBuffer, TestSource } from "../test/support.js";
-import { type Allocation, CachingAllocator, type Mapping } from "./allocator.js";
+import type { Allocation, Mapping } from "./allocation.js";
+import { CachingAllocator } from "./allocator.js";
 import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
 type Operation =

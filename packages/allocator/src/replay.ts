@@ -1,14 +1,10 @@
 import { type MemoryStats, PAGE } from "@nuvec/stats";
-import {
-  type Allocation,
-  type AllocatorCounters,
-  type AllocatorPolicy,
-  type BoundedRelease,
-  type BufferSource,
-  CachingAllocator,
-  type Mapping,
-} from "./allocator.js";
+import type { Allocation, Mapping } from "./allocation.js";
+import { CachingAllocator } from "./allocator.js";
+import type { BufferSource } from "./buffer-source.js";
+import type { AllocatorCounters } from "./counters.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
+import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
 import {
   isByteCount,
   isTraceEvent,
@@ -124,10 +120,39 @@ const DENSE_IDS = 1 << 26;
 // longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
 const INDEXED_IDS = 1 << 20;
 
+/** What the refusals of one kind of id (allocations or mappings) say. */
+interface IdRefusals {
+  /** An allocate or map event of an id already used. */
+  readonly reused: string;
+  /** A free or unmap event of an id never allocated or mapped. */
+  readonly unknown: string;
+  /** A second free or unmap of an id. */
+  readonly twice: string;
+}
+
 /** The state (unused, live, released) of every id of one kind: one byte per dense id. */
 class IdStates {
   #dense = new Uint8Array(1024);
   readonly #sparse = new Map<number, number>();
+  readonly #refusals: IdRefusals;
+
+  constructor(refusals: IdRefusals) {
+    this.#refusals = refusals;
+  }
+
+  /** Marks `id` live (its allocate or map event at `index`); a TraceError when it was used before. */
+  open(id: number, index: number, event: unknown): void {
+    if (this.get(id) !== UNUSED) throw badEvent(index, event, this.#refusals.reused);
+    this.set(id, LIVE);
+  }
+
+  /** Marks `id` released (its free or unmap event at `index`); a TraceError unless it is live. */
+  close(id: number, index: number, event: unknown): void {
+    const state = this.get(id);
+    if (state === UNUSED) throw badEvent(index, event, this.#refusals.unknown);
+    if (state === RELEASED) throw badEvent(index, event, this.#refusals.twice);
+    this.set(id, RELEASED);
+  }
 
   get(id: number): number {
     if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
@@ -167,8 +192,16 @@ class IdStates {
  * released once, and only after it was allocated or mapped). Memory: one byte per id (dense ids).
  */
 export class TraceValidator {
-  readonly #allocations = new IdStates();
-  readonly #mappings = new IdStates();
+  readonly #allocations = new IdStates({
+    reused: "this id was already allocated",
+    unknown: "free of an id never allocated",
+    twice: "this id was already freed",
+  });
+  readonly #mappings = new IdStates({
+    reused: "this mapping id was already used",
+    unknown: "release of a mapping id never mapped",
+    twice: "this mapping was already released",
+  });
   #index = 0;
   #header: TraceHeader | undefined;
 
@@ -232,32 +265,12 @@ export class TraceValidator {
         throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
       throw badEvent(index, item, "wrong arity, or a size that is not a non-negative integer");
     }
-    switch (item[0]) {
-      case "a":
-        if (this.#allocations.get(item[1]) !== UNUSED)
-          throw badEvent(index, item, "this id was already allocated");
-        this.#allocations.set(item[1], LIVE);
-        break;
-      case "f": {
-        const state = this.#allocations.get(item[1]);
-        if (state === UNUSED) throw badEvent(index, item, "free of an id never allocated");
-        if (state === RELEASED) throw badEvent(index, item, "this id was already freed");
-        this.#allocations.set(item[1], RELEASED);
-        break;
-      }
-      case "m":
-        if (this.#mappings.get(item[1]) !== UNUSED)
-          throw badEvent(index, item, "this mapping id was already used");
-        this.#mappings.set(item[1], LIVE);
-        break;
-      case "u": {
-        const state = this.#mappings.get(item[1]);
-        if (state === UNUSED) throw badEvent(index, item, "release of a mapping id never mapped");
-        if (state === RELEASED) throw badEvent(index, item, "this mapping was already released");
-        this.#mappings.set(item[1], RELEASED);
-        break;
-      }
-    }
+    // An id's history: "a" and "f" of allocations, "m" and "u" of mappings (a trace's two kinds of id).
+    const tag = item[0];
+    if (tag === "a" || tag === "m")
+      (tag === "a" ? this.#allocations : this.#mappings).open(item[1], index, item);
+    else if (tag === "f" || tag === "u")
+      (tag === "f" ? this.#allocations : this.#mappings).close(item[1], index, item);
     this.#index = index + 1;
     return item;
   }

@@ -2,7 +2,11 @@
 // fuzzer (packages/device/test/reliability, through a relative import). Written from DESIGN.md alone (MLX's
 // policy, nuvec's hard limit and the bounded policy), as plainly as possible: the cache is one array in
 // caching order, every search is a linear scan. It shares no code with @nuvec/allocator (its size classes
-// are written again here), so the tests compare two independent derivations after every step.
+// are written again here), so the tests compare two independent derivations after every step. Only the
+// names of the figures it reports are the implementation's (the types below), so the two cannot drift apart.
+
+import type { MemoryStats } from "@nuvec/stats";
+import type { AllocatorCounters } from "../src/counters.js";
 
 /** MLX's large-buffer granule (DESIGN.md: `PAGE`). */
 export const PAGE = 16384;
@@ -41,29 +45,20 @@ interface Cached {
 }
 
 /** The model's `MemoryStats` (the wired fields are residency's, not the allocator's). */
-export interface ModelStats {
-  active: number;
-  peak: number;
-  activeWithMapped: number;
-  peakWithMapped: number;
-  cache: number;
-  memoryLimit: number;
-  cacheLimit: number;
-  systemAllocations: number;
-  mapped: number;
-}
+export type ModelStats = Omit<MemoryStats, "wired" | "wiredMapped" | "wiredLimit">;
 
 /** The model's counters (those both the allocator and the Device report). */
-export interface ModelCounters {
-  cacheHits: number;
-  cacheMisses: number;
-  systemAllocations: number;
-  systemReleases: number;
-  outOfMemoryRefusals: number;
-  liveBuffers: number;
-  cachedBuffers: number;
-  mappings: number;
-}
+export type ModelCounters = Pick<
+  AllocatorCounters,
+  | "cacheHits"
+  | "cacheMisses"
+  | "systemAllocations"
+  | "systemReleases"
+  | "outOfMemoryRefusals"
+  | "liveBuffers"
+  | "cachedBuffers"
+  | "mappings"
+>;
 
 /** The naive reference model; see the top of this file. */
 export class ReferenceModel {

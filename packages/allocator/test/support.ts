@@ -1,7 +1,7 @@
 // Helpers for the tests beside the code: where the fixtures are, and a buffer source that can fail.
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { BufferSource } from "../src/allocator.js";
+import type { BufferSource } from "../src/buffer-source.js";
 
 /** The repository root (this file is packages/allocator/test/support.ts). */
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));

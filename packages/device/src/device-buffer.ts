@@ -24,8 +24,7 @@ export class BufferState {
   viewsHandedOut = false;
   /** In the safety net's registry (registered once it outlived the turn it was made in). */
   registered = false;
-  // The device's live buffers form an intrusive list: linking and unlinking cost a few nanoseconds on the
-  // malloc/free path, where a Set's hashing costs tens.
+  // Links in the Device's list of live buffers (see LiveBuffers).
   previous: BufferState | undefined = undefined;
   next: BufferState | undefined = undefined;
 

@@ -1,6 +1,6 @@
-// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together, with
-// the statistics assembled from the figures each of them owns.
-import { type AllocatorCounters, CachingAllocator, type Mapping } from "@nuvec/allocator";
+// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together (made in
+// parts.ts), with the statistics assembled from the figures each of them owns (figures.ts).
+import type { CachingAllocator, Mapping } from "@nuvec/allocator";
 import {
   deviceFacts,
   loadNativeBackend,
@@ -9,7 +9,7 @@ import {
   type NativeBuffer,
   type NativeResidencySet,
 } from "@nuvec/metal-native";
-import { Residency } from "@nuvec/residency";
+import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
@@ -22,31 +22,25 @@ import {
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
+import { DeviceFigures } from "./figures.js";
+import { KeepAliveTimer } from "./keep-alive.js";
+import { LiveBuffers } from "./live-buffers.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
-import { checkMetalOptions } from "./metal-options.js";
+import { checkMetalOptions, metalResidencySetPointers } from "./metal-options.js";
 import {
   checkByteCount,
+  checkOpenOptions,
+  checkPath,
   checkTimerInterval,
   type DeviceCounters,
   type DeviceInfo,
   type DeviceOptions,
   type FreeOptions,
-  residencySetMaxPercentText,
 } from "./options.js";
+import { allocatorOver, residencyOver } from "./parts.js";
 import { SafetyNet } from "./safety-net.js";
-import { type DeviceTrace, TraceRecorder } from "./trace.js";
-
-// The classes and types of the Device's API live in their own modules; re-exported here for index.ts.
-export { DeviceBuffer } from "./device-buffer.js";
-export { MappedFile } from "./mapped-file.js";
-export type {
-  DeviceCounters,
-  DeviceInfo,
-  DeviceMemoryHandle,
-  DeviceOptions,
-  FreeOptions,
-  MetalOptions,
-} from "./options.js";
+import { type DeviceTrace, TraceRecorder, traceOpening } from "./trace.js";
+import { WiringWarning } from "./wiring-warning.js";
 
 /**
  * A GPU (or host) device with MLX's caching allocator, hard memory limits, statistics, mapped files and
@@ -56,69 +50,32 @@ export class Device {
   readonly #backend: NativeBackend;
   readonly #allocator: CachingAllocator<NativeBuffer>;
   readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
-  // The live buffers (an intrusive list of their states, newest first) and mapped files: what close()
-  // releases and a trace opens with. Their counts are the allocator's (`liveBuffers`, `mappings`).
-  #liveHead: BufferState | undefined;
+  // The live buffers and mapped files: what close() releases and a trace opens with. Their counts are the
+  // allocator's (`liveBuffers`, `mappings`).
+  readonly #liveBuffers = new LiveBuffers();
   readonly #mappings = new Set<MappedFile>();
   readonly #safetyNet: SafetyNet | undefined;
-  #leakedBuffers = 0;
+  readonly #figures: DeviceFigures;
   #closed = false;
-  #keepAlive: ReturnType<typeof setInterval> | undefined;
-  #wiringWarned = false;
-  // The last statistics and counters, taken at close(), so they can still be read afterwards.
-  #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
+  readonly #keepAlive = new KeepAliveTimer();
+  // Runs what may wire memory, and warns once when the platform refuses.
+  readonly #wiring: WiringWarning;
   #trace: TraceRecorder | undefined;
-  // Frees deferred with `{ after }` whose promise has not settled (see #deferFree).
-  #pendingFrees = 0;
   // Every residency set made (Residency keeps them until close), for residencySetHandles().
   readonly #residencySets: NativeResidencySet[] = [];
 
   private constructor(backend: NativeBackend, options: DeviceOptions, maxPercentPerSet: string | undefined) {
     this.#backend = backend;
-    const commandQueue = options.metal?.commandQueue;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
-    this.#allocator = new CachingAllocator<NativeBuffer>(
-      {
-        recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
-        memorySize: backend.memorySize,
-        maxBufferLength: backend.maxBufferLength,
-        resourceLimit: backend.resourceLimit,
-        pageSize: backend.pageSize,
-        acquire: (bytes) => backend.newBuffer(bytes),
-        release: (buffer) => buffer.release(),
-      },
-      {
-        ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),
-        ...(options.cacheLimit === undefined ? {} : { cacheLimit: options.cacheLimit }),
-        ...(options.policy === undefined ? {} : { policy: options.policy }),
-        ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
-        ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
-        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
-        onAcquire: (buffer) => this.#wiring(() => this.#residency.insert(buffer, false)),
-        onRelease: (buffer) => this.#residency.erase(buffer),
-      },
-    );
-    this.#residency = new Residency<NativeAllocation, NativeResidencySet>(
-      {
-        supportsResidencySets: backend.supportsResidencySets,
-        newResidencySet: () => {
-          const set = backend.newResidencySet();
-          if (set !== undefined) this.#residencySets.push(set);
-          return set;
-        },
-        // On the runtime's queue when it gave one (Metal), so its command buffers see the sets.
-        attachResidencySet: (set) =>
-          commandQueue === undefined
-            ? backend.attachResidencySet(set)
-            : backend.attachResidencySet(set, commandQueue),
-        allocatedSize: (allocation) => allocation.allocatedSize,
-      },
-      {
-        workingSet: backend.recommendedMaxWorkingSetSize,
-        ...(maxPercentPerSet === undefined ? {} : { maxPercentPerSet }),
-      },
-    );
+    this.#allocator = allocatorOver(backend, options, {
+      // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
+      onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
+      onRelease: (buffer) => this.#residency.erase(buffer),
+    });
+    this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
+    this.#wiring = new WiringWarning(backend, this.#residency);
+    this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -128,13 +85,8 @@ export class Device {
    * (e.g. `new MockBackend()` from `@nuvec/metal-native/mock` in tests).
    */
   static open(options: DeviceOptions = {}): Device {
-    if (options === null || typeof options !== "object") {
-      throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
-    }
+    const maxPercentPerSet = checkOpenOptions(options);
     const keepAlive = options.residencyKeepAliveMilliseconds;
-    if (keepAlive !== undefined) checkTimerInterval(keepAlive, "residencyKeepAliveMilliseconds");
-    if (options.wiredLimit !== undefined) checkByteCount(options.wiredLimit, "wiredLimit");
-    const maxPercentPerSet = residencySetMaxPercentText(options.residencySetMaxPercent);
     const backend = options.backend ?? loadNativeBackend();
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
@@ -168,7 +120,7 @@ export class Device {
     const state = new BufferState(allocation);
     const buffer = new DeviceBuffer(this, state);
     if (allocation.buffer !== undefined) {
-      this.#link(state);
+      this.#liveBuffers.link(state);
       this.#safetyNet?.add(buffer, state);
     }
     this.#trace?.allocate(state, bytes);
@@ -180,11 +132,7 @@ export class Device {
    * `{ after: promise }` defers giving the memory back until the promise settles (see {@link FreeOptions}).
    */
   free(buffer: DeviceBuffer, options?: FreeOptions): void {
-    if (!(buffer instanceof DeviceBuffer)) {
-      throw new DeviceArgumentError("buffer", "free(buffer): buffer must be a DeviceBuffer");
-    }
-    if (buffer.device !== this) throw new ForeignBufferError("free()");
-    if (this.#closed) throw new DeviceClosedError("free()");
+    this.#checkOwn(buffer, buffer instanceof DeviceBuffer, "free");
     const state = bufferState(buffer);
     if (!state.live) throw new BufferFreedError("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
@@ -204,52 +152,34 @@ export class Device {
     const native = state.allocation.buffer;
     if (native !== undefined && state.viewsHandedOut) native.detachContents();
     state.live = false;
-    this.#unlink(state);
-    this.#pendingFrees += 1;
-    const settle = () => {
-      this.#pendingFrees -= 1;
-      if (!this.#closed) {
+    this.#liveBuffers.unlink(state);
+    this.#settleLater(
+      after,
+      () => {
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#allocator.freeWithoutCaching(state.allocation);
         else this.#allocator.free(state.allocation);
         this.#trace?.free(state);
-      } else if (native !== undefined) {
+      },
+      () => {
+        if (native === undefined) return;
         native.release();
-        this.#settledAfterClose(state.allocation.allocatedLength, 0);
-      }
-    };
-    settleAfter(after, settle);
+        this.#figures.settledAfterClose(state.allocation.allocatedLength, 0);
+      },
+    );
   }
 
-  /** Takes a free that settled after close() out of the last figures (they said it was still in use). */
-  #settledAfterClose(bufferBytes: number, mappedBytes: number): void {
-    const final = this.#final;
-    if (final === undefined) return;
-    final.stats.active -= bufferBytes;
-    final.stats.mapped -= mappedBytes;
-    final.stats.activeWithMapped -= bufferBytes + mappedBytes;
-    if (bufferBytes > 0) {
-      final.counters.liveBuffers -= 1;
-      final.counters.systemReleases += 1;
-    }
-    if (mappedBytes > 0) final.counters.mappings -= 1;
-  }
-
-  #link(state: BufferState): void {
-    const head = this.#liveHead;
-    state.next = head;
-    if (head !== undefined) head.previous = state;
-    this.#liveHead = state;
-  }
-
-  #unlink(state: BufferState): void {
-    const { previous, next } = state;
-    if (previous !== undefined) previous.next = next;
-    else if (this.#liveHead === state) this.#liveHead = next;
-    else return; // not linked: a 0-byte buffer
-    if (next !== undefined) next.previous = previous;
-    state.previous = undefined;
-    state.next = undefined;
+  /**
+   * Counts a free deferred with `{ after }` in `pendingFrees` until its promise settles, then runs `whileOpen`
+   * or, once the device is closed (its allocator gone), `afterClose`, which gives the memory straight back.
+   */
+  #settleLater(after: PromiseLike<unknown>, whileOpen: () => void, afterClose: () => void): void {
+    this.#figures.pendingFrees += 1;
+    settleAfter(after, () => {
+      this.#figures.pendingFrees -= 1;
+      if (!this.#closed) whileOpen();
+      else afterClose();
+    });
   }
 
   #freeState(state: BufferState): void {
@@ -268,13 +198,13 @@ export class Device {
       this.#allocator.free(state.allocation);
     }
     state.live = false;
-    this.#unlink(state);
+    this.#liveBuffers.unlink(state);
     this.#trace?.free(state);
   }
 
   #reclaim(state: BufferState): void {
     if (!state.live || this.#closed) return;
-    this.#leakedBuffers += 1;
+    this.#figures.leakedBuffers += 1;
     state.registered = false;
     this.#freeState(state);
   }
@@ -286,12 +216,7 @@ export class Device {
    */
   mapFile(path: string): MappedFile {
     if (this.#closed) throw new DeviceClosedError("mapFile()");
-    if (typeof path !== "string" || path.length === 0) {
-      throw new DeviceArgumentError(
-        "path",
-        `mapFile(path): path must be a non-empty string, got ${String(path)}`,
-      );
-    }
+    checkPath(path);
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
     try {
@@ -300,7 +225,7 @@ export class Device {
       native.release();
       throw error;
     }
-    this.#wiring(() => this.#residency.insert(native, true));
+    this.#wiring.watch(() => this.#residency.insert(native, true));
     const file = new MappedFile(this, native, mapping);
     this.#trace?.map(file, native.length);
     this.#mappings.add(file);
@@ -312,11 +237,7 @@ export class Device {
    * the promise settles (see {@link FreeOptions}).
    */
   releaseMapping(file: MappedFile, options?: FreeOptions): void {
-    if (!(file instanceof MappedFile)) {
-      throw new DeviceArgumentError("file", "releaseMapping(file): file must be a MappedFile");
-    }
-    if (file.device !== this) throw new ForeignBufferError("releaseMapping()");
-    if (this.#closed) throw new DeviceClosedError("releaseMapping()");
+    this.#checkOwn(file, file instanceof MappedFile, "releaseMapping");
     if (file.released) throw new MappingReleasedError("release()");
     const after = checkFreeOptions(options, "release()");
     if (after !== undefined) {
@@ -333,18 +254,17 @@ export class Device {
     state.native.detachContents();
     state.live = false;
     this.#mappings.delete(file);
-    this.#pendingFrees += 1;
-    const settle = () => {
-      this.#pendingFrees -= 1;
-      if (!this.#closed) {
+    this.#settleLater(
+      after,
+      () => {
         this.#unmap(file);
         this.#trace?.unmap(file);
-      } else {
+      },
+      () => {
         state.native.release();
-        this.#settledAfterClose(0, state.mapping.mappedLength);
-      }
-    };
-    settleAfter(after, settle);
+        this.#figures.settledAfterClose(0, state.mapping.mappedLength);
+      },
+    );
   }
 
   #unmap(file: MappedFile): void {
@@ -361,30 +281,12 @@ export class Device {
    * ones, all released).
    */
   memoryStats(): MemoryStats {
-    return this.#final ? { ...this.#final.stats } : this.#currentStats();
-  }
-
-  /** The allocator owns the memory figures, residency the wired ones: each is read from its owner. */
-  #currentStats(): MemoryStats {
-    const stats = this.#allocator.memoryStats();
-    const residency = this.#residency;
-    stats.wired = residency.wired;
-    stats.wiredMapped = residency.wiredMapped;
-    stats.wiredLimit = residency.capacity;
-    return stats;
+    return this.#figures.memoryStats();
   }
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
   counters(): DeviceCounters {
-    const backend = this.#backend.counters();
-    return {
-      ...(this.#final ? this.#final.counters : this.#allocator.counters()),
-      leakedBuffers: this.#leakedBuffers,
-      pendingFrees: this.#pendingFrees,
-      wiredByPlatform: backend.wiredBytes,
-      wiringFailures: backend.wiringFailures,
-      backend,
-    };
+    return this.#figures.counters();
   }
 
   /** Sets `peak = active` and `peakWithMapped = active + mapped` (MLX sets 0; see the README). */
@@ -424,7 +326,7 @@ export class Device {
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
     if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
     const previous = this.#residency.capacity;
-    this.#wiring(() => this.#residency.resize(bytes), bytes > 0);
+    this.#wiring.watch(() => this.#residency.resize(bytes), bytes > 0);
     this.#trace?.limit("wired", bytes);
     return previous;
   }
@@ -439,7 +341,7 @@ export class Device {
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
     this.#ensureOpen("refreshResidency()");
-    this.#wiring(() => this.#residency.refresh());
+    this.#wiring.watch(() => this.#residency.refresh());
   }
 
   /**
@@ -449,18 +351,14 @@ export class Device {
   startResidencyKeepAlive(intervalMilliseconds = 1000): void {
     this.#ensureOpen("startResidencyKeepAlive()");
     checkTimerInterval(intervalMilliseconds, "intervalMilliseconds");
-    this.stopResidencyKeepAlive();
-    const timer = setInterval(() => {
-      if (!this.#closed) this.#wiring(() => this.#residency.refresh());
-    }, intervalMilliseconds);
-    timer.unref?.();
-    this.#keepAlive = timer;
+    this.#keepAlive.start(intervalMilliseconds, () => {
+      if (!this.#closed) this.#wiring.watch(() => this.#residency.refresh());
+    });
   }
 
   /** Stops the keep-alive timer, if any. */
   stopResidencyKeepAlive(): void {
-    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
-    this.#keepAlive = undefined;
+    this.#keepAlive.stop();
   }
 
   /** The backend's facts and the device's setup. */
@@ -483,28 +381,14 @@ export class Device {
    * without Metal residency sets (the host, the mock).
    */
   residencySetHandles(): bigint[] {
-    if (this.#closed) return [];
-    const handles: bigint[] = [];
-    for (const set of this.#residencySets) {
-      const pointer = set.metalResidencySet;
-      if (pointer !== undefined) handles.push(pointer);
-    }
-    return handles;
+    return this.#closed ? [] : metalResidencySetPointers(this.#residencySets);
   }
 
   /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
-    // The trace opens with what is live now (oldest first), so it replays on its own (see trace.ts); at
-    // the bytes each is charged (a cache hit can hand out up to twice the request), so the peaks agree.
-    const buffers: [BufferState, number][] = [];
-    for (let state = this.#liveHead; state !== undefined; state = state.next)
-      buffers.push([state, state.allocation.allocatedLength]);
-    this.#trace = new TraceRecorder(name, {
-      buffers: buffers.reverse(),
-      mappings: [...this.#mappings].map((file) => [file, file.length] as const),
-    });
+    this.#trace = new TraceRecorder(name, traceOpening(this.#liveBuffers, this.#mappings));
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
@@ -525,8 +409,7 @@ export class Device {
   close(): void {
     if (this.#closed) return;
     this.stopResidencyKeepAlive();
-    while (this.#liveHead !== undefined) {
-      const state = this.#liveHead;
+    for (let state = this.#liveBuffers.newest; state !== undefined; state = this.#liveBuffers.newest) {
       this.#freeState(state);
       this.#safetyNet?.remove(state);
     }
@@ -534,7 +417,7 @@ export class Device {
     for (const file of [...this.#mappings]) this.#unmap(file);
     this.#allocator.clearCache();
     this.#residency.close();
-    this.#final = { stats: this.#currentStats(), counters: this.#allocator.counters() };
+    this.#figures.keepLast();
     this.#allocator.close();
     this.#trace = undefined;
     this.#closed = true;
@@ -545,28 +428,17 @@ export class Device {
     this.close();
   }
 
-  // Runs something that may wire memory; the first time the platform refuses (wiringFailures grows), one
-  // process warning for this Device says so, with the backend's advice. Skipped (no native call) while
-  // nothing is to be wired or once warned.
-  #wiring(body: () => void, mayWire = this.#residency.capacity > 0): void {
-    if (this.#wiringWarned || !mayWire) {
-      body();
-      return;
+  /**
+   * The checks of a handle given back by `method` (`free`, `releaseMapping`), in order: of the right class
+   * (`isHandle`), of this device, the device still open.
+   */
+  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean, method: "free" | "releaseMapping"): void {
+    if (!isHandle) {
+      const [argument, type] = method === "free" ? ["buffer", "DeviceBuffer"] : ["file", "MappedFile"];
+      throw new DeviceArgumentError(argument, `${method}(${argument}): ${argument} must be a ${type}`);
     }
-    const before = this.#backend.counters().wiringFailures;
-    body();
-    const failures = this.#backend.counters().wiringFailures - before;
-    if (failures <= 0) return;
-    this.#wiringWarned = true;
-    const advice = this.#backend.lastWiringError;
-    const wiredByPlatform = this.#backend.counters().wiredBytes;
-    process.emitWarning(
-      `nuvec: the system refused to wire memory (${failures} failure${failures === 1 ? "" : "s"}): ` +
-        `memoryStats().wired says ${this.#residency.wired} bytes (what residency asked for), the platform ` +
-        `wired ${wiredByPlatform} (counters().wiredByPlatform). ` +
-        (typeof advice === "string" ? advice : "The memory stays usable but may be paged out."),
-      { type: "NuvecWiringWarning", code: "NUVEC_WIRING_FAILED" },
-    );
+    if (handle.device !== this) throw new ForeignBufferError(`${method}()`);
+    if (this.#closed) throw new DeviceClosedError(`${method}()`);
   }
 
   #ensureOpen(operation: string): void {

@@ -21,17 +21,8 @@ export {
   NuvecArgumentError,
   NuvecError,
 } from "@nuvec/stats";
-export {
-  Device,
-  DeviceBuffer,
-  type DeviceCounters,
-  type DeviceInfo,
-  type DeviceMemoryHandle,
-  type DeviceOptions,
-  type FreeOptions,
-  MappedFile,
-  type MetalOptions,
-} from "./device.js";
+export { Device } from "./device.js";
+export { DeviceBuffer } from "./device-buffer.js";
 export {
   BufferFreedError,
   DeviceArgumentError,
@@ -44,4 +35,13 @@ export {
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
+export { MappedFile } from "./mapped-file.js";
+export type {
+  DeviceCounters,
+  DeviceInfo,
+  DeviceMemoryHandle,
+  DeviceOptions,
+  FreeOptions,
+  MetalOptions,
+} from "./options.js";
 export type { DeviceTrace } from "./trace.js";

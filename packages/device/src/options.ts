@@ -163,3 +163,28 @@ export function residencySetMaxPercentText(value: unknown): string | undefined {
   }
   return String(value);
 }
+
+/**
+ * `Device.open`'s checks of `options` that need no backend (an object; the keep-alive interval, the wired
+ * limit and the per-set cap, when given). Returns the per-set cap as residency takes it.
+ */
+export function checkOpenOptions(options: unknown): string | undefined {
+  if (options === null || typeof options !== "object") {
+    throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
+  }
+  const { residencyKeepAliveMilliseconds, wiredLimit, residencySetMaxPercent } = options as DeviceOptions;
+  if (residencyKeepAliveMilliseconds !== undefined)
+    checkTimerInterval(residencyKeepAliveMilliseconds, "residencyKeepAliveMilliseconds");
+  if (wiredLimit !== undefined) checkByteCount(wiredLimit, "wiredLimit");
+  return residencySetMaxPercentText(residencySetMaxPercent);
+}
+
+/** `mapFile`'s check of its path: a non-empty string (the backend checks the rest, such as a NUL byte). */
+export function checkPath(path: unknown): asserts path is string {
+  if (typeof path !== "string" || path.length === 0) {
+    throw new DeviceArgumentError(
+      "path",
+      `mapFile(path): path must be a non-empty string, got ${String(path)}`,
+    );
+  }
+}

@@ -1,0 +1,56 @@
+import type { CachedBuffer } from "./buffer-cache.js";
+
+/** What `malloc` hands out: a fresh object per call. */
+export interface Allocation<B> {
+  /** The system buffer; `undefined` for a 0-byte request. */
+  readonly buffer: B | undefined;
+  /**
+   * Bytes of the buffer handed out, charged in `active`: the size class, or the cached buffer's length on a
+   * hit (up to 2× the size class).
+   */
+  readonly allocatedLength: number;
+  /** The bytes asked for. */
+  readonly requested: number;
+}
+
+/** A mapped file in the allocator's accounts. */
+export interface Mapping {
+  /** The file's length in bytes. */
+  readonly length: number;
+  /** Bytes it counts in `mapped`: `mappingSize(length, pageSize)`. */
+  readonly mappedLength: number;
+}
+
+/** The one implementation of {@link Allocation}: `record` ties it to its buffer's entry in the books. */
+export class LiveAllocation<B> implements Allocation<B> {
+  readonly buffer: B | undefined;
+  readonly allocatedLength: number;
+  readonly requested: number;
+  readonly record: CachedBuffer<B> | undefined;
+
+  constructor(
+    buffer: B | undefined,
+    allocatedLength: number,
+    requested: number,
+    record: CachedBuffer<B> | undefined,
+  ) {
+    this.buffer = buffer;
+    this.allocatedLength = allocatedLength;
+    this.requested = requested;
+    this.record = record;
+  }
+}
+
+/** The one implementation of {@link Mapping}: `live` until the allocator removes it. */
+export class LiveMapping implements Mapping {
+  readonly length: number;
+  readonly mappedLength: number;
+  readonly owner: object;
+  live = true;
+
+  constructor(length: number, mappedLength: number, owner: object) {
+    this.length = length;
+    this.mappedLength = mappedLength;
+    this.owner = owner;
+  }
+}

@@ -1,0 +1,101 @@
+import { PAGE } from "@nuvec/stats";
+import type { BufferCache } from "./buffer-cache.js";
+import { AllocatorArgumentError } from "./errors.js";
+import type { AllocatorOptions } from "./options.js";
+
+/**
+ * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
+ * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark.
+ */
+export type AllocatorPolicy = "mlx" | "bounded";
+
+/** Which buffer the bounded policy releases first to stay within its bound. */
+export type BoundedRelease = "least-recent" | "largest";
+
+/** The default of {@link AllocatorOptions.reserveRatio}. */
+export const DEFAULT_RESERVE_RATIO = 1.3;
+
+/**
+ * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
+ * before it acquires a system buffer. The rest of `malloc` and `free` is MLX's allocator for both.
+ */
+export interface CachePolicy<B> {
+  readonly name: AllocatorPolicy;
+  /** The exclusive upper bound of the cached lengths a request of `sizeClass` may reuse. */
+  reuseLimit(sizeClass: number): number;
+  /** Before a miss: releases cached buffers the policy wants gone (`live` counts the request). */
+  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void;
+}
+
+/** MLX: reuse up to `min(2n, n + 2 pages)`; a miss releases nothing beyond MLX's GC rule. */
+class MlxPolicy<B> implements CachePolicy<B> {
+  readonly name = "mlx";
+
+  reuseLimit(sizeClass: number): number {
+    return Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
+  }
+
+  beforeMiss(): void {}
+}
+
+/** Reuse up to `2n`; a miss first brings reserved memory within `reserveRatio` of the high-water mark. */
+class BoundedPolicy<B> implements CachePolicy<B> {
+  readonly name = "bounded";
+  readonly #reserveRatio: number;
+  readonly #releaseLargestFirst: boolean;
+
+  constructor(reserveRatio: number, releaseLargestFirst: boolean) {
+    this.#reserveRatio = reserveRatio;
+    this.#releaseLargestFirst = releaseLargestFirst;
+  }
+
+  reuseLimit(sizeClass: number): number {
+    return 2 * sizeClass;
+  }
+
+  beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void {
+    // Live after this request counts, so a growing workload is never squeezed below its own need.
+    const bound = this.#reserveRatio * Math.max(live, peakLive);
+    let failure: { error: unknown } | undefined;
+    while (cache.buffers > 0 && active + cache.bytes > bound) {
+      // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
+      try {
+        if (this.#releaseLargestFirst) cache.releaseLargest();
+        else cache.releaseOldest();
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
+  }
+}
+
+/**
+ * The policy `options` ask for (`policy`, `reserveRatio`, `boundedRelease`), checked.
+ *
+ * @throws AllocatorArgumentError for an unknown policy or release order, or a ratio that is not a finite
+ * number ≥ 1.
+ */
+export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> {
+  const policy = options.policy ?? "mlx";
+  if (policy !== "mlx" && policy !== "bounded") {
+    throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
+  }
+  const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
+  if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
+    throw new AllocatorArgumentError(
+      "reserveRatio",
+      `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
+    );
+  }
+  const boundedRelease = options.boundedRelease ?? "least-recent";
+  if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
+    throw new AllocatorArgumentError(
+      "boundedRelease",
+      `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
+    );
+  }
+  return policy === "bounded"
+    ? new BoundedPolicy<B>(reserveRatio, boundedRelease === "largest")
+    : new MlxPolicy<B>();
+}

@@ -1,0 +1,77 @@
+// A Device's statistics and counters: the allocator owns the memory figures, residency the wired ones, the
+// backend its own counts, the Device the leaks and pending frees; each is read from its owner, and after
+// close() the last figures stand in for them.
+import type { AllocatorCounters, CachingAllocator } from "@nuvec/allocator";
+import type { NativeAllocation, NativeBackend, NativeBuffer, NativeResidencySet } from "@nuvec/metal-native";
+import type { Residency } from "@nuvec/residency";
+import type { MemoryStats } from "@nuvec/stats";
+import type { DeviceCounters } from "./options.js";
+
+/** Assembles one Device's `memoryStats()` and `counters()`, and keeps the last ones once it closes. */
+export class DeviceFigures {
+  readonly #allocator: CachingAllocator<NativeBuffer>;
+  readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
+  readonly #backend: NativeBackend;
+  // The last statistics and counters, taken at close(), so they can still be read afterwards.
+  #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
+  /** Buffers dropped without `free()` and given back by the safety net. */
+  leakedBuffers = 0;
+  /** Frees deferred with `{ after }` whose promise has not settled. */
+  pendingFrees = 0;
+
+  constructor(
+    allocator: CachingAllocator<NativeBuffer>,
+    residency: Residency<NativeAllocation, NativeResidencySet>,
+    backend: NativeBackend,
+  ) {
+    this.#allocator = allocator;
+    this.#residency = residency;
+    this.#backend = backend;
+  }
+
+  /** The allocator's figures with the wired ones from residency; the last ones after {@link keepLast}. */
+  memoryStats(): MemoryStats {
+    if (this.#final !== undefined) return { ...this.#final.stats };
+    const stats = this.#allocator.memoryStats();
+    const residency = this.#residency;
+    stats.wired = residency.wired;
+    stats.wiredMapped = residency.wiredMapped;
+    stats.wiredLimit = residency.capacity;
+    return stats;
+  }
+
+  /** The allocator's counters (the last ones after {@link keepLast}), the Device's and the backend's. */
+  counters(): DeviceCounters {
+    const backend = this.#backend.counters();
+    return {
+      ...(this.#final ? this.#final.counters : this.#allocator.counters()),
+      leakedBuffers: this.leakedBuffers,
+      pendingFrees: this.pendingFrees,
+      wiredByPlatform: backend.wiredBytes,
+      wiringFailures: backend.wiringFailures,
+      backend,
+    };
+  }
+
+  /** Takes the last figures, read from now on: at close(), before the allocator closes. */
+  keepLast(): void {
+    this.#final = { stats: this.memoryStats(), counters: this.#allocator.counters() };
+  }
+
+  /**
+   * Takes a deferred free that settled after close() out of the last figures, which counted it as still in
+   * use: `bufferBytes` of a buffer, or `mappedBytes` of a mapped file.
+   */
+  settledAfterClose(bufferBytes: number, mappedBytes: number): void {
+    const final = this.#final;
+    if (final === undefined) return;
+    final.stats.active -= bufferBytes;
+    final.stats.mapped -= mappedBytes;
+    final.stats.activeWithMapped -= bufferBytes + mappedBytes;
+    if (bufferBytes > 0) {
+      final.counters.liveBuffers -= 1;
+      final.counters.systemReleases += 1;
+    }
+    if (mappedBytes > 0) final.counters.mappings -= 1;
+  }
+}

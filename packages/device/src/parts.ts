@@ -1,0 +1,69 @@
+// The Device's two policy parts, each made over the native backend: MLX's caching allocator (the memory
+// figures) and residency (the wired ones). The Device owns them and connects them through the hooks.
+import { CachingAllocator } from "@nuvec/allocator";
+import type { NativeAllocation, NativeBackend, NativeBuffer, NativeResidencySet } from "@nuvec/metal-native";
+import { Residency } from "@nuvec/residency";
+import type { DeviceOptions } from "./options.js";
+
+/**
+ * The allocator over `backend`'s buffers, with the options the Device passes on. The allocator checks them:
+ * make it before anything else of the Device, so a refused option leaves nothing made on the backend.
+ */
+export function allocatorOver(
+  backend: NativeBackend,
+  options: DeviceOptions,
+  hooks: { onAcquire: (buffer: NativeBuffer) => void; onRelease: (buffer: NativeBuffer) => void },
+): CachingAllocator<NativeBuffer> {
+  return new CachingAllocator<NativeBuffer>(
+    {
+      recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
+      memorySize: backend.memorySize,
+      maxBufferLength: backend.maxBufferLength,
+      resourceLimit: backend.resourceLimit,
+      pageSize: backend.pageSize,
+      acquire: (bytes) => backend.newBuffer(bytes),
+      release: (buffer) => buffer.release(),
+    },
+    {
+      ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),
+      ...(options.cacheLimit === undefined ? {} : { cacheLimit: options.cacheLimit }),
+      ...(options.policy === undefined ? {} : { policy: options.policy }),
+      ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
+      ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
+      ...hooks,
+    },
+  );
+}
+
+/**
+ * Residency over `backend`'s residency sets (it makes the first at once), each set it makes also pushed on
+ * `sets`; attached to the runtime's command queue when `options.metal` gave one, so its command buffers see
+ * them. `maxPercentPerSet` is the checked `residencySetMaxPercent`.
+ */
+export function residencyOver(
+  backend: NativeBackend,
+  options: DeviceOptions,
+  maxPercentPerSet: string | undefined,
+  sets: NativeResidencySet[],
+): Residency<NativeAllocation, NativeResidencySet> {
+  const commandQueue = options.metal?.commandQueue;
+  return new Residency<NativeAllocation, NativeResidencySet>(
+    {
+      supportsResidencySets: backend.supportsResidencySets,
+      newResidencySet: () => {
+        const set = backend.newResidencySet();
+        if (set !== undefined) sets.push(set);
+        return set;
+      },
+      attachResidencySet: (set) =>
+        commandQueue === undefined
+          ? backend.attachResidencySet(set)
+          : backend.attachResidencySet(set, commandQueue),
+      allocatedSize: (allocation) => allocation.allocatedSize,
+    },
+    {
+      workingSet: backend.recommendedMaxWorkingSetSize,
+      ...(maxPercentPerSet === undefined ? {} : { maxPercentPerSet }),
+    },
+  );
+}
