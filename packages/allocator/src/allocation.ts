@@ -23,34 +23,21 @@ export interface Mapping {
 
 /** The one implementation of {@link Allocation}: `record` ties it to its buffer's entry in the books. */
 export class LiveAllocation<B> implements Allocation<B> {
-  readonly buffer: B | undefined;
-  readonly allocatedLength: number;
-  readonly requested: number;
-  readonly record: CachedBuffer<B> | undefined;
-
   constructor(
-    buffer: B | undefined,
-    allocatedLength: number,
-    requested: number,
-    record: CachedBuffer<B> | undefined,
-  ) {
-    this.buffer = buffer;
-    this.allocatedLength = allocatedLength;
-    this.requested = requested;
-    this.record = record;
-  }
+    readonly buffer: B | undefined,
+    readonly allocatedLength: number,
+    readonly requested: number,
+    readonly record: CachedBuffer<B> | undefined,
+  ) {}
 }
 
 /** The one implementation of {@link Mapping}: `live` until the allocator removes it. */
 export class LiveMapping implements Mapping {
-  readonly length: number;
-  readonly mappedLength: number;
-  readonly owner: object;
   live = true;
 
-  constructor(length: number, mappedLength: number, owner: object) {
-    this.length = length;
-    this.mappedLength = mappedLength;
-    this.owner = owner;
-  }
+  constructor(
+    readonly length: number,
+    readonly mappedLength: number,
+    readonly owner: object,
+  ) {}
 }

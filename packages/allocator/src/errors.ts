@@ -11,25 +11,21 @@ export class AllocatorError extends NuvecError {}
  * treats its limit as a guideline). Nothing changed.
  */
 export class OutOfMemoryError extends AllocatorError {
-  /** Bytes the refused request would have added (the size class, or the charged bytes of a mapping). */
-  readonly requested: number;
-  /** `active` when the request was refused. */
-  readonly active: number;
-  /** `mapped` when the request was refused. */
-  readonly mapped: number;
-  /** The memory limit that refused it. */
-  readonly limit: number;
-
-  constructor(requested: number, active: number, mapped: number, limit: number) {
+  constructor(
+    /** Bytes the refused request would have added (the size class, or the charged bytes of a mapping). */
+    readonly requested: number,
+    /** `active` when the request was refused. */
+    readonly active: number,
+    /** `mapped` when the request was refused. */
+    readonly mapped: number,
+    /** The memory limit that refused it. */
+    readonly limit: number,
+  ) {
     super(
       "ERR_NUVEC_OUT_OF_MEMORY",
       `out of memory: ${requested} bytes requested with ${active} active and ${mapped} mapped ` +
         `would exceed the memory limit of ${limit} bytes`,
     );
-    this.requested = requested;
-    this.active = active;
-    this.mapped = mapped;
-    this.limit = limit;
   }
 }
 
@@ -38,15 +34,14 @@ export class OutOfMemoryError extends AllocatorError {
  * resources), even after the whole cache was released.
  */
 export class ResourceLimitError extends AllocatorError {
-  /** The device's resource limit. */
-  readonly limit: number;
-
-  constructor(limit: number) {
+  constructor(
+    /** The device's resource limit. */
+    readonly limit: number,
+  ) {
     super(
       "ERR_NUVEC_RESOURCE_LIMIT",
       `resource limit exceeded: the device allows at most ${limit} live buffers and mapped files`,
     );
-    this.limit = limit;
   }
 }
 
@@ -55,37 +50,32 @@ export class ResourceLimitError extends AllocatorError {
  * {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
  */
 export class AllocatorArgumentError extends AllocatorError {
-  /** The argument's name, e.g. `"memoryLimit"`. */
-  readonly argument: string;
-
   constructor(
-    argument: string,
+    /** The argument's name, e.g. `"memoryLimit"`. */
+    readonly argument: string,
     message: string,
     options?: { cause?: unknown },
     code = "ERR_NUVEC_INVALID_ARGUMENT",
   ) {
     super(code, message, options);
-    this.argument = argument;
   }
 }
 NuvecArgumentError.adopt(AllocatorArgumentError);
 
 /** A request larger than the device's maximum buffer length. Nothing changed. */
 export class BufferTooLargeError extends AllocatorArgumentError {
-  /** The refused request, in bytes. */
-  readonly requested: number;
-  /** The device's maximum buffer length. */
-  readonly maxBufferLength: number;
-
-  constructor(requested: number, maxBufferLength: number) {
+  constructor(
+    /** The refused request, in bytes. */
+    readonly requested: number,
+    /** The device's maximum buffer length. */
+    readonly maxBufferLength: number,
+  ) {
     super(
       "bytes",
       `cannot allocate ${requested} bytes: larger than the device's maximum buffer length of ${maxBufferLength} bytes`,
       undefined,
       "ERR_NUVEC_BUFFER_TOO_LARGE",
     );
-    this.requested = requested;
-    this.maxBufferLength = maxBufferLength;
   }
 }
 
@@ -115,16 +105,16 @@ export class AllocatorClosedError extends AllocatorError {
  * retry). `cause` is the source's last error.
  */
 export class SystemAllocationError extends AllocatorError {
-  /** The size class the source was asked for. */
-  readonly requested: number;
-
-  constructor(requested: number, cause: unknown) {
+  constructor(
+    /** The size class the source was asked for. */
+    readonly requested: number,
+    cause: unknown,
+  ) {
     super(
       "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED",
       `the system could not allocate a buffer of ${requested} bytes, even after the cache was released`,
       { cause },
     );
-    this.requested = requested;
   }
 }
 

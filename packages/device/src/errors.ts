@@ -12,26 +12,20 @@ export type DeviceErrorCode =
   | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
 /** The base class of the errors the Device throws, a {@link NuvecError}: `code` says which. */
-export class DeviceError extends NuvecError {
-  /** A stable code to branch on. */
-  declare readonly code: DeviceErrorCode;
-
-  constructor(code: DeviceErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-  }
-}
+export class DeviceError extends NuvecError<DeviceErrorCode> {}
 
 /**
  * A bad argument: a path that is not a non-empty string, an interval that is not positive, …. An instance of
  * {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
  */
 export class DeviceArgumentError extends DeviceError {
-  /** The argument's name. */
-  readonly argument: string;
-
-  constructor(argument: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    /** The argument's name. */
+    readonly argument: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super("ERR_NUVEC_INVALID_ARGUMENT", message, options);
-    this.argument = argument;
   }
 }
 NuvecArgumentError.adopt(DeviceArgumentError);

@@ -10,26 +10,19 @@ export type NativeErrorCode =
   | "ERR_NUVEC_NOT_HOST_VISIBLE";
 
 /** The base class of every error a native backend throws, a {@link NuvecError}: `code` says which. */
-export class NativeError extends NuvecError {
-  /** A stable code to branch on. */
-  declare readonly code: NativeErrorCode;
-
-  constructor(code: NativeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options);
-  }
-}
+export class NativeError extends NuvecError<NativeErrorCode> {}
 
 /**
  * A bad argument (negative, fractional, NaN or too large size, bad path type): caught before native code runs.
  * An instance of {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
  */
 export class NativeArgumentError extends NativeError {
-  /** The argument's name. */
-  readonly argument: string;
-
-  constructor(argument: string, message: string) {
+  constructor(
+    /** The argument's name. */
+    readonly argument: string,
+    message: string,
+  ) {
     super("ERR_NUVEC_INVALID_ARGUMENT", message);
-    this.argument = argument;
   }
 }
 NuvecArgumentError.adopt(NativeArgumentError);
@@ -43,32 +36,30 @@ export class NativeReleasedError extends NativeError {
 
 /** A system call failed (`open`, `fstat`, `mmap`, `mlock`, …): `syscall`, `errno` (its name) and `path`. */
 export class NativeSystemError extends NativeError {
-  /** The system call that failed, e.g. `"open"`. */
-  readonly syscall: string;
-  /** The error's name, e.g. `"ENOENT"`. */
-  readonly errno: string;
-  /** The error's number on this system, e.g. `2`. */
-  readonly errnoNumber: number;
-  /** The file concerned, when there is one. */
-  readonly path: string | undefined;
-
-  constructor(syscall: string, errno: string, errnoNumber: number, message: string, path?: string) {
+  constructor(
+    /** The system call that failed, e.g. `"open"`. */
+    readonly syscall: string,
+    /** The error's name, e.g. `"ENOENT"`. */
+    readonly errno: string,
+    /** The error's number on this system, e.g. `2`. */
+    readonly errnoNumber: number,
+    message: string,
+    /** The file concerned, when there is one. */
+    readonly path?: string,
+  ) {
     super("ERR_NUVEC_SYSTEM", message);
-    this.syscall = syscall;
-    this.errno = errno;
-    this.errnoNumber = errnoNumber;
-    this.path = path;
   }
 }
 
 /** The system could not give a buffer of the requested size (Metal returned nil; host `mmap` failed). */
 export class NativeAllocationError extends NativeError {
-  /** The bytes asked for. */
-  readonly bytes: number;
-
-  constructor(bytes: number, message: string, options?: { cause?: unknown }) {
+  constructor(
+    /** The bytes asked for. */
+    readonly bytes: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super("ERR_NUVEC_ALLOCATION_FAILED", message, options);
-    this.bytes = bytes;
   }
 }
 

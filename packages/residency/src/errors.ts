@@ -11,14 +11,7 @@ export type ResidencyErrorCode =
  * The base class of every error {@link Residency} throws, a {@link NuvecError}: `code` says which. Nothing
  * changed when one is thrown.
  */
-export class ResidencyError extends NuvecError {
-  /** A stable code to branch on. */
-  declare readonly code: ResidencyErrorCode;
-
-  constructor(code: ResidencyErrorCode, message: string) {
-    super(code, message);
-  }
-}
+export class ResidencyError extends NuvecError<ResidencyErrorCode> {}
 
 /**
  * A bad argument: a wired limit, per-set cap or working set that is not a non-negative safe integer, or an
@@ -26,12 +19,12 @@ export class ResidencyError extends NuvecError {
  * of {@link NuvecArgumentError} too (`instanceof` holds), as every argument error of nuvec.
  */
 export class ResidencyArgumentError extends ResidencyError {
-  /** The argument's name, e.g. `"capacity"`. */
-  readonly argument: string;
-
-  constructor(argument: string, message: string) {
+  constructor(
+    /** The argument's name, e.g. `"capacity"`. */
+    readonly argument: string,
+    message: string,
+  ) {
     super("ERR_NUVEC_INVALID_ARGUMENT", message);
-    this.argument = argument;
   }
 }
 NuvecArgumentError.adopt(ResidencyArgumentError);

@@ -26,12 +26,15 @@ function isMarked(value: unknown, marker: symbol): boolean {
  * `error instanceof NuvecError` (or any subclass) also holds for an error made by another copy of the class,
  * the CommonJS build beside the ESM one or a second installed version: a subclass matches by its name along
  * the error's prototype chain. `NuvecError.isInstance(error)` says the same as a function.
+ *
+ * `Code` is the union of codes a package's base class may carry (`class DeviceError extends
+ * NuvecError<DeviceErrorCode> {}`): a subclass passing any other code does not compile.
  */
-export class NuvecError extends Error {
+export class NuvecError<Code extends string = string> extends Error {
   /** A stable identifier such as `"ERR_NUVEC_OUT_OF_MEMORY"`. */
-  readonly code: string;
+  readonly code: Code;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
