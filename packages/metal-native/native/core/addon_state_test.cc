@@ -10,19 +10,9 @@
 #include <vector>
 
 #include "addon_state.h"
+#include "check_test.h"
 
 namespace {
-
-int checks = 0;
-
-#define CHECK(condition)                                                                      \
-  do {                                                                                        \
-    checks += 1;                                                                              \
-    if (!(condition)) {                                                                       \
-      std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #condition);              \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 using nuvec::AddonState;
 using nuvec::Allocation;
@@ -271,6 +261,6 @@ int main() {
   ResidencySetsHoldMemory();
   TearDown();
   Counters();
-  std::printf("all %d checks passed\n", checks);
+  std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;
 }

@@ -9,20 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "check_test.h"
 #include "wiring_residency_set.h"
 
 namespace {
-
-int checks = 0;
-
-#define CHECK(condition)                                                                      \
-  do {                                                                                        \
-    checks += 1;                                                                              \
-    if (!(condition)) {                                                                       \
-      std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #condition);              \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 using nuvec::Allocation;
 using nuvec::FreedCounters;
@@ -107,6 +97,6 @@ void FailuresAreCountedAndRetried() {
 int main() {
   WiringFollowsRequestAndCommits();
   FailuresAreCountedAndRetried();
-  std::printf("all %d checks passed\n", checks);
+  std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;
 }
