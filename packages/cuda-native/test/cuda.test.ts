@@ -5,6 +5,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setImmediate as nextImmediate } from "node:timers/promises";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Device, MemoryNotHostVisibleError, OutOfMemoryError, SystemAllocationError } from "@nuvec/device";
 import { NativeAllocationError, NativeArgumentError } from "@nuvec/metal-native";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -250,5 +253,71 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     device.setWiredLimit(0);
     expect(device.memoryStats().wired).toBe(0);
     expect(backend.counters().wiredBytes).toBe(0);
+  });
+
+  it("a registered mapping's view moved away with transfer() keeps the mapping out of reuse until the view is collected", async () => {
+    // Node 20 has ArrayBuffer.prototype.transfer and gc() only behind flags; a context made after setting them
+    // has both (the GPU machine runs the bundle with plain `node --test`). The moved view is an ArrayBuffer of
+    // that context, over the same memory.
+    setFlagsFromString("--harmony-rab-gsab-transfer");
+    setFlagsFromString("--expose-gc");
+    const { transfer, gc } = runInNewContext("({ transfer: ArrayBuffer.prototype.transfer, gc })") as {
+      transfer: (this: ArrayBuffer) => ArrayBuffer;
+      gc: () => void;
+    };
+    const backend = cuda();
+    const content = patternBytes(3 * MIB + 5, 11);
+    const path = join(directory, "moved.bin");
+    writeFileSync(path, content);
+    // Views dropped by earlier tests may still hold their allocations (a view collected before its finalizer
+    // ran cannot be told from a moved one): let them go first, so that this test's figures are its own.
+    const settle = async () => {
+      for (let round = 0; round < 8 && backend.counters().quarantinedAllocations !== 0; round += 1) {
+        gc();
+        await nextImmediate();
+      }
+    };
+    await settle();
+    const start = backend.counters();
+    expect(start.quarantinedAllocations).toBe(0);
+    const report = (() => {
+      const mapping = backend.mapFile(path);
+      const set = backend.newResidencySet();
+      if (set === undefined) throw new Error("the CUDA backend has residency sets");
+      set.add(mapping);
+      set.commit();
+      set.requestResidency();
+      const registered = typeof mapping.nativeHandle().devicePointer === "bigint";
+      const moved = new Uint8Array(transfer.call(mapping.contents()));
+      // Unwired (unregistered from the driver) and released: the binding cannot detach the moved view, so the
+      // mapping stays mapped, counted as quarantined, until the view is collected.
+      set.release();
+      mapping.release();
+      const counters = backend.counters();
+      // Another file mapped and a device buffer written meanwhile must not show through the moved view.
+      const otherPath = join(directory, "other.bin");
+      writeFileSync(otherPath, new Uint8Array(content.length).fill(0xa5));
+      const other = backend.mapFile(otherPath);
+      const buffer = backend.newBuffer(content.length);
+      buffer.write(new Uint8Array(content.length).fill(0x5a));
+      const intact = moved.length === content.length && moved.every((byte, index) => byte === content[index]);
+      other.release();
+      buffer.release();
+      return {
+        registered,
+        quarantined: counters.quarantinedAllocations - start.quarantinedAllocations,
+        unmapped: counters.mappingsUnmappedByPlatform - start.mappingsUnmappedByPlatform,
+        wiredBytes: counters.wiredBytes - start.wiredBytes,
+        intact,
+      };
+    })();
+    expect(report).toEqual({ registered: true, quarantined: 1, unmapped: 0, wiredBytes: 0, intact: true });
+    // The view is out of reach now: once collected, the platform unmaps both files.
+    await settle();
+    const end = backend.counters();
+    expect(end.quarantinedAllocations).toBe(0);
+    expect(end.mappingsUnmappedByPlatform - start.mappingsUnmappedByPlatform).toBe(2);
+    expect(end.mappedBytes).toBe(start.mappedBytes);
+    expect(end.bufferBytes).toBe(start.bufferBytes);
   });
 });
