@@ -34,19 +34,43 @@ export function lockLimit(): number {
 // grows its heap by dozens of them: noise for a leak check of our own mappings.
 const V8_PAGE = 256 * 1024;
 
+/** One line of /proc/self/maps: its address range, permissions and path (empty for anonymous memory). */
+export interface MappingLine {
+  start: number;
+  end: number;
+  permissions: string;
+  path: string;
+  text: string;
+}
+
 /**
- * Mappings of this process other than V8's heap pages (anonymous, exactly 256 KiB, 256 KiB-aligned). One of
- * our buffers could look like one only by chance, and a leak is counted in hundreds, not one.
+ * The lines of /proc/self/maps other than V8's heap pages (anonymous, exactly 256 KiB, 256 KiB-aligned). One of
+ * our buffers could look like one only by chance.
  */
+export function mappingsWithoutV8Heap(): MappingLine[] {
+  const lines: MappingLine[] = [];
+  for (const text of readFileSync("/proc/self/maps", "utf8").trimEnd().split("\n")) {
+    const match = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(text);
+    if (!match?.[1] || !match[2] || !match[3]) continue;
+    const start = Number.parseInt(match[1], 16);
+    const end = Number.parseInt(match[2], 16);
+    const path = match[4] ?? "";
+    if (path === "" && end - start === V8_PAGE && start % V8_PAGE === 0) continue;
+    lines.push({ start, end, permissions: match[3], path, text });
+  }
+  return lines;
+}
+
+/** Number of mappings of this process other than V8's heap pages. */
 export function mappingCountWithoutV8Heap(): number {
-  return readFileSync("/proc/self/maps", "utf8")
-    .trimEnd()
-    .split("\n")
-    .filter((line) => {
-      const match = /^([0-9a-f]+)-([0-9a-f]+) \S+ 0+ 00:00 0\s*$/.exec(line);
-      if (!match?.[1] || !match[2]) return true;
-      const start = Number.parseInt(match[1], 16);
-      const end = Number.parseInt(match[2], 16);
-      return !(end - start === V8_PAGE && start % V8_PAGE === 0);
-    }).length;
+  return mappingsWithoutV8Heap().length;
+}
+
+/** Bytes of this process's writable anonymous mappings other than V8's heap pages (where leaked buffers would be). */
+export function writableAnonymousBytesWithoutV8Heap(): number {
+  let bytes = 0;
+  for (const line of mappingsWithoutV8Heap()) {
+    if (line.path === "" && line.permissions.startsWith("rw")) bytes += line.end - line.start;
+  }
+  return bytes;
 }
