@@ -188,4 +188,79 @@ describe.runIf(process.platform === "linux")("hostile use of the host addon (chi
       after: { quarantined: 0, bufferBytes: 0, mappedBytes: 0 },
     });
   });
+
+  it("a view moved with transfer() and posted to another thread outlives the worker that made it: its memory is abandoned at the worker's exit, never freed", () => {
+    const file = join(directory, "posted.bin");
+    const fileBytes = new Uint8Array(100_000).map((_, index) => (index * 7) % 251);
+    writeFileSync(file, fileBytes);
+    const { status, signal, stderr, report } = runChild(
+      directory,
+      "posted",
+      `import { Worker } from "node:worker_threads";
+       import { readFileSync } from "node:fs";
+       import { setTimeout as sleep } from "node:timers/promises";
+       // Bytes of this process's writable anonymous mappings: where freed buffers would come back from.
+       const writable = () => readFileSync("/proc/self/maps", "utf8").trim().split("\\n").reduce((sum, line) => {
+         const match = /^([0-9a-f]+)-([0-9a-f]+) rw\\S+ 0+ 00:00 0\\s*$/.exec(line);
+         return match ? sum + (Number.parseInt(match[2], 16) - Number.parseInt(match[1], 16)) : sum;
+       }, 0);
+       const MIB = 1024 * 1024;
+       const worker = (code) => new Worker(\`
+         const { loadNativeBackend } = await import(${distIndex});
+         const { parentPort } = await import("node:worker_threads");
+         const backend = loadNativeBackend();
+         \${code}\`, { eval: true, type: "module" });
+       const report = {};
+       // 1. Moved views of buffers and mapped files, released or not, posted to this thread; the worker exits.
+       const moved = [];
+       const mover = worker(\`
+         const post = (handle, release) => {
+           const view = handle.contents().transfer();
+           if (release) handle.release();
+           parentPort.postMessage(view, [view]);
+         };
+         for (const release of [true, false]) {
+           const buffer = backend.newBuffer(4 * 1024 * 1024);
+           new Uint8Array(buffer.contents()).fill(0x42);
+           post(buffer, release);
+           post(backend.mapFile(${JSON.stringify(file)}), release);
+         }\`);
+       mover.on("message", (view) => moved.push(new Uint8Array(view)));
+       await new Promise((resolve) => mover.once("exit", resolve));
+       // Memory freed by the worker's exit would be handed out again now.
+       const churn = Array.from({ length: 64 }, () => new Uint8Array(4 * MIB).fill(7));
+       const expected = readFileSync(${JSON.stringify(file)});
+       report.moved = moved.map((view) =>
+         view.length === expected.length ? Buffer.compare(Buffer.from(view), expected) === 0 : view.every((byte) => byte === 0x42));
+       churn.length = 0;
+       moved.length = 0;
+       // 2. Views still attached when a worker exits or is terminated die with it: their memory goes back.
+       for (const ending of ["exit", "terminate"]) {
+         const before = writable();
+         const holder = worker(\`
+           const kept = [];
+           for (let index = 0; index < 64; index += 1) {
+             const buffer = backend.newBuffer(4 * 1024 * 1024);
+             new Uint8Array(buffer.contents()).fill(index);
+             kept.push(buffer.contents());  // the handle dropped, the view kept
+           }
+           globalThis.kept = kept;
+           parentPort.postMessage("ready");
+           if ("\${ending}" === "terminate") {
+             for (;;) { const buffer = backend.newBuffer(1024 * 1024); new Uint8Array(buffer.contents())[0] = 1; buffer.release(); }
+           }\`.replace("\${ending}", ending));
+         await new Promise((resolve) => holder.once("message", resolve));
+         if (ending === "terminate") await holder.terminate();
+         else await new Promise((resolve) => holder.once("exit", resolve));
+         await sleep(50);
+         report[ending + "GaveBack"] = writable() - before < 64 * MIB;  // it held 256 MiB
+       }
+       console.log(JSON.stringify(report));`,
+      ["--harmony-rab-gsab-transfer"],
+    );
+    expect(signal).toBeNull();
+    expect(stderr).toBe("");
+    expect(status).toBe(0);
+    expect(report).toEqual({ moved: [true, true, true, true], exitGaveBack: true, terminateGaveBack: true });
+  });
 });

@@ -49,10 +49,7 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
 uint64_t AddonState::ViewCreated(uint64_t id) {
   uint64_t viewId = ++lastViewId_;
   auto found = allocations_.find(id);
-  if (found != allocations_.end()) {
-    found->second.liveViews += 1;
-    found->second.views[viewId] = ViewState::kHandedOut;
-  }
+  if (found != allocations_.end()) found->second.views[viewId] = ViewState::kHandedOut;
   return viewId;
 }
 
@@ -84,7 +81,6 @@ void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
   if (view == owned.views.end()) return;
   bool escaped = view->second == ViewState::kEscaped;
   owned.views.erase(view);
-  owned.liveViews -= 1;
   if (escaped) {
     owned.escapedViews -= 1;
     if (owned.escapedViews == 0 && (owned.released || owned.handleCollected)) counters.quarantinedAllocations -= 1;
@@ -144,6 +140,14 @@ void AddonState::TearDown() {
   if (tornDown) return;
   tornDown = true;
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
+  for (auto& [id, owned] : allocations_) {
+    bool reachable = false;
+    for (const auto& [viewId, view] : owned.views) reachable = reachable || view != ViewState::kDetachedByUs;
+    if (!reachable) continue;
+    // Abandoned on purpose: the platform's memory stays mapped for the rest of the process.
+    static_cast<void>(owned.allocation.release());
+    abandoned_ += 1;
+  }
   allocations_.clear();
   platform.reset();
 }
@@ -165,7 +169,7 @@ void AddonState::MaybeFree(uint64_t id) {
   if (found == allocations_.end()) return;
   OwnedAllocation& owned = found->second;
   if (!owned.released && !owned.handleCollected) return;
-  if (!owned.released && owned.liveViews > 0) return;
+  if (!owned.released && !owned.views.empty()) return;
   if (owned.escapedViews > 0) return;  // quarantined: a moved view still reaches the memory
   if (!owned.allocation->sets.empty()) return;
   // No V8 accounting during teardown: the environment is going away.

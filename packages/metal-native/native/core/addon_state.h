@@ -56,9 +56,8 @@ struct OwnedAllocation {
   bool mapped = false;
   bool released = false;
   bool handleCollected = false;
-  uint32_t liveViews = 0;
-  uint32_t escapedViews = 0;
-  // Views whose backing store still exists, by view id.
+  uint32_t escapedViews = 0;  // the views in kEscaped
+  // Views whose backing store still exists (their finalizer has not run), by view id.
   std::unordered_map<uint64_t, ViewState> views;
 };
 
@@ -104,11 +103,18 @@ class AddonState {
   // Empties and destroys the set (release() or its handle's collection); what it alone held may go.
   void FreeSet(uint64_t id);
 
-  // The environment is going away (process or worker exit): give everything back to the system.
+  // The environment is going away (process or worker exit): give everything back to the system, except the
+  // memory a view may still reach from outside this environment. The binding detaches every view still
+  // attached here first; a view it could not detach was moved away (transfer(), then perhaps posted to
+  // another thread, where it outlives this environment), so its allocation is abandoned: never freed, as a
+  // view must never reach reused memory. Node calls every view's finalizer during the teardown whether or
+  // not the moved ArrayBuffer lives on, so the finalizers cannot decide this.
   void TearDown();
 
   // How many allocations (released or not) and sets still hold memory: for tests and teardown checks.
   size_t OwnedAllocations() const { return allocations_.size(); }
+  // How many allocations TearDown abandoned because a view may still reach them from outside.
+  size_t AbandonedAllocations() const { return abandoned_; }
   size_t OwnedSets() const { return sets_.size(); }
 
  private:
@@ -116,6 +122,7 @@ class AddonState {
   void MaybeFreeAllocation(Allocation* allocation);
   void MaybeFree(uint64_t id);
 
+  size_t abandoned_ = 0;
   uint64_t lastId_ = 0;
   uint64_t lastViewId_ = 0;
   std::unordered_map<uint64_t, OwnedAllocation> allocations_;

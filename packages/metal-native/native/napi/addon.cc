@@ -1,6 +1,7 @@
 // The common exports and the per-environment set-up of both addons (addon.h).
 #include "addon.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -90,7 +91,69 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
 // Nothing: what a call across N-API costs, for the benchmark.
 Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
 
+// What the teardown reaches: weakly, as the instance data may go first.
+struct Teardown {
+  napi_env env;
+  std::weak_ptr<AddonState> state;
+  std::weak_ptr<ViewRegistry> views;
+  uint64_t sentinel = 0;  // the sentinel's generation (0: the cleanup hook's)
+};
+
+// Records every view still attached in this environment as dying with it (the state counts it as
+// detached by us); the views are forgotten. What stays handed out can only be a view moved away, which the
+// state's TearDown abandons.
+void SecureAttachedViews(const Teardown& teardown) {
+  std::shared_ptr<AddonState> state = teardown.state.lock();
+  std::shared_ptr<ViewRegistry> views = teardown.views.lock();
+  if (!state || !views) return;
+  Napi::HandleScope scope(teardown.env);
+  for (auto& [id, list] : views->byAllocation) {
+    for (auto& view : list) {
+      Napi::ArrayBuffer buffer = view.buffer.Value();
+      if (!buffer.IsEmpty() && !buffer.IsDetached()) state->ViewDetachedByUs(id, view.viewId);
+    }
+  }
+  views->byAllocation.clear();
+}
+
+// The environment's cleanup hook: runs before N-API's own teardown of this environment (hooks run in
+// reverse order of registration), so a worker's or the process's memory, mappings and locks go back to the
+// system at exit, whatever JS dropped.
+void RunTeardown(void* argument) {
+  std::unique_ptr<Teardown> teardown(static_cast<Teardown*>(argument));
+  SecureAttachedViews(*teardown);  // in case no sentinel ran first
+  if (std::shared_ptr<AddonState> state = teardown->state.lock()) state->TearDown();
+}
+
+// The sentinel's one byte: never read or written.
+char sentinelByte = 0;
+
 }  // namespace
+
+bool EnvironmentStopping(napi_env env) {
+  // Node refuses calls that may run JavaScript once the environment is being torn down (FreeEnvironment
+  // sets can_call_into_js to false before any cleanup runs): coercing a boolean is such a call, and harmless.
+  napi_value value = nullptr;
+  napi_value result = nullptr;
+  if (napi_get_boolean(env, true, &value) != napi_ok) return true;
+  return napi_coerce_to_bool(env, value, &result) != napi_ok;
+}
+
+void RenewTeardownSentinel(Napi::Env env) {
+  AddonData& data = DataOf(env);
+  uint64_t generation = ++data.views->sentinel;
+  Napi::ArrayBuffer sentinel = Napi::ArrayBuffer::New(
+      env, &sentinelByte, 1,
+      [](Napi::Env, void*, Teardown* teardown) {
+        // Replaced sentinels are collected normally: nothing to do. The newest is held, so only the
+        // environment's teardown finalizes it.
+        std::shared_ptr<ViewRegistry> views = teardown->views.lock();
+        if (views && views->sentinel == teardown->sentinel) SecureAttachedViews(*teardown);
+        delete teardown;
+      },
+      new Teardown{env, data.state, data.views, generation});
+  data.teardownSentinel = Napi::Persistent(sentinel);
+}
 
 void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   Napi::Function buffer = BufferHandle::Define(env, data->features);
@@ -107,12 +170,7 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
     int64_t ignored = 0;
     napi_adjust_external_memory(rawEnv, bytes, &ignored);
   };
-  // Runs before N-API's own teardown of this environment (hooks run in reverse order of registration), so a
-  // worker's or the process's memory, mappings and locks go back to the system at exit, whatever JS dropped.
-  std::weak_ptr<AddonState> weak = data->state;
-  env.AddCleanupHook([weak]() {
-    if (auto state = weak.lock()) state->TearDown();
-  });
+  napi_add_env_cleanup_hook(env, RunTeardown, new Teardown{env, data->state, data->views, 0});
   exports.Set("NativeBufferHandle", buffer);
   exports.Set("NativeMappedFileHandle", mappedFile);
   exports.Set("NativeResidencySetHandle", residencySet);

@@ -12,9 +12,20 @@ namespace {
 // freed by release() (looked up by id).
 struct ViewHint {
   std::weak_ptr<AddonState> state;
+  std::weak_ptr<ViewRegistry> views;
   uint64_t id;
   uint64_t viewId;
 };
+
+// The view's entry in the environment's list is of no more use once its finalizer ran.
+void ForgetView(ViewRegistry& views, uint64_t id, uint64_t viewId) {
+  auto found = views.byAllocation.find(id);
+  if (found == views.byAllocation.end()) return;
+  std::vector<HandedOutView>& list = found->second;
+  list.erase(std::remove_if(list.begin(), list.end(), [viewId](auto& view) { return view.viewId == viewId; }),
+             list.end());
+  if (list.empty()) views.byAllocation.erase(found);
+}
 }  // namespace
 
 Allocation* AllocationHandle::Live(Napi::Env env, const char* what) {
@@ -31,6 +42,8 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
                     std::string("contents(): this ") + what +
                         " is device memory, which the CPU cannot address: copy with read() and write()");
   }
+  AddonData& data = DataOf(env);
+  std::vector<HandedOutView>& views = data.views->byAllocation[id];
   // The same ArrayBuffer while it lives: an external ArrayBuffer costs microseconds (TOOLCHAIN.md).
   for (auto& view : views) {
     Napi::ArrayBuffer buffer = view.buffer.Value();
@@ -43,16 +56,23 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
                                return buffer.IsEmpty() || buffer.IsDetached();
                              }),
               views.end());
-  auto* hint = new ViewHint{state, id, 0};
+  auto* hint = new ViewHint{state, data.views, id, 0};
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
       env, allocation->data(), allocation->length(),
-      [](Napi::Env, void*, ViewHint* hint) {
-        if (auto state = hint->state.lock()) state->ViewCollected(hint->id, hint->viewId);
+      [](Napi::Env env, void*, ViewHint* hint) {
+        // While the environment stops, Node calls this for moved views too (RenewTeardownSentinel): the
+        // view stays on record as possibly reachable.
+        if (!EnvironmentStopping(env)) {
+          if (auto views = hint->views.lock()) ForgetView(*views, hint->id, hint->viewId);
+          if (auto state = hint->state.lock()) state->ViewCollected(hint->id, hint->viewId);
+        }
         delete hint;
       },
       hint);
   hint->viewId = state->ViewCreated(id);
-  views.push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
+  // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
+  data.views->byAllocation[id].push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
+  RenewTeardownSentinel(env);
   return buffer;
 }
 
@@ -74,24 +94,30 @@ Napi::Value AllocationHandle::NativeHandle(const Napi::CallbackInfo& info, const
   return handle;
 }
 
+void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id) {
+  auto found = views.byAllocation.find(id);
+  if (found == views.byAllocation.end()) return;
+  for (auto& view : found->second) {
+    Napi::ArrayBuffer buffer = view.buffer.Value();
+    if (buffer.IsEmpty() || buffer.IsDetached()) continue;
+    buffer.Detach();
+    state.ViewDetachedByUs(id, view.viewId);
+  }
+  views.byAllocation.erase(found);
+}
+
 // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes. A view
 // we could not detach (already detached by someone else: transfer()) may live on in another ArrayBuffer,
 // so the memory is quarantined (see addon_state.h). Returns whether a view escaped and still exists: such
 // an allocation must never be reused.
-bool AllocationHandle::DetachViews() {
-  for (auto& view : views) {
-    Napi::ArrayBuffer buffer = view.buffer.Value();
-    if (buffer.IsEmpty() || buffer.IsDetached()) continue;
-    buffer.Detach();
-    state->ViewDetachedByUs(id, view.viewId);
-  }
-  views.clear();
+bool AllocationHandle::DetachViews(Napi::Env env) {
+  DetachAllViews(*DataOf(env).views, *state, id);
   return state->SettleViews(id);
 }
 
 Napi::Value AllocationHandle::DetachContents(const Napi::CallbackInfo& info, const char* what) {
   Live(info.Env(), what);
-  return Napi::Boolean::New(info.Env(), DetachViews());
+  return Napi::Boolean::New(info.Env(), DetachViews(info.Env()));
 }
 
 // read(offset, length): a new ArrayBuffer with a copy of the bytes.
@@ -148,7 +174,7 @@ Napi::Value AllocationHandle::DevicePointer(const Napi::CallbackInfo& info) {
 void AllocationHandle::Release(const Napi::CallbackInfo& info, const char* what) {
   Live(info.Env(), what);
   // Detach first: no view may outlive the memory (an escaped one keeps it, quarantined).
-  DetachViews();
+  DetachViews(info.Env());
   released = true;
   state->HandleDone(id, true);
 }

@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "../core/addon_state.h"
@@ -21,24 +22,50 @@ struct BindingFeatures {
   bool copies = false;
 };
 
-// Instance data of one environment (main thread or worker).
-struct AddonData {
-  std::shared_ptr<AddonState> state = std::make_shared<AddonState>();
-  BindingFeatures features;
-  Napi::FunctionReference bufferConstructor;
-  Napi::FunctionReference mappedFileConstructor;
-  Napi::FunctionReference residencySetConstructor;
-};
-
-AddonData& DataOf(Napi::Env env);
-// The platform, or ERR_NUVEC_NATIVE_UNAVAILABLE with the state's platformFailure.
-Platform& PlatformOf(Napi::Env env, AddonState& state);
-
 // A view handed out: a weak reference to the ArrayBuffer, and its id in the state's view records.
 struct HandedOutView {
   Napi::Reference<Napi::ArrayBuffer> buffer;
   uint64_t viewId;
 };
+
+// The views handed out in one environment that may still be attached, by allocation id. Kept here rather
+// than on the handles, so that the environment's teardown reaches the views of collected handles too.
+// Shared: a view's finalizer holds it weakly and forgets its entry.
+struct ViewRegistry {
+  std::unordered_map<uint64_t, std::vector<HandedOutView>> byAllocation;
+  // The generation of the newest teardown sentinel (RenewTeardownSentinel): only its finalizer acts.
+  uint64_t sentinel = 0;
+};
+
+// Instance data of one environment (main thread or worker).
+struct AddonData {
+  std::shared_ptr<AddonState> state = std::make_shared<AddonState>();
+  std::shared_ptr<ViewRegistry> views = std::make_shared<ViewRegistry>();
+  BindingFeatures features;
+  Napi::FunctionReference bufferConstructor;
+  Napi::FunctionReference mappedFileConstructor;
+  Napi::FunctionReference residencySetConstructor;
+  // The latest teardown sentinel (RenewTeardownSentinel), held so that only the environment's cleanup
+  // finalizes it.
+  Napi::Reference<Napi::ArrayBuffer> teardownSentinel;
+};
+
+AddonData& DataOf(Napi::Env env);
+// The platform, or ERR_NUVEC_NATIVE_UNAVAILABLE with the state's platformFailure.
+Platform& PlatformOf(Napi::Env env, AddonState& state);
+// Detaches the views of allocation `id` still attached (telling the state) and forgets them all.
+void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id);
+// Whether this environment is being torn down (worker or process exit).
+bool EnvironmentStopping(napi_env env);
+// Views made by Napi::ArrayBuffer::New are Node buffers: when the environment is torn down, Node detaches
+// each one and calls its finalizer, newest first and before any cleanup hook, whether or not its memory
+// lives on in an ArrayBuffer moved out of the environment (transfer(), then postMessage). A finalizer
+// called then cannot tell a view attached until that moment from a moved one, so it does nothing and the
+// view counts as possibly moved. The sentinel, a one-byte buffer renewed after each view is made and held
+// until the next, is the newest of them: its finalizer runs first and records every view still attached
+// here as dying with the environment, so that only the moved ones remain in doubt (their memory is
+// abandoned, never freed). Nothing is detached then: V8 refuses that while a worker is being terminated.
+void RenewTeardownSentinel(Napi::Env env);
 
 // What a buffer and a mapped-file object do, whichever they are (AllocationObject forwards to it).
 class AllocationHandle {
@@ -48,8 +75,6 @@ class AllocationHandle {
   bool released = true;
   double length = 0;
   double allocatedSize = 0;
-  // Weak references to the ArrayBuffers handed out, detached on release.
-  std::vector<HandedOutView> views;
 
   // The allocation, or ERR_NUVEC_RELEASED ("this <what> was released").
   Allocation* Live(Napi::Env env, const char* what);
@@ -64,7 +89,7 @@ class AllocationHandle {
   void Collected();
 
  private:
-  bool DetachViews();
+  bool DetachViews(Napi::Env env);
 };
 
 // What tells a buffer handle from a mapped-file handle: the JS class's name, the word in error messages,
