@@ -141,18 +141,27 @@ bool EnvironmentStopping(napi_env env) {
 
 void RenewTeardownSentinel(Napi::Env env) {
   AddonData& data = DataOf(env);
-  uint64_t generation = ++data.views->sentinel;
-  Napi::ArrayBuffer sentinel = Napi::ArrayBuffer::New(
+  // The generation moves only once the new sentinel exists: a worker being terminated refuses new buffers,
+  // and the sentinel held must then stay the one that acts.
+  uint64_t generation = data.views->sentinel + 1;
+  auto* teardown = new Teardown{env, data.state, data.views, generation};
+  napi_value sentinel = nullptr;
+  napi_status status = napi_create_external_arraybuffer(
       env, &sentinelByte, 1,
-      [](Napi::Env, void*, Teardown* teardown) {
+      [](napi_env, void*, void* hint) {
         // Replaced sentinels are collected normally: nothing to do. The newest is held, so only the
         // environment's teardown finalizes it.
+        std::unique_ptr<Teardown> teardown(static_cast<Teardown*>(hint));
         std::shared_ptr<ViewRegistry> views = teardown->views.lock();
         if (views && views->sentinel == teardown->sentinel) SecureAttachedViews(*teardown);
-        delete teardown;
       },
-      new Teardown{env, data.state, data.views, generation});
-  data.teardownSentinel = Napi::Persistent(sentinel);
+      teardown, &sentinel);
+  if (status != napi_ok) {
+    delete teardown;
+    return;  // the view just made stays in doubt: abandoned at teardown if still attached, never freed early
+  }
+  data.views->sentinel = generation;
+  data.teardownSentinel = Napi::Reference<Napi::ArrayBuffer>::New(Napi::ArrayBuffer(env, sentinel), 1);
 }
 
 void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
