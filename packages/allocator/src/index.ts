@@ -7,7 +7,12 @@ export type { AllocatorCounters } from "./counters.js";
 // Every class of errors.ts is public.
 export * from "./errors.js";
 export type { AllocatorOptions } from "./options.js";
-export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+export {
+  ALLOCATOR_POLICIES,
+  type AllocatorPolicy,
+  type BoundedRelease,
+  DEFAULT_RESERVE_RATIO,
+} from "./policy.js";
 export {
   CountingBufferSource,
   type ReplayOptions,
