@@ -98,7 +98,8 @@ async function main(argv: string[]): Promise<number> {
   const torch: TorchWorkload | undefined = looksLikeTorchSnapshot(tracePath)
     ? readTorchSnapshot(tracePath, deviceIndex === undefined ? {} : { device: deviceIndex })
     : undefined;
-  if (torch === undefined && deviceIndex !== undefined) throw new UsageError("--device applies to PyTorch snapshots only");
+  if (torch === undefined && deviceIndex !== undefined)
+    throw new UsageError("--device applies to PyTorch snapshots only");
   // Progress only on a terminal and only for --json-less runs; a short trace finishes before it shows.
   const bar = progress(`replaying ${positionals[0]}`, process.stdout, { quiet: json, ttyOnly: true });
   const onProgress = (bytesRead: number, totalBytes: number | undefined) =>
@@ -125,7 +126,9 @@ async function main(argv: string[]): Promise<number> {
     const torchFacts = torch === undefined ? {} : { pytorch: torchSummary(torch) };
     console.log(
       JSON.stringify(
-        comparing ? { trace: traceName, events, policies: summaries, ...torchFacts } : { ...summaries[0], ...torchFacts },
+        comparing
+          ? { trace: traceName, events, policies: summaries, ...torchFacts }
+          : { ...summaries[0], ...torchFacts },
       ),
     );
   } else {
@@ -134,9 +137,13 @@ async function main(argv: string[]): Promise<number> {
       console.log(compareTable(traceName, events, result.outcomes, torch));
     } else {
       const outcome = result.outcomes[0] as PolicyOutcome;
-      console.log(statsTable(outcome.stats, `${traceName}: ${events} events, policy ${outcome.policy}`, columns));
+      console.log(
+        statsTable(outcome.stats, `${traceName}: ${events} events, policy ${outcome.policy}`, columns),
+      );
       console.log(`cache hits ${outcome.cacheHits}, system allocations ${outcome.systemAllocations},`);
-      console.log(`peak reserved ${formatBytes(outcome.peakReserved)}, refused ${outcome.outOfMemoryRefusals},`);
+      console.log(
+        `peak reserved ${formatBytes(outcome.peakReserved)}, refused ${outcome.outOfMemoryRefusals},`,
+      );
       console.log(`${outcome.nsPerEvent} ns/event (a Device over the mock backend)`);
     }
     if (torch !== undefined) {
@@ -148,7 +155,12 @@ async function main(argv: string[]): Promise<number> {
   }
   if (htmlPath !== undefined && result.workload !== undefined) {
     const workload = result.workload;
-    if (torch !== undefined) workload.external.push({ name: "PyTorch reserved", at: torch.reserved.at, value: torch.reserved.value });
+    if (torch !== undefined)
+      workload.external.push({
+        name: "PyTorch reserved",
+        at: torch.reserved.at,
+        value: torch.reserved.value,
+      });
     const path = resolve(htmlPath);
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(
@@ -159,7 +171,10 @@ async function main(argv: string[]): Promise<number> {
         workload,
         labels: torch?.labels ?? [],
         figures: figureTable(result.outcomes, torch),
-        peaks: result.outcomes.map((outcome) => ({ active: outcome.stats.peak, reserved: outcome.peakReserved })),
+        peaks: result.outcomes.map((outcome) => ({
+          active: outcome.stats.peak,
+          reserved: outcome.peakReserved,
+        })),
         facts: torch === undefined ? [] : torchFacts(torch),
       }),
     );
@@ -262,17 +277,26 @@ function figureTable(outcomes: PolicyOutcome[], torch: TorchWorkload | undefined
 }
 
 /** The comparison as text: one column per policy, within 80 columns for up to four policies. */
-function compareTable(trace: string, events: number, outcomes: PolicyOutcome[], torch: TorchWorkload | undefined): string {
+function compareTable(
+  trace: string,
+  events: number,
+  outcomes: PolicyOutcome[],
+  torch: TorchWorkload | undefined,
+): string {
   const width = 14;
   const label = 24;
   const columns = [...outcomes.map((outcome) => outcome.policy), ...(torch === undefined ? [] : ["PyTorch"])];
-  const lines = [`${trace}: ${events} events`, `${"".padEnd(label)}${columns.map((name) => name.padStart(width)).join("")}`];
+  const lines = [
+    `${trace}: ${events} events`,
+    `${"".padEnd(label)}${columns.map((name) => name.padStart(width)).join("")}`,
+  ];
   for (const row of FIGURE_ROWS) {
     const values = outcomes.map((outcome) => {
       const value = row.of(outcome);
       return row.bytes ? formatBytes(value) : String(value);
     });
-    if (torch !== undefined) values.push(row.label === "peak reserved" ? formatBytes(torch.peakReserved) : "");
+    if (torch !== undefined)
+      values.push(row.label === "peak reserved" ? formatBytes(torch.peakReserved) : "");
     lines.push(`${row.label.padEnd(label)}${values.map((value) => value.padStart(width)).join("")}`);
   }
   return lines.join("\n");

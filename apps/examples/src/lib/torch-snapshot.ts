@@ -91,7 +91,10 @@ export interface TorchWorkload {
 }
 
 function corrupt(path: string, why: string): TraceError {
-  return new TraceError("ERR_NUVEC_TRACE_CORRUPT", `${path} is not a readable PyTorch memory snapshot: ${why}`);
+  return new TraceError(
+    "ERR_NUVEC_TRACE_CORRUPT",
+    `${path} is not a readable PyTorch memory snapshot: ${why}`,
+  );
 }
 
 /** The field `key` of a dict read from the pickle (a Map; a protocol-0 DICT may set own properties). */
@@ -127,8 +130,8 @@ export function looksLikeTorchSnapshot(path: string): boolean {
   }
 }
 
-/** The raw pickle bytes of `path` (inflated if gzipped), within {@link MAX_SNAPSHOT_BYTES}. */
-function readBytes(path: string): Buffer {
+/** The raw pickle bytes of `path` (inflated if gzipped), within `limit` bytes. */
+function readBytes(path: string, limit: number): Buffer {
   let size: number;
   try {
     const stats = statSync(path);
@@ -140,19 +143,17 @@ function readBytes(path: string): Buffer {
     if (error instanceof TraceError) throw error;
     throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read ${path}: ${(error as Error).message}`);
   }
-  if (size > MAX_SNAPSHOT_BYTES) {
-    throw new TraceError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${size} bytes, over ${MAX_SNAPSHOT_BYTES}`);
+  if (size > limit) {
+    throw new TraceError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${size} bytes, over ${limit}`);
   }
   const bytes = readFileSync(path);
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
   try {
-    return gunzipSync(bytes, { maxOutputLength: MAX_SNAPSHOT_BYTES });
+    // Inflated only up to the limit: a small file that inflates without end (a gzip bomb) stops there.
+    return gunzipSync(bytes, { maxOutputLength: limit });
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new TraceError(
-        "ERR_NUVEC_TRACE_TOO_LARGE",
-        `${path} inflates to more than ${MAX_SNAPSHOT_BYTES} bytes`,
-      );
+      throw new TraceError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} inflates to more than ${limit} bytes`);
     }
     throw corrupt(path, `bad gzip data (${(error as Error).message})`);
   }
@@ -177,15 +178,19 @@ function frameLabel(frames: unknown): string {
 
 /**
  * Reads the snapshot at `path` (a pickle, or a gzipped one) into a nuvec trace of device `device` (default:
- * the device with the most trace entries).
+ * the device with the most trace entries). `maxBytes` (default {@link MAX_SNAPSHOT_BYTES}) bounds the file
+ * and what a gzipped one inflates to.
  *
  * @throws TraceError: `ERR_NUVEC_TRACE_CORRUPT` for anything but a well-formed snapshot (a truncated file, a
  * pickle naming any global but `collections.OrderedDict`, a byte string longer than 64 KiB, a trace entry
- * of the wrong shape); `ERR_NUVEC_TRACE_TOO_LARGE` past {@link MAX_SNAPSHOT_BYTES}; `ERR_NUVEC_TRACE_EMPTY`
+ * of the wrong shape); `ERR_NUVEC_TRACE_TOO_LARGE` past `maxBytes`; `ERR_NUVEC_TRACE_EMPTY`
  * when the device's trace has no allocation; `ERR_NUVEC_TRACE_NOT_FOUND` / `ERR_NUVEC_TRACE_NOT_A_FILE`.
  */
-export function readTorchSnapshot(path: string, options: { device?: number } = {}): TorchWorkload {
-  const bytes = readBytes(path);
+export function readTorchSnapshot(
+  path: string,
+  options: { device?: number; maxBytes?: number } = {},
+): TorchWorkload {
+  const bytes = readBytes(path, options.maxBytes ?? MAX_SNAPSHOT_BYTES);
   if (bytes[0] !== 0x80 || (bytes[1] as number) < 2 || (bytes[1] as number) > 5) {
     throw corrupt(path, "it does not start as a pickle of protocol 2 to 5");
   }
@@ -245,10 +250,15 @@ export function readTorchSnapshot(path: string, options: { device?: number } = {
   let nextId = 0;
   entries.forEach((entry, index) => {
     const action = field(entry, "action");
-    if (typeof action !== "string") throw corrupt(path, `trace entry ${index} of device ${device} has no action`);
-    const isFree = action === "free_completed" || action === "free" || (!hasCompleted && action === "free_requested");
+    if (typeof action !== "string")
+      throw corrupt(path, `trace entry ${index} of device ${device} has no action`);
+    const isFree =
+      action === "free_completed" || action === "free" || (!hasCompleted && action === "free_requested");
     const isSegment =
-      action === "segment_alloc" || action === "segment_map" || action === "segment_free" || action === "segment_unmap";
+      action === "segment_alloc" ||
+      action === "segment_map" ||
+      action === "segment_free" ||
+      action === "segment_unmap";
     if (action !== "alloc" && !isFree && !isSegment) {
       counts.otherEntries += 1;
       return;
@@ -333,7 +343,9 @@ export function readTorchSnapshot(path: string, options: { device?: number } = {
   for (const bytes of value) peakReserved = Math.max(peakReserved, bytes);
 
   const header = {
-    name: basename(path).replace(/\.gz$/i, "").replace(/\.(pickle|pkl)$/i, ""),
+    name: basename(path)
+      .replace(/\.gz$/i, "")
+      .replace(/\.(pickle|pkl)$/i, ""),
     workload: `PyTorch memory snapshot, device ${device}`,
     source: "torch.cuda.memory._dump_snapshot",
     events: events.length,

@@ -48,7 +48,12 @@ export interface MemoryViewApi {
 }
 
 /** Runs the page: `core` is `memoryViewCore()`, `uPlot` the inlined library. */
-export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, document: Document, window: Window): void {
+export function memoryViewClient(
+  core: MemoryViewCore,
+  uPlot: UPlotStatic,
+  document: Document,
+  window: Window,
+): void {
   // Two shades per size class, alternating between neighbouring allocations so each band stands apart.
   const COLORS = ["#93c5fd", "#3b82f6", "#34d399", "#a78bfa", "#f472b6", "#94a3b8"];
   const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b"];
@@ -105,14 +110,14 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
 
   function figuresTable(): void {
     const table = byId("nuvec-figures");
-    const head = `<caption>figures</caption><thead><tr><th></th>${meta.figures.columns.map((column) => `<th>${escape(column)}</th>`).join("")}</tr></thead>`;
+    const head = `<caption>figures</caption><thead><tr><th></th>${meta.figures.columns.map((column) => `<th>${escapeText(column)}</th>`).join("")}</tr></thead>`;
     const rows = meta.figures.rows
       .map(
         (row) =>
-          `<tr><th>${escape(row.label)}</th>${row.values
+          `<tr><th>${escapeText(row.label)}</th>${row.values
             .map(
               (value) =>
-                `<td${typeof value === "number" ? ` data-bytes="${value}"` : ""}>${escape(
+                `<td${typeof value === "number" ? ` data-bytes="${value}"` : ""}>${escapeText(
                   typeof value === "number" && row.bytes ? core.formatBytes(value) : String(value),
                 )}</td>`,
             )
@@ -122,7 +127,7 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
     table.innerHTML = `${head}<tbody>${rows}</tbody>`;
   }
 
-  function escape(text: string): string {
+  function escapeText(text: string): string {
     return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
   }
 
@@ -195,9 +200,9 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
     return [left, Math.max(1, right - left)];
   }
 
-  // Where each allocation was drawn last (column, canvas y of its middle), for `locate`.
-  let drawnColumn = new Int32Array(0);
-  let drawnMiddle = new Float64Array(0);
+  // The first and last columns where each allocation was drawn as a band of its own, for `locate`.
+  let firstColumn = new Int32Array(0);
+  let lastColumn = new Int32Array(0);
 
   /** Draws the stacked allocations and the selected policy's slack and cache bands. */
   function drawBands(u: UPlotChart): void {
@@ -210,11 +215,11 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
     const bottom = u.valToPos(0, "y", true);
     const yOf = (bytes: number) => u.valToPos(bytes, "y", true);
     const n = model.start.length;
-    if (drawnColumn.length !== n) {
-      drawnColumn = new Int32Array(n);
-      drawnMiddle = new Float64Array(n);
+    if (firstColumn.length !== n) {
+      firstColumn = new Int32Array(n);
+      lastColumn = new Int32Array(n);
     }
-    drawnColumn.fill(-1);
+    firstColumn.fill(-1);
     // Rectangles extend across columns while an allocation keeps its place: far fewer fill calls.
     const openX = new Float64Array(n).fill(Number.NaN);
     const openTop = new Float64Array(n);
@@ -226,12 +231,22 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
       if (Number.isNaN(x)) return;
       const color = openColor[index] as number;
       context.fillStyle = (color >= 0 ? COLORS : SHADES)[Math.abs(color) - 1] as string;
-      context.fillRect(x, openTop[index] as number, (openEnd[index] as number) - x, (openBottom[index] as number) - (openTop[index] as number));
+      context.fillRect(
+        x,
+        openTop[index] as number,
+        (openEnd[index] as number) - x,
+        (openBottom[index] as number) - (openTop[index] as number),
+      );
       openX[index] = Number.NaN;
     };
     const place = (index: number, x: number, w: number, y0: number, y1: number, color: number) => {
       if (!Number.isNaN(openX[index] as number)) {
-        if (openTop[index] === y0 && openBottom[index] === y1 && openColor[index] === color && Math.abs((openEnd[index] as number) - x) < 0.01) {
+        if (
+          openTop[index] === y0 &&
+          openBottom[index] === y1 &&
+          openColor[index] === color &&
+          Math.abs((openEnd[index] as number) - x) < 0.01
+        ) {
           openEnd[index] = x + w;
           return;
         }
@@ -260,7 +275,14 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
       let runFirst = -1;
       // Sub-pixel allocations pile into one run until it is a pixel tall; its first one names it.
       const closeRun = (y: number) => {
-        place(runFirst, x, w, Math.round(y), Math.round(pixel), core.sizeClass(model.size[runFirst] as number) + 1);
+        place(
+          runFirst,
+          x,
+          w,
+          Math.round(y),
+          Math.round(pixel),
+          core.sizeClass(model.size[runFirst] as number) + 1,
+        );
         touched[runFirst] = 1;
         pixel = y;
         runFirst = -1;
@@ -280,8 +302,8 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
           const color = (index % 2 === 0 ? 1 : -1) * (core.sizeClass(size) + 1);
           place(index, x, w, Math.round(upper), Math.round(pixel), color);
           touched[index] = 1;
-          drawnColumn[index] = column;
-          drawnMiddle[index] = (upper + lower) / 2;
+          if (firstColumn[index] === -1) firstColumn[index] = column;
+          lastColumn[index] = column;
           pixel = upper;
           continue;
         }
@@ -315,7 +337,11 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
     const peaks = meta.peaks[api.selected] as { active: number; reserved: number };
     const name = meta.policies[api.selected] as string;
     const marks: [number, string, string][] = [
-      [peaks.reserved, `peak reserved (${name}) ${core.formatBytes(peaks.reserved)}`, POLICY_COLORS[api.selected % POLICY_COLORS.length] as string],
+      [
+        peaks.reserved,
+        `peak reserved (${name}) ${core.formatBytes(peaks.reserved)}`,
+        POLICY_COLORS[api.selected % POLICY_COLORS.length] as string,
+      ],
       [peaks.active, `peak active (${name}) ${core.formatBytes(peaks.active)}`, "#1f2937"],
     ];
     context.save();
@@ -333,7 +359,11 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
       context.moveTo(left, y + 0.5);
       context.lineTo(left + width, y + 0.5);
       context.stroke();
-      context.fillText(label, left + 6 + index * 320 * window.devicePixelRatio, y - 4 * window.devicePixelRatio);
+      context.fillText(
+        label,
+        left + 6 + index * 320 * window.devicePixelRatio,
+        y - 4 * window.devicePixelRatio,
+      );
     });
     context.restore();
   }
@@ -347,14 +377,23 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
   }
 
   function locate(index: number): { x: number; y: number } | undefined {
-    const column = drawnColumn[index];
-    if (column === undefined || column < 0) return undefined;
+    const first = firstColumn[index];
+    if (first === undefined || first < 0) return undefined;
+    // The middle of where its band was drawn (an allocation lives over one run of events, so it is live at
+    // every column in between), at its place in that column's stack.
+    const column = Math.floor((first + (lastColumn[index] as number)) / 2);
+    const rep = cols.rep[column] as number;
+    let offset = 0;
+    for (const other of core.liveAt(model, rep)) {
+      if (other === index) break;
+      offset += model.size[other] as number;
+    }
     const box = chart.over.getBoundingClientRect();
     const [x, w] = columnSpan(column);
     const ratio = window.devicePixelRatio;
     return {
       x: box.left + window.scrollX + (x + w / 2 - chart.bbox.left) / ratio,
-      y: box.top + window.scrollY + ((drawnMiddle[index] as number) - chart.bbox.top) / ratio,
+      y: box.top + window.scrollY + chart.valToPos(offset + (model.size[index] as number) / 2, "y"),
     };
   }
 
@@ -383,18 +422,26 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
         `allocation ${index} · ${core.formatBytes(size)} (${size} B) · ${core.SIZE_CLASSES[core.sizeClass(size)]?.label}`,
         `allocated at event ${start}, ${end >= meta.events ? "never freed" : `freed at event ${end}`}`,
         `age ${rep - start} events here; lives ${end - start} events`,
-        ...meta.policies.map((name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`),
+        ...meta.policies.map(
+          (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
+        ),
         ...(label >= 0 ? [meta.labels[label] ?? ""] : []),
       ].join("\n");
     } else {
-      const policy = model.policies[api.selected] as { name: string; active: Float64Array; reserved: Float64Array };
+      const policy = model.policies[api.selected] as {
+        name: string;
+        active: Float64Array;
+        reserved: Float64Array;
+      };
       const live = model.live[rep] as number;
       const active = policy.active[rep] as number;
       const reserved = policy.reserved[rep] as number;
       text = [
         `event ${rep}`,
         `live ${core.formatBytes(live)} · ${policy.name}: active ${core.formatBytes(active)}, cache ${core.formatBytes(reserved - active)}, reserved ${core.formatBytes(reserved)}`,
-        ...meta.external.map((name, index) => `${name}: ${core.formatBytes(model.external[index]?.values[rep] ?? 0)}`),
+        ...meta.external.map(
+          (name, index) => `${name}: ${core.formatBytes(model.external[index]?.values[rep] ?? 0)}`,
+        ),
       ].join("\n");
     }
     tooltip.textContent = text;
@@ -435,11 +482,16 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
     api.model = model;
 
     const picker = byId("nuvec-policy") as HTMLSelectElement;
-    picker.innerHTML = meta.policies.map((name, index) => `<option value="${index}">${escape(name)}</option>`).join("");
+    picker.innerHTML = meta.policies
+      .map((name, index) => `<option value="${index}">${escapeText(name)}</option>`)
+      .join("");
     picker.addEventListener("change", () => select(Number(picker.value)));
     const legend = byId("nuvec-legend");
     legend.innerHTML = [
-      ...core.SIZE_CLASSES.map((sizeClass, index) => `<span><span class="swatch" style="background:${COLORS[index]}"></span>${escape(sizeClass.label)}</span>`),
+      ...core.SIZE_CLASSES.map(
+        (sizeClass, index) =>
+          `<span><span class="swatch" style="background:${COLORS[index]}"></span>${escapeText(sizeClass.label)}</span>`,
+      ),
       `<span><span class="swatch" style="background:${SLACK}"></span>rounding and reuse slack</span>`,
       `<span><span class="swatch" style="background:${CACHE}"></span>cache</span>`,
     ].join("");
@@ -471,7 +523,10 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
       scales: { x: { time: false, auto: false }, y: { auto: false, range: () => [0, yMax] } },
       axes: [
         { label: meta.xLabel },
-        { size: 90, values: (_: unknown, splits: number[]) => splits.map((value) => core.formatBytes(value)) },
+        {
+          size: 90,
+          values: (_: unknown, splits: number[]) => splits.map((value) => core.formatBytes(value)),
+        },
       ],
       legend: { show: true, live: false },
       cursor: {
@@ -506,7 +561,10 @@ export function memoryViewClient(core: MemoryViewCore, uPlot: UPlotStatic, docum
       tooltip.style.display = "none";
     });
     byId("nuvec-zoom").addEventListener("click", () =>
-      setRange(Number((byId("nuvec-from") as HTMLInputElement).value), Number((byId("nuvec-to") as HTMLInputElement).value)),
+      setRange(
+        Number((byId("nuvec-from") as HTMLInputElement).value),
+        Number((byId("nuvec-to") as HTMLInputElement).value),
+      ),
     );
     byId("nuvec-reset").addEventListener("click", () => setRange(0, meta.events));
     (byId("nuvec-from") as HTMLInputElement).value = "0";

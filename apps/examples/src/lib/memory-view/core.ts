@@ -101,7 +101,12 @@ export function memoryViewCore(): MemoryViewCore {
   }
 
   /** Per-event sums of `weights` over the live allocations (a difference array, then a running sum). */
-  function liveSums(events: number, start: Uint32Array, end: Uint32Array, weights: Float64Array): Float64Array {
+  function liveSums(
+    events: number,
+    start: Uint32Array,
+    end: Uint32Array,
+    weights: Float64Array,
+  ): Float64Array {
     const values = new Float64Array(events);
     for (let index = 0; index < start.length; index += 1) {
       const weight = weights[index] as number;
@@ -232,7 +237,11 @@ export function memoryViewCore(): MemoryViewCore {
   }
 
   /** The allocation whose band holds `bytes` after `event`, and where its band starts. */
-  function hit(model: CoreModel, event: number, bytes: number): { index: number; offset: number } | undefined {
+  function hit(
+    model: CoreModel,
+    event: number,
+    bytes: number,
+  ): { index: number; offset: number } | undefined {
     if (bytes < 0) return undefined;
     let offset = 0;
     for (const index of liveAt(model, event)) {

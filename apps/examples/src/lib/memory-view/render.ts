@@ -47,7 +47,9 @@ function escapeHtml(text: string): string {
 
 /** JSON that is safe inside a `<script>` element. */
 function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028|\u2029/g, "");
+  return JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028|\u2029/g, "");
 }
 
 type Typed = Float64Array | Uint32Array | Int32Array;
@@ -62,7 +64,10 @@ function pack(arrays: [string, Typed][]): { blob: Buffer; layout: [string, strin
   }
   const blob = Buffer.alloc(offset);
   for (const [index, [, array]] of arrays.entries()) {
-    blob.set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), (layout[index] as [string, string, number, number])[2]);
+    blob.set(
+      new Uint8Array(array.buffer, array.byteOffset, array.byteLength),
+      (layout[index] as [string, string, number, number])[2],
+    );
   }
   return { blob, layout };
 }
