@@ -59,8 +59,9 @@ export function memoryViewClient(
   const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b"];
   const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed", "#be123c", "#0f766e"];
   const EXTERNAL_COLORS = ["#111827", "#6b7280"];
-  const SLACK = "rgba(107,114,128,0.35)";
-  const CACHE = "rgba(245,158,11,0.35)";
+  // Opaque: neighbouring columns may share a pixel, and a translucent fill drawn twice would show stripes.
+  const SLACK = "#d1d5db";
+  const CACHE = "#fcdcaa";
   const byId = (id: string) => document.getElementById(id) as HTMLElement;
   const meta = JSON.parse(byId("nuvec-meta").textContent as string) as {
     title: string;
@@ -397,6 +398,19 @@ export function memoryViewClient(
     };
   }
 
+  /** The column drawn under `left` (CSS pixels from the plot's left edge), by the pixels drawing used. */
+  function columnAt(left: number): number {
+    const x = chart.bbox.left + left * window.devicePixelRatio;
+    let low = 0;
+    let high = cols.count - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (columnSpan(middle)[0] <= x) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  }
+
   const tooltip = byId("nuvec-tooltip");
   function hover(u: UPlotChart): void {
     const left = u.cursor.left ?? -1;
@@ -405,9 +419,7 @@ export function memoryViewClient(
       tooltip.style.display = "none";
       return;
     }
-    const event = u.posToVal(left, "x");
-    let column = 0;
-    while (column + 1 < cols.count && (cols.bounds[column + 1] as number) <= event) column += 1;
+    const column = columnAt(left);
     const rep = cols.rep[column] as number;
     const bytes = u.posToVal(topPx, "y");
     const found = core.hit(model, rep, bytes);
