@@ -213,6 +213,45 @@ describe("a PyTorch snapshot as a trace", () => {
   });
 });
 
+describe("allocation labels", () => {
+  it("keep the innermost Python frame, then the frames outside torch; C++-only stacks keep their own", () => {
+    const frame = (name: string, filename: string, line = 1) => ({ name, filename, line });
+    const path = file(
+      pickle({
+        device_traces: [
+          [
+            {
+              action: "alloc",
+              addr: 4096,
+              size: 512,
+              frames: [
+                frame("c10::cuda::CUDACachingAllocator::malloc", "??", 0),
+                frame("linear", "/py/site-packages/torch/nn/modules/linear.py", 125),
+                frame("_call_impl", "/py/site-packages/torch/nn/modules/module.py", 1747),
+                frame("forward", "/home/me/model.py", 40),
+                frame("<module>", "/home/me/train.py", 9),
+              ],
+            },
+            {
+              action: "alloc",
+              addr: 8192,
+              size: 512,
+              frames: [frame("at::empty", "aten.cpp"), frame("c10::alloc", "c10.cpp")],
+            },
+            { action: "alloc", addr: 16384, size: 512, frames: [] },
+          ],
+        ],
+      }),
+    );
+    const torch = readTorchSnapshot(path);
+    expect(torch.labels).toEqual([
+      "linear (/py/site-packages/torch/nn/modules/linear.py:125)\nforward (/home/me/model.py:40)\n<module> (/home/me/train.py:9)",
+      "at::empty (aten.cpp:1)\nc10::alloc (c10.cpp:1)",
+    ]);
+    expect([...torch.allocationLabels]).toEqual([0, 1, -1]);
+  });
+});
+
 describe("hostile and malformed snapshots: a typed error, and no code runs", () => {
   const marker = join(folder, "ran");
   const command = `touch ${marker}`;

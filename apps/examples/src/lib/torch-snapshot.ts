@@ -159,19 +159,39 @@ function readBytes(path: string, limit: number): Buffer {
   }
 }
 
-/** The label of one allocation: its innermost frames, one per line. */
+/** One frame as a line: `name (file:line)`, each field cut to a bounded length. */
+function frameLine(frame: unknown): string | undefined {
+  const name = field(frame, "name");
+  const file = field(frame, "filename");
+  const line = field(frame, "line");
+  if (typeof name !== "string" || typeof file !== "string") return undefined;
+  return `${name.slice(0, FIELD_CHARACTERS)} (${file.slice(-FIELD_CHARACTERS)}${typeof line === "number" ? `:${line}` : ""})`;
+}
+
+/**
+ * The label of one allocation, innermost first, one frame a line: the innermost Python frame (the operation
+ * that allocated), then the innermost frames outside the torch package (the user's code), up to
+ * {@link FRAMES_KEPT} lines. A stack without Python frames (C++ only) keeps its innermost frames.
+ */
 function frameLabel(frames: unknown): string {
   if (!Array.isArray(frames)) return "";
   const lines: string[] = [];
-  for (let index = 0; index < frames.length && lines.length < FRAMES_KEPT; index += 1) {
-    const frame = frames[index];
-    const name = field(frame, "name");
-    const file = field(frame, "filename");
-    const line = field(frame, "line");
-    if (typeof name !== "string" || typeof file !== "string") continue;
-    lines.push(
-      `${name.slice(0, FIELD_CHARACTERS)} (${file.slice(-FIELD_CHARACTERS)}${typeof line === "number" ? `:${line}` : ""})`,
-    );
+  const scanned = Math.min(frames.length, 256);
+  let python = false;
+  for (let index = 0; index < scanned && lines.length < FRAMES_KEPT; index += 1) {
+    const file = field(frames[index], "filename");
+    if (typeof file !== "string" || !file.endsWith(".py")) continue;
+    if (python && /[\\/]torch[\\/]/.test(file)) continue;
+    const line = frameLine(frames[index]);
+    if (line === undefined) continue;
+    lines.push(line);
+    python = true;
+  }
+  if (lines.length === 0) {
+    for (let index = 0; index < scanned && lines.length < FRAMES_KEPT; index += 1) {
+      const line = frameLine(frames[index]);
+      if (line !== undefined) lines.push(line);
+    }
   }
   return lines.join("\n");
 }

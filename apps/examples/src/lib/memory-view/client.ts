@@ -69,7 +69,6 @@ export function memoryViewClient(
     policies: string[];
     external: string[];
     peaks: { active: number; reserved: number }[];
-    labels: string[];
     figures: { columns: string[]; rows: { label: string; values: (number | string)[]; bytes?: boolean }[] };
     xLabel: string;
     layout: [string, string, number, number][];
@@ -93,17 +92,18 @@ export function memoryViewClient(
     throw error;
   }
 
-  async function decode(): Promise<Record<string, Float64Array | Uint32Array | Int32Array>> {
+  async function decode(): Promise<Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array>> {
     const text = (byId("nuvec-data").textContent as string).trim();
     const binary = window.atob(text);
     const bytes = new Uint8Array(binary.length);
     for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     const buffer = await new Response(stream).arrayBuffer();
-    const arrays: Record<string, Float64Array | Uint32Array | Int32Array> = {};
+    const arrays: Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array> = {};
     for (const [name, type, offset, length] of meta.layout) {
       if (type === "Float64Array") arrays[name] = new Float64Array(buffer, offset, length);
       else if (type === "Int32Array") arrays[name] = new Int32Array(buffer, offset, length);
+      else if (type === "Uint8Array") arrays[name] = new Uint8Array(buffer, offset, length);
       else arrays[name] = new Uint32Array(buffer, offset, length);
     }
     return arrays;
@@ -437,7 +437,7 @@ export function memoryViewClient(
         ...meta.policies.map(
           (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
         ),
-        ...(label >= 0 ? [meta.labels[label] ?? ""] : []),
+        ...(label >= 0 ? [labelTexts[label] ?? ""] : []),
       ].join("\n");
     } else {
       const policy = model.policies[api.selected] as {
@@ -466,6 +466,7 @@ export function memoryViewClient(
   }
 
   let labels: Int32Array = new Int32Array(0);
+  let labelTexts: string[] = [];
   let charged: Float64Array[] = [];
 
   async function start(): Promise<void> {
@@ -489,6 +490,7 @@ export function memoryViewClient(
       })),
     };
     labels = arrays.label as Int32Array;
+    labelTexts = JSON.parse(new TextDecoder().decode(arrays.labels as Uint8Array)) as string[];
     charged = input.policies.map((policy) => policy.charged);
     model = core.build(input);
     api.model = model;

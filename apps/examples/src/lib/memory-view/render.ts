@@ -52,7 +52,7 @@ function scriptJson(value: unknown): string {
     .replace(/\u2028|\u2029/g, "");
 }
 
-type Typed = Float64Array | Uint32Array | Int32Array;
+type Typed = Float64Array | Uint32Array | Int32Array | Uint8Array;
 
 /** The typed arrays in one buffer (8-byte aligned) and where each lies. */
 function pack(arrays: [string, Typed][]): { blob: Buffer; layout: [string, string, number, number][] } {
@@ -80,6 +80,8 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     ["end", workload.end],
     ["size", workload.size],
     ["label", workload.label],
+    // The labels (stack frames) as UTF-8 JSON: compressed with the rest, they cost little.
+    ["labels", new Uint8Array(Buffer.from(JSON.stringify(view.labels ?? []), "utf8"))],
   ];
   workload.policies.forEach((policy, index) => {
     arrays.push([`charged${index}`, policy.charged]);
@@ -98,7 +100,6 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     policies: workload.policies.map((policy) => policy.name),
     external: workload.external.map((series) => series.name),
     peaks: view.peaks,
-    labels: view.labels ?? [],
     figures: view.figures,
     xLabel: view.xLabel ?? "event",
     layout,
