@@ -249,20 +249,33 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     expect(tooltip).toMatch(/allocated at event \d+/);
     expect(tooltip).toMatch(/age \d+ events/);
 
-    // Zoom to a range of events: the columns follow and the peak drawn there is within the whole one.
-    await page.evaluate(() =>
-      (window as unknown as { nuvecView: { setRange(a: number, b: number): void } }).nuvecView.setRange(
-        0,
-        50,
-      ),
-    );
-    const zoomed = await page.evaluate(() => {
-      const view = (
-        window as unknown as { nuvecView: { columns: { from: number; to: number; count: number } } }
-      ).nuvecView;
-      return { from: view.columns.from, to: view.columns.to, count: view.columns.count };
-    });
-    expect(zoomed).toEqual({ from: 0, to: 50, count: 50 });
+    // Zoom as a person does: drag across the middle fifth of the plot, then double-click to zoom out.
+    const range = () =>
+      page.evaluate(() => {
+        const view = (
+          window as unknown as { nuvecView: { columns: { from: number; to: number; count: number } } }
+        ).nuvecView;
+        return { from: view.columns.from, to: view.columns.to, count: view.columns.count };
+      });
+    const whole = await range();
+    const width = plot.right - plot.left;
+    const y = (plot.top + plot.bottom) / 2;
+    await page.mouse.move(plot.left + width * 0.4, y);
+    await page.mouse.down();
+    await page.mouse.move(plot.left + width * 0.5, y, { steps: 5 });
+    await page.mouse.move(plot.left + width * 0.6, y, { steps: 5 });
+    await page.mouse.up();
+    const zoomed = await range();
+    const events = whole.to - whole.from;
+    expect(Math.abs(zoomed.from - (whole.from + 0.4 * events))).toBeLessThanOrEqual(events / 100 + 1);
+    expect(Math.abs(zoomed.to - (whole.from + 0.6 * events))).toBeLessThanOrEqual(events / 100 + 1);
+    await page.mouse.dblclick(plot.left + width / 2, y);
+    expect(await range()).toEqual(whole);
+    // And to a range typed in: one column per event when it is that narrow.
+    await page.fill("#nuvec-from", "0");
+    await page.fill("#nuvec-to", "50");
+    await page.click("#nuvec-zoom");
+    expect(await range()).toEqual({ from: 0, to: 50, count: 50 });
     expect(errors).toEqual([]);
     return { firstDrawMs: state.firstDrawMs, tooltip };
   } finally {

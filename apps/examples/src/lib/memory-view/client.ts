@@ -512,7 +512,8 @@ export function memoryViewClient(
 
     const main = byId("nuvec-chart");
     const width = Math.max(600, Math.min(1200, (main.parentElement as HTMLElement).clientWidth || 900));
-    computeColumnsFor(width - 90);
+    // Two columns until uPlot has laid the plot out: then one per pixel of its real width (one full draw).
+    computeColumnsFor(2);
     const stepped = uPlot.paths.stepped?.({ align: 1 });
     const series = [
       { label: meta.xLabel },
@@ -533,6 +534,8 @@ export function memoryViewClient(
     const options = {
       width,
       height: 460,
+      // Fixed: uPlot's automatic padding follows the axis labels, and the plot's width (its columns) with it.
+      padding: [16, 24, 0, 0],
       series,
       scales: { x: { time: false, auto: false }, y: { auto: false, range: () => [0, yMax] } },
       axes: [
@@ -569,8 +572,7 @@ export function memoryViewClient(
       },
     };
     chart = new uPlot(options, chartData(), main);
-    chart.setScale("x", { min: range.from, max: range.to });
-    chart.setScale("y", { min: 0, max: yMax });
+    setRange(0, meta.events);
     chart.over.addEventListener("mouseleave", () => {
       tooltip.style.display = "none";
     });
