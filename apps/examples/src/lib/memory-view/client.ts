@@ -32,6 +32,8 @@ export interface MemoryViewApi {
   error?: string;
   /** Milliseconds from navigation start to the end of the first draw. */
   firstDrawMs?: number;
+  /** Milliseconds from navigation start to: the script's start, the data decoded, the model built. */
+  timings?: { started: number; decoded: number; built: number };
   model?: CoreModel;
   columns?: Columns;
   selected: number;
@@ -94,10 +96,16 @@ export function memoryViewClient(
 
   async function decode(): Promise<Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array>> {
     const text = (byId("nuvec-data").textContent as string).trim();
-    const binary = window.atob(text);
-    const bytes = new Uint8Array(binary.length);
-    for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    // The native decoder where the browser has it (several times faster on megabytes), else atob.
+    const fromBase64 = (Uint8Array as unknown as { fromBase64?: (text: string) => Uint8Array }).fromBase64;
+    let bytes: Uint8Array;
+    if (fromBase64 !== undefined) bytes = fromBase64(text);
+    else {
+      const binary = window.atob(text);
+      bytes = new Uint8Array(binary.length);
+      for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
+    }
+    const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"));
     const buffer = await new Response(stream).arrayBuffer();
     const arrays: Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array> = {};
     for (const [name, type, offset, length] of meta.layout) {
@@ -470,8 +478,10 @@ export function memoryViewClient(
   let charged: Float64Array[] = [];
 
   async function start(): Promise<void> {
+    const started = window.performance.now();
     figuresTable();
     const arrays = await decode();
+    const decoded = window.performance.now();
     const input: CoreInput = {
       events: meta.events,
       start: arrays.start as Uint32Array,
@@ -494,6 +504,7 @@ export function memoryViewClient(
     charged = input.policies.map((policy) => policy.charged);
     model = core.build(input);
     api.model = model;
+    api.timings = { started, decoded, built: window.performance.now() };
 
     const picker = byId("nuvec-policy") as HTMLSelectElement;
     picker.innerHTML = meta.policies
