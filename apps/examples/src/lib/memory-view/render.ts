@@ -34,11 +34,12 @@ export interface MemoryViewDocument {
 
 const require = createRequire(import.meta.url);
 
-/** uPlot's built script and stylesheet, read from the installed package. */
-function uplotFiles(): { script: string; style: string } {
+/** uPlot's built script and stylesheet, read from the installed package, and its licence's notice. */
+function uplotFiles(): { script: string; style: string; notice: string } {
   const script = readFileSync(require.resolve("uplot/dist/uPlot.iife.min.js"), "utf8");
   const style = readFileSync(require.resolve("uplot/dist/uPlot.min.css"), "utf8");
-  return { script, style };
+  const licence = readFileSync(require.resolve("uplot/LICENSE"), "utf8");
+  return { script, style, notice: licence.replace(/--/g, "- -") };
 }
 
 function escapeHtml(text: string): string {
@@ -104,7 +105,7 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     xLabel: view.xLabel ?? "event",
     layout,
   };
-  const { script, style } = uplotFiles();
+  const { script, style, notice } = uplotFiles();
   const facts = (view.facts ?? [])
     .map(([label, value]) => `<tr><th>${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`)
     .join("");
@@ -157,6 +158,8 @@ ${view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : ""}
 ${facts ? `<table class="facts">${facts}</table>` : ""}
 </div>
 </div>
+<!-- uPlot, inlined below:
+${notice}-->
 <script>${script}</script>
 <script type="application/json" id="nuvec-meta">${scriptJson(meta)}</script>
 <script type="application/octet-stream" id="nuvec-data">${data}</script>
