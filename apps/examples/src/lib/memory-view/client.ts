@@ -147,6 +147,7 @@ export function memoryViewClient(
   const range = { from: 0, to: meta.events };
 
   function drawnPeak(index: number, which: "reserved" | "active" = "reserved"): number {
+    if (!api.ready) return 0;
     const series = (which === "reserved" ? cols.reserved : cols.active)[index];
     let peak = 0;
     if (series !== undefined) for (const value of series.max) peak = Math.max(peak, value);
