@@ -13,6 +13,8 @@ Usage (PyTorch with CUDA, nothing downloaded: the models are built from a config
 
   python3 apps/examples/scripts/make-torch-snapshot.py OUT_FOLDER [--steps 4] [--tokens 48] [--max-entries 200000]
 
+Small ones for the repository's fixtures: --steps 2 --tokens 16, then gzip -9 (the replay reads .pickle.gz).
+
 Then: node apps/examples/dist/replay.js OUT_FOLDER/transformer-train.pickle --compare all --html train.html
 """
 import argparse
@@ -69,7 +71,8 @@ class Model(nn.Module):
 
 def record(path, max_entries, work):
     torch.cuda.synchronize()
-    torch.cuda.memory._record_memory_history(max_entries=max_entries)
+    # Python frames only: C++ frames make each entry several times larger and add nothing the view shows.
+    torch.cuda.memory._record_memory_history(max_entries=max_entries, stacks="python")
     started = time.time()
     work()
     torch.cuda.synchronize()

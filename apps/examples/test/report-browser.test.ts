@@ -5,11 +5,11 @@
 // the peaks drawn where the figures say. Skips where Chromium is not installed, except under CI=true where
 // apt-get could have installed it (.ci/system-packages does).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { inflateSync } from "node:zlib";
+import { gzipSync, inflateSync } from "node:zlib";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -345,6 +345,36 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     // The tooltip shows the allocation's stack frames.
     expect(tooltip).toMatch(/\n\S+ \(\/work\/model\/\w+\.py:\d+\)/);
     expect(readFileSync(html, "utf8")).toContain("PyTorch reserved");
+  });
+
+  it("a trace whose name is markup: shown as text, nothing runs", async () => {
+    const name = `<img src=x onerror="window.ran=1;alert(1)"></script><script>window.ran=2</script>`;
+    const trace = join(folder, "named.ndjson.gz");
+    const lines = [{ name }, ["a", 0, 4096], ["a", 1, 1 << 20], ["f", 0], ["a", 2, 512]];
+    writeFileSync(trace, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
+    const html = join(folder, "named.html");
+    const result = program("replay", [trace, "--html", html]);
+    expect(result.status, result.stderr).toBe(0);
+    const { page, errors, requests } = await open(html);
+    let dialogs = 0;
+    page.on("dialog", (dialog) => {
+      dialogs += 1;
+      void dialog.dismiss();
+    });
+    const seen = await page.evaluate(() => ({
+      ran: (window as unknown as { ran?: number }).ran,
+      heading: document.querySelector("h1")?.textContent,
+      images: document.images.length,
+    }));
+    expect(seen).toEqual({
+      ran: undefined,
+      heading: `${name}: 4 events, policy ${ALLOCATOR_POLICIES[0]}`,
+      images: 0,
+    });
+    expect(dialogs).toBe(0);
+    expect(errors).toEqual([]);
+    expect(requests.every((url) => !url.startsWith("http"))).toBe(true);
+    await page.close();
   });
 
   it("the demo's report", async () => {

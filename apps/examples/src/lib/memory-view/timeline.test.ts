@@ -15,7 +15,7 @@ const root = join(here, "..", "..", "..", "..", "..");
 const traceFolders = [join(root, "fixtures", "traces"), join(root, "apps", "examples", "traces")];
 const traces = traceFolders.flatMap((folder) =>
   readdirSync(folder)
-    .filter((name) => name.endsWith(".ndjson.gz") || name.endsWith(".pickle"))
+    .filter((name) => /\.(ndjson\.gz|pickle|pickle\.gz)$/.test(name))
     .map((name) => join(folder, name)),
 );
 const core = memoryViewCore();
@@ -25,7 +25,7 @@ const highest = (series: ColumnSeries) => series.max.reduce((peak, value) => Mat
 const lastDrawn = (series: ColumnSeries) => series.last[series.last.length - 1];
 
 async function replay(path: string) {
-  const torch = path.endsWith(".pickle") ? readTorchSnapshot(path) : undefined;
+  const torch = /\.pickle(\.gz)?$/.test(path) ? readTorchSnapshot(path) : undefined;
   const result = await replayPolicies(torch === undefined ? streamTraceBatches(path) : [torch.items], {
     policies: ALLOCATOR_POLICIES,
     workingSet: 8 * GiB,
