@@ -271,6 +271,14 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     expect(Math.abs(zoomed.to - (whole.from + 0.6 * events))).toBeLessThanOrEqual(events / 100 + 1);
     await page.mouse.dblclick(plot.left + width / 2, y);
     expect(await range()).toEqual(whole);
+    // Another policy's cache in the band: the peak markers follow it.
+    if (policies > 1) {
+      await page.selectOption("#nuvec-policy", "1");
+      const selected = await page.evaluate(
+        () => (window as unknown as { nuvecView: { selected: number } }).nuvecView.selected,
+      );
+      expect(selected).toBe(1);
+    }
     // And to a range typed in: one column per event when it is that narrow.
     await page.fill("#nuvec-from", "0");
     await page.fill("#nuvec-to", "50");
