@@ -7,12 +7,9 @@ export type { AllocatorCounters } from "./counters.js";
 // Every class of errors.ts is public.
 export * from "./errors.js";
 export type { AllocatorOptions } from "./options.js";
-export {
-  ALLOCATOR_POLICIES,
-  type AllocatorPolicy,
-  type BoundedRelease,
-  DEFAULT_RESERVE_RATIO,
-} from "./policy.js";
+export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+// Every policy name, the default first (tools compare exactly these).
+export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
   CountingBufferSource,
   type ReplayOptions,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CachingAllocator } from "./allocator.js";
 import { AllocatorArgumentError } from "./errors.js";
-import { ALLOCATOR_POLICIES } from "./policy.js";
+import { ALLOCATOR_POLICIES } from "./policy-names.js";
 import { CountingBufferSource, replayTrace } from "./replay.js";
 
 describe("ALLOCATOR_POLICIES", () => {

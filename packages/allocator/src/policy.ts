@@ -9,9 +9,6 @@ import type { AllocatorOptions } from "./options.js";
  */
 export type AllocatorPolicy = "mlx" | "bounded";
 
-/** Every {@link AllocatorPolicy}, the default first: what tools list, compare and accept. */
-export const ALLOCATOR_POLICIES: readonly AllocatorPolicy[] = Object.freeze(["mlx", "bounded"]);
-
 /** Which buffer the bounded policy releases first to stay within its bound. */
 export type BoundedRelease = "least-recent" | "largest";
 
