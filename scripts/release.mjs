@@ -18,7 +18,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { checkTarball, packPackage, pnpmArgs, publishedWorkspacePackages } from "./check-package.mjs";
+import { checkTarball, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { pnpmArgs } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -84,6 +85,8 @@ function main() {
     },
   });
   const dryRun = values["dry-run"];
+  if (process.env.NUVEC_PREBUILD_FROM)
+    fail("NUVEC_PREBUILD_FROM is set: a release packs only addons it built itself; unset it");
 
   // 1. Pending changesets mean the versions are not the ones to publish yet.
   const pending = readdirSync(join(root, ".changeset")).filter(

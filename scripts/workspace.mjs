@@ -8,10 +8,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { pnpmVersion, quietEnvironment, runPnpm } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-const pnpmVersion = manifest.packageManager.replace(/^pnpm@/, "");
 const [task = "test", ...rest] = process.argv.slice(2);
 
 function run(command, args, options = {}) {
@@ -20,14 +19,11 @@ function run(command, args, options = {}) {
   return result.status ?? 1;
 }
 
-function pnpmCommand() {
-  const found = spawnSync("pnpm", ["--version"], { encoding: "utf8" });
-  if (!found.error && found.stdout.trim() === pnpmVersion) return ["pnpm", []];
-  return ["npx", ["--yes", `pnpm@${pnpmVersion}`]];
+function pnpmRun(args) {
+  const result = runPnpm(args);
+  if (result.error) throw result.error;
+  return result.status ?? 1;
 }
-const [pnpm, pnpmPrefix] = pnpmCommand();
-const pnpmRun = (args) =>
-  run(pnpm, [...pnpmPrefix, ...args], { env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" } });
 
 function ensureInstalled() {
   const marker = join(root, "node_modules", ".modules.yaml");
