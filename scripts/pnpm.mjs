@@ -4,8 +4,8 @@
 // installed globally. Spawning a bare `pnpm` fails on such a machine (ENOENT), or runs another version;
 // scripts/scripts.test.mjs checks that no script or test does.
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { basename, delimiter, dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -42,7 +42,8 @@ export function pnpmProgram() {
   if (found) return found;
   const agent = process.env.npm_config_user_agent ?? "";
   const execpath = process.env.npm_execpath;
-  if (execpath && agent.startsWith(`pnpm/${pnpmVersion} `)) {
+  // `pnpm run` sets both; `pnpm exec` leaves npm_execpath as it found it (npx's npm, say): check the name.
+  if (execpath && basename(execpath).startsWith("pnpm") && agent.startsWith(`pnpm/${pnpmVersion} `)) {
     // pnpm may be a Node.js script or a single executable.
     found = /\.[cm]?js$/.test(execpath) ? [process.execPath, [execpath]] : [execpath, []];
     return found;
@@ -71,4 +72,25 @@ export function runPnpm(args, options = {}) {
     ...options,
     env: quietEnvironment(options.env ?? process.env),
   });
+}
+
+/**
+ * The pinned pnpm as `[program, leading arguments]` with an absolute program, for a child whose PATH holds no
+ * pnpm (an install test with only `node` on PATH): through npx's cache when nothing else has it.
+ */
+export function pnpmExecutable() {
+  const [program, lead] = pnpmProgram();
+  if (isAbsolute(program)) return [program, lead];
+  if (program === "pnpm") {
+    for (const directory of (process.env.PATH ?? "").split(delimiter))
+      if (directory && existsSync(join(directory, "pnpm"))) return [join(directory, "pnpm"), []];
+  }
+  const found = spawnSync(program, ["--yes", "-p", `pnpm@${pnpmVersion}`, "-c", "command -v pnpm"], {
+    encoding: "utf8",
+    env: quietEnvironment(),
+  });
+  const path = found.stdout?.trim().split("\n").at(-1);
+  if (found.status !== 0 || !path || !isAbsolute(path))
+    throw new Error(`could not find pnpm ${pnpmVersion} through npx: ${found.stderr ?? found.error}`);
+  return [path, []];
 }

@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pnpmVersion, quietEnvironment, runPnpm } from "./pnpm.mjs";
+import { pnpmVersion, runPnpm } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const [task = "test", ...rest] = process.argv.slice(2);
