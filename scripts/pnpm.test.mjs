@@ -27,7 +27,7 @@ const SHELL_RULE = /(?:^|&&|\|\||;|\$\()\s*(?:pnpm|pnpx)\s/m;
  * The lines of a file that spawn a bare pnpm, turbo, changeset or node-gyp: `[{ line, text }]`. `path` says
  * which rules apply (code, shell, package.json).
  */
-export function bareToolSpawns(path, text) {
+function bareToolSpawns(path, text) {
   const found = [];
   if (path.endsWith("package.json")) {
     for (const [name, command] of Object.entries(JSON.parse(text).scripts ?? {}))
