@@ -15,7 +15,8 @@
 //      and npx on PATH (no compiler, no make, no python), an empty HOME and an empty cache;
 //   4. opens the real device in each project: Device.open(), malloc, write, read back, close.
 // Prints one line per manager and exits 1 when one fails.
-// Usage: node scripts/registry-test.mjs [--keep]   (--keep leaves the scratch folder and prints its path)
+// Usage: node scripts/registry-test.mjs [--keep] [--reuse FOLDER]   (--keep leaves the scratch folder and prints
+// its path; --reuse runs the installs again against what a kept run published there)
 import { spawn, spawnSync } from "node:child_process";
 import {
   cpSync,
@@ -262,10 +263,14 @@ function publishWithReleaseFlow(workspace, url, npmrc) {
   return JSON.parse(readFileSync(join(workspace, "packages", "device", "package.json"), "utf8")).version;
 }
 
-/** A folder holding only node, npm and npx: the PATH of the installs (no compiler, make or python). */
+/**
+ * A folder holding only node, npm, npx and sh (npx runs its command through sh): the PATH of the installs, no
+ * compiler, make or python.
+ */
 function toollessBin(folder) {
   mkdirSync(folder);
   symlinkSync(process.execPath, join(folder, "node"));
+  symlinkSync(realpathSync("/bin/sh"), join(folder, "sh"));
   const npmCli = realpathSync(run("sh", ["-c", "command -v npm"]).output.trim());
   const npmBin = dirname(npmCli);
   symlinkSync(npmCli, join(folder, "npm"));
@@ -349,20 +354,32 @@ function tryManager(manager, { scratch, url, version, bin }) {
 }
 
 async function main() {
-  const scratch = mkdtempSync(join(tmpdir(), "nuvec-registry-"));
+  // --reuse <folder>: the installs again, against what a kept run (--keep) published there.
+  const reuseIndex = process.argv.indexOf("--reuse");
+  const reused = reuseIndex >= 0 ? process.argv[reuseIndex + 1] : undefined;
+  const scratch = reused ?? mkdtempSync(join(tmpdir(), "nuvec-registry-"));
   let registry;
   let failures = 0;
   try {
     registry = await startRegistry(scratch);
     log(`verdaccio ${VERDACCIO} at ${registry.url}`);
-    const npmrc = await publisherNpmrc(registry.url, scratch);
     const workspace = join(scratch, "workspace");
-    copyOfCheckout(workspace);
-    const version = publishWithReleaseFlow(workspace, registry.url, npmrc);
+    let version;
+    if (reused) {
+      version = JSON.parse(
+        readFileSync(join(workspace, "packages", "device", "package.json"), "utf8"),
+      ).version;
+      for (const folder of ["bin", "projects", "homes"])
+        rmSync(join(scratch, folder), { recursive: true, force: true });
+    } else {
+      const npmrc = await publisherNpmrc(registry.url, scratch);
+      copyOfCheckout(workspace);
+      version = publishWithReleaseFlow(workspace, registry.url, npmrc);
+    }
     const bin = toollessBin(join(scratch, "bin"));
     for (const tool of ["cc", "gcc", "c++", "g++", "clang", "make", "python3"])
       if (existsSync(join(bin, tool))) fail(`${tool} is on the installs' PATH`);
-    log(`installing @nuvec/device@${version} with each package manager (PATH: node, npm, npx)`);
+    log(`installing @nuvec/device@${version} with each package manager (PATH: node, npm, npx, sh)`);
     const lines = [];
     for (const manager of MANAGERS) {
       const started = performance.now();
@@ -380,7 +397,7 @@ async function main() {
     console.log(`\nregistry test: @nuvec/device@${version} from ${registry.url}\n${lines.join("\n")}`);
   } finally {
     registry?.child.kill();
-    if (keep) log(`kept ${scratch}`);
+    if (keep || reused) log(`kept ${scratch}`);
     else rmSync(scratch, { recursive: true, force: true });
   }
   return failures > 0 ? 1 : 0;
