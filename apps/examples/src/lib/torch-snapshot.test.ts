@@ -213,6 +213,24 @@ describe("a PyTorch snapshot as a trace", () => {
   });
 });
 
+describe("the globals a snapshot may hold", () => {
+  it("reads collections.OrderedDict as plain data (an older PyTorch's allocator settings)", () => {
+    const body = (value: unknown) => pickle(value).subarray(2, -1);
+    const bytes = Buffer.concat([
+      raw("\x80\x02}("),
+      body("device_traces"),
+      body([[entry("alloc", 2 ** 44, 4096)]]),
+      body("allocator_settings"),
+      raw("ccollections\nOrderedDict\n)R"),
+      body("max_split_size"),
+      body(7),
+      raw("su."),
+    ]);
+    const torch = readTorchSnapshot(file(bytes));
+    expect(torch.items.slice(1)).toEqual([["a", 0, 4096]]);
+  });
+});
+
 describe("allocation labels", () => {
   it("keep the innermost Python frame, then the frames outside torch; C++-only stacks keep their own", () => {
     const frame = (name: string, filename: string, line = 1) => ({ name, filename, line });
