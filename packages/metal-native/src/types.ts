@@ -233,6 +233,8 @@ export interface NativeCounters {
    * backend's reach (`ArrayBuffer.prototype.transfer()`): freed when that view is collected. Native only.
    */
   quarantinedAllocations?: number;
+  /** The bytes those quarantined allocations hold (their `allocatedSize`): in no other figure. Native only. */
+  quarantinedBytes?: number;
   /**
    * Buffers the platform really gave back to the system (counted in its own free/munmap paths; Metal: our
    * last release of the buffer), unlike `buffersReleased`, counted at `release()`. Native only.

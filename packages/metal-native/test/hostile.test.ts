@@ -159,9 +159,9 @@ describe.runIf(process.platform === "linux")("hostile use of the host addon (chi
          const movedFile = new Uint8Array(mapped.contents().transfer());
          mapped.release();
          report.fileReadBack = movedFile.every((byte) => byte === 0x37);
-         // A view the user dropped is kept to the end of the current job by the buffer's WeakRef to its last
-         // view (WeakRef's KeepDuringJob), so gc() in the same turn does not collect it: detachContents()
-         // detaches it, and the buffer is not quarantined. (A view collected in an earlier turn, its finalizer
+         // A view the user dropped is held to the end of the current job (until its microtasks run), so
+         // gc() in the same turn does not collect it: detachContents() detaches it, and the buffer is not
+         // quarantined. (A view collected in an earlier turn, its finalizer
          // pending, still cannot be told from a moved one and quarantines its buffer: safe, and rare.)
          const dropped = backend.newBuffer(4096);
          new Uint8Array(dropped.contents())[0] = 1;

@@ -2,6 +2,7 @@ import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import { keepUntilJobEnd } from "./job-views.js";
 import type { RawBufferHandle } from "./raw.js";
 import type { RawMetalBufferHandle } from "./raw-metal.js";
 
@@ -18,10 +19,6 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case, and the only one where the CPU cannot address it).
   #viewsHandedOut = false;
-  // The last view handed out (see contents()), held weakly: a strong reference would keep alive whatever the
-  // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
-  // buffer is cached or live. Dropped with the views on detachContents() and release().
-  #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
   protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
@@ -44,15 +41,12 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
    */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    // The view handed out last, while it lives and is attached: a deref instead of a native call that walks the
-    // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
-    // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
-    // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
-    const last = this.#lastView?.deref();
-    if (last !== undefined && last.byteLength !== 0) return last;
+    // The addon finds the view still attached in its own record, in constant time. It is not held here for
+    // longer than the current job (keepUntilJobEnd): a strong reference would keep alive whatever the caller
+    // ties to the view (the Device's owner of it) for as long as this buffer is cached or live.
     const contents = callNative(() => this.raw.contents());
     this.#viewsHandedOut = true;
-    this.#lastView = new WeakRef(contents);
+    keepUntilJobEnd(contents, this.owner);
     return contents;
   }
 
@@ -64,15 +58,8 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.assertLive("detachContents");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
-    this.#lastView = undefined;
     // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
-  }
-
-  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
-  override release(): void {
-    this.#lastView = undefined;
-    super.release();
   }
 }
 

@@ -62,4 +62,6 @@ export interface RawAddon {
   counters(): NativeCounters;
   lastWiringError(): string | undefined;
   attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
+  /** Renews the teardown sentinel when a view made after it may still be attached (end of a job). */
+  secureViews?(): void;
 }
