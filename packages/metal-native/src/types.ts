@@ -129,6 +129,12 @@ export interface NativeBuffer extends NativeMemory {
    */
   readonly quarantined?: boolean;
   /**
+   * After `release()` of a quarantined buffer: the bytes the backend still holds for it (its allocated
+   * size) until the moved `ArrayBuffer` is collected, then 0; 0 before release. What its owner counts as
+   * quarantined. Absent on backends whose views cannot escape.
+   */
+  readonly quarantinedBytes?: number;
+  /**
    * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
    * it; elsewhere the device copies through `contents()`). Throws after release.
    */

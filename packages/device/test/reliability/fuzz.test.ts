@@ -200,6 +200,7 @@ function checkWorld(
       cacheLimit: stats.cacheLimit,
       systemAllocations: stats.systemAllocations,
       mapped: stats.mapped,
+      quarantined: stats.quarantined,
     },
     model.stats() as unknown as Record<string, number>,
     `${name}: memoryStats()`,

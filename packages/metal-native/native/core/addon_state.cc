@@ -49,6 +49,14 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
   MaybeFree(id);
 }
 
+size_t AddonState::QuarantinedBytes(uint64_t id) const {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return 0;
+  const OwnedAllocation& owned = found->second;
+  bool done = owned.released || owned.handleCollected;
+  return done && owned.escapedViews > 0 ? owned.allocation->allocatedSize() : 0;
+}
+
 uint64_t AddonState::ViewCreated(uint64_t id) {
   uint64_t viewId = ++lastViewId_;
   auto found = allocations_.find(id);

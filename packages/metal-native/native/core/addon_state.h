@@ -90,6 +90,10 @@ class AddonState {
   // once; the memory goes when nothing reaches it any more.
   void HandleDone(uint64_t id, bool explicitly);
 
+  // The bytes allocation `id` holds in quarantine (released or collected, a view moved out of our reach
+  // still alive), else 0: what its owner still has to count after release.
+  size_t QuarantinedBytes(uint64_t id) const;
+
   // A new view of allocation `id`; returns the view's id.
   uint64_t ViewCreated(uint64_t id);
   // We detached this view ourselves: nothing can reach the memory through it, and its record goes.

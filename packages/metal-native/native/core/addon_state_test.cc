@@ -133,6 +133,7 @@ void EscapedViewsQuarantine() {
   CHECK(f.freed.allocations == 0);
   CHECK(f.state.counters.quarantinedAllocations == 1 && f.state.counters.quarantinedBytes == 1024);
   CHECK(f.state.ViewRecords(buffer) == 2);  // the two moved views; ours went when we detached it
+  CHECK(f.state.QuarantinedBytes(buffer) == 1024);
   CHECK(f.state.counters.buffersReleased == 1 && f.state.counters.bufferBytes == 0);  // released for JS
   CHECK(f.externalBytes == 1024);                                                     // still held
   f.state.ViewCollected(buffer, ours);
@@ -140,7 +141,7 @@ void EscapedViewsQuarantine() {
   CHECK(f.freed.allocations == 0);  // one escaped view still reaches the memory
   CHECK(f.state.counters.quarantinedAllocations == 1);
   f.state.ViewCollected(buffer, movedB);
-  CHECK(f.freed.allocations == 1);
+  CHECK(f.freed.allocations == 1 && f.state.QuarantinedBytes(buffer) == 0);
   CHECK(f.state.counters.quarantinedAllocations == 0 && f.state.counters.quarantinedBytes == 0);
   CHECK(f.externalBytes == 0);
   std::puts("ok escaped views: quarantined until the last one is collected");

@@ -148,7 +148,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
         Base::template InstanceMethod<&AllocationObject::Release>("release"),
         Base::template InstanceAccessor<&AllocationObject::Length>("length"),
         Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
-        Base::template InstanceAccessor<&AllocationObject::Released>("released")};
+        Base::template InstanceAccessor<&AllocationObject::Released>("released"),
+        Base::template InstanceAccessor<&AllocationObject::QuarantinedBytes>("quarantinedBytes")};
     // A mapping's allocated size is its mapped length (whole pages).
     if (Kind::kNames.mapped) {
       properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
@@ -193,6 +194,12 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
   }
   Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+  // After release: the bytes still held for a view moved away (0 once it is collected, and while live).
+  Napi::Value QuarantinedBytes(const Napi::CallbackInfo& info) {
+    bool held = handle_.released && handle_.state && !handle_.state->tornDown;
+    return Napi::Number::New(info.Env(),
+                             held ? static_cast<double>(handle_.state->QuarantinedBytes(handle_.id)) : 0.0);
+  }
 
   AllocationHandle handle_;
 };

@@ -36,6 +36,14 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   }
 
   /**
+   * After `release()`, the bytes the addon still holds for a view moved away (its allocated size), 0 once
+   * that view is collected; 0 before release.
+   */
+  get quarantinedBytes(): number {
+    return this.released ? (this.raw.quarantinedBytes ?? 0) : 0;
+  }
+
+  /**
    * The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release;
    * where the CPU cannot address it, the addon's typed refusal. Throws after release.
    */

@@ -8,6 +8,8 @@ export interface RawAllocationHandle {
   readonly length: number;
   readonly allocatedSize: number;
   readonly released: boolean;
+  /** After release: the bytes still held for a view moved away, until it is collected; else 0. */
+  readonly quarantinedBytes?: number;
   /** An external `ArrayBuffer` over the memory, or a typed refusal (memory the CPU cannot address). */
   contents(): ArrayBuffer;
   /**
