@@ -242,6 +242,14 @@ export interface NativeCounters {
   /** The bytes those quarantined allocations hold (their `allocatedSize`): in no other figure. Native only. */
   quarantinedBytes?: number;
   /**
+   * Allocations a worker's (or the process's) teardown could not give back, process-wide: a view moved out
+   * of that environment (`transfer()`, then `postMessage`) may still reach them, and nothing will tell when it
+   * is collected, so they stay allocated for the rest of the process. Native only.
+   */
+  abandonedAllocations?: number;
+  /** Their bytes (`allocatedSize`). Native only. */
+  abandonedBytes?: number;
+  /**
    * Buffers the platform really gave back to the system (counted in its own free/munmap paths; Metal: our
    * last release of the buffer), unlike `buffersReleased`, counted at `release()`. Native only.
    */

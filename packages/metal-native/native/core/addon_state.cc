@@ -1,10 +1,18 @@
 // See addon_state.h: the ownership rules, without N-API.
 #include "addon_state.h"
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
 namespace nuvec {
+
+namespace {
+std::atomic<uint64_t> abandonedAllocations{0};
+std::atomic<uint64_t> abandonedBytes{0};
+}  // namespace
+
+AbandonedTotals ProcessAbandoned() { return AbandonedTotals{abandonedAllocations.load(), abandonedBytes.load()}; }
 
 uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped) {
   uint64_t id = ++lastId_;
@@ -170,6 +178,8 @@ void AddonState::TearDown() {
     // detached by us just before).
     if (owned.views.empty()) continue;
     // Abandoned on purpose: the platform's memory stays mapped for the rest of the process.
+    abandonedBytes += owned.allocation->allocatedSize();
+    abandonedAllocations += 1;
     static_cast<void>(owned.allocation.release());
     abandoned_ += 1;
   }

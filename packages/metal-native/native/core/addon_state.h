@@ -55,6 +55,15 @@ struct Counters {
 
 // What a view on record is: handed out (attached as far as we know), or escaped (SettleViews found it
 // neither detached by us nor finalized). A view we detached is no longer on record.
+// What every environment's teardown abandoned, process-wide (see AddonState::TearDown): memory a view moved
+// out of a dying environment may still reach, never freed. Any environment reads it (counters()), so that a
+// thread outliving the one that made the memory can see what it costs.
+struct AbandonedTotals {
+  uint64_t allocations = 0;
+  uint64_t bytes = 0;
+};
+AbandonedTotals ProcessAbandoned();
+
 enum class ViewState { kHandedOut, kEscaped };
 
 // One allocation the state owns, by id, from the platform's making of it to its freeing (released or not:

@@ -252,7 +252,10 @@ void TearDown() {
   f.state.ViewDetachedByUs(detached, f.state.ViewCreated(detached));
   f.mapping(100);
   int64_t before = f.externalBytes;
+  nuvec::AbandonedTotals abandonedBefore = nuvec::ProcessAbandoned();
   f.state.TearDown();
+  CHECK(nuvec::ProcessAbandoned().allocations == abandonedBefore.allocations + 2);
+  CHECK(nuvec::ProcessAbandoned().bytes == abandonedBefore.bytes + 4096 + 2048);
   CHECK(f.state.tornDown);
   CHECK(f.freed.allocations == 3 && f.freed.sets == 1);  // held, detached and the mapping
   CHECK(f.state.AbandonedAllocations() == 2);

@@ -44,6 +44,7 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   WiringCounters wiring = platform.wiringCounters();
   const Counters& counters = state.counters;
   const FreedCounters& freed = *platform.freed;
+  const AbandonedTotals abandoned = ProcessAbandoned();
   // In the order the TypeScript type lists them.
   const std::pair<const char*, uint64_t> figures[] = {
       {"buffersMade", counters.buffersMade},
@@ -59,6 +60,8 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
       {"wiringFailures", wiring.wiringFailures},
       {"quarantinedAllocations", counters.quarantinedAllocations},
       {"quarantinedBytes", counters.quarantinedBytes},
+      {"abandonedAllocations", abandoned.allocations},
+      {"abandonedBytes", abandoned.bytes},
       {"buffersFreedByPlatform", freed.buffers.load()},
       {"mappingsUnmappedByPlatform", freed.mappings.load()},
       {"residencySetsFreedByPlatform", freed.residencySets.load()},
