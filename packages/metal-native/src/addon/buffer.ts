@@ -2,7 +2,6 @@ import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
-import { keepUntilJobEnd } from "./job-views.js";
 import type { RawBufferHandle } from "./raw.js";
 import type { RawMetalBufferHandle } from "./raw-metal.js";
 
@@ -49,12 +48,10 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
    */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    // The addon finds the view still attached in its own record, in constant time. It is not held here for
-    // longer than the current job (keepUntilJobEnd): a strong reference would keep alive whatever the caller
-    // ties to the view (the Device's owner of it) for as long as this buffer is cached or live.
-    const contents = callNative(() => this.raw.contents());
+    // Held here only to the end of the job (job-views.ts): a strong reference kept longer would keep alive
+    // whatever the caller ties to the view (the Device's owner of it) for as long as this buffer is cached.
+    const contents = this.view();
     this.#viewsHandedOut = true;
-    keepUntilJobEnd(contents, this.owner);
     return contents;
   }
 
@@ -66,6 +63,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.assertLive("detachContents");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
+    this.forgetView();
     // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
   }

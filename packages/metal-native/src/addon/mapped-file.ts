@@ -2,7 +2,6 @@ import type { NativeMappedFile, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
-import { keepUntilJobEnd } from "./job-views.js";
 import type { RawMappedFileHandle } from "./raw.js";
 import type { RawMetalMappedFileHandle } from "./raw-metal.js";
 
@@ -30,9 +29,7 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
   /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    const contents = callNative(() => this.raw.contents());
-    keepUntilJobEnd(contents, this.owner);
-    return contents;
+    return this.view();
   }
 
   /**
@@ -43,6 +40,7 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
    */
   detachContents(): void {
     this.assertLive("detachContents");
+    this.forgetView();
     callNative(() => this.raw.detachContents());
   }
 }
