@@ -28,52 +28,63 @@ function transferFunction(): (this: ArrayBuffer) => ArrayBuffer {
 }
 
 describe.skipIf(!onLinux)("Device on the host backend", () => {
-  it("gives back the memory of views moved into a worker once the worker is terminated (RSS, the backend's bytes)", async () => {
-    const transfer = transferFunction();
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
-    const settle = async () => {
-      for (let turn = 0; turn < 10; turn += 1) {
-        gc();
-        await nextTurn();
-      }
-    };
-    const device = Device.open();
-    const backendFigures = () => {
-      const counters = device.backend.counters();
-      return {
-        quarantined: counters.quarantinedBytes,
-        abandoned: counters.abandonedBytes,
-        live: counters.bufferBytes,
+  it.each(["exits", "is terminated"])(
+    "gives back the memory of views moved into a worker once the worker %s (RSS, the backend's bytes)",
+    async (ending) => {
+      const transfer = transferFunction();
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
+      const settle = async () => {
+        for (let turn = 0; turn < 10; turn += 1) {
+          gc();
+          await nextTurn();
+        }
       };
-    };
-    await settle();
-    const before = { figures: backendFigures(), resident: status("RssAnon") };
-    // The worker keeps every view it receives, and writes to it, so that its pages are resident.
-    const worker = new Worker(
-      `const { parentPort } = require("node:worker_threads");
+      const device = Device.open();
+      const backendFigures = () => {
+        const counters = device.backend.counters();
+        return {
+          quarantined: counters.quarantinedBytes,
+          abandoned: counters.abandonedBytes,
+          live: counters.bufferBytes,
+        };
+      };
+      await settle();
+      const before = { figures: backendFigures(), resident: status("RssAnon") };
+      // The worker keeps every view it receives, and writes to it, so that its pages are resident.
+      const worker = new Worker(
+        `const { parentPort } = require("node:worker_threads");
        const kept = [];
-       parentPort.on("message", (view) => { new Uint8Array(view).fill(9); kept.push(view); parentPort.postMessage(kept.length); });`,
-      { eval: true },
-    );
-    for (let index = 0; index < 8; index += 1) {
-      const buffer = device.malloc(32 * MIB);
-      buffer.bytes().fill(1);
-      const moved = transfer.call(buffer.contents());
-      worker.postMessage(moved, [moved]);
-      buffer.free();
-      await new Promise((resolve) => worker.once("message", resolve));
-    }
-    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: 256 * MIB });
-    expect(status("RssAnon") - before.resident).toBeGreaterThan(200 * MIB);
-    await worker.terminate();
-    await settle();
-    // Exact where the figures are ours; RSS within what V8 and malloc move on their own.
-    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: 0 });
-    expect(backendFigures()).toEqual(before.figures);
-    expect(status("RssAnon") - before.resident).toBeLessThan(32 * MIB);
-    device.close();
-  });
+       parentPort.on("message", (view) => {
+         if (view === "exit") process.exit(0);
+         new Uint8Array(view).fill(9);
+         kept.push(view);
+         parentPort.postMessage(kept.length);
+       });`,
+        { eval: true },
+      );
+      for (let index = 0; index < 8; index += 1) {
+        const buffer = device.malloc(32 * MIB);
+        buffer.bytes().fill(1);
+        const moved = transfer.call(buffer.contents());
+        worker.postMessage(moved, [moved]);
+        buffer.free();
+        await new Promise((resolve) => worker.once("message", resolve));
+      }
+      expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: 256 * MIB });
+      expect(status("RssAnon") - before.resident).toBeGreaterThan(200 * MIB);
+      const exited = new Promise((resolve) => worker.once("exit", resolve));
+      if (ending === "exits") worker.postMessage("exit");
+      else await worker.terminate();
+      await exited;
+      await settle();
+      // Exact where the figures are ours; RSS within what V8 and malloc move on their own.
+      expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: 0 });
+      expect(backendFigures()).toEqual(before.figures);
+      expect(status("RssAnon") - before.resident).toBeLessThan(32 * MIB);
+      device.close();
+    },
+  );
 
   it("counts buffers whose view was moved away in quarantined and against the memory limit, until the view is collected", async () => {
     const transfer = transferFunction();
