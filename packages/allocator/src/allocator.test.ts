@@ -247,6 +247,43 @@ describe("the hard memory limit", () => {
     expect(allocator.malloc(256 * KiB).allocatedLength).toBe(256 * KiB); // exactly at the limit is allowed
   });
 
+  it("counts quarantined memory (freed, held for a view moved away) against the limit, and names it on the error", () => {
+    const { allocator } = setup({}, { memoryLimit: 1 * MiB });
+    const moved = allocator.malloc(512 * KiB);
+    allocator.freeWithoutCaching(moved);
+    allocator.addQuarantined(512 * KiB);
+    allocator.addMapping(256 * KiB);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, mapped: 256 * KiB, quarantined: 512 * KiB });
+    const stats = allocator.memoryStats();
+    let error: unknown;
+    try {
+      allocator.malloc(256 * KiB + 1);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect(error).toMatchObject({
+      requested: 256 * KiB + PAGE,
+      active: 0,
+      mapped: 256 * KiB,
+      quarantined: 512 * KiB,
+    });
+    expect((error as Error).message).toBe(
+      `out of memory: ${256 * KiB + PAGE} bytes requested with 0 active, ${256 * KiB} mapped and ${512 * KiB} ` +
+        "quarantined (freed buffers held until the views moved away from them are collected) would exceed " +
+        `the memory limit of ${MiB} bytes`,
+    );
+    expect(() => allocator.addMapping(256 * KiB + 1)).toThrow(/512 KiB|524288 quarantined/);
+    expect(allocator.memoryStats()).toEqual(stats);
+    // Given back: the room is there again; more than is counted is refused, nothing changed.
+    expect(() => allocator.removeQuarantined(512 * KiB + 1)).toThrow(AllocatorArgumentError);
+    expect(() => allocator.addQuarantined(-1)).toThrow(AllocatorArgumentError);
+    expect(allocator.memoryStats()).toEqual(stats);
+    allocator.removeQuarantined(512 * KiB);
+    expect(allocator.memoryStats().quarantined).toBe(0);
+    expect(allocator.malloc(512 * KiB + 1).allocatedLength).toBeGreaterThan(512 * KiB);
+  });
+
   it("refuses a mapping the same way, charged at mappingSize", () => {
     const { allocator } = setup({ pageSize: 4096 }, { memoryLimit: 1 * MiB });
     allocator.malloc(1 * MiB - 16384);

@@ -50,6 +50,8 @@ export class CachingAllocator<B> {
   private gcLimitBytes: number;
   private active = 0;
   private mapped = 0;
+  // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).
+  private quarantined = 0;
   private live = 0;
   private peak = 0;
   private peakWithMapped = 0;
@@ -125,10 +127,10 @@ export class CachingAllocator<B> {
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
       throw new BufferTooLargeError(bytes, this.maxBufferLength);
     }
-    const used = this.active + this.mapped;
+    const used = this.active + this.mapped + this.quarantined;
     if (used + sizeClass > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(sizeClass, this.active, this.mapped, this.memoryLimit);
+      throw new OutOfMemoryError(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
 
     const cache = this.cache;
@@ -216,6 +218,37 @@ export class CachingAllocator<B> {
   }
 
   /**
+   * Counts `bytes` of a buffer freed with {@link freeWithoutCaching} that the source still holds (a view
+   * moved away reaches it): in `quarantined`, and against the memory limit, until
+   * {@link removeQuarantined} says the source gave it back.
+   *
+   * @throws AllocatorArgumentError for a bad byte count (nothing changed); AllocatorClosedError.
+   */
+  addQuarantined(bytes: number): void {
+    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    checkedByteCount(bytes, "bytes");
+    this.quarantined += bytes;
+  }
+
+  /**
+   * The source gave back `bytes` counted by {@link addQuarantined}.
+   *
+   * @throws AllocatorArgumentError for a bad byte count or more than is counted (nothing changed);
+   * AllocatorClosedError.
+   */
+  removeQuarantined(bytes: number): void {
+    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    checkedByteCount(bytes, "bytes");
+    if (bytes > this.quarantined) {
+      throw new AllocatorArgumentError(
+        "bytes",
+        `${bytes} bytes are more than the ${this.quarantined} quarantined`,
+      );
+    }
+    this.quarantined -= bytes;
+  }
+
+  /**
    * Accounts for a memory-mapped file of `fileLength` bytes, its `mappedLength` `mappingSize(fileLength,
    * pageSize)`:
    * checked against the memory limit and the resource limit, counted in `mapped` and `peakWithMapped`.
@@ -229,9 +262,9 @@ export class CachingAllocator<B> {
     if (mappedLength === undefined) {
       throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + mappedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantined + mappedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit);
+      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
     this.ensureResource();
     this.mappings++;
@@ -274,6 +307,7 @@ export class CachingAllocator<B> {
       wired: 0,
       mapped: this.mapped,
       wiredMapped: 0,
+      quarantined: this.quarantined,
     };
   }
 
@@ -306,7 +340,7 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Sets the hard limit on `active + mapped` (any byte count, above the device's memory too) and recomputes
+   * Sets the hard limit on `active + mapped + quarantined` (any byte count, above the device's memory too) and recomputes
    * `gcLimit = min(bytes, floor(0.95·W))`. Returns the previous limit.
    */
   setMemoryLimit(bytes: number): number {

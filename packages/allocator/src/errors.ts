@@ -20,11 +20,17 @@ export class OutOfMemoryError extends AllocatorError {
     readonly mapped: number,
     /** The memory limit that refused it. */
     readonly limit: number,
+    /** `quarantined` when the request was refused: freed buffers held for views moved away. */
+    readonly quarantined = 0,
   ) {
     super(
       "ERR_NUVEC_OUT_OF_MEMORY",
-      `out of memory: ${requested} bytes requested with ${active} active and ${mapped} mapped ` +
-        `would exceed the memory limit of ${limit} bytes`,
+      quarantined === 0
+        ? `out of memory: ${requested} bytes requested with ${active} active and ${mapped} mapped ` +
+            `would exceed the memory limit of ${limit} bytes`
+        : `out of memory: ${requested} bytes requested with ${active} active, ${mapped} mapped and ` +
+            `${quarantined} quarantined (freed buffers held until the views moved away from them are ` +
+            `collected) would exceed the memory limit of ${limit} bytes`,
     );
   }
 }

@@ -69,6 +69,8 @@ export class ReferenceModel {
   readonly releaseLargest: boolean;
   active = 0;
   mapped = 0;
+  /** Freed buffers the backend holds for a view moved away: in the limit, never reused. */
+  quarantined = 0;
   peak = 0;
   peakWithMapped = 0;
   memoryLimit: number;
@@ -151,7 +153,7 @@ export class ReferenceModel {
     if (bytes === 0) return { ok: true, value: undefined };
     const wanted = sizeClass(bytes);
     if (wanted > this.facts.maxBufferLength) return { ok: false, refusal: "too-large" };
-    const used = this.active + this.mapped;
+    const used = this.active + this.mapped + this.quarantined;
     if (used + wanted > this.memoryLimit) {
       this.outOfMemoryRefusals += 1;
       return { ok: false, refusal: "out-of-memory" };
@@ -201,10 +203,31 @@ export class ReferenceModel {
     else this.systemReleases += 1;
   }
 
+  /**
+   * Frees live buffer `id` whose view was moved away: released, never cached, its length quarantined until
+   * {@link returnQuarantined} (the moved view collected). Returns the bytes quarantined.
+   */
+  freeQuarantined(id: number): number {
+    const entry = this.live.get(id);
+    if (entry === undefined) throw new Error(`model: buffer ${id} is not live`);
+    this.live.delete(id);
+    this.active -= entry.length;
+    this.liveBytes -= entry.sizeClass;
+    this.systemReleases += 1;
+    this.quarantined += entry.length;
+    return entry.length;
+  }
+
+  /** The backend gave back `bytes` of quarantined memory. */
+  returnQuarantined(bytes: number): void {
+    if (bytes > this.quarantined) throw new Error(`model: ${bytes} bytes are more than the quarantined`);
+    this.quarantined -= bytes;
+  }
+
   /** A mapping of a file of `length` bytes under `id`: its mapped length, or a refusal. */
   mapFile(length: number, id: number): Outcome<number> {
     const mappedLength = Math.ceil(length / this.facts.pageSize) * this.facts.pageSize;
-    if (this.active + this.mapped + mappedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantined + mappedLength > this.memoryLimit) {
       this.outOfMemoryRefusals += 1;
       return { ok: false, refusal: "out-of-memory" };
     }
@@ -257,6 +280,7 @@ export class ReferenceModel {
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
       mapped: this.mapped,
+      quarantined: this.quarantined,
     };
   }
 

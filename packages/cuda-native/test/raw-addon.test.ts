@@ -27,6 +27,7 @@ describe.runIf(raw !== undefined)("the raw CUDA addon (shared N-API layer + its 
       "counters",
       "lastWiringError",
       "attachResidencySet",
+      "secureViews",
       "noop",
       "open",
       "memoryInfo",
@@ -50,6 +51,7 @@ describe.runIf(raw !== undefined)("the raw CUDA addon (shared N-API layer + its 
       "length",
       "allocatedSize",
       "released",
+      "quarantinedBytes",
     ];
     const copies = ["read", "write", "devicePointer"];
     expect(members("NativeBufferHandle").sort()).toEqual([...shared, ...copies].sort());

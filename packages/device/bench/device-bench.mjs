@@ -4,6 +4,8 @@
 //      `safetyNet: false`, next to the allocator alone;
 //   2. the first contents() of a buffer (an external ArrayBuffer, detached again on free) and repeated calls,
 //      the backend's share (the addon alone) and the Device's (over a backend whose views cost nothing);
+//   2b. views in loops that never yield: malloc + contents() / bytes() / read() / write() + free() and a mapped
+//      file's view at 1,000, 10,000 and 100,000 iterations in one go, the pair right after, a model load;
 //   3. the examples' replay program (a Device over the mock, as apps/examples/src/replay.ts runs a trace)
 //      against `replayTrace` alone on the same pre-read events.
 // Each figure is the best of three measurements after a warm-up. The host rows run first: the mock rows
@@ -11,8 +13,9 @@
 // Run after `pnpm run build`: pnpm --filter @nuvec/device bench   (or: node bench/device-bench.mjs
 // [--milliseconds N] [--measurements N]; default 500 ms for the micro rows, twice that for the replays, and
 // three measurements)
-import { existsSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CachingAllocator, replayTrace } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
@@ -177,6 +180,119 @@ if (host !== undefined) {
   held.free();
 }
 
+// 2b. Views in loops that never yield. A view's finalizer runs only after a turn of the event loop, so
+// whatever the addon keeps per view until then grows inside such a loop: each row runs 1,000, 10,000 and
+// 100,000 iterations in one go (after its loop was compiled and warmed up, and a few turns that let earlier
+// rows' finalizers run), and the figure must not grow with the count. Then the malloc + free pair right after
+// the longest loop (no turn in between), a model load (views of 10,000 live buffers made in one job, each
+// still attached when the next is made), and the same lengths for read(), write(), bytes() and a mapped
+// file's view (there mmap + munmap dominate: it shows only that nothing grows).
+const viewLoops = [];
+if (host !== undefined) {
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const settle = async () => {
+    for (let index = 0; index < 3; index++) await turn();
+  };
+  const folder = mkdtempSync(join(tmpdir(), "nuvec-device-bench-"));
+  const path = join(folder, "view.bin");
+  writeFileSync(path, new Uint8Array(64 * KiB).fill(5));
+  const context = { device: host, size: 64 * KiB, source: new Uint8Array(64).fill(3), path };
+  const counts = [1_000, 10_000, 100_000];
+  /** ns per iteration of `body` run `count` times in one go: the best of the measurements, each after turns. */
+  const inOneGo = async (loop, count) => {
+    const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+    for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+      await settle();
+      const elapsed = stopwatch();
+      loop(context, count);
+      const { wall, cpu } = elapsed();
+      best.wall = Math.min(best.wall, wall / count);
+      best.cpu = Math.min(best.cpu, cpu / count);
+    }
+    return best;
+  };
+  const cases = [
+    [
+      "malloc(64 KiB) + contents() + free()",
+      "const b = context.device.malloc(context.size); b.contents(); b.free();",
+      1500,
+    ],
+    [
+      "malloc(64 KiB) + bytes() + free()",
+      "const b = context.device.malloc(context.size); b.bytes(); b.free();",
+      1500,
+    ],
+    [
+      "malloc(64 KiB) + read(0, 64) + free()",
+      "const b = context.device.malloc(context.size); b.read(0, 64); b.free();",
+      1500,
+    ],
+    [
+      "malloc(64 KiB) + write(64 B) + free()",
+      "const b = context.device.malloc(context.size); b.write(context.source); b.free();",
+      1500,
+    ],
+    [
+      "mapFile(64 KiB) + contents() + release()",
+      "const f = context.device.mapFile(context.path); f.contents(); f.release();",
+      undefined,
+    ],
+  ];
+  for (const [what, body, goal] of cases) {
+    const loop = loopOf(body);
+    // Compiled and warm, and the heap grown to what such a loop needs (the first thousands of views pay for
+    // young-generation collections that later ones do not).
+    for (let warmUp = 0; warmUp < 3; warmUp++) {
+      loop(context, 10_000);
+      await settle();
+    }
+    const figures = [];
+    for (const count of counts) figures.push(await inOneGo(loop, count));
+    let after;
+    if (body.includes("malloc")) {
+      // The pair right after the longest loop, no turn in between.
+      const pair = loopOf("context.device.malloc(context.size).free();");
+      pair(context, 1_000);
+      await settle();
+      loop(context, 100_000);
+      const elapsed = stopwatch();
+      pair(context, 100_000);
+      const { wall, cpu } = elapsed();
+      after = { wall: wall / 100_000, cpu: cpu / 100_000 };
+    }
+    viewLoops.push({ what, figures, goal, after });
+  }
+  // A model load: 10,000 buffers of 4 KiB made and read in one job, freed at the end.
+  const load = loopOf(
+    "const held = context.held; for (let i = 0; i < context.live; i++) held[i] = context.device.malloc(4096); " +
+      "const elapsed = context.stopwatch(); for (let i = 0; i < context.live; i++) held[i].contents(); " +
+      "const { wall, cpu } = elapsed(); context.total.wall += wall; context.total.cpu += cpu; " +
+      "for (let i = 0; i < context.live; i++) held[i].free();",
+  );
+  const loadContext = {
+    device: host,
+    held: new Array(10_000),
+    live: 10_000,
+    stopwatch,
+    total: { wall: 0, cpu: 0 },
+  };
+  load(loadContext, 1);
+  const loadBest = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    await settle();
+    loadContext.total = { wall: 0, cpu: 0 };
+    load(loadContext, 1);
+    loadBest.wall = Math.min(loadBest.wall, loadContext.total.wall / loadContext.live);
+    loadBest.cpu = Math.min(loadBest.cpu, loadContext.total.cpu / loadContext.live);
+  }
+  viewLoops.push({
+    what: "first contents() of 10,000 live 4 KiB buffers in one job (a model load), per call",
+    load: loadBest,
+  });
+  rmSync(folder, { recursive: true, force: true });
+  await settle();
+}
+
 // The Device's own share of a first contents(): over a backend whose buffers all hand out one ArrayBuffer
 // made beforehand (no native call, nothing to detach, no ArrayBuffer to make or collect: on this engine
 // making and collecting even an 8-byte ArrayBuffer costs hundreds of nanoseconds, which would drown the
@@ -243,6 +359,28 @@ mock.close();
 mockUnsafe.close();
 host?.close();
 hostUnsafe?.close();
+
+if (viewLoops.length > 0) {
+  console.log(
+    `\nviews in loops that never yield, host backend, safety net on: ns per iteration (CPU time in parentheses), best of ${MEASUREMENTS}\n`,
+  );
+  console.log(
+    "| path | 1,000 | 10,000 | 100,000 | 100,000 / 1,000 (goal ≤ 1.3×) | malloc + free right after (goal ≤ 200) |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- |");
+  const cell = (figure, goal) =>
+    `${figure.wall.toFixed(0)} (${figure.cpu.toFixed(0)})${goal === undefined ? "" : figure.cpu <= goal ? " ✓" : " ✗"}`;
+  for (const { what, figures, goal, after, load } of viewLoops) {
+    if (load !== undefined) {
+      console.log(`| ${what} | ${cell(load, 1000)} | | | | |`);
+      continue;
+    }
+    const ratio = figures[2].cpu / figures[0].cpu;
+    console.log(
+      `| ${what} | ${figures.map((figure) => cell(figure, goal)).join(" | ")} | ${ratio.toFixed(2)}× ${ratio <= 1.3 ? "✓" : "✗"} | ${after === undefined ? "" : cell(after, 200)} |`,
+    );
+  }
+}
 
 // 3. The replay program against the policy alone, per event, on the same pre-read events.
 const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB };

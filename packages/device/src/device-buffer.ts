@@ -266,6 +266,11 @@ export class DeviceBuffer {
    * the buffer alive, and the device detaches them on free (only when one was asked for).
    */
   #viewOf(native: NativeBuffer): ArrayBuffer {
+    // The view held, while attached: it is the backend's current one (the device detaches views only on
+    // free, which ends this buffer), so no backend call. A view moved away by its holder reads byteLength 0
+    // (a buffer of 0 bytes has no native buffer), and the backend makes the next one.
+    const held = this.#view;
+    if (held !== undefined && held.byteLength !== 0) return held;
     const view = native.contents();
     if (view !== this.#view) {
       if (this.#view !== undefined) {

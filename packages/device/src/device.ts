@@ -38,6 +38,7 @@ import {
   type FreeOptions,
 } from "./options.js";
 import { allocatorOver, residencyOver } from "./parts.js";
+import { Quarantine } from "./quarantine.js";
 import { SafetyNet } from "./safety-net.js";
 import { type DeviceTrace, TraceRecorder, traceOpening } from "./trace.js";
 import { WiringWarning } from "./wiring-warning.js";
@@ -56,6 +57,8 @@ export class Device {
   readonly #mappings = new Set<MappedFile>();
   readonly #safetyNet: SafetyNet | undefined;
   readonly #figures: DeviceFigures;
+  // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
+  readonly #quarantine: Quarantine;
   #closed = false;
   readonly #keepAlive = new KeepAliveTimer();
   // Runs what may wire memory, and warns once when the platform refuses.
@@ -76,6 +79,7 @@ export class Device {
     this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
+    this.#quarantine = new Quarantine(this.#allocator);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -116,6 +120,7 @@ export class Device {
    */
   malloc(bytes: number): DeviceBuffer {
     if (this.#closed) throw new DeviceClosedError("malloc()");
+    if (this.#quarantine.size > 0) this.#quarantine.settle();
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
     const buffer = new DeviceBuffer(this, state);
@@ -157,7 +162,7 @@ export class Device {
       after,
       () => {
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
-        if (native?.quarantined === true) this.#allocator.freeWithoutCaching(state.allocation);
+        if (native?.quarantined === true) this.#freeQuarantined(native, state);
         else this.#allocator.free(state.allocation);
         this.#trace?.free(state);
       },
@@ -192,7 +197,7 @@ export class Device {
       // is never cached (never reused); the backend holds its memory until that view is collected. This
       // covers the safety net too, which frees through here when the DeviceBuffer is collected (a moved
       // view does not keep it alive).
-      if (native.quarantined === true) this.#allocator.freeWithoutCaching(state.allocation);
+      if (native.quarantined === true) this.#freeQuarantined(native, state);
       else this.#allocator.free(state.allocation);
     } else {
       this.#allocator.free(state.allocation);
@@ -200,6 +205,12 @@ export class Device {
     state.live = false;
     this.#liveBuffers.unlink(state);
     this.#trace?.free(state);
+  }
+
+  /** Gives a buffer whose view was moved away back to the backend, never to the cache, and counts what it holds. */
+  #freeQuarantined(native: NativeBuffer, state: BufferState): void {
+    this.#allocator.freeWithoutCaching(state.allocation);
+    this.#quarantine.hold(native, state.allocation.allocatedLength);
   }
 
   #reclaim(state: BufferState): void {
@@ -217,6 +228,7 @@ export class Device {
   mapFile(path: string): MappedFile {
     if (this.#closed) throw new DeviceClosedError("mapFile()");
     checkPath(path);
+    if (this.#quarantine.size > 0) this.#quarantine.settle();
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
     try {
@@ -281,6 +293,7 @@ export class Device {
    * ones, all released).
    */
   memoryStats(): MemoryStats {
+    if (!this.#closed) this.#quarantine.settle(true);
     return this.#figures.memoryStats();
   }
 

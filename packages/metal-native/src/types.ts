@@ -129,6 +129,12 @@ export interface NativeBuffer extends NativeMemory {
    */
   readonly quarantined?: boolean;
   /**
+   * After `release()` of a quarantined buffer: the bytes the backend still holds for it (its allocated
+   * size) until the moved `ArrayBuffer` is collected, then 0; 0 before release. What its owner counts as
+   * quarantined. Absent on backends whose views cannot escape.
+   */
+  readonly quarantinedBytes?: number;
+  /**
    * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
    * it; elsewhere the device copies through `contents()`). Throws after release.
    */
@@ -233,6 +239,16 @@ export interface NativeCounters {
    * backend's reach (`ArrayBuffer.prototype.transfer()`): freed when that view is collected. Native only.
    */
   quarantinedAllocations?: number;
+  /** The bytes those quarantined allocations hold (their `allocatedSize`): in no other figure. Native only. */
+  quarantinedBytes?: number;
+  /**
+   * Allocations a worker's (or the process's) teardown could not give back, process-wide: a view moved out
+   * of that environment (`transfer()`, then `postMessage`) may still reach them, and nothing will tell when it
+   * is collected, so they stay allocated for the rest of the process. Native only.
+   */
+  abandonedAllocations?: number;
+  /** Their bytes (`allocatedSize`). Native only. */
+  abandonedBytes?: number;
   /**
    * Buffers the platform really gave back to the system (counted in its own free/munmap paths; Metal: our
    * last release of the buffer), unlike `buffersReleased`, counted at `release()`. Native only.

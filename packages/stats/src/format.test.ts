@@ -57,10 +57,10 @@ describe("formatMemoryStats", () => {
 });
 
 describe("emptyMemoryStats", () => {
-  it("has every field of the seed at zero", () => {
+  it("has every field at zero", () => {
     const stats = emptyMemoryStats();
     expect(Object.keys(stats).sort()).toEqual([...MEMORY_STATS_FIELDS].sort());
     expect(Object.values(stats).every((value) => value === 0)).toBe(true);
-    expect(MEMORY_STATS_FIELDS).toHaveLength(12);
+    expect(MEMORY_STATS_FIELDS).toHaveLength(13);
   });
 });

@@ -34,13 +34,14 @@ const DESCRIPTIONS: Record<keyof MemoryStats, string> = {
   activeWithMapped: "active + mapped",
   peakWithMapped: "highest active + mapped since reset",
   cache: "freed buffers kept for reuse",
-  memoryLimit: "hard limit on active + mapped",
+  memoryLimit: "hard limit on active + mapped + quarantined",
   cacheLimit: "cache trimmed to this",
   systemAllocations: "buffers obtained from the system",
   wiredLimit: "wired up to this",
   wired: "kept resident, mapped included",
   mapped: "memory-mapped files (pages)",
   wiredMapped: "part of wired that is mapped",
+  quarantined: "freed, held for a view moved away",
 };
 
 /** Options of {@link formatMemoryStats}. */

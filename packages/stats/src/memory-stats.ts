@@ -57,6 +57,13 @@ export interface MemoryStats {
   mapped: number;
   /** The part of `wired` that belongs to memory-mapped files. */
   wiredMapped: number;
+  /**
+   * Bytes of freed buffers the backend still holds because a view of theirs was moved out of its reach
+   * (`ArrayBuffer.prototype.transfer()` or a `postMessage` transfer): never reused, given back once that
+   * view is collected. Counted against the memory limit with `active + mapped`; in neither of them. Always 0
+   * on backends whose views cannot be moved away (the mock).
+   */
+  quarantined: number;
 }
 
 /** The names of every {@link MemoryStats} field, in the seed's order. */
@@ -73,6 +80,7 @@ export const MEMORY_STATS_FIELDS: readonly (keyof MemoryStats)[] = Object.freeze
   "wired",
   "mapped",
   "wiredMapped",
+  "quarantined",
 ]);
 
 /** A {@link MemoryStats} with every field `0`: the state of a device before anything happened. */
@@ -90,5 +98,6 @@ export function emptyMemoryStats(): MemoryStats {
     wired: 0,
     mapped: 0,
     wiredMapped: 0,
+    quarantined: 0,
   };
 }

@@ -14,6 +14,8 @@ import { randomFillSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
@@ -82,6 +84,8 @@ interface World {
   workingSet: number;
   startCounters: ReturnType<NativeBackend["counters"]>;
   nextMappingId: number;
+  /** Views moved away with transfer() (MoveAwayCommand), held to the end of the run: their buffers stay quarantined. */
+  moved: Uint8Array[];
 }
 
 interface Tally {
@@ -92,6 +96,8 @@ interface Tally {
   /** Steps on the second Device, and trace windows closed and checked. */
   otherDeviceSteps: number;
   traceWindows: number;
+  /** Buffers freed after their view was moved away (quarantined). */
+  movedAway: number;
   /** Wall time of the shape's property, for RELIABILITY.md (measured, never asserted). */
   milliseconds: number;
 }
@@ -106,6 +112,7 @@ function tally(name: string): Tally {
     cacheHits: 0,
     otherDeviceSteps: 0,
     traceWindows: 0,
+    movedAway: 0,
     milliseconds: 0,
   };
   return tallies[name];
@@ -200,6 +207,7 @@ function checkWorld(
       cacheLimit: stats.cacheLimit,
       systemAllocations: stats.systemAllocations,
       mapped: stats.mapped,
+      quarantined: stats.quarantined,
     },
     model.stats() as unknown as Record<string, number>,
     `${name}: memoryStats()`,
@@ -350,6 +358,50 @@ class FreeCommand implements Command {
   }
   toString(): string {
     return `free(#${this.pick})`;
+  }
+}
+
+/** `ArrayBuffer.prototype.transfer`: Node 20 has it behind a flag, in a context made after setting it. */
+const transfer = (() => {
+  setFlagsFromString("--harmony-rab-gsab-transfer");
+  return runInNewContext("ArrayBuffer.prototype.transfer") as (this: ArrayBuffer) => ArrayBuffer;
+})();
+
+/** Buffers up to this size are moved away (the moved views are held to the end of the run). */
+const MOVE_AT_MOST = 64 * KIB;
+
+/**
+ * Moves a live buffer's view away with transfer() and frees the buffer (host backend): the buffer is never
+ * reused, and its bytes stay counted, in `quarantined` and against the memory limit, while the moved view
+ * lives (to the end of the run).
+ */
+class MoveAwayCommand implements Command {
+  constructor(
+    readonly pick: number,
+    readonly name: string,
+  ) {}
+  check(model: DeviceModel): boolean {
+    return model.live.size > 0;
+  }
+  run(model: DeviceModel, world: World): void {
+    step(world, this.name);
+    const index = pickIndex(world.buffers.length, this.pick);
+    const live = world.buffers[index]!;
+    if (live.buffer.allocatedLength <= MOVE_AT_MOST) {
+      world.buffers.splice(index, 1);
+      const moved = new Uint8Array(transfer.call(live.buffer.contents()));
+      for (const [offset, value] of live.written) sameValue(moved[offset], value, "a moved view's byte");
+      world.moved.push(moved);
+      model.freeQuarantined(live.modelId!);
+      live.buffer.free();
+      for (const stale of live.views) sameValue(stale.byteLength, 0, "a moved buffer's other view");
+      world.stale.push(...live.views);
+      tally(this.name).movedAway += 1;
+    }
+    checkWorld(model, world, this.name);
+  }
+  toString(): string {
+    return `moveAway(#${this.pick})`;
   }
 }
 
@@ -584,6 +636,8 @@ interface Shape {
   open: () => { device: Device; backend: NativeBackend; mock: MockBackend | undefined };
   /** A second Device on the same backend (cache limit 0, wired limit 0). */
   openOther: (backend: NativeBackend) => Device;
+  /** Whether views are moved away with transfer() (the host backend quarantines their buffers). */
+  movesViews?: boolean;
 }
 
 function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
@@ -638,6 +692,7 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
     fc.integer({ min: 0, max: 200 * KIB }).map((bytes) => new OtherDeviceCommand("malloc", bytes, name)),
     fc.constant(new TraceCommand(name)),
   ];
+  if (shape.movesViews === true) commands.push(pick.map((index) => new MoveAwayCommand(index, name)));
   const replayPath = process.env.NUVEC_FUZZ_REPLAY_PATH;
   return fc.commands(commands, {
     // Long runs: opening a Device costs more than a step, and deep states find more.
@@ -681,6 +736,7 @@ function fuzzRuns(shape: Shape, numRuns: number, seed: number, path: string | un
         workingSet: backend.recommendedMaxWorkingSetSize,
         startCounters,
         nextMappingId: 1,
+        moved: [],
       };
       const model = new DeviceModel(shape.facts);
       if (shape.memoryLimit !== undefined) model.setMemoryLimit(shape.memoryLimit);
@@ -785,6 +841,7 @@ describe.skipIf(!hostAvailable)(
         wiredChoices: [backend.recommendedMaxWorkingSetSize + 1],
         open: () => ({ device: Device.open({ memoryLimit: 96 * MIB }), backend, mock: undefined }),
         openOther: () => Device.open({ memoryLimit: 16 * MIB, cacheLimit: 0 }),
+        movesViews: true,
       };
       fuzz(shape, hostRuns);
     });

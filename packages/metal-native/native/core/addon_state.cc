@@ -1,10 +1,18 @@
 // See addon_state.h: the ownership rules, without N-API.
 #include "addon_state.h"
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
 namespace nuvec {
+
+namespace {
+std::atomic<uint64_t> abandonedAllocations{0};
+std::atomic<uint64_t> abandonedBytes{0};
+}  // namespace
+
+AbandonedTotals ProcessAbandoned() { return AbandonedTotals{abandonedAllocations.load(), abandonedBytes.load()}; }
 
 uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped) {
   uint64_t id = ++lastId_;
@@ -34,8 +42,11 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
   OwnedAllocation& owned = found->second;
   if (owned.released || owned.handleCollected) return;
   (explicitly ? owned.released : owned.handleCollected) = true;
-  if (owned.escapedViews > 0) counters.quarantinedAllocations += 1;
   size_t bytes = owned.allocation->allocatedSize();
+  if (owned.escapedViews > 0) {
+    counters.quarantinedAllocations += 1;
+    counters.quarantinedBytes += bytes;
+  }
   if (owned.mapped) {
     counters.mappingsReleased += 1;
     counters.mappedBytes -= bytes;
@@ -46,31 +57,48 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
   MaybeFree(id);
 }
 
+size_t AddonState::QuarantinedBytes(uint64_t id) const {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return 0;
+  const OwnedAllocation& owned = found->second;
+  bool done = owned.released || owned.handleCollected;
+  return done && owned.escapedViews > 0 ? owned.allocation->allocatedSize() : 0;
+}
+
 uint64_t AddonState::ViewCreated(uint64_t id) {
   uint64_t viewId = ++lastViewId_;
   auto found = allocations_.find(id);
-  if (found != allocations_.end()) found->second.views[viewId] = ViewState::kHandedOut;
+  if (found != allocations_.end()) {
+    found->second.views.emplace(viewId, ViewState::kHandedOut);
+    found->second.handedOutViews += 1;
+  }
   return viewId;
 }
 
 void AddonState::ViewDetachedByUs(uint64_t id, uint64_t viewId) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return;
-  auto view = found->second.views.find(viewId);
-  if (view != found->second.views.end() && view->second == ViewState::kHandedOut) {
-    view->second = ViewState::kDetachedByUs;
-  }
+  OwnedAllocation& owned = found->second;
+  auto view = owned.views.find(viewId);
+  if (view == owned.views.end() || view->second != ViewState::kHandedOut) return;
+  owned.views.erase(view);
+  owned.handedOutViews -= 1;
 }
 
 bool AddonState::SettleViews(uint64_t id) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return false;
-  for (auto& [viewId, view] : found->second.views) {
-    if (view != ViewState::kHandedOut) continue;
-    view = ViewState::kEscaped;
-    found->second.escapedViews += 1;
+  OwnedAllocation& owned = found->second;
+  // The records left are views we could not detach (and earlier escapes, on an allocation never reused).
+  if (owned.handedOutViews > 0) {
+    for (auto& [viewId, view] : owned.views) {
+      if (view != ViewState::kHandedOut) continue;
+      view = ViewState::kEscaped;
+      owned.escapedViews += 1;
+    }
+    owned.handedOutViews = 0;
   }
-  return found->second.escapedViews > 0;
+  return owned.escapedViews > 0;
 }
 
 void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
@@ -81,9 +109,14 @@ void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
   if (view == owned.views.end()) return;
   bool escaped = view->second == ViewState::kEscaped;
   owned.views.erase(view);
-  if (escaped) {
+  if (!escaped) {
+    owned.handedOutViews -= 1;
+  } else {
     owned.escapedViews -= 1;
-    if (owned.escapedViews == 0 && (owned.released || owned.handleCollected)) counters.quarantinedAllocations -= 1;
+    if (owned.escapedViews == 0 && (owned.released || owned.handleCollected)) {
+      counters.quarantinedAllocations -= 1;
+      counters.quarantinedBytes -= owned.allocation->allocatedSize();
+    }
   }
   MaybeFree(id);
 }
@@ -141,10 +174,12 @@ void AddonState::TearDown() {
   tornDown = true;
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
   for (auto& [id, owned] : allocations_) {
-    bool reachable = false;
-    for (const auto& [viewId, view] : owned.views) reachable = reachable || view != ViewState::kDetachedByUs;
-    if (!reachable) continue;
+    // Every view on record may still reach the memory (the binding recorded those attached here as
+    // detached by us just before).
+    if (owned.views.empty()) continue;
     // Abandoned on purpose: the platform's memory stays mapped for the rest of the process.
+    abandonedBytes += owned.allocation->allocatedSize();
+    abandonedAllocations += 1;
     static_cast<void>(owned.allocation.release());
     abandoned_ += 1;
   }

@@ -21,6 +21,11 @@
 // (its finalizer has not run) and that we did not detach ourselves is counted as escaped. A view that was
 // merely collected, its finalizer still pending, is counted too: its buffer then goes to the system instead
 // of the cache, which is always safe.
+//
+// A view we detached ourselves can reach nothing, so its record goes at once, not at its finalizer (which
+// runs only after a turn of the event loop, and then finds nothing): the records of an allocation are the
+// views that may still reach it, never the thousands detached in a loop that does not yield, and settling
+// them costs the same on every call.
 #ifndef NUVEC_ADDON_STATE_H_
 #define NUVEC_ADDON_STATE_H_
 
@@ -45,9 +50,21 @@ struct Counters {
   uint64_t commits = 0;
   uint64_t residencyRequests = 0;
   uint64_t quarantinedAllocations = 0;  // released, held for a view moved out of our reach
+  uint64_t quarantinedBytes = 0;        // their allocated sizes
 };
 
-enum class ViewState { kHandedOut, kDetachedByUs, kEscaped };
+// What a view on record is: handed out (attached as far as we know), or escaped (SettleViews found it
+// neither detached by us nor finalized). A view we detached is no longer on record.
+// What every environment's teardown abandoned, process-wide (see AddonState::TearDown): memory a view moved
+// out of a dying environment may still reach, never freed. Any environment reads it (counters()), so that a
+// thread outliving the one that made the memory can see what it costs.
+struct AbandonedTotals {
+  uint64_t allocations = 0;
+  uint64_t bytes = 0;
+};
+AbandonedTotals ProcessAbandoned();
+
+enum class ViewState { kHandedOut, kEscaped };
 
 // One allocation the state owns, by id, from the platform's making of it to its freeing (released or not:
 // a view or a set may still hold its memory).
@@ -56,8 +73,9 @@ struct OwnedAllocation {
   bool mapped = false;
   bool released = false;
   bool handleCollected = false;
-  uint32_t escapedViews = 0;  // the views in kEscaped
-  // Views whose backing store still exists (their finalizer has not run), by view id.
+  uint32_t handedOutViews = 0;  // the views in kHandedOut
+  uint32_t escapedViews = 0;    // the views in kEscaped
+  // The views that may still reach the memory (handed out or escaped, their finalizer not run), by view id.
   std::unordered_map<uint64_t, ViewState> views;
 };
 
@@ -81,11 +99,16 @@ class AddonState {
   // once; the memory goes when nothing reaches it any more.
   void HandleDone(uint64_t id, bool explicitly);
 
+  // The bytes allocation `id` holds in quarantine (released or collected, a view moved out of our reach
+  // still alive), else 0: what its owner still has to count after release.
+  size_t QuarantinedBytes(uint64_t id) const;
+
   // A new view of allocation `id`; returns the view's id.
   uint64_t ViewCreated(uint64_t id);
-  // We detached this view ourselves: nothing can reach the memory through it.
+  // We detached this view ourselves: nothing can reach the memory through it, and its record goes.
   void ViewDetachedByUs(uint64_t id, uint64_t viewId);
   // After detaching every view we could: the others escaped. Returns whether any escaped view still exists.
+  // Constant time when every view was detached (the records hold only views that may reach the memory).
   bool SettleViews(uint64_t id);
   // The view's backing store is gone (its finalizer ran): nothing reaches the memory through it any more.
   void ViewCollected(uint64_t id, uint64_t viewId);
@@ -113,6 +136,13 @@ class AddonState {
 
   // How many allocations (released or not) and sets still hold memory: for tests and teardown checks.
   size_t OwnedAllocations() const { return allocations_.size(); }
+  // How many views of allocation `id` are on record (handed out or escaped): for tests.
+  size_t ViewRecords(uint64_t id) const {
+    auto found = allocations_.find(id);
+    return found == allocations_.end() ? 0 : found->second.views.size();
+  }
+  // The id of the newest view made (0: none yet).
+  uint64_t LastViewId() const { return lastViewId_; }
   // How many allocations TearDown abandoned because a view may still reach them from outside.
   size_t AbandonedAllocations() const { return abandoned_; }
   size_t OwnedSets() const { return sets_.size(); }

@@ -44,6 +44,7 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   WiringCounters wiring = platform.wiringCounters();
   const Counters& counters = state.counters;
   const FreedCounters& freed = *platform.freed;
+  const AbandonedTotals abandoned = ProcessAbandoned();
   // In the order the TypeScript type lists them.
   const std::pair<const char*, uint64_t> figures[] = {
       {"buffersMade", counters.buffersMade},
@@ -58,6 +59,9 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
       {"wiredBytes", wiring.wiredBytes},
       {"wiringFailures", wiring.wiringFailures},
       {"quarantinedAllocations", counters.quarantinedAllocations},
+      {"quarantinedBytes", counters.quarantinedBytes},
+      {"abandonedAllocations", abandoned.allocations},
+      {"abandonedBytes", abandoned.bytes},
       {"buffersFreedByPlatform", freed.buffers.load()},
       {"mappingsUnmappedByPlatform", freed.mappings.load()},
       {"residencySetsFreedByPlatform", freed.residencySets.load()},
@@ -161,8 +165,19 @@ void RenewTeardownSentinel(Napi::Env env) {
     return;  // the view just made stays in doubt: abandoned at teardown if still attached, never freed early
   }
   data.views->sentinel = generation;
+  data.views->coveredUpTo = data.state->LastViewId();
+  data.views->uncoveredAttached = 0;
   data.teardownSentinel = Napi::Reference<Napi::ArrayBuffer>::New(Napi::ArrayBuffer(env, sentinel), 1);
 }
+
+void SecureNewViews(Napi::Env env) {
+  if (DataOf(env).views->uncoveredAttached > 0) RenewTeardownSentinel(env);
+}
+
+namespace {
+// secureViews(): the end of a job that made views (a microtask of the TypeScript layer).
+void SecureViews(const Napi::CallbackInfo& info) { SecureNewViews(info.Env()); }
+}  // namespace
 
 void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   Napi::Function buffer = BufferHandle::Define(env, data->features);
@@ -187,6 +202,7 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("counters", Napi::Function::New<CountersOf>(env, "counters"));
   exports.Set("lastWiringError", Napi::Function::New<LastWiringError>(env, "lastWiringError"));
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
+  exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
 }
 

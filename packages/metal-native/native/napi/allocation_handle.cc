@@ -18,12 +18,14 @@ struct ViewHint {
 };
 
 // The view's entry in the environment's list is of no more use once its finalizer ran.
+// Counted as gone only when it was still listed (a view we detached was counted then, and unlisted).
 void ForgetView(ViewRegistry& views, uint64_t id, uint64_t viewId) {
   auto found = views.byAllocation.find(id);
   if (found == views.byAllocation.end()) return;
   std::vector<HandedOutView>& list = found->second;
-  list.erase(std::remove_if(list.begin(), list.end(), [viewId](auto& view) { return view.viewId == viewId; }),
-             list.end());
+  auto gone = std::remove_if(list.begin(), list.end(), [viewId](auto& view) { return view.viewId == viewId; });
+  if (gone != list.end()) UncoveredViewGone(views, viewId);
+  list.erase(gone, list.end());
   if (list.empty()) views.byAllocation.erase(found);
 }
 }  // namespace
@@ -56,6 +58,8 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
                                return buffer.IsEmpty() || buffer.IsDetached();
                              }),
               views.end());
+  // The views made since the sentinel that are still attached are covered before this one is made.
+  SecureNewViews(env);
   auto* hint = new ViewHint{state, data.views, id, 0};
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
       env, allocation->data(), allocation->length(),
@@ -72,7 +76,7 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
   hint->viewId = state->ViewCreated(id);
   // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
   data.views->byAllocation[id].push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
-  RenewTeardownSentinel(env);
+  data.views->uncoveredAttached += 1;
   return buffer;
 }
 
@@ -102,6 +106,7 @@ void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id) {
     if (buffer.IsEmpty() || buffer.IsDetached()) continue;
     buffer.Detach();
     state.ViewDetachedByUs(id, view.viewId);
+    UncoveredViewGone(views, view.viewId);
   }
   views.byAllocation.erase(found);
 }

@@ -35,7 +35,16 @@ struct ViewRegistry {
   std::unordered_map<uint64_t, std::vector<HandedOutView>> byAllocation;
   // The generation of the newest teardown sentinel (RenewTeardownSentinel): only its finalizer acts.
   uint64_t sentinel = 0;
+  // The newest view id the sentinel covers (made before it), and how many views made since may still be
+  // attached: the sentinel is renewed only while one may be (SecureNewViews), not once per view.
+  uint64_t coveredUpTo = 0;
+  uint64_t uncoveredAttached = 0;
 };
+
+// A view made after the sentinel stopped being attached as far as we know (detached by us, or finalized).
+inline void UncoveredViewGone(ViewRegistry& views, uint64_t viewId) {
+  if (viewId > views.coveredUpTo && views.uncoveredAttached > 0) views.uncoveredAttached -= 1;
+}
 
 // Instance data of one environment (main thread or worker).
 struct AddonData {
@@ -58,14 +67,23 @@ void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id);
 // Whether this environment is being torn down (worker or process exit).
 bool EnvironmentStopping(napi_env env);
 // Views made by Napi::ArrayBuffer::New are Node buffers: when the environment is torn down, Node detaches
-// each one and calls its finalizer, newest first and before any cleanup hook, whether or not its memory
-// lives on in an ArrayBuffer moved out of the environment (transfer(), then postMessage). A finalizer
-// called then cannot tell a view attached until that moment from a moved one, so it does nothing and the
-// view counts as possibly moved. The sentinel, a one-byte buffer renewed after each view is made and held
-// until the next, is the newest of them: its finalizer runs first and records every view still attached
-// here as dying with the environment, so that only the moved ones remain in doubt (their memory is
-// abandoned, never freed). Nothing is detached then: V8 refuses that while a worker is being terminated.
+// each one and calls its finalizer, newest first and before any cleanup hook (an N-API cleanup hook,
+// synchronous or not, registered after a view still runs after it), whether or not its memory lives on in
+// an ArrayBuffer moved out of the environment (transfer(), then postMessage). A finalizer called then
+// cannot tell a view attached until that moment from a moved one, so it does nothing and the view counts
+// as possibly moved. The sentinel, a one-byte buffer of the same kind held until the next, is newer than
+// the views it covers: its finalizer runs first and records every view still attached here as dying with
+// the environment, so that only the moved ones remain in doubt (their memory is abandoned, never freed).
+// Nothing is detached then: V8 refuses that while a worker is being terminated.
+//
+// The sentinel costs what a view costs, so it is renewed only when a view made after it may still be
+// attached: before the next view is made (SecureNewViews from contents()), and at the end of each job that
+// made views (the binding's secureViews(), from a microtask). A loop that detaches each view before making
+// the next renews none; a view made after the last renewal and still attached when a worker is terminated
+// in the same job is in doubt, and its memory is abandoned (counted in abandonedBytes), never freed.
 void RenewTeardownSentinel(Napi::Env env);
+// Renews the sentinel when a view made after it may still be attached.
+void SecureNewViews(Napi::Env env);
 
 // What a buffer and a mapped-file object do, whichever they are (AllocationObject forwards to it).
 class AllocationHandle {
@@ -130,7 +148,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
         Base::template InstanceMethod<&AllocationObject::Release>("release"),
         Base::template InstanceAccessor<&AllocationObject::Length>("length"),
         Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
-        Base::template InstanceAccessor<&AllocationObject::Released>("released")};
+        Base::template InstanceAccessor<&AllocationObject::Released>("released"),
+        Base::template InstanceAccessor<&AllocationObject::QuarantinedBytes>("quarantinedBytes")};
     // A mapping's allocated size is its mapped length (whole pages).
     if (Kind::kNames.mapped) {
       properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
@@ -175,6 +194,12 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
   }
   Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+  // After release: the bytes still held for a view moved away (0 once it is collected, and while live).
+  Napi::Value QuarantinedBytes(const Napi::CallbackInfo& info) {
+    bool held = handle_.released && handle_.state && !handle_.state->tornDown;
+    return Napi::Number::New(info.Env(),
+                             held ? static_cast<double>(handle_.state->QuarantinedBytes(handle_.id)) : 0.0);
+  }
 
   AllocationHandle handle_;
 };

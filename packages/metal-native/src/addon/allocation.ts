@@ -2,6 +2,7 @@ import { NativeReleasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import { atEndOfJob } from "./job-views.js";
 import type { RawAllocationHandle } from "./raw.js";
 
 /**
@@ -19,6 +20,9 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   readonly owner: AddonBackend;
   readonly #noun: string;
   #released = false;
+  // The last view handed out, held until the end of the job or until it is detached (job-views.ts).
+  #jobView: ArrayBuffer | undefined = undefined;
+  #heldForJob = false;
 
   /** Wraps a handle that `owner`'s addon made; `noun` names it in messages (`"buffer"`, `"mapped file"`). */
   protected constructor(raw: RawAllocationHandle, owner: AddonBackend, noun: string) {
@@ -44,7 +48,36 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   release(): void {
     this.assertLive("release");
     this.#released = true;
+    this.#jobView = undefined;
     callNative(() => this.raw.release());
+  }
+
+  /** @internal The job ended: the last view is no longer held here (see job-views.ts). */
+  endOfJob(): void {
+    this.#jobView = undefined;
+    this.#heldForJob = false;
+  }
+
+  /**
+   * The addon's view of the memory: the one held for this job while it is attached (no native call), else
+   * the addon's (the same one while it is attached), held until the end of the job.
+   */
+  protected view(): ArrayBuffer {
+    const held = this.#jobView;
+    // A view detached by us or moved away reads byteLength 0; no allocation has 0 bytes.
+    if (held !== undefined && held.byteLength !== 0) return held;
+    const view = callNative(() => this.raw.contents());
+    this.#jobView = view;
+    if (!this.#heldForJob) {
+      this.#heldForJob = true;
+      atEndOfJob(this);
+    }
+    return view;
+  }
+
+  /** The views were detached: the one held is of no more use. */
+  protected forgetView(): void {
+    this.#jobView = undefined;
   }
 
   /** Where the memory is, as this addon says it: what `nativeHandle()` gives, frozen. */

@@ -93,6 +93,18 @@ export abstract class AddonBackend<
     return this.#addon.counters();
   }
 
+  /**
+   * @internal The end of a job in which this backend handed out views: the addon covers those still
+   * attached with its teardown sentinel. Never throws (it runs from a microtask).
+   */
+  secureViews(): void {
+    try {
+      this.#addon.secureViews?.();
+    } catch {
+      // A worker being terminated refuses new buffers: the views stay in doubt, abandoned at its teardown.
+    }
+  }
+
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
   get lastWiringError(): string | undefined {
     return this.#addon.lastWiringError();

@@ -18,10 +18,6 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case, and the only one where the CPU cannot address it).
   #viewsHandedOut = false;
-  // The last view handed out (see contents()), held weakly: a strong reference would keep alive whatever the
-  // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
-  // buffer is cached or live. Dropped with the views on detachContents() and release().
-  #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
   protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
@@ -39,20 +35,23 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   }
 
   /**
+   * After `release()`, the bytes the addon still holds for a view moved away (its allocated size), 0 once
+   * that view is collected; 0 before release.
+   */
+  get quarantinedBytes(): number {
+    return this.released ? (this.raw.quarantinedBytes ?? 0) : 0;
+  }
+
+  /**
    * The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release;
    * where the CPU cannot address it, the addon's typed refusal. Throws after release.
    */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    // The view handed out last, while it lives and is attached: a deref instead of a native call that walks the
-    // addon's weak references. A view detached by us (detachContents, release) or moved away by its holder
-    // (transfer, postMessage) reads byteLength 0 and goes to the addon, which makes the next one; a buffer of
-    // 0 bytes never exists (newBuffer refuses it), so 0 always means detached.
-    const last = this.#lastView?.deref();
-    if (last !== undefined && last.byteLength !== 0) return last;
-    const contents = callNative(() => this.raw.contents());
+    // Held here only to the end of the job (job-views.ts): a strong reference kept longer would keep alive
+    // whatever the caller ties to the view (the Device's owner of it) for as long as this buffer is cached.
+    const contents = this.view();
     this.#viewsHandedOut = true;
-    this.#lastView = new WeakRef(contents);
     return contents;
   }
 
@@ -64,15 +63,9 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.assertLive("detachContents");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
-    this.#lastView = undefined;
+    this.forgetView();
     // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
-  }
-
-  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
-  override release(): void {
-    this.#lastView = undefined;
-    super.release();
   }
 }
 

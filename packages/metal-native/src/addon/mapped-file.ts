@@ -29,7 +29,7 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
   /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    return callNative(() => this.raw.contents());
+    return this.view();
   }
 
   /**
@@ -40,6 +40,7 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
    */
   detachContents(): void {
     this.assertLive("detachContents");
+    this.forgetView();
     callNative(() => this.raw.detachContents());
   }
 }

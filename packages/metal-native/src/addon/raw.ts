@@ -8,6 +8,8 @@ export interface RawAllocationHandle {
   readonly length: number;
   readonly allocatedSize: number;
   readonly released: boolean;
+  /** After release: the bytes still held for a view moved away, until it is collected; else 0. */
+  readonly quarantinedBytes?: number;
   /** An external `ArrayBuffer` over the memory, or a typed refusal (memory the CPU cannot address). */
   contents(): ArrayBuffer;
   /**
@@ -62,4 +64,6 @@ export interface RawAddon {
   counters(): NativeCounters;
   lastWiringError(): string | undefined;
   attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
+  /** Renews the teardown sentinel when a view made after it may still be attached (end of a job). */
+  secureViews?(): void;
 }

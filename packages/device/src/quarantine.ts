@@ -1,0 +1,49 @@
+// Buffers freed while a view of theirs was moved out of the backend's reach (transfer(), postMessage): the
+// backend holds their memory until that view is collected, and the Device counts it in `quarantined` (and
+// against the memory limit) until then. The backend gives such memory back only when a view's finalizer
+// runs, after a turn of the event loop, so asking it more than once per job would learn nothing new.
+import type { CachingAllocator } from "@nuvec/allocator";
+import type { NativeBuffer } from "@nuvec/metal-native";
+
+/** The quarantined buffers of one Device, each counted at its allocated length until the backend frees it. */
+export class Quarantine {
+  readonly #allocator: CachingAllocator<NativeBuffer>;
+  #held: { native: NativeBuffer; bytes: number }[] = [];
+  #askedThisJob = false;
+
+  constructor(allocator: CachingAllocator<NativeBuffer>) {
+    this.#allocator = allocator;
+  }
+
+  /** How many freed buffers are still held. */
+  get size(): number {
+    return this.#held.length;
+  }
+
+  /**
+   * `native` was released without caching (its view moved away): counted as `bytes` (the allocation's
+   * length) while the backend still holds its memory.
+   */
+  hold(native: NativeBuffer, bytes: number): void {
+    if ((native.quarantinedBytes ?? 0) === 0) return;
+    this.#allocator.addQuarantined(bytes);
+    this.#held.push({ native, bytes });
+  }
+
+  /** Takes what the backend gave back out of `quarantined`: at most once per job unless `always`. */
+  settle(always = false): void {
+    if (this.#held.length === 0 || (this.#askedThisJob && !always)) return;
+    this.#askedThisJob = true;
+    queueMicrotask(() => {
+      this.#askedThisJob = false;
+    });
+    const still: { native: NativeBuffer; bytes: number }[] = [];
+    let given = 0;
+    for (const entry of this.#held) {
+      if ((entry.native.quarantinedBytes ?? 0) > 0) still.push(entry);
+      else given += entry.bytes;
+    }
+    this.#held = still;
+    if (given > 0) this.#allocator.removeQuarantined(given);
+  }
+}
