@@ -1,24 +1,18 @@
-#!/usr/bin/env node
-// Builds the native addon from source with node-gyp, into native/build/Release/ of this copy of the package,
-// where loadNativeBackend() looks first. Two uses:
-//   - the workspace's `build` script (development: incremental, make decides what to recompile);
-//   - `npx @nuvec/metal-native build` on a platform with no prebuilt package (or to replace it).
+// Builds a backend's addon from source with node-gyp, into native/build/Release/ of that copy of the
+// package, where its loader looks first. Each backend's scripts/build-from-source.mjs (its package's bin, and
+// its workspace `build`) calls buildFromSource() with its own names, from the copy of this file in its
+// native/native-core/ (scripts/copy.mjs), so a published backend builds without @nuvec/native-core. Two uses:
+//   - the workspace's `build` (development: incremental, make decides what to recompile);
+//   - `npx @nuvec/<backend> build` where no prebuilt addon fits (or to replace it).
 // node-gyp is not a dependency: it is found when this runs (see findNodeGyp). It would download Node's
-// headers; we point it at the running Node's own headers instead (--nodedir from process.execPath) when
+// headers; it is pointed at the running Node's own headers instead (--nodedir from process.execPath) when
 // they are there, as pnpm does not pass npm's nodedir setting to scripts.
-//
-// Usage: build-from-source.mjs [build] [--quiet] [--if-supported]
-//   --if-supported  on Windows (no native backend) say so and exit 0 instead of failing.
 // NUVEC_SKIP_NATIVE_BUILD=1 skips the build (the workspace then tests only what needs no addon).
-//
-// @nuvec/cuda-native's build command is this one too: its scripts/build-from-source.mjs imports
-// buildFromSource() (through @nuvec/metal-native's package.json, a dependency of it) with its own package's
-// names. So this file imports nothing but Node's built-ins (scripts/prebuild.mjs also runs a copy of it alone).
+// Imports nothing but Node's built-ins.
 import { spawnSync } from "node:child_process";
 import { existsSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 
 /** node-gyp's entry point as [command, ...leading arguments], found at this time, or undefined. */
 function findNodeGyp(root) {
@@ -122,33 +116,4 @@ export function buildFromSource({
   }
   log(`native addon built: ${join(native, "build", "Release", addonFile)}`);
   return 0;
-}
-
-/** Whether this file is the program being run (also through a bin link, which Node resolves for the module). */
-function isMain() {
-  try {
-    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) {
-  process.exitCode = buildFromSource({
-    packageName: "@nuvec/metal-native",
-    root: join(dirname(fileURLToPath(import.meta.url)), ".."),
-    addonFile: "nuvec_metal_native.node",
-    args: process.argv.slice(2),
-    unsupported: (platform) =>
-      platform === "win32"
-        ? "there is no native backend for Windows; use @nuvec/metal-native/mock"
-        : undefined,
-    description:
-      "  Builds the native addon from source into native/build/Release/ of the installed package, where it is\n" +
-      "  loaded before any prebuilt package. Needs Python 3, make and a C++17 compiler; node-gyp is found on\n" +
-      "  PATH, beside npm, or fetched with npx.",
-    requirements:
-      "It needs Python 3, make and a C++17 compiler (build-essential on Debian/Ubuntu, build-base and python3 " +
-      "on Alpine, the Xcode command line tools on macOS). Without it, use @nuvec/metal-native/mock.",
-  });
 }
