@@ -1,4 +1,4 @@
-// The published surface (issue 14): every entry's declarations export exactly the approved names and no
+// The published surface: every entry's declarations export exactly the approved names and no
 // `@internal` member; every error class of every package derives from NuvecError, is in docs/ERRORS.md's
 // table with its codes, and is `instanceof` across the ESM and CommonJS builds. Reads the built packages
 // (`pnpm turbo run build` first; `npm test` builds before it runs this).

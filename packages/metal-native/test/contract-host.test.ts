@@ -1,4 +1,4 @@
-// The NativeBackend contract (test/contract.ts, shared with the mock) against the real addon: its host layer
+// The NativeBackend contract (@nuvec/native-core's test/contract.ts, shared with the mock) against the real addon: its host layer
 // on Linux, its Metal layer on macOS (.github/workflows/macos.yml; never run on the machines it was written on).
 // NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).

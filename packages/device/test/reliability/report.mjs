@@ -89,7 +89,7 @@ lines.push(
   "2**53 and above-max-buffer-length values; double free, use after free and after close, another device's",
   "buffers, non-buffers; missing, empty, directory, NUL-containing and unreadable paths. Each must throw an",
   "error with a `code` and leave `memoryStats()` and `counters()` (the backend's included) unchanged. `-0` is",
-  "accepted as 0 (DESIGN-NOTES.md), tested apart.",
+  "accepted as 0 (`@nuvec/stats`' DECISIONS.md), tested apart.",
   "",
   "| backend | cases tried | passing | known bugs (expected to fail) | skipped |",
   "| --- | ---: | ---: | ---: | --- |",

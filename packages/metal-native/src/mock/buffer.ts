@@ -72,7 +72,7 @@ export class MockBuffer implements NativeBuffer {
       this.#assertLive("detachContents");
       if (this.#memory !== undefined) {
         // After the holder moved the ArrayBuffer away, its bytes went with it: the next contents() is fresh
-        // zeros (the mock cannot keep memory that JavaScript took: docs/DESIGN-NOTES.md).
+        // zeros (the mock cannot keep memory that JavaScript took: DECISIONS.md).
         this.#memory = detachArrayBuffer(this.#memory, this.length);
         this.#detachments += 1;
       }
