@@ -140,7 +140,7 @@ if (leaks) {
     `- V8 \`external\`: ${mib(leaks.externalDeltaAfterClose)} after close. While replaying, \`external\` minus \`active\` was at most ${mib(leaks.externalWorstGap)} (${number(leaks.externalCheckpoints)} checkpoints after a GC). What it measures: the ArrayBuffers handed out by \`contents()\` that V8 has not swept yet — not \`active + cache\` (cached buffers' views are detached), and not the addon's \`napi_adjust_external_memory\`, which feeds V8's GC heuristics but does not show in \`process.memoryUsage().external\`. So it is reported, not asserted equal.`,
   );
 }
-// The hostile-use table is written by hand (what each probe did before its fix): included as it is.
+// The hostile-use table is written by hand (what each probe does and what happens): included as it is.
 const hostile = join(packageDirectory, "test/reliability/hostile-use.md");
 if (existsSync(hostile)) lines.push("", readFileSync(hostile, "utf8").trimEnd());
 lines.push("", "## Worker threads", "");
