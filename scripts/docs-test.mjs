@@ -3,7 +3,8 @@
 // Markdown files at the top of each workspace package) is what a user would paste into their own project, so
 // it is checked there, against what npm would give them:
 //   1. packs every published workspace package for this platform with pnpm (workspace: ranges replaced,
-//      prepack run);
+//      prepack run; this machine's platform package holds the workspace's source build, see
+//      localPrebuildEnvironment);
 //   2. makes a fresh project outside the workspace and installs the tarballs into it with npm;
 //   3. typechecks every block against the packed types twice, with the settings the root README documents
 //      (its ```json tsconfig block) and with moduleResolution bundler, and typechecks every published entry's
@@ -31,7 +32,8 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { localPrebuildEnvironment, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { quietEnvironment } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const keep = process.argv.includes("--keep");
@@ -210,8 +212,11 @@ function main() {
     // 1. Pack.
     const tarballs = join(project, "tarballs");
     mkdirSync(tarballs);
+    // This machine's platform package holds the workspace's source build (its contract suite runs at pack
+    // time); the cross-compiled prebuilds are `npm run test:prebuilds`'s.
+    const prebuilt = localPrebuildEnvironment(root);
     for (const { folder, manifest } of publishedWorkspacePackages(root)) {
-      if (installsHere(manifest)) packPackage(folder, tarballs);
+      if (installsHere(manifest)) packPackage(folder, tarballs, prebuilt);
       else console.log(`docs test: ${manifest.name} is for another platform, left out`);
     }
 
@@ -232,7 +237,9 @@ function main() {
         cwd: app,
         timeout: INSTALL_TIMEOUT_MS,
         // The workspace's pnpm settings are not the user's: install with npm's defaults.
-        env: Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm|pnpm)_/i.test(key))),
+        env: quietEnvironment(
+          Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm|pnpm)_/i.test(key))),
+        ),
       },
     );
     if (installed !== 0) return 1;

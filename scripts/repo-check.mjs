@@ -3,7 +3,8 @@
 //   - issue numbers in prose ("issue 14", "issues 11 and 12", "(#23)"); a reference to a public upstream
 //     issue (ml-explore/mlx#3350, a github.com/.../issues/N address) is the product citing a source: allowed;
 //   - words about the making of it: session, coordinator, worktree, helper branches;
-//   - absolute paths of a particular machine (/work/…, /tmp/fresh-clone…, /root/…).
+//   - absolute paths of a particular machine (/work/…, /tmp/fresh-clone…, /root/…); naming a folder such
+//     as "a 0700 home, /root" in prose is not a path into one.
 // The fixtures (recorded data) and the lockfile are not prose and are skipped. Run by `npm test` through
 // scripts/repo-check.test.mjs; `node scripts/repo-check.mjs` prints every finding.
 import { execFileSync } from "node:child_process";
@@ -38,7 +39,7 @@ export const RULES = [
     name: "work-log word",
     pattern: /\b(?:sessions?|coordinator|worktrees?|helper (?:branch|session)s?)\b/gi,
   },
-  { name: "machine path", pattern: /(?<![\w.])\/(?:work|root|tmp\/fresh-clone)(?:\/|\b)/g },
+  { name: "machine path", pattern: /(?<![\w.])\/(?:work\/|root\/|tmp\/fresh-clone)/g },
 ];
 
 /** The findings in one text: `{ line, rule, text }` for each match (1-based lines). */

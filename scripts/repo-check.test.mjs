@@ -35,7 +35,7 @@ describe("repo-check", () => {
     expect(rules("with nuvec's rules of /work/shared/DESIGN.md")).toEqual(["machine path"]);
     expect(rules("cloned into /tmp/fresh-clone.x/repo")).toEqual(["machine path"]);
     expect(rules("HOME=/root/")).toEqual(["machine path"]);
-    expect(rules("see docs/work/plan.md and ./root/x, /tmp/nuvec-gpu-out")).toEqual([]);
+    expect(rules("see docs/work/plan.md and ./root/x, /tmp/nuvec-gpu-out, a 0700 home (/root)")).toEqual([]);
   });
 
   it("reads the tracked files, fixtures and the lockfile left out", () => {
