@@ -1,7 +1,8 @@
 // The entry point of @nuvec/metal-native's addon (node-addon-api, C++17): the host layer (Linux) or the
-// Metal layer (macOS) behind the N-API layer both addons share (native/napi/, over native/core/). What is
-// only this addon's: the platform is made at load (available / unavailableReason say whether it was) and
-// checkMetalDevice. @nuvec/cuda-native's native/binding.cc is the other entry point over the same layers.
+// Metal layer (macOS) behind the N-API layer both addons share (native-core/napi/, over native-core/core/).
+// What is only this addon's: the platform is made at load (available / unavailableReason say whether it
+// was) and checkMetalDevice. @nuvec/cuda-native's native/binding.cc is the other entry point over the same
+// layers.
 //
 // Worker termination: worker.terminate() may stop a worker inside any entry point, and from then on every
 // N-API call that runs JavaScript fails (setting a property of an error, creating a view, napi_throw itself).
