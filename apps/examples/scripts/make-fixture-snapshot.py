@@ -17,6 +17,8 @@ import pickle
 import random
 import sys
 
+from snapshot_figures import write_figures
+
 MiB = 1024 * 1024
 SEGMENT = 2 * MiB
 
@@ -158,42 +160,8 @@ def main():
     with open(out, "wb") as file:
         pickle.dump(snapshot, file, protocol=4)
 
-    # The figures the tests check, from the trace itself.
-    figures = {}
-    for allocator in (train_device, infer_device):
-        live, peak, allocations, frees, skipped = {}, 0, 0, 0, 0
-        total = 0
-        reserved = sum(size for size in allocator.segments.values())
-        segment_net = sum(entry["size"] if entry["action"] == "segment_alloc" else -entry["size"]
-                          for entry in allocator.trace if entry["action"] in ("segment_alloc", "segment_free"))
-        start = reserved - segment_net
-        current, peak_reserved = start, start
-        for entry in allocator.trace:
-            action = entry["action"]
-            if action == "alloc":
-                live[entry["addr"]] = entry["size"]
-                total += entry["size"]
-                peak = max(peak, total)
-                allocations += 1
-            elif action == "free_completed":
-                if entry["addr"] in live:
-                    total -= live.pop(entry["addr"])
-                    frees += 1
-                else:
-                    skipped += 1
-            elif action == "segment_alloc":
-                current += entry["size"]
-                peak_reserved = max(peak_reserved, current)
-            elif action == "segment_free":
-                current -= entry["size"]
-        figures[str(allocator.device)] = {
-            "entries": len(allocator.trace), "allocations": allocations, "frees": frees,
-            "skippedFrees": skipped, "liveAtEnd": len(live), "peakLiveBytes": peak,
-            "reservedAtStart": start, "peakReserved": peak_reserved, "reservedAtEnd": reserved,
-        }
-    with open(out.rsplit(".", 1)[0] + ".figures.json", "w") as file:
-        json.dump(figures, file, indent=2)
-        file.write("\n")
+    # The figures the tests check, counted from the snapshot itself.
+    figures = write_figures(snapshot, out)
     print(json.dumps(figures))
 
 

@@ -12,22 +12,28 @@ import { replayPolicies } from "./policy-replay.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot } from "./torch-snapshot.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const fixture = join(here, "..", "..", "traces", "toy-train.pickle");
-const figures = JSON.parse(
-  readFileSync(join(here, "..", "..", "traces", "toy-train.figures.json"), "utf8"),
-) as Record<
-  string,
-  {
-    allocations: number;
-    frees: number;
-    skippedFrees: number;
-    liveAtEnd: number;
-    peakLiveBytes: number;
-    reservedAtStart: number;
-    peakReserved: number;
-    reservedAtEnd: number;
-  }
->;
+const traces = join(here, "..", "..", "traces");
+const fixture = join(traces, "toy-train.pickle");
+/** A snapshot's figures as scripts/snapshot_figures.py counted them from its entries, keyed by device. */
+const figuresOf = (name: string) =>
+  JSON.parse(readFileSync(join(traces, `${name}.figures.json`), "utf8")) as Record<string, SnapshotFigures>;
+const figures = figuresOf("toy-train");
+/** The toy fixture, made without PyTorch, and real snapshots recorded by PyTorch on a GPU. */
+const snapshots = [
+  { name: "toy-train", path: fixture },
+  { name: "transformer-train", path: join(traces, "transformer-train.pickle.gz") },
+  { name: "inference-loop", path: join(traces, "inference-loop.pickle.gz") },
+];
+type SnapshotFigures = {
+  allocations: number;
+  frees: number;
+  skippedFrees: number;
+  liveAtEnd: number;
+  peakLiveBytes: number;
+  reservedAtStart: number;
+  peakReserved: number;
+  reservedAtEnd: number;
+};
 const folder = mkdtempSync(join(tmpdir(), "nuvec-snapshot-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 const GiB = 1024 ** 3;
@@ -112,18 +118,11 @@ const entry = (action: string, addr: number, size: number, name = "forward") => 
 });
 
 describe("a PyTorch snapshot as a trace", () => {
-  it("reads the fixture's training device: its figures as the script that wrote it counted them", () => {
+  it("reads the fixture's training device by default, its header and its frames as labels", () => {
     const torch = readTorchSnapshot(fixture);
     const expected = figures["0"] as (typeof figures)["0"];
     expect(torch.device).toBe(0);
     expect(torch.devices).toEqual([0, 1]);
-    expect(torch.counts.allocations).toBe(expected.allocations);
-    expect(torch.counts.frees).toBe(expected.frees);
-    expect(torch.counts.skippedFrees).toBe(expected.skippedFrees);
-    expect(torch.counts.liveAtEnd).toBe(expected.liveAtEnd);
-    expect(torch.reservedAtStart).toBe(expected.reservedAtStart);
-    expect(torch.peakReserved).toBe(expected.peakReserved);
-    expect(torch.reserved.value.at(-1)).toBe(expected.reservedAtEnd);
     const header = torch.items[0] as { name: string; events: number };
     expect(header.name).toBe("toy-train");
     expect(header.events).toBe(expected.allocations + expected.frees);
@@ -140,41 +139,51 @@ describe("a PyTorch snapshot as a trace", () => {
     const expected = figures["1"] as (typeof figures)["1"];
     expect(torch.device).toBe(1);
     expect(torch.counts.allocations).toBe(expected.allocations);
-    expect(torch.peakReserved).toBe(expected.peakReserved);
     expect(refusal(fixture, { device: 7 }).code).toBe("ERR_NUVEC_TRACE_EMPTY");
   });
 
-  for (const device of ["0", "1"]) {
-    it(`replays device ${device} under every policy: the figures of the allocator's own replay`, async () => {
-      const torch = readTorchSnapshot(fixture, { device: Number(device) });
-      const result = await replayPolicies([torch.items], {
-        policies: ALLOCATOR_POLICIES,
-        workingSet: 8 * GiB,
-        memorySize: 16 * GiB,
-        record: true,
-        labels: torch.allocationLabels,
+  for (const { name, path } of snapshots) {
+    for (const [device, expected] of Object.entries(figuresOf(name))) {
+      it(`${name}, device ${device}: the counts of the snapshot's own entries`, () => {
+        const torch = readTorchSnapshot(path, { device: Number(device) });
+        expect(torch.counts.allocations).toBe(expected.allocations);
+        expect(torch.counts.frees).toBe(expected.frees);
+        expect(torch.counts.skippedFrees).toBe(expected.skippedFrees);
+        expect(torch.counts.liveAtEnd).toBe(expected.liveAtEnd);
+        expect(torch.reservedAtStart).toBe(expected.reservedAtStart);
+        expect(torch.peakReserved).toBe(expected.peakReserved);
+        expect(torch.reserved.value.at(-1)).toBe(expected.reservedAtEnd);
       });
-      expect(result.outcomes.map((outcome) => outcome.policy)).toEqual([...ALLOCATOR_POLICIES]);
-      for (const outcome of result.outcomes) {
-        const alone = replayTrace(torch.items as Parameters<typeof replayTrace>[0], {
-          policy: outcome.policy as (typeof ALLOCATOR_POLICIES)[number],
+
+      it(`${name}, device ${device}: every policy replays to the figures of the allocator's own replay`, async () => {
+        const torch = readTorchSnapshot(path, { device: Number(device) });
+        const result = await replayPolicies([torch.items], {
+          policies: ALLOCATOR_POLICIES,
           workingSet: 8 * GiB,
           memorySize: 16 * GiB,
-          maxBufferLength: 8 * GiB,
+          record: true,
+          labels: torch.allocationLabels,
         });
-        expect(outcome.stats.peak).toBe(alone.stats.peak);
-        expect(outcome.stats.active).toBe(alone.stats.active);
-        expect(outcome.stats.cache).toBe(alone.stats.cache);
-        expect(outcome.peakReserved).toBe(alone.counters.peakReserved);
-        expect(outcome.systemAllocations).toBe(alone.stats.systemAllocations);
-      }
-      // The workload the view draws: the live requested bytes peak where the script counted them.
-      const model = memoryViewCore().build(result.workload as NonNullable<typeof result.workload>);
-      expect(model.live.reduce((peak, value) => Math.max(peak, value), 0)).toBe(
-        (figures[device] as (typeof figures)["0"]).peakLiveBytes,
-      );
-      expect([...(result.workload?.label ?? [])]).toEqual([...torch.allocationLabels]);
-    });
+        expect(result.outcomes.map((outcome) => outcome.policy)).toEqual([...ALLOCATOR_POLICIES]);
+        for (const outcome of result.outcomes) {
+          const alone = replayTrace(torch.items as Parameters<typeof replayTrace>[0], {
+            policy: outcome.policy as (typeof ALLOCATOR_POLICIES)[number],
+            workingSet: 8 * GiB,
+            memorySize: 16 * GiB,
+            maxBufferLength: 8 * GiB,
+          });
+          expect(outcome.stats.peak).toBe(alone.stats.peak);
+          expect(outcome.stats.active).toBe(alone.stats.active);
+          expect(outcome.stats.cache).toBe(alone.stats.cache);
+          expect(outcome.peakReserved).toBe(alone.counters.peakReserved);
+          expect(outcome.systemAllocations).toBe(alone.stats.systemAllocations);
+        }
+        // The workload the view draws: the live requested bytes peak where the script counted them.
+        const model = memoryViewCore().build(result.workload as NonNullable<typeof result.workload>);
+        expect(model.live.reduce((peak, value) => Math.max(peak, value), 0)).toBe(expected.peakLiveBytes);
+        expect([...(result.workload?.label ?? [])]).toEqual([...torch.allocationLabels]);
+      });
+    }
   }
 
   it("reads a gzipped snapshot, and tells a snapshot by its name or its first bytes", () => {
