@@ -12,7 +12,7 @@ export function packageBuild(options: Options & { entry: string[] }): ReturnType
     format: ["esm", "cjs"],
     dts: { compilerOptions: { stripInternal: true } },
     // No source maps in what ships: the output is unminified ES2022 that reads like the source, and a map
-    // would triple the JavaScript in the tarball (docs/DESIGN-NOTES.md, "Package metadata").
+    // would triple the JavaScript in the tarball (scripts/DECISIONS.md).
     sourcemap: false,
     clean: true,
     target: "es2022",

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// The docs test: every TypeScript block of every README (root, packages/*, apps/*) is what a user would
-// paste into their own project, so it is checked there, against what npm would give them:
+// The docs test: every TypeScript block of every README and doc (the root's README.md, docs/*.md, and the
+// Markdown files at the top of each workspace package) is what a user would paste into their own project, so
+// it is checked there, against what npm would give them:
 //   1. packs every published workspace package for this platform with pnpm (workspace: ranges replaced,
 //      prepack run; this machine's platform package holds the workspace's source build, see
 //      localPrebuildEnvironment);
 //   2. makes a fresh project outside the workspace and installs the tarballs into it with npm;
-//   3. typechecks every block against the packed types twice, with moduleResolution node16 and bundler;
+//   3. typechecks every block against the packed types twice, with the settings the root README documents
+//      (its ```json tsconfig block) and with moduleResolution bundler, and typechecks every published entry's
+//      declarations with those settings and skipLibCheck off (with and without @types/node);
 //   4. runs the blocks marked `ts runnable` with Node (compiled by tsc, so `using` runs on Node 20), in a
 //      folder holding a small `model.safetensors` for the blocks that map one; a block importing vitest is
 //      a test file and runs under vitest.
@@ -38,16 +41,40 @@ const keep = process.argv.includes("--keep");
 const INSTALL_TIMEOUT_MS = 10 * 60_000;
 const RUN_TIMEOUT_MS = 2 * 60_000;
 
-/** The READMEs a user reads: the root's and every workspace package's. */
+/** The docs a user reads: the root's README, docs/*.md, and the Markdown files of every workspace package. */
 export function readmeFiles() {
-  const files = [join(root, "README.md")];
-  for (const group of ["packages", "apps"]) {
-    for (const name of readdirSync(join(root, group)).sort()) {
-      const readme = join(root, group, name, "README.md");
-      if (existsSync(readme)) files.push(readme);
+  const markdown = (folder) =>
+    existsSync(folder)
+      ? readdirSync(folder)
+          .filter((name) => name.endsWith(".md") && name !== "CHANGELOG.md")
+          .sort()
+          .map((name) => join(folder, name))
+      : [];
+  const files = [join(root, "README.md"), ...markdown(join(root, "docs"))];
+  for (const group of ["packages", "apps"])
+    for (const name of readdirSync(join(root, group)).sort())
+      files.push(...markdown(join(root, group, name)));
+  return files;
+}
+
+/** The compiler options the root README documents: its ```json tsconfig block. */
+export function documentedCompilerOptions(markdown) {
+  const block = /^```json tsconfig\n([\s\S]*?)^```/m.exec(markdown);
+  if (!block) throw new Error("README.md: no ```json tsconfig block (the documented TypeScript settings)");
+  return JSON.parse(block[1]).compilerOptions;
+}
+
+/** A module importing every entry of the published packages (their `exports`, package.json left out). */
+function everyEntry(packages, { withNode }) {
+  const lines = [];
+  for (const { manifest } of packages) {
+    if (typeof manifest.exports !== "object" || manifest.private) continue;
+    for (const subpath of Object.keys(manifest.exports)) {
+      if (subpath === "./package.json" || (!withNode && subpath === "./node")) continue;
+      lines.push(`export * as entry${lines.length} from "${manifest.name}${subpath.slice(1)}";`);
     }
   }
-  return files;
+  return `${lines.join("\n")}\n`;
 }
 
 /**
@@ -229,17 +256,24 @@ function main() {
       // `export {}` keeps a block that imports nothing a module, so blocks never share globals.
       writeFileSync(join(source, `${block.name}.ts`), `// ${block.where}\n${block.code}\nexport {};\n`);
     }
-    const common = {
-      target: "es2022",
-      lib: ["es2023", "esnext.disposable"],
-      types: ["node"],
-      strict: true,
-      skipLibCheck: true,
-      noUnusedLocals: false,
-    };
+    // The blocks: the documented settings; the declarations of vitest (a test block's import) are not
+    // nuvec's to check, so their check is the next step's, over nuvec's entries alone.
+    const documented = documentedCompilerOptions(readFileSync(join(root, "README.md"), "utf8"));
+    const common = { ...documented, skipLibCheck: true };
     const configs = {
-      node16: { ...common, module: "node16", moduleResolution: "node16", outDir: "out" },
+      node16: { ...common, outDir: "out" },
       bundler: { ...common, module: "esnext", moduleResolution: "bundler", noEmit: true },
+    };
+    // Every published entry's declarations, with the documented settings and skipLibCheck off: with
+    // @types/node, and without it for every entry but the Node-only ones (browsers).
+    const declarations = join(app, "declarations");
+    mkdirSync(declarations);
+    const published = publishedWorkspacePackages(root).filter(({ manifest }) => installsHere(manifest));
+    writeFileSync(join(declarations, "node.ts"), everyEntry(published, { withNode: true }));
+    writeFileSync(join(declarations, "browser.ts"), everyEntry(published, { withNode: false }));
+    const declarationChecks = {
+      "declarations, @types/node": { files: ["declarations/node.ts"], types: documented.types },
+      "declarations, no @types/node": { files: ["declarations/browser.ts"], types: [] },
     };
     const tsc = join(app, "node_modules", "typescript", "bin", "tsc");
     let failed = 0;
@@ -247,6 +281,13 @@ function main() {
       const config = join(app, `tsconfig.${resolution}.json`);
       writeFileSync(config, JSON.stringify({ compilerOptions, include: ["docs"] }, null, 2));
       console.log(`docs test: typechecking ${blocks.length} blocks (moduleResolution ${resolution})`);
+      if (run(process.execPath, [tsc, "-p", config, "--pretty", "false"], { cwd: app }) !== 0) failed++;
+    }
+    for (const [name, { files, types }] of Object.entries(declarationChecks)) {
+      const config = join(app, `tsconfig.${name.replace(/[^a-z]+/gi, "-")}.json`);
+      const compilerOptions = { ...documented, types, skipLibCheck: false, noEmit: true };
+      writeFileSync(config, JSON.stringify({ compilerOptions, files }, null, 2));
+      console.log(`docs test: typechecking the published declarations (${name}, the documented settings)`);
       if (run(process.execPath, [tsc, "-p", config, "--pretty", "false"], { cwd: app }) !== 0) failed++;
     }
     if (failed > 0) return 1;
@@ -273,7 +314,7 @@ function main() {
     }
     const files = new Set(blocks.map((block) => block.where.split(":")[0])).size;
     console.log(
-      `docs test: ${blocks.length} blocks of ${files} READMEs typechecked (node16, bundler), ${ran} run, ${failed} failed`,
+      `docs test: ${blocks.length} blocks of ${files} docs typechecked (documented settings, bundler) with every published declaration, ${ran} run, ${failed} failed`,
     );
     return failed > 0 ? 1 : 0;
   } finally {

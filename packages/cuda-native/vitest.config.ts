@@ -6,7 +6,7 @@ const metalNativeSource = (file: string) =>
 
 export default packageTests({
   resolve: {
-    // The contract suite (../metal-native/test/contract.ts) checks errors against @nuvec/metal-native's
+    // The contract suite (@nuvec/native-core/contract) checks errors against @nuvec/metal-native's
     // sources: the backend must throw those same classes, so both resolve to the sources (each entry exactly:
     // a plain prefix would send `@nuvec/metal-native/addon` to `index.ts/addon`).
     alias: [

@@ -24,7 +24,7 @@ SEGMENT = 2 * MiB
 
 
 def frames(*names):
-    return [{"filename": f"/work/model/{name.split('.')[0]}.py", "line": 10 + 7 * index, "name": name}
+    return [{"filename": f"/opt/model/{name.split('.')[0]}.py", "line": 10 + 7 * index, "name": name}
             for index, name in enumerate(names)]
 
 

@@ -1,4 +1,4 @@
-// A runtime's kernel on nuvec memory, end to end (issue 13): malloc, fill through contents(), run a native
+// A runtime's kernel on nuvec memory, end to end: malloc, fill through contents(), run a native
 // kernel on the same memory by its address (no copy), free the buffer with { after: the kernel's promise },
 // read the kernel's result — and show what nuvec's statistics said while the kernel ran: the buffer still
 // in `active` and in `pendingFrees`, a malloc of the same size served with other memory, and the memory

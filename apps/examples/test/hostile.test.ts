@@ -1,4 +1,4 @@
-// Hostile use, issue 11 items 13-15, and issue 12's command-line programs: traces the replay program must
+// Hostile use of the command-line programs: traces the replay program must
 // refuse as replayTrace does, files that are not files, hostile safetensors headers, a demo whose checkpoint
 // cannot be written, and every line within an 80-column terminal. From the built programs (the test task
 // builds first).
@@ -20,7 +20,7 @@ function run(program: string, args: string[], env: NodeJS.ProcessEnv = {}) {
   const result = spawnSync(process.execPath, [join(app, "dist", `${program}.js`), ...args], {
     encoding: "utf8",
     env: { ...process.env, FORCE_COLOR: "0", ...env },
-    // Before the fix a FIFO hung and /dev/zero grew without bound: never wait forever.
+    // A blocking open of a FIFO would hang and /dev/zero grow without bound: never wait forever.
     timeout: 60_000,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };

@@ -351,7 +351,7 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     expect(result.status, result.stderr).toBe(0);
     const { tooltip } = await check(html, ALLOCATOR_POLICIES.length);
     // The tooltip shows the allocation's stack frames.
-    expect(tooltip).toMatch(/\n\S+ \(\/work\/model\/\w+\.py:\d+\)/);
+    expect(tooltip).toMatch(/\n\S+ \(\/opt\/model\/\w+\.py:\d+\)/);
     expect(readFileSync(html, "utf8")).toContain("PyTorch reserved");
   });
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Summarises a V8 CPU profile (`node --cpu-prof`): the functions with the most self time and with the most
 // total time (self + callees), as a share of the profile and, given the number of operations the profiled
-// program ran, as nanoseconds per operation. Used to write bench/PROFILE.md.
+// program ran, as nanoseconds per operation.
 // With --lines, also the source lines with the most self time (V8 attributes a function inlined by the
 // optimiser to its caller, so the line is where the time really is): `positionTicks` of the profile. A
 // line of a function inlined from another file is reported under its caller's file (V8 gives the inlined

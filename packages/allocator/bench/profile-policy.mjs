@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A profiling driver for the policy's hot path (see PROFILE.md): replays one trace through `replayTrace`
+// A profiling driver for the policy's hot path: replays one trace through `replayTrace`
 // for six seconds after a warm-up, and prints the number of events replayed (give it to cpuprofile-top.mjs).
 //   node --cpu-prof --cpu-prof-interval 50 --cpu-prof-name policy.cpuprofile bench/profile-policy.mjs decode
 //   node bench/cpuprofile-top.mjs policy.cpuprofile --operations N --lines

@@ -9,7 +9,7 @@ function make(policy: AllocatorPolicy, reserveRatio?: number) {
   return { source, allocator: new CachingAllocator(source, { policy, reserveRatio }) };
 }
 
-describe("the bounded policy (issue 8)", () => {
+describe("the bounded policy", () => {
   it("is opt-in: mlx is the default, 1.3 the default ratio", () => {
     expect(new CachingAllocator(new TestSource()).policy).toBe("mlx");
     expect(make("bounded").allocator.policy).toBe("bounded");

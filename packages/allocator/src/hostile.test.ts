@@ -1,4 +1,4 @@
-// Hostile use of the allocator (issue 11, items 10 and 11): errors from the buffer source other than a refusal
+// Hostile use of the allocator: errors from the buffer source other than a refusal
 // to allocate propagate unchanged, and a release or hook that throws never stops a trim half way, never leaks
 // a buffer and never leaves a counter wrong.
 import { describe, expect, it } from "vitest";
@@ -31,8 +31,8 @@ describe("the retry after a failed system allocation (item 10)", () => {
   });
 
   it("does not report a cached buffer's release error in place of the source's own error", () => {
-    // The issue's case: after the backend closed, acquiring throws "closed" and releasing any cached buffer
-    // throws "already released"; malloc used to clear the cache on any error and report the latter.
+    // After the backend closed, acquiring throws "closed" and releasing any cached buffer throws "already
+    // released": a malloc that cleared the cache on any error would report the latter.
     const source = new TestSource();
     const allocator = new CachingAllocator(source);
     allocator.free(allocator.malloc(1 * MiB));

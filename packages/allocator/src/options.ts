@@ -11,7 +11,7 @@ export interface AllocatorOptions<B> {
   /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
   reserveRatio?: number;
   /**
-   * Which cached buffer the bounded policy's rule 2 releases first: `"least-recent"` (the issue's rule, the
+   * Which cached buffer the bounded policy's rule 2 releases first: `"least-recent"` (the
    * default) or `"largest"` (the oldest buffer of the largest cached length; see the README's comparison).
    */
   boundedRelease?: BoundedRelease;

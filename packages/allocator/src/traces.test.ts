@@ -104,7 +104,7 @@ describe("the shared traces under the MLX policy (fixtures/traces/README.md)", (
   });
 });
 
-describe("the shared traces under the bounded policy (issue 8)", () => {
+describe("the shared traces under the bounded policy", () => {
   it.each(rows)(
     "$trace / $configuration: peakReserved ≤ 1.3 × peakLive, and no more system allocations than MLX's $systemAllocations",
     (row) => {
@@ -118,7 +118,7 @@ describe("the shared traces under the bounded policy (issue 8)", () => {
     },
   );
 
-  it("gives the issue's figures with the default configuration (reserved/live, system allocations vs MLX)", () => {
+  it("gives the README's figures with the default configuration (reserved/live, system allocations vs MLX)", () => {
     const figures = ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((trace) => {
       const mlx = replayTrace(eventsOf(trace), configurations.default);
       const bounded = replayTrace(eventsOf(trace), { ...configurations.default, policy: "bounded" });

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../native/cuda_driver.h"
+#include "../native/cuda/cuda_driver.h"
 
 using namespace nuvec::cuda;
 

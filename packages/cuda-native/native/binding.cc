@@ -1,7 +1,7 @@
-// The entry point of @nuvec/cuda-native's addon (node-addon-api, C++17): the CUDA layer (cuda_platform.cc)
-// behind the N-API layer @nuvec/metal-native shares with it (its native/napi/ over native/core/, compiled
-// from there: binding.gyp). The handles, ownership, views and their detaching, escape quarantine, typed
-// errors and counters are that shared code; what is only this addon's:
+// The entry point of @nuvec/cuda-native's addon (node-addon-api, C++17): the CUDA layer
+// (cuda/cuda_platform.cc) behind the N-API layer both addons share (native-core/napi/ over native-core/core/,
+// the copy of @nuvec/native-core that binding.gyp includes). The handles, ownership, views and their
+// detaching, escape quarantine, typed errors and counters are that shared code; what is only this addon's:
 //   - the device is opened when JavaScript asks, open(ordinal), not at load (the driver is only touched then);
 //   - memory the CPU cannot address: read()/write() copies and the devicePointer accessor on the handles
 //     (BindingFeatures::copies), contents() refused with ERR_NUVEC_NOT_HOST_VISIBLE (shared);
@@ -13,7 +13,7 @@
 #include <cmath>
 #include <string>
 
-#include "cuda_platform.h"
+#include "cuda/cuda_platform.h"
 #include "napi/addon.h"
 
 namespace nuvec {

@@ -1,28 +1,33 @@
 #!/usr/bin/env node
 // Builds the CUDA addon from source (native/binding.gyp) with node-gyp into native/build/Release/ of this copy
-// of the package, where loadCudaBackend() looks. @nuvec/cuda-native ships no prebuilt addon
-// (docs/DESIGN-NOTES.md, "CUDA backend"), so this is how every user gets one: `npx @nuvec/cuda-native build`
-// (the package's bin); the workspace's `build` script runs it too (incremental). It needs a C++17 compiler,
-// not the CUDA toolkit: the driver API is loaded at run time.
-//
-// The node-gyp logic (finding node-gyp at this time, Node's own headers, incremental builds) is
-// @nuvec/metal-native's, a dependency of this package: its scripts/build-from-source.mjs, reached through its
-// package.json because its exports name no scripts.
+// of the package, where loadCudaBackend() looks. @nuvec/cuda-native ships no prebuilt addon (DECISIONS.md),
+// so this is how every user gets one: `npx @nuvec/cuda-native build` (the package's bin); the workspace's
+// `build` runs it too (incremental). It needs a C++17 compiler, not the CUDA toolkit: the driver API is
+// loaded at run time.
+// The shared native core and the node-gyp driver are @nuvec/native-core's, in native/native-core/: in the
+// workspace this first refreshes that copy from @nuvec/native-core (a devDependency); a published package
+// ships the copy and has no such dependency.
 //
 // Usage: build-from-source.mjs [build] [--quiet] [--if-supported]
 //   --if-supported  off Linux (no CUDA backend) say so and exit 0 instead of failing.
 // NUVEC_SKIP_NATIVE_BUILD=1 skips the build.
-import { createRequire } from "node:module";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const metalNative = dirname(
-  createRequire(join(root, "package.json")).resolve("@nuvec/metal-native/package.json"),
-);
-const { buildFromSource } = await import(
-  pathToFileURL(join(metalNative, "scripts", "build-from-source.mjs")).href
-);
+try {
+  const { copyNativeCore } = await import("@nuvec/native-core/copy");
+  copyNativeCore(root);
+} catch (error) {
+  if (error?.code !== "ERR_MODULE_NOT_FOUND") throw error;
+}
+const driver = join(root, "native", "native-core", "build-from-source.mjs");
+if (!existsSync(driver)) {
+  console.error(`@nuvec/cuda-native: ${driver} is missing: this copy of the package is incomplete`);
+  process.exit(1);
+}
+const { buildFromSource } = await import(pathToFileURL(driver).href);
 
 process.exitCode = buildFromSource({
   packageName: "@nuvec/cuda-native",

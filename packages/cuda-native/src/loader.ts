@@ -1,4 +1,4 @@
-// Loading the CUDA addon. There is no prebuilt addon (docs/DESIGN-NOTES.md, "CUDA backend"): the one place is
+// Loading the CUDA addon. There is no prebuilt addon (DECISIONS.md): the one place is
 // the source build in native/build/Release/ (the workspace's build, or what `npx @nuvec/cuda-native build`
 // made), or the file NUVEC_CUDA_NATIVE_ADDON names (the bundled GPU runs of gpu/run.sh).
 import { existsSync } from "node:fs";

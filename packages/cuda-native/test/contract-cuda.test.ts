@@ -1,8 +1,9 @@
-// The NativeBackend contract (@nuvec/metal-native's test/contract.ts, the suite the mock and the host addon
+// The NativeBackend contract (@nuvec/native-core's test/contract.ts, the suite the mock and the host addon
 // pass) against the CUDA backend, with `hostVisible: false`: buffers are read and written with read/write.
 // It needs an NVIDIA GPU: on the GPU machine it runs through gpu/run.sh; elsewhere the suite is skipped.
+
+import { describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { describe } from "vitest";
-import { describeNativeBackendContract } from "../../metal-native/test/contract.js";
 import { cuda, cudaBackend, cudaUnavailableReason } from "./support.js";
 
 if (cudaBackend !== undefined) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The Device's hot paths, each figure next to its goal (issue 15):
+// The Device's hot paths, each figure next to its goal:
 //   1. malloc(n).free() of a cached size on the host backend, default options (safety net on) and
 //      `safetyNet: false`, next to the allocator alone;
 //   2. the first contents() of a buffer (an external ArrayBuffer, detached again on free) and repeated calls,

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // How to tie a handed-out ArrayBuffer to its DeviceBuffer (so the buffer stays alive while a view is
-// reachable): a WeakMap entry per view (what the Device did before issue 15), or a private field stamped on
+// reachable): a WeakMap entry per view (the obvious way), or a private field stamped on
 // the ArrayBuffer (a base class whose constructor returns the given object: src/device-buffer.ts's
 // `OwnedView`, what it does now). Both keep the owner alive exactly as long as the ArrayBuffer; this prints
-// what each costs per new view. See ../../allocator/bench/PROFILE.md §3.
+// what each costs per new view.
 //   node bench/owner-link-bench.mjs
 class Stamp {
   constructor(target) {

@@ -1,4 +1,4 @@
-// One error family (issue 14): whichever layer refuses a call — the allocator, residency, the Device or the
+// One error family: whichever layer refuses a call — the allocator, residency, the Device or the
 // native backend — the error is a NuvecError, and a bad argument a NuvecArgumentError naming the argument.
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// What a runtime's native code relies on (issue 13): native handles, frees deferred until a kernel's promise
+// What a runtime's native code relies on: native handles, frees deferred until a kernel's promise
 // settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
 // real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
 // around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).

@@ -1,14 +1,15 @@
 // The entry point of @nuvec/metal-native's addon (node-addon-api, C++17): the host layer (Linux) or the
-// Metal layer (macOS) behind the N-API layer both addons share (native/napi/, over native/core/). What is
-// only this addon's: the platform is made at load (available / unavailableReason say whether it was) and
-// checkMetalDevice. @nuvec/cuda-native's native/binding.cc is the other entry point over the same layers.
+// Metal layer (macOS) behind the N-API layer both addons share (native-core/napi/, over native-core/core/).
+// What is only this addon's: the platform is made at load (available / unavailableReason say whether it
+// was) and checkMetalDevice. @nuvec/cuda-native's native/binding.cc is the other entry point over the same
+// layers.
 //
 // Worker termination: worker.terminate() may stop a worker inside any entry point, and from then on every
 // N-API call that runs JavaScript fails (setting a property of an error, creating a view, napi_throw itself).
 // binding.gyp defines NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS so that node-addon-api's single boundary
 // around every entry point, constructor and finalizer (WrapCallback) drops an error it can no longer throw
 // into a terminating environment instead of rethrowing it as a C++ exception out of an extern "C" callback
-// (std::terminate, SIGABRT: issue 11). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
+// (std::terminate, SIGABRT). NODE_ADDON_API_CPP_EXCEPTIONS_ALL makes the same boundary catch any
 // C++ exception (std::bad_alloc from a std::string, ...) and turn it into a JavaScript error.
 #include <napi.h>
 

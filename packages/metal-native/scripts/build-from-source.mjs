@@ -1,154 +1,44 @@
 #!/usr/bin/env node
-// Builds the native addon from source with node-gyp, into native/build/Release/ of this copy of the package,
-// where loadNativeBackend() looks first. Two uses:
-//   - the workspace's `build` script (development: incremental, make decides what to recompile);
-//   - `npx @nuvec/metal-native build` on a platform with no prebuilt package (or to replace it).
-// node-gyp is not a dependency: it is found when this runs (see findNodeGyp). It would download Node's
-// headers; we point it at the running Node's own headers instead (--nodedir from process.execPath) when
-// they are there, as pnpm does not pass npm's nodedir setting to scripts.
+// Builds this package's addon from source (native/binding.gyp) with node-gyp into native/build/Release/,
+// where loadNativeBackend() looks first: `npx @nuvec/metal-native build` on a platform with no prebuilt
+// package (or to replace it), and the workspace's `build` (incremental).
+// The shared native core and the node-gyp driver are @nuvec/native-core's, in native/native-core/: in the
+// workspace this first refreshes that copy from @nuvec/native-core (a devDependency); a published package
+// ships the copy and has no such dependency.
 //
 // Usage: build-from-source.mjs [build] [--quiet] [--if-supported]
 //   --if-supported  on Windows (no native backend) say so and exit 0 instead of failing.
-// NUVEC_SKIP_NATIVE_BUILD=1 skips the build (the workspace then tests only what needs no addon).
-//
-// @nuvec/cuda-native's build command is this one too: its scripts/build-from-source.mjs imports
-// buildFromSource() (through @nuvec/metal-native's package.json, a dependency of it) with its own package's
-// names. So this file imports nothing but Node's built-ins (scripts/prebuild.mjs also runs a copy of it alone).
-import { spawnSync } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
-import { createRequire } from "node:module";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+// NUVEC_SKIP_NATIVE_BUILD=1 skips the build.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-/** node-gyp's entry point as [command, ...leading arguments], found at this time, or undefined. */
-function findNodeGyp(root) {
-  // 1. Resolvable from the package: the workspace's root devDependency, or one the user installed.
-  try {
-    const script = createRequire(join(root, "package.json")).resolve("node-gyp/bin/node-gyp.js");
-    return [process.execPath, script];
-  } catch {}
-  // 2. The one npm passes to scripts and npx, or bundles beside itself.
-  const candidates = [process.env.npm_config_node_gyp];
-  const npmCli = process.env.npm_execpath;
-  if (npmCli && /npm-cli\.js$/.test(npmCli))
-    candidates.push(
-      join(dirname(realpathSync(npmCli)), "..", "node_modules", "node-gyp", "bin", "node-gyp.js"),
-    );
-  const prefix = dirname(dirname(process.execPath));
-  candidates.push(
-    join(prefix, "lib", "node_modules", "npm", "node_modules", "node-gyp", "bin", "node-gyp.js"),
-  );
-  for (const candidate of candidates)
-    if (candidate && existsSync(candidate)) return [process.execPath, candidate];
-  // 3. On PATH.
-  for (const directory of (process.env.PATH ?? "").split(delimiter))
-    if (directory && existsSync(join(directory, "node-gyp"))) return [join(directory, "node-gyp")];
-  return undefined;
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+try {
+  const { copyNativeCore } = await import("@nuvec/native-core/copy");
+  copyNativeCore(root);
+} catch (error) {
+  if (error?.code !== "ERR_MODULE_NOT_FOUND") throw error;
 }
+const driver = join(root, "native", "native-core", "build-from-source.mjs");
+if (!existsSync(driver)) {
+  console.error(`@nuvec/metal-native: ${driver} is missing: this copy of the package is incomplete`);
+  process.exit(1);
+}
+const { buildFromSource } = await import(pathToFileURL(driver).href);
 
-/**
- * Builds the addon of the package at `root` (its native/binding.gyp) into native/build/Release/ with
- * node-gyp, as the command line `args` ask; returns the exit status (0 built or skipped, 1 failed, 2 a bad
- * argument). Every message starts with `packageName`.
- * - `addonFile`: the built file's name (for the closing message);
- * - `unsupported(platform)`: why the package has no native backend on that platform, or undefined;
- * - `description`: the lines of `--help` after the usage line;
- * - `requirements`: what a failed build needs, appended to the failure's message.
- */
-export function buildFromSource({
-  packageName,
+process.exitCode = buildFromSource({
+  packageName: "@nuvec/metal-native",
   root,
-  addonFile,
-  args,
-  unsupported,
-  description,
-  requirements,
-}) {
-  const native = join(root, "native");
-  const quiet = args.includes("--quiet");
-  const unknown = args.filter((arg) => !["build", "--quiet", "--if-supported", "--help", "-h"].includes(arg));
-  const log = (message) => {
-    if (!quiet) console.log(`${packageName}: ${message}`);
-  };
-
-  if (args.includes("--help") || args.includes("-h") || unknown.length > 0) {
-    const usage = `usage: npx ${packageName} build [--quiet]\n${description}`;
-    if (unknown.length > 0) {
-      console.error(`${packageName}: unknown argument ${unknown[0]}\n${usage}`);
-      return 2;
-    }
-    console.log(usage);
-    return 0;
-  }
-  if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1") {
-    log("NUVEC_SKIP_NATIVE_BUILD=1: not building the native addon");
-    return 0;
-  }
-  const unsupportedHere = unsupported(process.platform);
-  if (unsupportedHere !== undefined) {
-    log(unsupportedHere);
-    return args.includes("--if-supported") ? 0 : 1;
-  }
-
-  let nodeGyp = findNodeGyp(root);
-  if (nodeGyp === undefined) {
-    // 4. Last: fetch it (the same major version the workspace pins).
-    log("node-gyp not found: running it through npx (node-gyp@12)");
-    nodeGyp = ["npx", "--yes", "node-gyp@12"];
-  }
-
-  // The running Node's prefix: <prefix>/bin/node → <prefix>/include/node/node_api.h.
-  const prefix = dirname(dirname(process.execPath));
-  const nodedir = existsSync(join(prefix, "include", "node", "node_api.h")) ? [`--nodedir=${prefix}`] : [];
-  // Incremental when a configured build is there; from scratch otherwise.
-  const configured =
-    existsSync(join(native, "build", "Makefile")) || existsSync(join(native, "build", "config.gypi"));
-  const command = configured ? "build" : "rebuild";
-  const nodeGypRun = (subcommand) => {
-    const [program, ...lead] = nodeGyp;
-    const runArgs = [...lead, subcommand, ...nodedir, "--jobs=max"];
-    if (quiet) runArgs.push("--silent");
-    log(`building the native addon from source (node-gyp ${subcommand} ${nodedir.join(" ")})`);
-    return spawnSync(program, runArgs, { cwd: native, stdio: "inherit" });
-  };
-  let result = nodeGypRun(command);
-  if (result.status !== 0 && command === "build") {
-    log("incremental build failed: rebuilding from scratch");
-    result = nodeGypRun("rebuild");
-  }
-  if (result.status !== 0) {
-    console.error(`${packageName}: building the native addon failed (see above). ${requirements}`);
-    return result.status ?? 1;
-  }
-  log(`native addon built: ${join(native, "build", "Release", addonFile)}`);
-  return 0;
-}
-
-/** Whether this file is the program being run (also through a bin link, which Node resolves for the module). */
-function isMain() {
-  try {
-    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) {
-  process.exitCode = buildFromSource({
-    packageName: "@nuvec/metal-native",
-    root: join(dirname(fileURLToPath(import.meta.url)), ".."),
-    addonFile: "nuvec_metal_native.node",
-    args: process.argv.slice(2),
-    unsupported: (platform) =>
-      platform === "win32"
-        ? "there is no native backend for Windows; use @nuvec/metal-native/mock"
-        : undefined,
-    description:
-      "  Builds the native addon from source into native/build/Release/ of the installed package, where it is\n" +
-      "  loaded before any prebuilt package. Needs Python 3, make and a C++17 compiler; node-gyp is found on\n" +
-      "  PATH, beside npm, or fetched with npx.",
-    requirements:
-      "It needs Python 3, make and a C++17 compiler (build-essential on Debian/Ubuntu, build-base and python3 " +
-      "on Alpine, the Xcode command line tools on macOS). Without it, use @nuvec/metal-native/mock.",
-  });
-}
+  addonFile: "nuvec_metal_native.node",
+  args: process.argv.slice(2),
+  unsupported: (platform) =>
+    platform === "win32" ? "there is no native backend for Windows; use @nuvec/metal-native/mock" : undefined,
+  description:
+    "  Builds the native addon from source into native/build/Release/ of the installed package, where it is\n" +
+    "  loaded before any prebuilt package. Needs Python 3, make and a C++17 compiler; node-gyp is found on\n" +
+    "  PATH, beside npm, or fetched with npx.",
+  requirements:
+    "It needs Python 3, make and a C++17 compiler (build-essential on Debian/Ubuntu, build-base and python3 " +
+    "on Alpine, the Xcode command line tools on macOS). Without it, use @nuvec/metal-native/mock.",
+});

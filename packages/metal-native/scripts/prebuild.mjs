@@ -26,7 +26,6 @@ import {
   cpSync,
   existsSync,
   mkdtempSync,
-  readFileSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -35,7 +34,7 @@ import {
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { contractRunner } from "./run-contract.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -78,30 +77,19 @@ function run(command, commandArgs, options = {}) {
   if (result.status !== 0) fail(`${command} ${commandArgs.slice(0, 3).join(" ")} … exited ${result.status}`);
 }
 
-/** binding.gyp's settings for one OS: its lists plus those of the conditions that hold. */
-function gypSettings(os) {
-  const text = readFileSync(join(root, "native", "binding.gyp"), "utf8")
-    .split("\n")
-    .filter((line) => !line.trimStart().startsWith("#"))
-    .join("\n");
-  const [gypTarget] = JSON.parse(text).targets;
-  const holds = (condition) =>
-    condition.split(" and ").every((term) => {
-      const match = /^OS(==|!=)'(\w+)'$/.exec(term.trim());
-      if (!match) fail(`binding.gyp: cannot read the condition ${condition}`);
-      return match[1] === "==" ? os === match[2] : os !== match[2];
-    });
-  const settings = {
-    sources: [...gypTarget.sources],
-    defines: [...gypTarget.defines],
-    cflags: gypTarget.cflags_cc,
-  };
-  for (const [condition, extra] of gypTarget.conditions ?? [])
-    if (holds(condition)) settings.sources.push(...(extra.sources ?? []));
-  return settings;
+/**
+ * The compiler settings of binding.gyp on Linux, with the shared core's (native/native-core/, refreshed here
+ * from @nuvec/native-core as the package's build does), read by the core's build-settings.mjs.
+ */
+async function linuxSettings() {
+  const { copyNativeCore } = await import("@nuvec/native-core/copy");
+  copyNativeCore(root);
+  const settingsModule = join(root, "native", "native-core", "build-settings.mjs");
+  const { buildSettings } = await import(pathToFileURL(settingsModule).href);
+  return buildSettings(join(root, "native"), "linux");
 }
 
-function buildWithZig(zigTarget, file) {
+async function buildWithZig(zigTarget, file) {
   if (process.platform !== "linux" || process.arch !== "x64")
     fail(
       `the Linux prebuilds are cross-compiled on Linux x64 (${ZIG_PACKAGE}); this is ${process.platform}-${process.arch}`,
@@ -119,7 +107,7 @@ function buildWithZig(zigTarget, file) {
   const addonApi = resolve(
     createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
   );
-  const { sources, defines, cflags } = gypSettings("linux");
+  const { sources, includeDirs, defines, cflags } = await linuxSettings();
   const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
   try {
     // Only the Node-API entry points are exported: the static libc++ and everything else stay inside, so
@@ -144,7 +132,8 @@ function buildWithZig(zigTarget, file) {
         ...defines.map((define) => `-D${define}`),
         `-I${nodeInclude}`,
         `-I${addonApi}`,
-        ...sources.map((source) => join(root, "native", source)),
+        ...includeDirs.map((directory) => `-I${directory}`),
+        ...sources,
         `-Wl,--version-script=${exportsMap}`,
         "-s",
         "-o",
@@ -201,7 +190,7 @@ function copyPrebuilt(from, file) {
   renameSync(`${file}.partial`, file);
 }
 
-function main() {
+async function main() {
   const args = process.argv.slice(2);
   target = args[0];
   const outIndex = args.indexOf("--out");
@@ -212,7 +201,7 @@ function main() {
     fail("NUVEC_SKIP_NATIVE_BUILD=1: refusing to pack a platform package without its addon");
   const from = process.env.NUVEC_PREBUILD_FROM;
   if (from) copyPrebuilt(resolve(from), out);
-  else if (target in ZIG_TARGETS) buildWithZig(ZIG_TARGETS[target], out);
+  else if (target in ZIG_TARGETS) await buildWithZig(ZIG_TARGETS[target], out);
   else if (target === "darwin-arm64") buildOnMac(out);
   else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
   console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${out}`);
@@ -220,4 +209,4 @@ function main() {
     run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

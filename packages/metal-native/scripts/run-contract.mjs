@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs the NativeBackend contract suite (test/contract-host.test.ts over test/contract.ts) against one addon
+// Runs the NativeBackend contract suite (test/contract-host.test.ts over @nuvec/native-core's test/contract.ts) against one addon
 // file, as a node:test bundle made with esbuild (vitest aliased to scripts/contract/vitest-shim.mjs):
 //
 //   node scripts/run-contract.mjs <file.node> [--target linux-x64-gnu|linux-arm64-gnu|darwin-arm64]

@@ -8,11 +8,4 @@
  * @packageDocumentation
  */
 
-export { AddonAllocation } from "./addon/allocation.js";
-export { AddonBackend } from "./addon/backend.js";
-export { AddonBuffer } from "./addon/buffer.js";
-export { callNative } from "./addon/call.js";
-export { AddonMappedFile } from "./addon/mapped-file.js";
-export type { AllocationKind } from "./addon/ownership.js";
-export type * from "./addon/raw.js";
-export { AddonResidencySet } from "./addon/residency-set.js";
+export * from "@nuvec/native-core/addon";

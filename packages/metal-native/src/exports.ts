@@ -1,15 +1,6 @@
 // What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the root of the error
 // family, so that one import is enough to catch any nuvec error, this package's errors, and the interface.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
-export {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeReleasedError,
-  NativeSystemError,
-  NativeUnavailableError,
-} from "./errors.js";
+
 export type {
   BackendPlatform,
   DeviceFacts,
@@ -23,4 +14,14 @@ export type {
   NativeMappedFile,
   NativeMemoryHandle,
   NativeResidencySet,
-} from "./types.js";
+} from "@nuvec/native-core";
+export {
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeError,
+  type NativeErrorCode,
+  NativeReleasedError,
+  NativeSystemError,
+  NativeUnavailableError,
+} from "@nuvec/native-core";
+export { NuvecArgumentError, NuvecError } from "@nuvec/stats";

@@ -6,11 +6,8 @@
  * @packageDocumentation
  */
 
-export { NativeAddonBuffer } from "./addon/buffer.js";
+export { deviceFacts, NativeNotHostVisibleError, type NativeUnavailableReason } from "@nuvec/native-core";
+export { NativeAddonBuffer, NativeAddonMappedFile, NativeAddonResidencySet } from "./addon/handles.js";
 export { loadNativeBackend } from "./addon/loader.js";
-export { NativeAddonMappedFile } from "./addon/mapped-file.js";
 export { NativeAddonBackend } from "./addon/native-backend.js";
-export { NativeAddonResidencySet } from "./addon/residency-set.js";
-export { NativeNotHostVisibleError, type NativeUnavailableReason } from "./errors.js";
 export * from "./exports.js";
-export { deviceFacts } from "./facts.js";

@@ -1,12 +1,12 @@
-// The NativeBackend contract (test/contract.ts, shared with the mock) against the real addon: its host layer
+// The NativeBackend contract (@nuvec/native-core's test/contract.ts, shared with the mock) against the real addon: its host layer
 // on Linux, its Metal layer on macOS (.github/workflows/macos.yml; never run on the machines it was written on).
 // NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
 import { closeSync, openSync, readSync } from "node:fs";
+import { describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { describe } from "vitest";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
-import { describeNativeBackendContract } from "./contract.js";
 import { canLockWithoutLimit, lockLimit } from "./host-support.js";
 
 /** Reads this process's memory at `address` through /proc/self/mem: around every view, as a kernel would. */

@@ -1,6 +1,7 @@
 // The NativeBackend contract run against the mock, in the configurations runtimes use it in.
+
+import { describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { MockBackend } from "../src/mock.js";
-import { describeNativeBackendContract } from "./contract.js";
 
 /** Makes wiring of the returned buffer fail through the mock's fault injection. */
 function failingWiring(backend: MockBackend) {

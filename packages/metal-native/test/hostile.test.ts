@@ -1,4 +1,4 @@
-// Hostile use of the real addon (issue 11), each probe in a child process so that a crash is observed as the
+// Hostile use of the real addon, each probe in a child process so that a crash is observed as the
 // child's signal (SIGABRT, SIGBUS, SIGSEGV), never as the test runner's death. The children load the built
 // package (dist/), like a user would.
 import { spawnSync } from "node:child_process";

@@ -1,6 +1,9 @@
-// The two entries of the package share one copy of the error classes, in ESM and in CommonJS alike, so that
-// `instanceof NativeError` holds whichever entry an error came from.
+// What is published: the two entries of the package share one copy of the error classes, in ESM and in
+// CommonJS alike, so that `instanceof NativeError` holds whichever entry an error came from; and the shared
+// native core travels inside the package.
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { describePublishedBackend } from "@nuvec/native-core/published";
 import { describe, expect, it } from "vitest";
 
 const require = createRequire(import.meta.url);
@@ -26,3 +29,7 @@ describe("packaging", () => {
     expect(mock.NativeError).toBe(main.NativeError);
   });
 });
+
+// The shared native core is a private workspace package: what `npx @nuvec/metal-native build` and the
+// prebuilds compile is inside the published package (Linux and macOS).
+describePublishedBackend(fileURLToPath(new URL("..", import.meta.url)), ["linux", "mac"]);

@@ -129,7 +129,7 @@ describe("a PyTorch snapshot as a trace", () => {
     // Allocations carry their frames, innermost first, interned.
     expect(torch.allocationLabels.length).toBe(expected.allocations);
     expect(torch.labels[torch.allocationLabels[0] as number]).toBe(
-      "Linear.__init__ (/work/model/Linear.py:10)\nBlock.__init__ (/work/model/Block.py:17)\nmain (/work/model/main.py:24)",
+      "Linear.__init__ (/opt/model/Linear.py:10)\nBlock.__init__ (/opt/model/Block.py:17)\nmain (/opt/model/main.py:24)",
     );
     expect(new Set(torch.labels).size).toBe(torch.labels.length);
   });

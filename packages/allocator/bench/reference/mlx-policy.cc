@@ -4,7 +4,7 @@
 // The cache is MLX's BufferCache (mlx/backend/common/buffer_cache.h): a std::multimap from length to a
 // holder that is allocated per caching, and a doubly linked LRU list of the holders (head = most recently
 // cached, tail = least). The allocator is MLX's MetalAllocator::malloc/free (mlx/backend/metal/allocator.cpp)
-// with nuvec's rules of /work/shared/DESIGN.md on top: size classes of allocationSize (256 B granule up to a
+// with nuvec's rules on top (the allocator's README): size classes of allocationSize (256 B granule up to a
 // page, whole 16 KiB pages above), the hard memory limit on active + mapped (a cache hit that would pass it
 // is skipped), the resource limit (clear the cache, then refuse), the GC rule on a miss, the cache-limit trim
 // after every malloc, and the counters the JS replay reports. A "system buffer" is a heap object holding its

@@ -1,4 +1,4 @@
-// Hostile use, issue 11 item 13 (and issue 12's streaming readTrace): traces that name ids wrongly are
+// Hostile traces, for every reader (the streaming ones too): traces that name ids wrongly are
 // refused the same way by every reader; non-regular files (a FIFO, /dev/zero, a directory) are refused before
 // anything is read; a gzip bomb of one endless line is refused with a typed error; a 36-million-event trace
 // replays as a stream within 500 MB of resident memory.

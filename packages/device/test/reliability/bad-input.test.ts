@@ -1,7 +1,7 @@
 // The bad input catalogue: every public entry point of the Device with every kind of bad value, misuse of
 // buffers, mappings and closed devices, and bad files. Each case must throw an error with a string `code`
 // (of a known class) and leave memoryStats() and counters() (the backend's included) exactly as they were.
-// `-0` is accepted as 0 everywhere a byte count is taken (DESIGN-NOTES.md: "-0 is accepted as 0").
+// `-0` is accepted as 0 everywhere a byte count is taken (@nuvec/stats' DECISIONS.md).
 // Runs on the mock and, when it loads, on the real host backend. Cases that show a bug not fixed yet are
 // `it.fails` (marked KNOWN BUG); NUVEC_SHOW_BUGS=1 runs them as ordinary tests to see why they fail.
 import { spawnSync } from "node:child_process";
@@ -44,7 +44,7 @@ const tally: Record<
 > = {};
 afterAll(() => recordFigures("bad-input", { backends: tally }));
 
-/** Bad byte counts: every kind the issue names. `-0` is not among them: it is accepted (see below). */
+/** Bad byte counts: every kind a caller can pass. `-0` is not among them: it is accepted (see below). */
 function badByteCounts(maxBufferLength: number): [string, unknown][] {
   return [
     ["negative", -1],
@@ -212,7 +212,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       },
     },
   );
-  // Runtimes' native code (issue 13): deferred frees with a bad `after`, handles after free, Metal options
+  // Runtimes' native code: deferred frees with a bad `after`, handles after free, Metal options
   // where there is no Metal (the mock and the host).
   for (const [kind, after] of [
     ["number", 5],
@@ -474,7 +474,7 @@ describe.skipIf(!hostAvailable)(
   },
 );
 
-describe("-0 is accepted as 0 (DESIGN-NOTES.md)", () => {
+describe("-0 is accepted as 0", () => {
   it("malloc(-0) is an empty buffer, and the setters take -0 as a limit of 0", () => {
     const backend = new MockBackend();
     const device = Device.open({ backend });

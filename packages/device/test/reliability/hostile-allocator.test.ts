@@ -1,7 +1,6 @@
-// The `hostile` part of the reliability suite, for the allocator, the mock and the keep-alive (issue 11, items
-// 6, 9, 10, 11 and the mock's FIFO of 13): what a hostile or careless user does at the Device level, each case
-// with the behaviour it had before the fix in its name. Regression tests beside the code: the allocator's
-// src/hostile.test.ts, the mock's src/mock/hostile.test.ts.
+// The `hostile` part of the reliability suite, for the allocator, the mock and the keep-alive: what a hostile
+// or careless user does at the Device level, each case named by what must not happen. Regression tests beside
+// the code: the allocator's src/hostile.test.ts, the mock's src/mock/hostile.test.ts.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,4 +1,4 @@
-// The hostile part of the reliability suite, native side (issue 11): probes that used to take the process
+// The hostile part of the reliability suite, native side: probes of what could take the process
 // down or let a view reach reused memory, run on the real host backend, each in a child process so that a
 // crash shows as the child's signal, not as the test runner's death.
 import { spawnSync } from "node:child_process";

@@ -1,4 +1,4 @@
-// Hostile use, issue 11 item 7: back-to-back traces, frees and unmaps of objects born before startTrace.
+// Hostile traces: back-to-back traces, frees and unmaps of objects born before startTrace.
 // A trace must be a self-contained history of its window: replayTrace accepts it, its ids never collide,
 // and the replayed peaks equal the device's over the window.
 import { replayTrace } from "@nuvec/allocator";

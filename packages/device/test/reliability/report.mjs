@@ -89,7 +89,7 @@ lines.push(
   "2**53 and above-max-buffer-length values; double free, use after free and after close, another device's",
   "buffers, non-buffers; missing, empty, directory, NUL-containing and unreadable paths. Each must throw an",
   "error with a `code` and leave `memoryStats()` and `counters()` (the backend's included) unchanged. `-0` is",
-  "accepted as 0 (DESIGN-NOTES.md), tested apart.",
+  "accepted as 0 (`@nuvec/stats`' DECISIONS.md), tested apart.",
   "",
   "| backend | cases tried | passing | known bugs (expected to fail) | skipped |",
   "| --- | ---: | ---: | ---: | --- |",
@@ -140,7 +140,7 @@ if (leaks) {
     `- V8 \`external\`: ${mib(leaks.externalDeltaAfterClose)} after close. While replaying, \`external\` minus \`active\` was at most ${mib(leaks.externalWorstGap)} (${number(leaks.externalCheckpoints)} checkpoints after a GC). What it measures: the ArrayBuffers handed out by \`contents()\` that V8 has not swept yet — not \`active + cache\` (cached buffers' views are detached), and not the addon's \`napi_adjust_external_memory\`, which feeds V8's GC heuristics but does not show in \`process.memoryUsage().external\`. So it is reported, not asserted equal.`,
   );
 }
-// The hostile-use table is written by hand (what each probe did before its fix): included as it is.
+// The hostile-use table is written by hand (what each probe does and what happens): included as it is.
 const hostile = join(packageDirectory, "test/reliability/hostile-use.md");
 if (existsSync(hostile)) lines.push("", readFileSync(hostile, "utf8").trimEnd());
 lines.push("", "## Worker threads", "");

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/platform.h"
-#include "../core/wiring_residency_set.h"
+#include "core/platform.h"
+#include "core/wiring_residency_set.h"
 #include "host_system.h"
 
 namespace nuvec {

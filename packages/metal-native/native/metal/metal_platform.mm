@@ -17,7 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "../core/platform.h"
+#include "core/platform.h"
 
 namespace nuvec {
 namespace {

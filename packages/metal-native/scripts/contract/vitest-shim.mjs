@@ -1,4 +1,4 @@
-// Stands in for the few vitest functions the contract suite (test/contract.ts, test/contract-host.test.ts)
+// Stands in for the few vitest functions the contract suite (@nuvec/native-core's test/contract.ts, test/contract-host.test.ts)
 // uses, over node:test and vitest's own `expect` (@vitest/expect over chai), so that the suite bundles into
 // one plain file that any Node.js runs: under qemu for arm64 there is no vitest (it needs esbuild's native
 // binary for the host). scripts/run-contract.mjs bundles it with `vitest` aliased to this file.

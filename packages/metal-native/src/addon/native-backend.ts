@@ -1,17 +1,18 @@
-import { checkOptionalPointer } from "../arguments.js";
-import { NativeArgumentError } from "../errors.js";
-import { AddonBackend } from "./backend.js";
-import { NativeAddonBuffer } from "./buffer.js";
-import { callNative } from "./call.js";
-import { NativeAddonMappedFile } from "./mapped-file.js";
-import type { RawBufferHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
+import { checkOptionalPointer, NativeArgumentError } from "@nuvec/native-core";
+import {
+  AddonBackend,
+  callNative,
+  type RawBufferHandle,
+  type RawMappedFileHandle,
+  type RawResidencySetHandle,
+} from "@nuvec/native-core/addon";
+import { NativeAddonBuffer, NativeAddonMappedFile, NativeAddonResidencySet } from "./handles.js";
 import type {
   RawMetalAddon,
   RawMetalBufferHandle,
   RawMetalMappedFileHandle,
   RawMetalResidencySetHandle,
 } from "./raw-metal.js";
-import { NativeAddonResidencySet } from "./residency-set.js";
 
 // The handles reach the wrap methods typed as every addon's; they are this addon's (it made them), whose
 // handles also say where their memory is: hence the casts below.

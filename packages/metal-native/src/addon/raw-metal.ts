@@ -1,7 +1,12 @@
 // The raw interface of @nuvec/metal-native's own addon (Metal, host): every addon's (raw.ts), plus handles
 // that say where their memory is, Metal's pointers, and what the loader reads.
-import type { NativeMemoryHandle } from "../types.js";
-import type { RawAddon, RawAllocationHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
+import type { NativeMemoryHandle } from "@nuvec/native-core";
+import type {
+  RawAddon,
+  RawAllocationHandle,
+  RawMappedFileHandle,
+  RawResidencySetHandle,
+} from "@nuvec/native-core/addon";
 
 /** @internal */
 export interface RawMetalBufferHandle extends RawAllocationHandle {

@@ -1,8 +1,13 @@
+import type { NativeBackend, NativeCounters, NativeResidencySet } from "@nuvec/native-core";
+import {
+  BackendFacts,
+  checkBufferLength,
+  checkPath,
+  NativeAllocationError,
+  NativeArgumentError,
+  NativeReleasedError,
+} from "@nuvec/native-core";
 import { describeValue, mappingSize } from "@nuvec/stats";
-import { checkBufferLength, checkPath } from "../arguments.js";
-import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
-import { BackendFacts } from "../facts.js";
-import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
 import { MockBuffer } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";

@@ -1,5 +1,5 @@
-import { NativeAllocationError, NativeReleasedError } from "../errors.js";
-import type { MockMemoryHandle, NativeBuffer } from "../types.js";
+import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
+import { NativeAllocationError, NativeReleasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -72,7 +72,7 @@ export class MockBuffer implements NativeBuffer {
       this.#assertLive("detachContents");
       if (this.#memory !== undefined) {
         // After the holder moved the ArrayBuffer away, its bytes went with it: the next contents() is fresh
-        // zeros (the mock cannot keep memory that JavaScript took: docs/DESIGN-NOTES.md).
+        // zeros (the mock cannot keep memory that JavaScript took: DECISIONS.md).
         this.#memory = detachArrayBuffer(this.#memory, this.length);
         this.#detachments += 1;
       }

@@ -1,4 +1,4 @@
-import type { NativeErrorCode } from "../errors.js";
+import type { NativeErrorCode } from "@nuvec/native-core";
 
 /** The calls a {@link MockBackend} records, named as `handle.method` for calls on a handle. */
 export type MockCallName =

@@ -1,5 +1,5 @@
-import { NativeArgumentError, NativeError, NativeReleasedError } from "../errors.js";
-import type { NativeAllocation, NativeCounters } from "../types.js";
+import type { NativeAllocation, NativeCounters } from "@nuvec/native-core";
+import { NativeArgumentError, NativeError, NativeReleasedError } from "@nuvec/native-core";
 import type { MockCallLog, MockCallName } from "./calls.js";
 
 /** Decides whether wiring an allocation fails: `true` for all, a predicate for some. */

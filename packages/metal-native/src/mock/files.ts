@@ -1,7 +1,8 @@
 // The mock's files: the virtual ones a test adds, and real ones read through node:fs, failing as the host
 // layer fails (the same syscalls and errno names).
+
+import { NativeArgumentError } from "@nuvec/native-core";
 import { describeValue } from "@nuvec/stats";
-import { NativeArgumentError } from "../errors.js";
 import { fromFileSystemError, nodeFileSystem, systemError } from "./support.js";
 
 /** A file's content as the mock maps it. */

@@ -1,4 +1,4 @@
-import type { MockMemoryHandle } from "../types.js";
+import type { MockMemoryHandle } from "@nuvec/native-core";
 
 // Synthetic handle values. The top 16 bits of each are a tag that no canonical x86-64 or arm64 address has
 // (user addresses have them all 0, kernel addresses all 1), so a kernel that dereferences one faults at

@@ -1,4 +1,4 @@
-// Hostile use of the mock (issue 11, items 6 and 13): a view moved away by its holder (postMessage transfer,
+// Hostile use of the mock: a view moved away by its holder (postMessage transfer,
 // ArrayBuffer.prototype.transfer) must not stop free or close, and mapping a FIFO must not hang.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
-import { NativeAllocationError, NativeReleasedError } from "../errors.js";
-import type { MockMemoryHandle, NativeMappedFile } from "../types.js";
+import type { MockMemoryHandle, NativeMappedFile } from "@nuvec/native-core";
+import { NativeAllocationError, NativeReleasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";

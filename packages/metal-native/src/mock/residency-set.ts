@@ -1,5 +1,5 @@
-import { NativeReleasedError } from "../errors.js";
-import type { NativeAllocation, NativeResidencySet } from "../types.js";
+import type { NativeAllocation, NativeResidencySet } from "@nuvec/native-core";
+import { NativeReleasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 
 /** How often each method of one {@link MockResidencySet} was called (rejected calls included). */

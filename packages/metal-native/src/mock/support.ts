@@ -1,5 +1,10 @@
+import {
+  NativeArgumentError,
+  NativeError,
+  NativeSystemError,
+  NativeUnavailableError,
+} from "@nuvec/native-core";
 import { describeValue } from "@nuvec/stats";
-import { NativeArgumentError, NativeError, NativeSystemError, NativeUnavailableError } from "../errors.js";
 
 /**
  * Whether `buffer` is detached already: moved away by its holder (`postMessage`/`structuredClone` transfer,

@@ -3,7 +3,6 @@ import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import type { RawMappedFileHandle } from "./raw.js";
-import type { RawMetalMappedFileHandle } from "./raw-metal.js";
 
 /**
  * A file an addon mapped private and copy-on-write: the {@link NativeMappedFile} over a raw mapped-file
@@ -42,21 +41,5 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
     this.assertLive("detachContents");
     this.forgetView();
     callNative(() => this.raw.detachContents());
-  }
-}
-
-/** A file mapped private and copy-on-write by @nuvec/metal-native's addon. */
-export class NativeAddonMappedFile extends AddonMappedFile {
-  readonly #raw: RawMetalMappedFileHandle;
-
-  /** @internal Made by {@link NativeAddonBackend.mapFile}. */
-  constructor(raw: RawMetalMappedFileHandle, path: string, owner: AddonBackend) {
-    super(raw, path, owner);
-    this.#raw = raw;
-  }
-
-  /** The address of the mapping (host), or the no-copy `id<MTLBuffer>` over it (Metal), from the addon. */
-  protected override memoryHandle(): NativeMemoryHandle {
-    return this.#raw.nativeHandle();
   }
 }

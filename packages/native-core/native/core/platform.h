@@ -1,10 +1,10 @@
-// The platform interface: what the shared N-API binding (native/napi/) needs from a system. Three layers
-// implement it — host (Linux/POSIX: mmap, mlock) and Metal (macOS) in this package, CUDA (device memory) in
-// @nuvec/cuda-native, which compiles this folder and native/napi/ from here — and only the calls into the
-// OS, Metal or the driver differ between them. Everything that touches JavaScript (object wrapping, external
-// ArrayBuffers, detaching, typed errors, instance data) lives in native/napi/ and is the same code on all
-// three, so it is tested on Linux. A layer's own facts and calls are virtuals with defaults here: a layer
-// overrides what it has (Metal its buffer objects and queues, CUDA its device pointers and copies).
+// The platform interface: what the shared N-API layer (native/napi/) needs from a system. Three layers
+// implement it, each in its backend package: host (Linux/POSIX: mmap, mlock) and Metal (macOS) in
+// @nuvec/metal-native, CUDA (device memory) in @nuvec/cuda-native; only the calls into the OS, Metal or the
+// driver differ between them. Everything that touches JavaScript (object wrapping, external ArrayBuffers,
+// detaching, typed errors, instance data) lives in native/napi/ and is the same code on all three, so it is
+// tested on Linux. A layer's own facts and calls are virtuals with defaults here: a layer overrides what it
+// has (Metal its buffer objects and queues, CUDA its device pointers and copies).
 #ifndef NUVEC_PLATFORM_H_
 #define NUVEC_PLATFORM_H_
 

@@ -1,7 +1,7 @@
 // Unit test of WiringResidencySet (wiring_residency_set.h), the residency set of the host and CUDA layers:
 // wiring follows the standing request and the commits, a failure is counted, advised and retried at the
 // next request, removal and the set's end unwire, and its destruction is counted. Compiled and run by
-// test/addon-state.test.ts, like addon_state_test.cc, against a fake Wiring that records its calls.
+// test/native-core.test.ts, like addon_state_test.cc, against a fake Wiring that records its calls.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>

@@ -1,4 +1,4 @@
-// Argument checks shared by every backend of this package (the addon's wrapper and the mock), so that both
+// Argument checks shared by every backend (the addon wrapper and the mock), so that all
 // refuse the same values with the same errors before anything changes — and before native code runs.
 import { byteCountProblem, describeValue } from "@nuvec/stats";
 import { NativeArgumentError } from "./errors.js";

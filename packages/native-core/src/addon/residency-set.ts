@@ -4,7 +4,6 @@ import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import { ownedHandle } from "./ownership.js";
 import type { RawResidencySetHandle } from "./raw.js";
-import type { RawMetalResidencySetHandle } from "./raw-metal.js";
 
 /**
  * A residency set of an addon with MLX's semantics: the {@link NativeResidencySet} over a raw set handle.
@@ -107,25 +106,5 @@ export abstract class AddonResidencySet implements NativeResidencySet {
 
   #assertLive(method: string): void {
     if (this.#released) throw new NativeReleasedError(`${method}(): the residency set was already released`);
-  }
-}
-
-/**
- * A residency set of @nuvec/metal-native's addon: `MTLResidencySet` on Metal, `mlock` on the host. As with
- * Metal, a set holds what it was given: a buffer released while in a set keeps its memory (and its wiring)
- * until it is removed and the set committed, or the set is released.
- */
-export class NativeAddonResidencySet extends AddonResidencySet {
-  readonly #raw: RawMetalResidencySetHandle;
-
-  /** @internal Made by {@link NativeAddonBackend.newResidencySet}. */
-  constructor(raw: RawMetalResidencySetHandle, owner: AddonBackend) {
-    super(raw, owner);
-    this.#raw = raw;
-  }
-
-  /** Metal: the `id<MTLResidencySet>` as a pointer (not retained); `undefined` on the host or after release. */
-  get metalResidencySet(): bigint | undefined {
-    return this.released ? undefined : this.#raw.metalResidencySet;
   }
 }

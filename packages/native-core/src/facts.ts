@@ -17,7 +17,7 @@ export function deviceFacts(backend: DeviceFacts): DeviceFacts {
 }
 
 /**
- * The base of this package's backend classes (the mock, the addons'): the device facts as read-only fields,
+ * The base of the backend classes (the mock, the addons'): the device facts as read-only fields,
  * declared once in {@link DeviceFacts} (this interface merges with the class) and copied from what the device
  * reported when the backend was opened.
  */

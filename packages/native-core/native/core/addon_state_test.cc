@@ -1,5 +1,5 @@
 // Unit test of AddonState (addon_state.h): the ownership rules, with plain C++ and no N-API. Compiled and
-// run by test/addon-state.test.ts (the C++ compiler node-gyp uses), or by hand:
+// run by test/native-core.test.ts (the C++ compiler node-gyp uses), or by hand:
 //   c++ -std=c++17 -Wall -Wextra -o /tmp/addon_state_test core/addon_state_test.cc core/addon_state.cc && /tmp/addon_state_test
 // A fake platform layer counts what was really freed, so each rule is checked against the memory itself,
 // not only against the state's counters. Prints one line per check group; exits non-zero at the first failure.

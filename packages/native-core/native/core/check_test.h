@@ -1,6 +1,6 @@
 // The harness of the C++ unit tests of native/core (*_test.cc): CHECK counts a check and exits non-zero at the
 // first failure, naming the file, line and condition; each test's main() prints "all N checks passed" at the
-// end. No framework: the tests build with nothing but the compiler node-gyp uses (test/addon-state.test.ts).
+// end. No framework: the tests build with nothing but the compiler node-gyp uses (test/native-core.test.ts).
 // Not shipped (package.json's files leave out native/core/*_test.*).
 #ifndef NUVEC_CORE_CHECK_TEST_H_
 #define NUVEC_CORE_CHECK_TEST_H_

@@ -3,7 +3,6 @@ import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import type { RawBufferHandle } from "./raw.js";
-import type { RawMetalBufferHandle } from "./raw-metal.js";
 
 /**
  * A buffer of an addon's memory: the {@link NativeBuffer} over a raw buffer handle, every argument and state
@@ -66,24 +65,5 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.forgetView();
     // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
-  }
-}
-
-/** A buffer of real memory from @nuvec/metal-native's addon (Metal buffer or host memory). */
-export class NativeAddonBuffer extends AddonBuffer {
-  readonly #raw: RawMetalBufferHandle;
-
-  /** @internal Made by {@link NativeAddonBackend.newBuffer}. */
-  constructor(raw: RawMetalBufferHandle, owner: AddonBackend) {
-    super(raw, owner);
-    this.#raw = raw;
-  }
-
-  /**
-   * `{ platform: "host", address }`, or on Metal also the `id<MTLBuffer>` (`metalBuffer`, not retained) and
-   * its `gpuAddress`, from the addon.
-   */
-  protected override memoryHandle(): NativeMemoryHandle {
-    return this.#raw.nativeHandle();
   }
 }

@@ -1,4 +1,4 @@
-// The CUDA layer's place in the shared platform interface (@nuvec/metal-native's native/core/platform.h):
+// The CUDA layer's place in the shared platform interface (@nuvec/native-core's native/core/platform.h):
 // a Platform with the few driver calls only this addon's entry file (binding.cc) uses.
 #ifndef NUVEC_CUDA_PLATFORM_H_
 #define NUVEC_CUDA_PLATFORM_H_

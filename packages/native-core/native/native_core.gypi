@@ -1,0 +1,21 @@
+# The one list of the shared native core's sources and the compiler settings every nuvec addon uses. A
+# backend's binding.gyp includes this file inside its target ("includes": ["native-core/native_core.gypi"]);
+# gyp reads the paths here relative to this file. The backends' other builds read it too: metal-native's
+# scripts/prebuild.mjs (Zig) and cuda-native's gpu/run.sh (g++), through scripts/build-settings.mjs.
+# Every .cc of core/ and napi/ but the *_test.cc is listed here (scripts/check-sources.mjs checks it).
+{
+  "sources": [
+    "core/addon_state.cc",
+    "core/posix.cc",
+    "core/wiring_residency_set.cc",
+    "napi/addon.cc",
+    "napi/allocation_handle.cc",
+    "napi/errors.cc",
+    "napi/residency_set_handle.cc"
+  ],
+  "include_dirs": ["."],
+  "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"],
+  "cflags!": ["-fno-exceptions"],
+  "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
+  "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+}
