@@ -15,6 +15,7 @@ import {
 } from "./errors.js";
 import type { AllocatorOptions } from "./options.js";
 import { type AllocatorPolicy, type CachePolicy, cachePolicyFor } from "./policy.js";
+import { checkSegmentOptions, SegmentAllocator, type SegmentOptions } from "./segments.js";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
@@ -44,6 +45,8 @@ export class CachingAllocator<B> {
   private readonly maxBufferLength: number;
   private readonly resourceLimit: number;
   private readonly pageSize: number;
+  // The segments policy runs in its own class: every public method hands over to it when set.
+  private readonly segments: SegmentAllocator<B> | undefined;
 
   private memoryLimit: number;
   private cacheLimit: number;
@@ -97,6 +100,35 @@ export class CachingAllocator<B> {
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
+    this.segments =
+      this.cachePolicy.name === "segments"
+        ? new SegmentAllocator<B>(source, {
+            memoryLimit: this.memoryLimit,
+            cacheLimit: this.cacheLimit,
+            workingSetGcLimit: this.workingSetGcLimit,
+            maxBufferLength: this.maxBufferLength,
+            resourceLimit: this.resourceLimit,
+            pageSize: this.pageSize,
+            segments: checkSegmentOptions(options.segments),
+            onAcquire: options.onAcquire,
+            onRelease: options.onRelease,
+          })
+        : undefined;
+  }
+
+  /** The segments policy's sizes, or `undefined` under another policy. */
+  get segmentOptions(): SegmentOptions | undefined {
+    return this.segments?.segmentOptions;
+  }
+
+  /**
+   * Under the segments policy: segments held, how many are idle (no live block), and the largest free block
+   * of each pool (a request larger than both needs a new segment); `undefined` under another policy.
+   */
+  segmentFigures():
+    | { segments: number; idleSegments: number; largestFreeSmall: number; largestFreeLarge: number }
+    | undefined {
+    return this.segments?.segmentFigures();
   }
 
   /** The policy this allocator runs. */
@@ -106,6 +138,7 @@ export class CachingAllocator<B> {
 
   /** Below `active + mapped + cache + request` reaching this, a miss releases no cached buffer. */
   get gcLimit(): number {
+    if (this.segments !== undefined) return this.segments.gcLimit;
     return this.gcLimitBytes;
   }
 
@@ -117,6 +150,7 @@ export class CachingAllocator<B> {
    * SystemAllocationError when the source fails twice; AllocatorClosedError after `close()`.
    */
   malloc(bytes: number): Allocation<B> {
+    if (this.segments !== undefined) return this.segments.malloc(bytes);
     if (this.closed) throw new AllocatorClosedError("malloc");
     checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
@@ -201,11 +235,16 @@ export class CachingAllocator<B> {
   }
 
   private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
+    if (this.segments !== undefined) {
+      if (mayCache) this.segments.free(allocation);
+      else this.segments.freeWithoutCaching(allocation);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("free");
     if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
-    const record = (allocation as LiveAllocation<B>).record;
+    const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
     if (record === undefined) return;
-    if (record.owner !== this) throw new ForeignAllocationError("allocation");
+    if (!(record instanceof CachedBuffer) || record.owner !== this) throw new ForeignAllocationError("allocation");
     if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
     record.allocation = null;
     this.liveBuffers--;
@@ -225,6 +264,7 @@ export class CachingAllocator<B> {
   addMapping(fileLength: number): Mapping {
     if (this.closed) throw new AllocatorClosedError("add a mapping");
     checkedByteCount(fileLength, "fileLength");
+    if (this.segments !== undefined) return this.segments.addMapping(fileLength);
     const mappedLength = mappingSize(fileLength, this.pageSize);
     if (mappedLength === undefined) {
       throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
@@ -246,6 +286,7 @@ export class CachingAllocator<B> {
    * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
    */
   removeMapping(mapping: Mapping): void {
+    if (this.segments !== undefined) return this.segments.removeMapping(mapping);
     if (this.closed) throw new AllocatorClosedError("remove a mapping");
     if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
       throw new ForeignAllocationError("mapping");
@@ -260,6 +301,7 @@ export class CachingAllocator<B> {
    * are always 0 here: residency owns them, and whoever runs residency (the Device) fills them in.
    */
   memoryStats(): MemoryStats {
+    if (this.segments !== undefined) return this.segments.memoryStats();
     if (this.closed) throw new AllocatorClosedError("read the statistics");
     return {
       active: this.active,
@@ -279,6 +321,7 @@ export class CachingAllocator<B> {
 
   /** The counters beyond MLX's statistics (a fresh object). */
   counters(): AllocatorCounters {
+    if (this.segments !== undefined) return this.segments.counters();
     if (this.closed) throw new AllocatorClosedError("read the counters");
     return {
       cacheHits: this.cacheHits,
@@ -300,6 +343,7 @@ export class CachingAllocator<B> {
    * the reset; MLX sets 0).
    */
   resetPeak(): void {
+    if (this.segments !== undefined) return this.segments.resetPeak();
     if (this.closed) throw new AllocatorClosedError("reset the peak");
     this.peak = this.active;
     this.peakWithMapped = this.active + this.mapped;
@@ -312,6 +356,7 @@ export class CachingAllocator<B> {
   setMemoryLimit(bytes: number): number {
     if (this.closed) throw new AllocatorClosedError("set the memory limit");
     checkedByteCount(bytes, "bytes");
+    if (this.segments !== undefined) return this.segments.setMemoryLimit(bytes);
     const previous = this.memoryLimit;
     this.memoryLimit = bytes;
     this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
@@ -325,6 +370,7 @@ export class CachingAllocator<B> {
   setCacheLimit(bytes: number): number {
     if (this.closed) throw new AllocatorClosedError("set the cache limit");
     checkedByteCount(bytes, "bytes");
+    if (this.segments !== undefined) return this.segments.setCacheLimit(bytes);
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;
     if (this.cache.bytes > bytes) this.cache.release(this.cache.bytes - bytes);
@@ -333,6 +379,7 @@ export class CachingAllocator<B> {
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
+    if (this.segments !== undefined) return this.segments.clearCache();
     if (this.closed) throw new AllocatorClosedError("clear the cache");
     this.cache.clear();
   }
@@ -342,6 +389,10 @@ export class CachingAllocator<B> {
    * are not released (they are the caller's: free them first). Closing twice does nothing.
    */
   close(): void {
+    if (this.segments !== undefined) {
+      this.closed = true;
+      return this.segments.close();
+    }
     if (this.closed) return;
     // Closed even when a release throws (the clear finishes the others and rethrows the first error).
     try {

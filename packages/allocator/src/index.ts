@@ -8,6 +8,7 @@ export type { AllocatorCounters } from "./counters.js";
 export * from "./errors.js";
 export type { AllocatorOptions } from "./options.js";
 export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
 export {
   CountingBufferSource,
   type ReplayOptions,

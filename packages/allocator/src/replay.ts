@@ -5,6 +5,7 @@ import type { BufferSource } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
 import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+import type { SegmentOptions } from "./segments.js";
 import {
   isByteCount,
   isTraceEvent,
@@ -30,6 +31,8 @@ export interface ReplayOptions {
   reserveRatio?: number;
   /** Which buffer the bounded policy releases first; default `"least-recent"`. */
   boundedRelease?: BoundedRelease;
+  /** The segments policy's sizes (a Device's trace header records the ones it ran with). */
+  segments?: Partial<SegmentOptions>;
   /** Default `Number.MAX_SAFE_INTEGER`: the traces come from another device. */
   maxBufferLength?: number;
   /** Default 499000, Metal's. */
@@ -69,6 +72,8 @@ export class CountingBufferSource implements BufferSource<number> {
   acquired = 0;
   /** Buffers given back so far. */
   released = 0;
+  /** Ranges made so far (the segments policy's blocks; they are no system buffers). */
+  ranges = 0;
 
   constructor(facts: {
     workingSet: number;
@@ -90,6 +95,10 @@ export class CountingBufferSource implements BufferSource<number> {
 
   release(_buffer: number): void {
     this.released++;
+  }
+
+  range(_segment: number, _offset: number, _length: number): number {
+    return -++this.ranges;
   }
 }
 
@@ -309,6 +318,7 @@ export class TraceReplay {
       policy: options.policy ?? "mlx",
       reserveRatio: options.reserveRatio,
       boundedRelease: options.boundedRelease,
+      ...(options.segments === undefined ? {} : { segments: options.segments }),
     });
     if (options.memoryLimit !== undefined) this.#allocator.setMemoryLimit(options.memoryLimit);
     if (options.cacheLimit !== undefined) this.#allocator.setCacheLimit(options.cacheLimit);

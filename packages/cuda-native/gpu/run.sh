@@ -114,7 +114,9 @@ fi
 if stage torch; then
 echo "== PyTorch's caching allocator on the same traces"
 export PYTHONUNBUFFERED=1
-bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json"
+bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json" --quick
+bounded 70 "torch expandable" env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+  python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch-expandable.json" --quick
 fi
 
 if stage checkpoint; then
@@ -124,4 +126,5 @@ bounded 70 checkpoint "$NODE" "$HERE/dist/bench.mjs" --json "$RESULTS/checkpoint
 fi
 
 echo "== side by side"
-"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" | tee "$RESULTS/summary.md"
+"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" \
+  "$RESULTS/torch-expandable.json" | tee "$RESULTS/summary.md"

@@ -44,6 +44,11 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   release(): void {
     this.assertLive("release");
     this.#released = true;
+    this.releaseMemory();
+  }
+
+  /** Gives the handle back to the addon: at once here; a buffer with live ranges waits for the last one. */
+  protected releaseMemory(): void {
     callNative(() => this.raw.release());
   }
 

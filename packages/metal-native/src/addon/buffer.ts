@@ -22,6 +22,9 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   // caller ties to the view (the Device's owner of it), and so the owner of this buffer, for as long as this
   // buffer is cached or live. Dropped with the views on detachContents() and release().
   #lastView: WeakRef<ArrayBuffer> | undefined = undefined;
+  // Ranges of this buffer not yet released (newBufferRange): the memory stays until the last one goes.
+  #liveRanges = 0;
+  #releaseWaiting = false;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
   protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
@@ -69,10 +72,45 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
   }
 
-  /** Gives the memory back (once no residency set holds it) and detaches every view. A second call throws. */
+  /**
+   * Gives the memory back (once no residency set holds it and no range of it is live) and detaches every
+   * view. A second call throws.
+   */
   override release(): void {
     this.#lastView = undefined;
     super.release();
+  }
+
+  /** Ranges of this buffer not released yet. */
+  get liveRanges(): number {
+    return this.#liveRanges;
+  }
+
+  /** A range of this buffer was made. */
+  rangeMade(): void {
+    this.#liveRanges++;
+  }
+
+  /** A range of this buffer was released: the last one lets a released buffer's memory go. */
+  rangeReleased(): void {
+    this.#liveRanges--;
+    if (this.#liveRanges === 0 && this.#releaseWaiting) {
+      this.#releaseWaiting = false;
+      callNative(() => this.raw.release());
+    }
+  }
+
+  protected override releaseMemory(): void {
+    if (this.#liveRanges > 0) {
+      // The views of the buffer itself go now; its memory stays for the live ranges.
+      if (this.#viewsHandedOut) {
+        this.#viewsHandedOut = false;
+        callNative(() => this.raw.detachContents());
+      }
+      this.#releaseWaiting = true;
+      return;
+    }
+    super.releaseMemory();
   }
 }
 

@@ -2,8 +2,9 @@ import { describeValue, mappingSize } from "@nuvec/stats";
 import { checkBufferLength, checkPath } from "../arguments.js";
 import { NativeAllocationError, NativeArgumentError, NativeReleasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
-import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
-import { MockBuffer } from "./buffer.js";
+import { checkRange } from "../range.js";
+import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
+import { MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
 import { type MockFile, readRealFile, virtualFile } from "./files.js";
@@ -200,6 +201,28 @@ export class MockBackend extends BackendFacts implements NativeBackend {
       this.#core.counters.buffersMade += 1;
       this.#core.counters.bufferBytes += allocatedSize;
       return buffer;
+    });
+  }
+
+  /**
+   * A range of `length` bytes of `segment` from `offset` (see `NativeBackend.newBufferRange`): a
+   * {@link NativeArgumentError} for a segment of another backend or a range outside it, a
+   * {@link NativeReleasedError} for a released segment.
+   */
+  newBufferRange(segment: NativeBuffer, offset: number, length: number): MockBufferRange {
+    return this.#core.run("newBufferRange", undefined, typeof length === "number" ? length : undefined, () => {
+      this.#core.assertOpen("newBufferRange()");
+      if (!(segment instanceof MockBuffer) || !this.#core.allocations.has(segment)) {
+        throw new NativeArgumentError(
+          "segment",
+          "newBufferRange(): the segment must be a buffer of this backend",
+        );
+      }
+      if (segment.released) {
+        throw new NativeReleasedError("newBufferRange(): the segment was already released");
+      }
+      checkRange(offset, length, segment.length);
+      return new MockBufferRange(this.#core, segment, offset, length);
     });
   }
 
