@@ -244,7 +244,8 @@ export class CachingAllocator<B> {
     if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
     const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
     if (record === undefined) return;
-    if (!(record instanceof CachedBuffer) || record.owner !== this) throw new ForeignAllocationError("allocation");
+    if (!(record instanceof CachedBuffer) || record.owner !== this)
+      throw new ForeignAllocationError("allocation");
     if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
     record.allocation = null;
     this.liveBuffers--;
@@ -286,7 +287,10 @@ export class CachingAllocator<B> {
    * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
    */
   removeMapping(mapping: Mapping): void {
-    if (this.segments !== undefined) return this.segments.removeMapping(mapping);
+    if (this.segments !== undefined) {
+      this.segments.removeMapping(mapping);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("remove a mapping");
     if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
       throw new ForeignAllocationError("mapping");
@@ -343,7 +347,10 @@ export class CachingAllocator<B> {
    * the reset; MLX sets 0).
    */
   resetPeak(): void {
-    if (this.segments !== undefined) return this.segments.resetPeak();
+    if (this.segments !== undefined) {
+      this.segments.resetPeak();
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("reset the peak");
     this.peak = this.active;
     this.peakWithMapped = this.active + this.mapped;
@@ -379,7 +386,10 @@ export class CachingAllocator<B> {
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
-    if (this.segments !== undefined) return this.segments.clearCache();
+    if (this.segments !== undefined) {
+      this.segments.clearCache();
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("clear the cache");
     this.cache.clear();
   }
@@ -391,7 +401,8 @@ export class CachingAllocator<B> {
   close(): void {
     if (this.segments !== undefined) {
       this.closed = true;
-      return this.segments.close();
+      this.segments.close();
+      return;
     }
     if (this.closed) return;
     // Closed even when a release throws (the clear finishes the others and rethrows the first error).

@@ -8,7 +8,6 @@ export type { AllocatorCounters } from "./counters.js";
 export * from "./errors.js";
 export type { AllocatorOptions } from "./options.js";
 export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
-export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
 export {
   CountingBufferSource,
   type ReplayOptions,
@@ -17,6 +16,7 @@ export {
   TraceReplay,
   TraceValidator,
 } from "./replay.js";
+export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {

@@ -305,7 +305,8 @@ export class SegmentAllocator<B> {
       this.dropRange(block);
     }
     if (segment.live === 0) this.becomeIdle(segment);
-    if (this.reserved - this.active > this.cacheLimit) this.trim(this.reserved - this.active - this.cacheLimit);
+    if (this.reserved - this.active > this.cacheLimit)
+      this.trim(this.reserved - this.active - this.cacheLimit);
   }
 
   addMapping(fileLength: number): Mapping {
@@ -371,7 +372,12 @@ export class SegmentAllocator<B> {
   }
 
   /** Segments held (live or idle) and the largest free block of each pool: what fragmentation looks like. */
-  segmentFigures(): { segments: number; idleSegments: number; largestFreeSmall: number; largestFreeLarge: number } {
+  segmentFigures(): {
+    segments: number;
+    idleSegments: number;
+    largestFreeSmall: number;
+    largestFreeLarge: number;
+  } {
     if (this.closed) throw new AllocatorClosedError("read the statistics");
     let idle = 0;
     for (let segment = this.idleOldest; segment !== null; segment = segment.idleNewer) idle++;
@@ -452,7 +458,7 @@ export class SegmentAllocator<B> {
   private putFree(block: Block<B>): void {
     const pool = this.pools[block.segment.pool]!;
     const before = block.before;
-    if (before !== null && before.free) {
+    if (before?.free) {
       pool.take(before);
       this.dropRange(before);
       this.dropRange(block);
@@ -462,7 +468,7 @@ export class SegmentAllocator<B> {
       block = before;
     }
     const after = block.after;
-    if (after !== null && after.free) {
+    if (after?.free) {
       pool.take(after);
       this.dropRange(after);
       this.dropRange(block);
@@ -498,7 +504,8 @@ export class SegmentAllocator<B> {
     if (excess > 0 && this.idleOldest !== null) this.releaseIdle(excess);
     // GC: past the GC limit, idle segments go back first (the oldest first).
     const required = this.reserved + this.mapped + segmentSize;
-    if (required >= this.gcLimitBytes && this.idleOldest !== null) this.releaseIdle(required - this.gcLimitBytes);
+    if (required >= this.gcLimitBytes && this.idleOldest !== null)
+      this.releaseIdle(required - this.gcLimitBytes);
     this.ensureResource();
     let buffer: B;
     try {
@@ -635,6 +642,7 @@ export class SegmentAllocator<B> {
   private ensureResource(): void {
     if (this.segmentCount + this.mappings < this.resourceLimit) return;
     this.releaseIdle(Infinity);
-    if (this.segmentCount + this.mappings >= this.resourceLimit) throw new ResourceLimitError(this.resourceLimit);
+    if (this.segmentCount + this.mappings >= this.resourceLimit)
+      throw new ResourceLimitError(this.resourceLimit);
   }
 }

@@ -63,7 +63,15 @@ lines.push(
     "PyTorch: `num_device_alloc`, every `cudaMalloc` or `cuMemCreate`+`cuMemMap`) and frees in the cold pass",
   "",
 );
-row(["trace", "allocator", "cold ns/event", "warm ns/event", "peak reserved MiB", "driver allocations", "driver frees"]);
+row([
+  "trace",
+  "allocator",
+  "cold ns/event",
+  "warm ns/event",
+  "peak reserved MiB",
+  "driver allocations",
+  "driver frees",
+]);
 row(["---", "---", "---:", "---:", "---:", "---:", "---:"]);
 const names = [...new Set((bench.traces ?? []).map((entry) => entry.trace))];
 const torchModes = [
@@ -104,7 +112,13 @@ lines.push(
     "driver allocations ≤, warm ≤ 1/3",
   "",
 );
-row(["trace", "cold ns (nuvec / best PyTorch)", "peak reserved MiB", "driver allocations", "warm ns (nuvec / ⅓ best)"]);
+row([
+  "trace",
+  "cold ns (nuvec / best PyTorch)",
+  "peak reserved MiB",
+  "driver allocations",
+  "warm ns (nuvec / ⅓ best)",
+]);
 row(["---", "---", "---", "---", "---"]);
 const verdict = (ours, theirs, met) =>
   typeof ours === "number" && typeof theirs === "number"
@@ -112,11 +126,16 @@ const verdict = (ours, theirs, met) =>
     : "—";
 for (const name of names) {
   const ours = bench.traces.find((entry) => entry.trace === name && entry.policy === "segments");
-  const theirs = torchModes.map(([, results]) => results.traces.find((entry) => entry.trace === name)).filter(Boolean);
+  const theirs = torchModes
+    .map(([, results]) => results.traces.find((entry) => entry.trace === name))
+    .filter(Boolean);
   if (ours === undefined || theirs.length === 0) continue;
-  const best = (field) => Math.min(...theirs.map((entry) => entry[field]).filter((value) => typeof value === "number"));
+  const best = (field) =>
+    Math.min(...theirs.map((entry) => entry[field]).filter((value) => typeof value === "number"));
   const calls = Math.min(
-    ...theirs.map((entry) => entry.deviceAllocCalls ?? entry.cudaMallocCalls).filter((value) => typeof value === "number"),
+    ...theirs
+      .map((entry) => entry.deviceAllocCalls ?? entry.cudaMallocCalls)
+      .filter((value) => typeof value === "number"),
   );
   const cold = best("coldNsPerEvent");
   const reserved = best("peakReserved") / MIB;

@@ -61,8 +61,33 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     expect(device.memoryStats().memoryLimit).toBe(Math.floor(0.95 * total));
   });
 
-  it("a pattern written with write() reads back after the buffer went through the cache", () => {
-    using device = Device.open({ backend: cuda() });
+  it("a pattern written with write() reads back after the buffer went through the cache (every policy)", () => {
+    for (const policy of ["segments", "bounded", "mlx"] as const) {
+      using device = Device.open({ backend: cuda(), policy });
+      roundTrip(device);
+    }
+  });
+
+  it("segments: neighbouring blocks of one segment keep their own bytes; nativeHandle() is the block's", () => {
+    const backend = cuda();
+    using device = Device.open({ backend });
+    const blocks = [1000, 70_000, 3 * MIB, 5 * MIB + 3].map((bytes) => device.malloc(bytes));
+    expect(device.memoryStats().systemAllocations).toBe(2); // one 2 MiB and one 20 MiB segment
+    for (const [index, block] of blocks.entries()) block.write(patternBytes(block.length, index + 1));
+    for (const [index, block] of blocks.entries()) {
+      expect(block.read()).toEqual(patternBytes(block.length, index + 1));
+    }
+    const [small, next] = blocks as [(typeof blocks)[0], (typeof blocks)[0]];
+    const pointer = (block: typeof small) =>
+      (block.nativeHandle() as { devicePointer: bigint }).devicePointer;
+    expect(pointer(next) - pointer(small)).toBe(1024n);
+    for (const block of blocks) block.free();
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 22 * MIB });
+    device.clearCache();
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+  });
+
+  function roundTrip(device: Device): void {
     for (const bytes of [300, 16 * 1024, 5 * MIB + 3]) {
       const pattern = patternBytes(bytes, bytes);
       const first = device.malloc(bytes);
@@ -80,7 +105,7 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
       expect(after.subarray(10)).toEqual(pattern.subarray(10));
       reused.free();
     }
-  });
+  }
 
   it("contents() of a device buffer is refused with MemoryNotHostVisibleError", () => {
     using device = Device.open({ backend: cuda() });
@@ -245,7 +270,12 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     const buffer = device.malloc(4 * MIB);
     device.setWiredLimit(GIB);
     const stats = device.memoryStats();
-    expect(stats.wired).toBe(weights.mappedLength + buffer.allocatedLength);
+    // Under the segments policy (the CUDA default) residency wires what the driver holds: the segment the
+    // block is in (a 4 MiB request shares a 20 MiB segment), all of it reserved (active + cache).
+    expect(device.info().policy).toBe("segments");
+    expect(buffer.allocatedLength).toBe(4 * MIB);
+    expect(stats.active + stats.cache).toBe(20 * MIB);
+    expect(stats.wired).toBe(weights.mappedLength + stats.active + stats.cache);
     expect(stats.wiredMapped).toBe(weights.mappedLength);
     expect(backend.counters().wiredBytes).toBe(stats.wired);
     // The mapping is registered with the driver: the backend's handle of it has a device pointer.

@@ -11,7 +11,11 @@ describe("a Device under the segments policy (mock backend)", () => {
     const b = device.malloc(3000);
     expect(a.allocatedLength).toBe(1024);
     expect(b.allocatedLength).toBe(3072);
-    expect(device.memoryStats()).toMatchObject({ active: 4096, cache: 2 * 1024 ** 2 - 4096, systemAllocations: 1 });
+    expect(device.memoryStats()).toMatchObject({
+      active: 4096,
+      cache: 2 * 1024 ** 2 - 4096,
+      systemAllocations: 1,
+    });
     const handleA = a.nativeHandle() as { address: bigint };
     const handleB = b.nativeHandle() as { address: bigint };
     expect(handleB.address - handleA.address).toBe(1024n);

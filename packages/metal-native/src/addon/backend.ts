@@ -1,8 +1,8 @@
 import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
 import { NativeArgumentError, NativeReleasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
-import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
 import { checkRange } from "../range.js";
+import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
@@ -52,7 +52,10 @@ export abstract class AddonBackend<
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): NativeBuffer {
     if (!(segment instanceof AddonBuffer) || segment.owner !== this) {
-      throw new NativeArgumentError("segment", "newBufferRange(): the segment must be a buffer of this backend");
+      throw new NativeArgumentError(
+        "segment",
+        "newBufferRange(): the segment must be a buffer of this backend",
+      );
     }
     if (segment.released) throw new NativeReleasedError("newBufferRange(): the segment was already released");
     checkRange(offset, length, segment.length);

@@ -10,7 +10,9 @@ import type { AddonBuffer } from "./buffer.js";
  * cannot address) copy through the segment's handle at the offset. `contents()` is refused where the CPU
  * cannot address the memory; elsewhere the subclass of the backend says how a view of the range is made.
  */
-export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHandle> implements NativeBuffer {
+export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHandle>
+  implements NativeBuffer
+{
   readonly length: number;
   /** The range is its length: the segment holds the system's memory. */
   readonly allocatedSize: number;
@@ -72,7 +74,10 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
   /** Checks `offset`/`length` of a copy against the range (a {@link NativeArgumentError} naming it). */
   protected checkSpan(offset: number, length: number, method: string): void {
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
-      throw new NativeArgumentError("offset", `${method}(): offset must be a whole number from 0 to ${this.length}`);
+      throw new NativeArgumentError(
+        "offset",
+        `${method}(): offset must be a whole number from 0 to ${this.length}`,
+      );
     }
     if (!Number.isSafeInteger(length) || length < 0 || length > this.length - offset) {
       throw new NativeArgumentError(

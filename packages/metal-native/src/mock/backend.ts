@@ -210,20 +210,26 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * {@link NativeReleasedError} for a released segment.
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): MockBufferRange {
-    return this.#core.run("newBufferRange", undefined, typeof length === "number" ? length : undefined, () => {
-      this.#core.assertOpen("newBufferRange()");
-      if (!(segment instanceof MockBuffer) || !this.#core.allocations.has(segment)) {
-        throw new NativeArgumentError(
-          "segment",
-          "newBufferRange(): the segment must be a buffer of this backend",
-        );
-      }
-      if (segment.released) {
-        throw new NativeReleasedError("newBufferRange(): the segment was already released");
-      }
-      checkRange(offset, length, segment.length);
-      return new MockBufferRange(this.#core, segment, offset, length);
-    });
+    return this.#core.run(
+      "newBufferRange",
+      undefined,
+      typeof length === "number" ? length : undefined,
+      () => {
+        this.#core.assertOpen("newBufferRange()");
+        const notOurs = () =>
+          new NativeArgumentError(
+            "segment",
+            "newBufferRange(): the segment must be a buffer of this backend",
+          );
+        if (!(segment instanceof MockBuffer)) throw notOurs();
+        if (segment.released) {
+          throw new NativeReleasedError("newBufferRange(): the segment was already released");
+        }
+        if (!this.#core.allocations.has(segment)) throw notOurs();
+        checkRange(offset, length, segment.length);
+        return new MockBufferRange(this.#core, segment, offset, length);
+      },
+    );
   }
 
   /**

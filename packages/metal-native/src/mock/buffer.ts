@@ -1,7 +1,7 @@
 import { NativeAllocationError, NativeReleasedError } from "../errors.js";
+import { offsetHandle } from "../range.js";
 import type { MockMemoryHandle, NativeBuffer } from "../types.js";
 import type { MockCore } from "./core.js";
-import { offsetHandle } from "../range.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
 
