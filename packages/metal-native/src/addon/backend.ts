@@ -51,7 +51,7 @@ export abstract class AddonBackend<
    * TypeScript: no native call.
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): NativeBuffer {
-    if (!(segment instanceof AddonBuffer) || segment.owner !== this) {
+    if (!(segment instanceof AddonBuffer) || segment.owner !== this || segment.isRange) {
       throw new NativeArgumentError(
         "segment",
         "newBufferRange(): the segment must be a buffer of this backend",

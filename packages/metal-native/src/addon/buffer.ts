@@ -1,3 +1,4 @@
+import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
@@ -81,6 +82,11 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     super.release();
   }
 
+  /** Whether this is a range of another buffer (a range of a range is refused). */
+  get isRange(): boolean {
+    return false;
+  }
+
   /** Ranges of this buffer not released yet. */
   get liveRanges(): number {
     return this.#liveRanges;
@@ -130,5 +136,42 @@ export class NativeAddonBuffer extends AddonBuffer {
    */
   protected override memoryHandle(): NativeMemoryHandle {
     return this.#raw.nativeHandle();
+  }
+}
+
+/**
+ * A range of a {@link NativeAddonBuffer} (`newBufferRange` of the host or Metal backend): a buffer handle of
+ * the addon over `length` bytes of the segment's memory, with views of its own (detached, escaped and
+ * quarantined as any buffer's); the addon keeps the segment's memory while the range exists.
+ * `nativeHandle()` is the segment's moved by the offset.
+ */
+export class NativeAddonBufferRange extends AddonBuffer {
+  /** The buffer this is a range of. */
+  readonly segment: NativeAddonBuffer;
+  /** Where it begins in the segment. */
+  readonly offset: number;
+
+  /** Made by {@link NativeAddonBackend.newBufferRange} (arguments checked there). */
+  constructor(raw: RawBufferHandle, segment: NativeAddonBuffer, offset: number, owner: AddonBackend) {
+    super(raw, owner);
+    this.segment = segment;
+    this.offset = offset;
+    segment.rangeMade();
+  }
+
+  override get isRange(): boolean {
+    return true;
+  }
+
+  protected override memoryHandle(): NativeMemoryHandle {
+    return offsetHandle(this.segment.nativeHandle(), this.offset);
+  }
+
+  protected override releaseMemory(): void {
+    try {
+      super.releaseMemory();
+    } finally {
+      this.segment.rangeReleased();
+    }
   }
 }

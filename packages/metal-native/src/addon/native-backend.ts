@@ -1,7 +1,7 @@
 import { checkOptionalPointer } from "../arguments.js";
 import { NativeArgumentError } from "../errors.js";
 import { AddonBackend } from "./backend.js";
-import { NativeAddonBuffer } from "./buffer.js";
+import { NativeAddonBuffer, NativeAddonBufferRange } from "./buffer.js";
 import { callNative } from "./call.js";
 import { NativeAddonMappedFile } from "./mapped-file.js";
 import type { RawBufferHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
@@ -50,6 +50,23 @@ export class NativeAddonBackend extends AddonBackend<
 
   protected override wrapBuffer(raw: RawBufferHandle): NativeAddonBuffer {
     return new NativeAddonBuffer(raw as RawMetalBufferHandle, this);
+  }
+
+  /** A handle of the addon over the range (its views are its own), kept from the segment's release. */
+  protected override wrapRange(
+    segment: NativeAddonBuffer,
+    offset: number,
+    length: number,
+  ): NativeAddonBufferRange {
+    return callNative(
+      () =>
+        new NativeAddonBufferRange(
+          new this.#addon.NativeBufferHandle(segment.raw as RawBufferHandle, offset, length),
+          segment,
+          offset,
+          this,
+        ),
+    );
   }
 
   protected override wrapMappedFile(raw: RawMappedFileHandle, path: string): NativeAddonMappedFile {

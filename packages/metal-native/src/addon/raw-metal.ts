@@ -1,7 +1,13 @@
 // The raw interface of @nuvec/metal-native's own addon (Metal, host): every addon's (raw.ts), plus handles
 // that say where their memory is, Metal's pointers, and what the loader reads.
 import type { NativeMemoryHandle } from "../types.js";
-import type { RawAddon, RawAllocationHandle, RawMappedFileHandle, RawResidencySetHandle } from "./raw.js";
+import type {
+  RawAddon,
+  RawAllocationHandle,
+  RawBufferHandle,
+  RawMappedFileHandle,
+  RawResidencySetHandle,
+} from "./raw.js";
 
 /** @internal */
 export interface RawMetalBufferHandle extends RawAllocationHandle {
@@ -20,7 +26,11 @@ export interface RawMetalResidencySetHandle extends RawResidencySetHandle {
 
 /** @internal */
 export interface RawMetalAddon extends RawAddon {
-  NativeBufferHandle: new (bytes: number) => RawMetalBufferHandle;
+  NativeBufferHandle: {
+    new (bytes: number): RawMetalBufferHandle;
+    /** A range of `length` bytes from `offset` of a live buffer handle (the addon keeps its memory). */
+    new (segment: RawBufferHandle, offset: number, length: number): RawMetalBufferHandle;
+  };
   NativeMappedFileHandle: new (path: string) => RawMetalMappedFileHandle;
   NativeResidencySetHandle: new () => RawMetalResidencySetHandle;
   checkMetalDevice(device: bigint): void;
