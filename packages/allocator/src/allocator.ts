@@ -14,8 +14,9 @@ import {
   SystemAllocationError,
 } from "./errors.js";
 import type { AllocatorOptions } from "./options.js";
-import { type AllocatorPolicy, type CachePolicy, cachePolicyFor } from "./policy.js";
+import { type AllocatorPolicy, type CachePolicy, cachePolicyFor, DEFAULT_RESERVE_RATIO } from "./policy.js";
 import { checkSegmentOptions, SegmentAllocator, type SegmentOptions } from "./segments.js";
+import type { TraceAllocatorSetup } from "./trace-format.js";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
@@ -69,6 +70,13 @@ export class CachingAllocator<B> {
   private liveBuffers = 0;
   private mappings = 0;
 
+  private readonly facts: {
+    workingSet: number;
+    memorySize: number;
+    reserveRatio: number;
+    boundedRelease: "least-recent" | "largest";
+  };
+
   constructor(source: BufferSource<B>, options: AllocatorOptions<B> = {}) {
     const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
     const memorySize = checkedByteCount(source.memorySize, "memorySize");
@@ -97,6 +105,12 @@ export class CachingAllocator<B> {
         ? defaultMemoryLimit
         : checkedByteCount(options.cacheLimit, "cacheLimit");
     this.cachePolicy = cachePolicyFor<B>(options);
+    this.facts = {
+      workingSet,
+      memorySize,
+      reserveRatio: options.reserveRatio ?? DEFAULT_RESERVE_RATIO,
+      boundedRelease: options.boundedRelease ?? "least-recent",
+    };
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
@@ -114,6 +128,30 @@ export class CachingAllocator<B> {
             onRelease: options.onRelease,
           })
         : undefined;
+  }
+
+  /**
+   * What a replay needs to run this allocator's decisions again from now on (a trace's header records it):
+   * the policy and its settings, the source's facts, the limits in force, and whether it is fresh (nothing
+   * live, nothing cached).
+   */
+  replaySetup(): TraceAllocatorSetup {
+    const stats = this.memoryStats();
+    const segments = this.segments?.segmentOptions;
+    return {
+      policy: this.cachePolicy.name,
+      reserveRatio: this.facts.reserveRatio,
+      boundedRelease: this.facts.boundedRelease,
+      ...(segments === undefined ? {} : { segments: { ...segments } }),
+      workingSet: this.facts.workingSet,
+      memorySize: this.facts.memorySize,
+      maxBufferLength: this.maxBufferLength,
+      resourceLimit: this.resourceLimit,
+      pageSize: this.pageSize,
+      memoryLimit: stats.memoryLimit,
+      cacheLimit: stats.cacheLimit,
+      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,
+    };
   }
 
   /** The segments policy's sizes, or `undefined` under another policy. */

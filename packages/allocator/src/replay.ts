@@ -10,6 +10,7 @@ import {
   isByteCount,
   isTraceEvent,
   type TraceAllocate,
+  type TraceAllocatorSetup,
   type TraceEvent,
   type TraceFree,
   type TraceHeader,
@@ -438,6 +439,33 @@ export class TraceReplay {
       nsPerEvent: events === 0 ? 0 : (this.#elapsed * 1e6) / events,
     };
   }
+}
+
+/**
+ * The replay options that run a recorded trace on the allocator that recorded it: the policy, its settings,
+ * the device's facts and the limits of the header's `allocator` (what a Device writes); `{}` for a header
+ * without one (the shared traces). Anything in `overrides` wins (e.g. another `policy` to compare).
+ */
+export function replayOptionsFromHeader(
+  header: TraceHeader | undefined,
+  overrides: ReplayOptions = {},
+): ReplayOptions {
+  const setup = header?.allocator as TraceAllocatorSetup | undefined;
+  if (setup === undefined || setup === null || typeof setup !== "object") return { ...overrides };
+  const options: ReplayOptions = {
+    workingSet: setup.workingSet,
+    memorySize: setup.memorySize,
+    maxBufferLength: setup.maxBufferLength,
+    resourceLimit: setup.resourceLimit,
+    pageSize: setup.pageSize,
+    memoryLimit: setup.memoryLimit,
+    cacheLimit: setup.cacheLimit,
+    policy: setup.policy,
+    reserveRatio: setup.reserveRatio,
+    boundedRelease: setup.boundedRelease,
+    ...(setup.segments === undefined ? {} : { segments: setup.segments as Partial<SegmentOptions> }),
+  };
+  return { ...options, ...overrides };
 }
 
 /**
