@@ -40,9 +40,15 @@ class RangeSource extends TestSource {
   }
 }
 
+/** PyTorch's sizes (2 MiB small segments, 20 MiB shared large ones, 2 MiB rounding): the tests' layout. */
+const PYTORCH_SIZES = { smallSegment: 2 * MiB, largeSegment: 20 * MiB, segmentRounding: 2 * MiB };
+
 function make(segments?: Partial<SegmentOptions>, facts = { workingSet: 8 * GiB }) {
   const source = new RangeSource(facts);
-  const allocator = new CachingAllocator(source, { policy: "segments", ...(segments ? { segments } : {}) });
+  const allocator = new CachingAllocator(source, {
+    policy: "segments",
+    segments: { ...PYTORCH_SIZES, ...segments },
+  });
   return { source, allocator };
 }
 
@@ -55,7 +61,10 @@ describe("the segments policy", () => {
   it("rounds to 512 bytes; small requests share 2 MiB segments, large ones 20 MiB, larger their own", () => {
     const { source, allocator } = make();
     expect(allocator.policy).toBe("segments");
-    expect(allocator.segmentOptions).toEqual(SEGMENT_DEFAULTS);
+    expect(allocator.segmentOptions).toEqual({ ...SEGMENT_DEFAULTS, ...PYTORCH_SIZES });
+    expect(new CachingAllocator(new RangeSource(), { policy: "segments" }).segmentOptions).toEqual(
+      SEGMENT_DEFAULTS,
+    );
     const a = allocator.malloc(1);
     const b = allocator.malloc(1000);
     expect([a.allocatedLength, b.allocatedLength]).toEqual([512, 1024]);

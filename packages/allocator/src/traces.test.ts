@@ -154,18 +154,17 @@ describe("going further: bounded, releasing the largest first, with reserveRatio
 
 // The segments policy's figures on the shared traces, pinned to the byte: events, peak, active, cache,
 // segments acquired, segments released, blocks served from held segments, peak reserved. A Device over the
-// CUDA backend gives the same figures on the GPU (the cuda-native README's bench: 354.0, 302.0 and 3002.0
-// MiB peak reserved with the default configuration).
+// CUDA backend gives the same figures on the GPU (the cuda-native README's bench, default configuration).
 const segmentsTable = `
-| gpt2-generate | default | 135554 | 300886016 | 34603008 | 282066944 | 19 | 0 | 67759 | 316669952 |
-| gpt2-generate | cache64 | 135554 | 300886016 | 34603008 | 1048576 | 19 | 17 | 67759 | 316669952 |
-| gpt2-generate | small | 135554 | 300886016 | 34603008 | 282066944 | 19 | 0 | 67759 | 316669952 |
-| bert-dynamic | default | 23534 | 325475840 | 0 | 371195904 | 24 | 6 | 11743 | 371195904 |
-| bert-dynamic | cache64 | 23534 | 326360576 | 0 | 65011712 | 180 | 176 | 11587 | 371195904 |
-| bert-dynamic | small | 23534 | 325475840 | 0 | 371195904 | 24 | 6 | 11743 | 371195904 |
-| resnet50-train | default | 5024 | 3006855680 | 0 | 3084910592 | 184 | 102 | 2328 | 3147825152 |
-| resnet50-train | cache64 | 5024 | 3009477120 | 0 | 60817408 | 876 | 865 | 1636 | 3149922304 |
-| resnet50-train | small | 5024 | 3006790144 | 0 | 784334848 | 299 | 256 | 2213 | 3137339392 |
+| gpt2-generate | default | 135554 | 298002432 | 34603008 | 271581184 | 10 | 0 | 67768 | 306184192 |
+| gpt2-generate | cache64 | 135554 | 298002432 | 34603008 | 11534336 | 10 | 8 | 67768 | 306184192 |
+| gpt2-generate | small | 135554 | 298002432 | 34603008 | 271581184 | 10 | 0 | 67768 | 306184192 |
+| bert-dynamic | default | 23534 | 319928832 | 0 | 373293056 | 13 | 2 | 11754 | 373293056 |
+| bert-dynamic | cache64 | 23534 | 319928832 | 0 | 46137344 | 228 | 226 | 11539 | 377487360 |
+| bert-dynamic | small | 23534 | 319928832 | 0 | 373293056 | 13 | 2 | 11754 | 373293056 |
+| resnet50-train | default | 5024 | 2996632064 | 0 | 3212836864 | 105 | 41 | 2407 | 3238002688 |
+| resnet50-train | cache64 | 5024 | 2994731520 | 0 | 62914560 | 401 | 395 | 2111 | 3254779904 |
+| resnet50-train | small | 5024 | 2995780096 | 0 | 780140544 | 208 | 180 | 2304 | 3208642560 |
 `;
 
 const segmentRows = segmentsTable

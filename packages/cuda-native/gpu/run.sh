@@ -95,7 +95,7 @@ if stage tests; then
 echo "== tests (node:test, the bundle run directly so that each test is named as it starts and ends)"
 # The tests' files go to tmpfs: on the H200 machine cuMemHostRegister of an ext4 file's pages did not return
 # (see the README), while tmpfs pages register in about 0.5 s per GiB.
-TMPDIR=/dev/shm bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
+TMPDIR=/dev/shm bounded 240 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 fi
 

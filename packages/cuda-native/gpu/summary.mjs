@@ -60,7 +60,7 @@ lines.push(
   "",
   "**traces**: ns per event, cold (a fresh allocator) and warm (the same trace again); peak reserved (nuvec's " +
     "`peakReserved`, PyTorch's `max_memory_reserved()`); driver allocations (nuvec: `cuMemAlloc` calls; " +
-    "PyTorch: `num_device_alloc`, every `cudaMalloc` or `cuMemCreate`+`cuMemMap`) and frees in the cold pass",
+    "PyTorch: `num_device_alloc`, every `cudaMalloc` or `cuMemCreate`+`cuMemMap`) and frees in the cold pass, driver allocations in the warm pass",
   "",
 );
 row([
@@ -71,8 +71,9 @@ row([
   "peak reserved MiB",
   "driver allocations",
   "driver frees",
+  "warm driver allocations",
 ]);
-row(["---", "---", "---:", "---:", "---:", "---:", "---:"]);
+row(["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"]);
 const names = [...new Set((bench.traces ?? []).map((entry) => entry.trace))];
 const torchModes = [
   ["PyTorch default", torch],
@@ -90,6 +91,7 @@ for (const name of names) {
       fixed(entry.peakReserved / MIB, 1),
       entry.systemAllocations ?? "—",
       entry.systemReleases ?? "—",
+      entry.warmSystemAllocations ?? "—",
     ]);
   }
   for (const [label, results] of torchModes) {
@@ -103,6 +105,7 @@ for (const name of names) {
       fixed(t.peakReserved / MIB, 1),
       t.deviceAllocCalls ?? t.cudaMallocCalls ?? "—",
       t.deviceFreeCalls ?? "—",
+      t.warmDeviceAllocCalls ?? "—",
     ]);
   }
 }

@@ -91,6 +91,7 @@ def main():
         stats = torch.cuda.memory_stats()
         peak_reserved = torch.cuda.max_memory_reserved()
         warm = replay(events)
+        warm_stats = torch.cuda.memory_stats()
         results["traces"].append(
             {
                 "trace": name.replace(".ndjson.gz", ""),
@@ -103,6 +104,11 @@ def main():
                 # Every driver allocation: cudaMalloc, and with expandable segments each cuMemCreate+cuMemMap.
                 "deviceAllocCalls": stats.get("num_device_alloc", None),
                 "deviceFreeCalls": stats.get("num_device_free", None),
+                "warmDeviceAllocCalls": (
+                    warm_stats.get("num_device_alloc", 0) - stats.get("num_device_alloc", 0)
+                    if "num_device_alloc" in stats
+                    else None
+                ),
                 "allocRetries": stats.get("num_alloc_retries", None),
             }
         )

@@ -5,7 +5,12 @@ import { Device } from "./device.js";
 describe("a Device under the segments policy (mock backend)", () => {
   it("hands out ranges of 2 MiB and 20 MiB segments, with truthful figures", () => {
     const backend = new MockBackend();
-    using device = Device.open({ backend, policy: "segments", safetyNet: false });
+    using device = Device.open({
+      backend,
+      policy: "segments",
+      segments: { smallSegment: 2 * 1024 ** 2, largeSegment: 20 * 1024 ** 2, segmentRounding: 2 * 1024 ** 2 },
+      safetyNet: false,
+    });
     expect(device.info().policy).toBe("segments");
     const a = device.malloc(1000);
     const b = device.malloc(3000);
