@@ -237,7 +237,7 @@ describe("the segments policy", () => {
       { smallRequest: 4 * MiB },
       { largeSegment: -1 },
       { maxSplitSize: 1.5 },
-      { releaseIdleOnMiss: 3 },
+      { releaseIdleOnMiss: 4 },
     ]) {
       expect(() => make(segments)).toThrow(AllocatorArgumentError);
     }

@@ -41,8 +41,10 @@ export interface SegmentOptions {
   readonly maxSplitSize: number;
   /**
    * What a miss does with the idle segments of its pool (whole free segments, none with a block large
-   * enough): `2` gives them back when the new segment would raise the peak of reserved memory (so memory
-   * is never held twice at the peak; the default), `1` always, `0` never (they stay cached, as PyTorch).
+   * enough) when the new segment would raise the peak of reserved memory: `3` gives back the least recently
+   * idle ones until they make up the new segment's size (the default: at the peak, memory is not held twice,
+   * and a second pass over a workload finds most of its segments still there); `2` gives them all back;
+   * `1` gives them all back on every miss; `0` never (they stay cached, as PyTorch's default).
    */
   readonly releaseIdleOnMiss: number;
 }
@@ -62,7 +64,7 @@ export const SEGMENT_DEFAULTS: SegmentOptions = Object.freeze({
   largeSegment: 40 * MIB,
   segmentRounding: 4 * MIB,
   maxSplitSize: 0,
-  releaseIdleOnMiss: 2,
+  releaseIdleOnMiss: 3,
 });
 
 const SMALL = 0;
@@ -99,10 +101,10 @@ export function checkSegmentOptions(options: Partial<SegmentOptions> | undefined
       );
     }
   }
-  if (merged.releaseIdleOnMiss > 2) {
+  if (merged.releaseIdleOnMiss > 3) {
     throw new AllocatorArgumentError(
       "segments.releaseIdleOnMiss",
-      `segments.releaseIdleOnMiss must be 0, 1 or 2, got ${merged.releaseIdleOnMiss}`,
+      `segments.releaseIdleOnMiss must be 0, 1, 2 or 3, got ${merged.releaseIdleOnMiss}`,
     );
   }
   if (merged.smallSegment < merged.smallRequest) {
@@ -499,8 +501,10 @@ export class SegmentAllocator<B> {
     else segmentSize = Math.ceil(size / options.segmentRounding) * options.segmentRounding;
     if (segmentSize > this.maxBufferLength) segmentSize = Math.max(size, this.maxBufferLength);
     if (options.releaseIdleOnMiss === 1) this.releaseIdlePool(pool);
-    else if (options.releaseIdleOnMiss === 2 && this.reserved + segmentSize > this.peakReserved)
-      this.releaseIdlePool(pool);
+    else if (options.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.peakReserved) {
+      if (options.releaseIdleOnMiss === 2) this.releaseIdlePool(pool);
+      else this.releaseIdlePool(pool, segmentSize);
+    }
     // The cache limit counts the new segment's rest: idle segments go back first to stay within it.
     const excess = this.reserved - this.active + segmentSize - size - this.cacheLimit;
     if (excess > 0 && this.idleOldest !== null) this.releaseIdle(excess);
@@ -590,13 +594,18 @@ export class SegmentAllocator<B> {
     if (failure !== undefined) throw failure.error;
   }
 
-  /** Releases every idle segment of `pool` (a miss found none of their blocks large enough). */
-  private releaseIdlePool(pool: number): void {
+  /**
+   * Releases idle segments of `pool` (a miss found none of their blocks large enough), the least recently
+   * idle first, until `bytes` were released or none is left.
+   */
+  private releaseIdlePool(pool: number, bytes = Infinity): void {
     let failure: { error: unknown } | undefined;
     let segment = this.idleOldest;
-    while (segment !== null) {
+    let released = 0;
+    while (segment !== null && released < bytes) {
       const next: Segment<B> | null = segment.idleNewer;
       if (segment.pool === pool) {
+        released += segment.size;
         this.leaveIdle(segment);
         try {
           this.releaseSegment(segment);

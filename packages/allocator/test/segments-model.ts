@@ -10,7 +10,7 @@ export interface SegmentsModelSizes {
   smallSegment: number;
   largeSegment: number;
   segmentRounding: number;
-  releaseIdleOnMiss: 0 | 1 | 2;
+  releaseIdleOnMiss: 0 | 1 | 2 | 3;
 }
 
 const MIB = 1024 * 1024;
@@ -22,7 +22,7 @@ export const MODEL_SEGMENT_SIZES: SegmentsModelSizes = {
   smallSegment: 4 * MIB,
   largeSegment: 40 * MIB,
   segmentRounding: 4 * MIB,
-  releaseIdleOnMiss: 2,
+  releaseIdleOnMiss: 3,
 };
 
 /** The device facts the model needs. */
@@ -106,6 +106,7 @@ export class SegmentsModel {
     return segment.blocks.every((block) => block.state !== "live");
   }
 
+  /** Releases idle segments (of one pool, when `small` is given), the least recently idle first, until `bytes`. */
   #releaseIdle(bytes: number, small?: boolean): void {
     let released = 0;
     for (const segment of [...this.idle]) {
@@ -162,8 +163,8 @@ export class SegmentsModel {
           : Math.ceil(size / sizes.segmentRounding) * sizes.segmentRounding;
       if (segmentSize > this.facts.maxBufferLength) segmentSize = Math.max(size, this.facts.maxBufferLength);
       if (sizes.releaseIdleOnMiss === 1) this.#releaseIdle(Number.POSITIVE_INFINITY, small);
-      else if (sizes.releaseIdleOnMiss === 2 && this.reserved + segmentSize > this.peakReserved)
-        this.#releaseIdle(Number.POSITIVE_INFINITY, small);
+      else if (sizes.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.peakReserved)
+        this.#releaseIdle(sizes.releaseIdleOnMiss === 2 ? Number.POSITIVE_INFINITY : segmentSize, small);
       const excess = this.reserved - this.active + segmentSize - size - this.cacheLimit;
       if (excess > 0) this.#releaseIdle(excess);
       const required = this.reserved + this.mapped + segmentSize;
