@@ -78,6 +78,7 @@ const APPROVED = {
   ],
   "@nuvec/allocator": [
     "ALLOCATION_FAILED_CODE",
+    "ALLOCATOR_POLICIES",
     "Allocation",
     "AllocatorArgumentError",
     "AllocatorClosedError",

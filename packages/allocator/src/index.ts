@@ -8,6 +8,8 @@ export type { AllocatorCounters } from "./counters.js";
 export * from "./errors.js";
 export type { AllocatorOptions } from "./options.js";
 export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+// Every policy name, the default first (tools compare exactly these).
+export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
   CountingBufferSource,
   type ReplayOptions,
