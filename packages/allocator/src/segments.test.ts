@@ -111,10 +111,14 @@ describe("the segments policy", () => {
       largestFreeLarge: 0,
     });
     expect(allocator.counters().cachedBuffers).toBe(1);
-    // Merged blocks gave their ranges back: only the live ones remain.
-    expect(source.liveRanges()).toBe(0);
+    // Merged-away blocks gave their ranges back; the block that stayed keeps its own.
+    expect(source.liveRanges()).toBe(1);
+    const again = allocator.malloc(1000);
+    expect(again.buffer).toBe(blocks[0]!.buffer); // the same bytes cut again: the same range
+    allocator.free(again);
     const whole = allocator.malloc(MiB);
     expect(where(whole)).toEqual({ segment: 0, offset: 0, length: MiB });
+    expect(source.liveRanges()).toBe(1);
   });
 
   it("a block freed and taken again unchanged keeps its range (no new range on the hot path)", () => {

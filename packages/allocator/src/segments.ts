@@ -458,13 +458,16 @@ export class SegmentAllocator<B> {
     this.pools[block.segment.pool]!.put(rest);
   }
 
-  /** Frees `block` into its pool, merged with free neighbours (never with a quarantined one). */
+  /**
+   * Frees `block` into its pool, merged with free neighbours (never with a quarantined one). The block that
+   * stays keeps its range: a later split that cuts the same bytes again (a malloc and free of one size, the
+   * common case) hands it out again without a new one. The merged-away block's range goes back.
+   */
   private putFree(block: Block<B>): void {
     const pool = this.pools[block.segment.pool]!;
     const before = block.before;
     if (before?.free) {
       pool.take(before);
-      this.dropRange(before);
       this.dropRange(block);
       before.size += block.size;
       before.after = block.after;
@@ -475,7 +478,6 @@ export class SegmentAllocator<B> {
     if (after?.free) {
       pool.take(after);
       this.dropRange(after);
-      this.dropRange(block);
       block.size += after.size;
       block.after = after.after;
       if (after.after !== null) after.after.before = block;
