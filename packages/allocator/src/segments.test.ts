@@ -20,8 +20,13 @@ interface TestRange extends TestBuffer {
 /** The test source with ranges: every range made and released is kept for the checks. */
 class RangeSource extends TestSource {
   readonly ranges: TestRange[] = [];
+  /** When set, the next `range` throws it. */
+  rangeError: Error | undefined;
 
   range(segment: TestBuffer, offset: number, length: number): TestBuffer {
+    const error = this.rangeError;
+    this.rangeError = undefined;
+    if (error !== undefined) throw error;
     if (!this.held.has(segment)) throw new Error("a range of a buffer that is not held");
     if (offset + length > segment.length) throw new Error("a range outside its segment");
     const range: TestRange = { serial: -1 - this.ranges.length, length, segment, offset, live: true };
@@ -248,6 +253,24 @@ describe("the segments policy", () => {
     expect(() => new CachingAllocator(new TestSource(), { policy: "segments" })).toThrow(
       AllocatorArgumentError,
     );
+  });
+
+  it("a source that refuses a range: the error propagates, the block stays free, the books as they were", () => {
+    const { source, allocator } = make();
+    allocator.free(allocator.malloc(4096));
+    const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
+    source.rangeError = new Error("closed");
+    expect(() => allocator.malloc(1000)).toThrow("closed");
+    expect(allocator.memoryStats()).toEqual(before.stats);
+    expect(allocator.counters()).toEqual(before.counters);
+    // A miss: the new segment stays, idle and whole (cached, counted), and goes back on clearCache().
+    source.rangeError = new Error("closed");
+    expect(() => allocator.malloc(30 * MiB)).toThrow("closed");
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 32 * MiB, systemAllocations: 2 });
+    expect(allocator.counters()).toMatchObject({ cacheMisses: 1, liveBuffers: 0 });
+    expect(allocator.malloc(30 * MiB).allocatedLength).toBe(30 * MiB);
+    allocator.clearCache();
+    expect(allocator.segmentFigures()).toMatchObject({ segments: 1, idleSegments: 0 });
   });
 
   it("close() gives every idle segment back; live blocks are the caller's", () => {

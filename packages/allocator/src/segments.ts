@@ -249,20 +249,33 @@ export class SegmentAllocator<B> {
         this.cacheHits++;
       }
     }
+    const hit = block !== null;
     if (block === null) {
       block = this.newSegmentBlock(size, pool);
       this.cacheMisses++;
     }
-    if (block.segment.live === 0) this.leaveIdle(block.segment);
-    this.split(block, size);
+    // The range first, before anything else changes: a source that refuses it leaves the block free.
+    const length = this.splits(block, size) ? size : block.size;
     let range = block.range;
-    if (range === null || block.rangeSize !== block.size || block.rangeOffset !== block.offset) {
+    if (range === null || block.rangeSize !== length || block.rangeOffset !== block.offset) {
+      let made: B;
+      try {
+        made = this.source.range(block.segment.buffer, block.offset, length);
+      } catch (error) {
+        // A hit's block goes back to its pool; a new segment stays, idle, its block free.
+        free.put(block);
+        if (hit) this.cacheHits--;
+        else this.cacheMisses--;
+        throw error;
+      }
       if (range !== null) this.dropRange(block);
-      range = this.source.range(block.segment.buffer, block.offset, block.size);
+      range = made;
       block.range = range;
-      block.rangeSize = block.size;
+      block.rangeSize = length;
       block.rangeOffset = block.offset;
     }
+    if (block.segment.live === 0) this.leaveIdle(block.segment);
+    this.split(block, size);
     const allocation = new LiveAllocation<B>(range, block.size, bytes, block);
     block.allocation = allocation;
     block.liveSize = size;
