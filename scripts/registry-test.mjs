@@ -13,7 +13,9 @@
 //   3. installs @nuvec/device from it into a fresh project with npm 10, npm 11, pnpm 12 and yarn 4 (its
 //      node-modules linker and Plug'n'Play), each fetched through npx from that registry, with only node, npm
 //      and npx on PATH (no compiler, no make, no python), an empty HOME and an empty cache;
-//   4. opens the real device in each project: Device.open(), malloc, write, read back, close.
+//   4. opens the real device in each project: Device.open(), malloc, write, read back, close;
+//   5. a platform with no prebuilt package (npm 11, --omit=optional): nothing is built at install, the backend
+//      names the build command, and `npx @nuvec/metal-native build` (compilers on PATH now) builds the addon.
 // Prints one line per manager and exits 1 when one fails.
 // Usage: node scripts/registry-test.mjs [--keep] [--reuse FOLDER] [--manager TEXT]   (--keep leaves the scratch
 // folder and prints its path; --reuse runs the installs again against what a kept run published there;
@@ -360,6 +362,67 @@ function tryManager(manager, { scratch, url, version, bin }) {
   return { ok, tool: toolVersion, result, why: ok ? undefined : `unexpected result ${line}` };
 }
 
+/** Asks for the native backend: "loaded", or the NativeUnavailableError's reason and message. */
+const PROBE_SCRIPT = `import { loadNativeBackend } from "@nuvec/metal-native";
+try {
+  loadNativeBackend();
+  console.log(JSON.stringify({ native: "loaded" }));
+} catch (error) {
+  console.log(JSON.stringify({ native: error.name, reason: error.reason, message: error.message }));
+}
+`;
+
+/**
+ * A platform with no prebuilt package, played by npm 11 with --omit=optional: the install builds nothing, the
+ * backend says how to build it, and that command (`npx @nuvec/metal-native build`, compilers on PATH now)
+ * builds it, after which the device opens.
+ */
+function tryBuildFromSource({ scratch, url, version, bin }) {
+  const project = join(scratch, "projects", "no-platform-package");
+  const home = join(scratch, "homes", "no-platform-package");
+  mkdirSync(project, { recursive: true });
+  mkdirSync(home, { recursive: true });
+  writeFileSync(
+    join(project, "package.json"),
+    `${JSON.stringify({ name: "user-no-platform-package", private: true, type: "module", dependencies: { "@nuvec/device": version } }, null, 2)}\n`,
+  );
+  writeFileSync(join(project, ".npmrc"), `registry=${url}\nupdate-notifier=false\n`);
+  writeFileSync(join(project, "use.mjs"), USE_SCRIPT);
+  writeFileSync(join(project, "probe.mjs"), PROBE_SCRIPT);
+  const env = {
+    HOME: home,
+    PATH: bin,
+    npm_config_cache: join(home, ".npm"),
+    npm_config_registry: url,
+    LANG: "C.UTF-8",
+  };
+  const npx = [join(bin, "npx"), ["--yes", `--registry=${url}`, "npm@11"]];
+  const installed = run(npx[0], [...npx[1], "install", "--no-audit", "--no-fund", "--omit=optional"], {
+    cwd: project,
+    env,
+  });
+  if (installed.status !== 0)
+    return { ok: false, why: `install failed:\n${installed.output.trim().slice(-1500)}` };
+  if (existsSync(join(project, "node_modules", "@nuvec", "metal-native-linux-x64-gnu")))
+    return { ok: false, why: "--omit=optional installed the platform package" };
+  const before = JSON.parse(
+    run(join(bin, "node"), ["probe.mjs"], { cwd: project, env }).output.trim().split("\n").at(-1),
+  );
+  if (before.reason !== "not-installed" || !before.message.includes("npx @nuvec/metal-native build"))
+    return { ok: false, why: `without the platform package: ${JSON.stringify(before)}` };
+  // The documented command, with the machine's compilers on PATH: node-gyp is found when it runs (npm's own).
+  const built = run("npm", ["exec", "--yes", "--", "@nuvec/metal-native", "build", "--quiet"], {
+    cwd: project,
+    env: { ...env, PATH: process.env.PATH },
+  });
+  if (built.status !== 0)
+    return { ok: false, why: `npx @nuvec/metal-native build failed:\n${built.output.slice(-1500)}` };
+  const used = run(join(bin, "node"), ["use.mjs"], { cwd: project, env });
+  const result = JSON.parse(used.output.trim().split("\n").at(-1) ?? "{}");
+  const ok = result.platform === "host" && result.readBack === 4096;
+  return { ok, result, why: ok ? undefined : `after the build: ${used.output.trim().slice(-800)}` };
+}
+
 async function main() {
   // --reuse <folder>: the installs again, against what a kept run (--keep) published there.
   const reuseIndex = process.argv.indexOf("--reuse");
@@ -403,6 +466,17 @@ async function main() {
       lines.push(
         `  ${outcome.ok ? "ok  " : "FAIL"} ${manager.name} (${outcome.tool ?? "?"}, ${seconds} s): ${detail}`,
       );
+      console.log(lines.at(-1));
+    }
+    if (!only || "no platform package".includes(only)) {
+      const started = performance.now();
+      const outcome = tryBuildFromSource({ scratch, url: registry.url, version, bin });
+      const seconds = ((performance.now() - started) / 1000).toFixed(0);
+      if (!outcome.ok) failures += 1;
+      const detail = outcome.ok
+        ? "NativeUnavailableError named the build command; npx @nuvec/metal-native build built it; the device opened"
+        : outcome.why;
+      lines.push(`  ${outcome.ok ? "ok  " : "FAIL"} npm 11, no platform package (${seconds} s): ${detail}`);
       console.log(lines.at(-1));
     }
     console.log(`\nregistry test: @nuvec/device@${version} from ${registry.url}\n${lines.join("\n")}`);

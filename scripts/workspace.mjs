@@ -6,8 +6,18 @@
 // And the release jobs CI runs after them (.ci/run): `npm run test:prebuilds`, `npm run test:registry`.
 // pnpm comes from scripts/pnpm.mjs (the pinned version, through npx when it is not on PATH).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
-import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pnpmVersion, runPnpm } from "./pnpm.mjs";
@@ -50,9 +60,30 @@ function docsTest() {
 }
 
 // The tests of these scripts themselves (scripts/*.test.mjs): a few milliseconds, so not worth a turbo task.
+// It runs beside the docs test (each waits on its own child processes much of the time): its output goes to a
+// file, printed once it is done, so the two never interleave. Resolves with its exit status.
 function scriptsTest() {
   const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
-  return run(process.execPath, [vitest, "run", "--config", join(root, "scripts/vitest.config.mjs")]);
+  const folder = mkdtempSync(join(tmpdir(), "nuvec-scripts-test-"));
+  const log = join(folder, "output.log");
+  const output = openSync(log, "w");
+  const child = spawn(
+    process.execPath,
+    [vitest, "run", "--config", join(root, "scripts/vitest.config.mjs")],
+    {
+      cwd: root,
+      stdio: ["ignore", output, output],
+    },
+  );
+  closeSync(output);
+  return new Promise((resolve) => {
+    child.on("error", () => resolve(1));
+    child.on("close", (status) => {
+      process.stdout.write(readFileSync(log, "utf8"));
+      rmSync(folder, { recursive: true, force: true });
+      resolve(status ?? 1);
+    });
+  });
 }
 
 // Sums the vitest JSON reports of every package and of the scripts, and the docs test, into one plain
@@ -109,7 +140,7 @@ const tasks = {
     if (built !== 0) return 1;
     return run(process.execPath, [join(root, "apps/examples/dist/demo.js"), ...rest]);
   },
-  test() {
+  async test() {
     const status = timed("build, typecheck, lint, tests and package checks", () =>
       pnpmRun([
         "turbo",
@@ -125,8 +156,10 @@ const tasks = {
         ...rest,
       ]),
     );
-    const scriptsStatus = timed("the scripts' tests", scriptsTest);
-    const failedTests = summarize(timed("the docs test", docsTest));
+    const scripts = scriptsTest();
+    const docsPassed = timed("the docs test", docsTest);
+    const scriptsStatus = await scripts;
+    const failedTests = summarize(docsPassed);
     return status !== 0 || scriptsStatus !== 0 || failedTests > 0 ? 1 : 0;
   },
   // Every platform's prebuilt addon cross-compiled with Zig as it is packed, checked (glibc baseline, exported
@@ -152,4 +185,4 @@ if (!Object.hasOwn(tasks, task)) {
   process.exit(2);
 }
 ensureInstalled();
-process.exit(tasks[task]());
+process.exit(await tasks[task]());

@@ -2,7 +2,8 @@
 // they ask for no glibc symbol newer than 2.28 (`objdump -T`), need no C++ library from the system, export
 // only the Node-API entry points, and pass the whole contract suite — x64 natively, arm64 under
 // qemu-aarch64-static with Node.js 20 for arm64 (scripts/run-contract.mjs).
-// Only on Linux x64: the Zig compiler used (an npm package) exists for that host only.
+// Only on Linux x64: the Zig compiler used (an npm package) exists for that host only. A release job: run by
+// `npm run test:prebuilds` (vitest.prebuilds.config.ts) and by `pnpm release`, not by `npm test`.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
