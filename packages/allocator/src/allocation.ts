@@ -27,7 +27,8 @@ export class LiveAllocation<B> implements Allocation<B> {
     readonly buffer: B | undefined,
     readonly allocatedLength: number,
     readonly requested: number,
-    readonly record: CachedBuffer<B> | undefined,
+    /** Its entry in the books: a cached buffer, or a segment's block under the segments policy. */
+    readonly record: CachedBuffer<B> | object | undefined,
   ) {}
 }
 

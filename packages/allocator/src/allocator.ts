@@ -1,7 +1,8 @@
-import { allocationSize, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { allocationSize, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
+import { checkedByteCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
   AllocatorArgumentError,
@@ -14,19 +15,9 @@ import {
   SystemAllocationError,
 } from "./errors.js";
 import type { AllocatorOptions } from "./options.js";
-import { type AllocatorPolicy, type CachePolicy, cachePolicyFor } from "./policy.js";
-
-/**
- * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
- * non-negative safe integer, else `AllocatorArgumentError` naming the argument. Callers (the Device) rely on
- * it and do not check again.
- */
-function checkedByteCount(value: unknown, name: string): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
-  const problem = byteCountProblem(value, name);
-  if (problem) throw new AllocatorArgumentError(name, problem.message);
-  return value as number;
-}
+import { type AllocatorPolicy, type CachePolicy, cachePolicyFor, DEFAULT_RESERVE_RATIO } from "./policy.js";
+import { checkSegmentOptions, SegmentAllocator, type SegmentOptions } from "./segments.js";
+import type { TraceAllocatorSetup } from "./trace-format.js";
 
 /**
  * MLX's caching allocator policy over any {@link BufferSource}, with nuvec's hard memory limit, mapped-file
@@ -44,6 +35,8 @@ export class CachingAllocator<B> {
   private readonly maxBufferLength: number;
   private readonly resourceLimit: number;
   private readonly pageSize: number;
+  // The segments policy runs in its own class: every public method hands over to it when set.
+  private readonly segments: SegmentAllocator<B> | undefined;
 
   private memoryLimit: number;
   private cacheLimit: number;
@@ -67,6 +60,13 @@ export class CachingAllocator<B> {
   private peakLive = 0;
   private liveBuffers = 0;
   private mappings = 0;
+
+  private readonly facts: {
+    workingSet: number;
+    memorySize: number;
+    reserveRatio: number;
+    boundedRelease: "least-recent" | "largest";
+  };
 
   constructor(source: BufferSource<B>, options: AllocatorOptions<B> = {}) {
     const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
@@ -96,9 +96,68 @@ export class CachingAllocator<B> {
         ? defaultMemoryLimit
         : checkedByteCount(options.cacheLimit, "cacheLimit");
     this.cachePolicy = cachePolicyFor<B>(options);
+    this.facts = {
+      workingSet,
+      memorySize,
+      reserveRatio: options.reserveRatio ?? DEFAULT_RESERVE_RATIO,
+      boundedRelease: options.boundedRelease ?? "least-recent",
+    };
     this.onAcquire = options.onAcquire;
     this.onRelease = options.onRelease;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
+    this.segments =
+      this.cachePolicy.name === "segments"
+        ? new SegmentAllocator<B>(source, {
+            memoryLimit: this.memoryLimit,
+            cacheLimit: this.cacheLimit,
+            workingSetGcLimit: this.workingSetGcLimit,
+            maxBufferLength: this.maxBufferLength,
+            resourceLimit: this.resourceLimit,
+            pageSize: this.pageSize,
+            segments: checkSegmentOptions(options.segments),
+            onAcquire: options.onAcquire,
+            onRelease: options.onRelease,
+          })
+        : undefined;
+  }
+
+  /**
+   * What a replay needs to run this allocator's decisions again from now on (a trace's header records it):
+   * the policy and its settings, the source's facts, the limits in force, and whether it is fresh (nothing
+   * live, nothing cached).
+   */
+  replaySetup(): TraceAllocatorSetup {
+    const stats = this.memoryStats();
+    const segments = this.segments?.segmentOptions;
+    return {
+      policy: this.cachePolicy.name,
+      reserveRatio: this.facts.reserveRatio,
+      boundedRelease: this.facts.boundedRelease,
+      ...(segments === undefined ? {} : { segments: { ...segments } }),
+      workingSet: this.facts.workingSet,
+      memorySize: this.facts.memorySize,
+      maxBufferLength: this.maxBufferLength,
+      resourceLimit: this.resourceLimit,
+      pageSize: this.pageSize,
+      memoryLimit: stats.memoryLimit,
+      cacheLimit: stats.cacheLimit,
+      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,
+    };
+  }
+
+  /** The segments policy's sizes, or `undefined` under another policy. */
+  get segmentOptions(): SegmentOptions | undefined {
+    return this.segments?.segmentOptions;
+  }
+
+  /**
+   * Under the segments policy: segments held, how many are idle (no live block), and the largest free block
+   * of each pool (a request larger than both needs a new segment); `undefined` under another policy.
+   */
+  segmentFigures():
+    | { segments: number; idleSegments: number; largestFreeSmall: number; largestFreeLarge: number }
+    | undefined {
+    return this.segments?.segmentFigures();
   }
 
   /** The policy this allocator runs. */
@@ -108,6 +167,7 @@ export class CachingAllocator<B> {
 
   /** Below `active + mapped + cache + request` reaching this, a miss releases no cached buffer. */
   get gcLimit(): number {
+    if (this.segments !== undefined) return this.segments.gcLimit;
     return this.gcLimitBytes;
   }
 
@@ -119,6 +179,7 @@ export class CachingAllocator<B> {
    * SystemAllocationError when the source fails twice; AllocatorClosedError after `close()`.
    */
   malloc(bytes: number): Allocation<B> {
+    if (this.segments !== undefined) return this.segments.malloc(bytes);
     if (this.closed) throw new AllocatorClosedError("malloc");
     checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
@@ -203,11 +264,17 @@ export class CachingAllocator<B> {
   }
 
   private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
+    if (this.segments !== undefined) {
+      if (mayCache) this.segments.free(allocation);
+      else this.segments.freeWithoutCaching(allocation);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("free");
     if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
-    const record = (allocation as LiveAllocation<B>).record;
+    const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
     if (record === undefined) return;
-    if (record.owner !== this) throw new ForeignAllocationError("allocation");
+    if (!(record instanceof CachedBuffer) || record.owner !== this)
+      throw new ForeignAllocationError("allocation");
     if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
     record.allocation = null;
     this.liveBuffers--;
@@ -225,6 +292,7 @@ export class CachingAllocator<B> {
    * @throws AllocatorArgumentError for a bad byte count (nothing changed); AllocatorClosedError.
    */
   addQuarantined(bytes: number): void {
+    if (this.segments !== undefined) return this.segments.addQuarantined(bytes);
     if (this.closed) throw new AllocatorClosedError("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     this.quarantined += bytes;
@@ -237,6 +305,7 @@ export class CachingAllocator<B> {
    * AllocatorClosedError.
    */
   removeQuarantined(bytes: number): void {
+    if (this.segments !== undefined) return this.segments.removeQuarantined(bytes);
     if (this.closed) throw new AllocatorClosedError("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     if (bytes > this.quarantined) {
@@ -258,6 +327,7 @@ export class CachingAllocator<B> {
   addMapping(fileLength: number): Mapping {
     if (this.closed) throw new AllocatorClosedError("add a mapping");
     checkedByteCount(fileLength, "fileLength");
+    if (this.segments !== undefined) return this.segments.addMapping(fileLength);
     const mappedLength = mappingSize(fileLength, this.pageSize);
     if (mappedLength === undefined) {
       throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
@@ -279,6 +349,10 @@ export class CachingAllocator<B> {
    * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
    */
   removeMapping(mapping: Mapping): void {
+    if (this.segments !== undefined) {
+      this.segments.removeMapping(mapping);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("remove a mapping");
     if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
       throw new ForeignAllocationError("mapping");
@@ -293,6 +367,7 @@ export class CachingAllocator<B> {
    * are always 0 here: residency owns them, and whoever runs residency (the Device) fills them in.
    */
   memoryStats(): MemoryStats {
+    if (this.segments !== undefined) return this.segments.memoryStats();
     if (this.closed) throw new AllocatorClosedError("read the statistics");
     return {
       active: this.active,
@@ -313,6 +388,7 @@ export class CachingAllocator<B> {
 
   /** The counters beyond MLX's statistics (a fresh object). */
   counters(): AllocatorCounters {
+    if (this.segments !== undefined) return this.segments.counters();
     if (this.closed) throw new AllocatorClosedError("read the counters");
     return {
       cacheHits: this.cacheHits,
@@ -334,6 +410,10 @@ export class CachingAllocator<B> {
    * the reset; MLX sets 0).
    */
   resetPeak(): void {
+    if (this.segments !== undefined) {
+      this.segments.resetPeak();
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("reset the peak");
     this.peak = this.active;
     this.peakWithMapped = this.active + this.mapped;
@@ -346,6 +426,7 @@ export class CachingAllocator<B> {
   setMemoryLimit(bytes: number): number {
     if (this.closed) throw new AllocatorClosedError("set the memory limit");
     checkedByteCount(bytes, "bytes");
+    if (this.segments !== undefined) return this.segments.setMemoryLimit(bytes);
     const previous = this.memoryLimit;
     this.memoryLimit = bytes;
     this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
@@ -359,6 +440,7 @@ export class CachingAllocator<B> {
   setCacheLimit(bytes: number): number {
     if (this.closed) throw new AllocatorClosedError("set the cache limit");
     checkedByteCount(bytes, "bytes");
+    if (this.segments !== undefined) return this.segments.setCacheLimit(bytes);
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;
     if (this.cache.bytes > bytes) this.cache.release(this.cache.bytes - bytes);
@@ -367,6 +449,10 @@ export class CachingAllocator<B> {
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
+    if (this.segments !== undefined) {
+      this.segments.clearCache();
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("clear the cache");
     this.cache.clear();
   }
@@ -376,6 +462,11 @@ export class CachingAllocator<B> {
    * are not released (they are the caller's: free them first). Closing twice does nothing.
    */
   close(): void {
+    if (this.segments !== undefined) {
+      this.closed = true;
+      this.segments.close();
+      return;
+    }
     if (this.closed) return;
     // Closed even when a release throws (the clear finishes the others and rethrows the first error).
     try {

@@ -21,6 +21,13 @@ export interface BufferSource<B> {
   /** Gives a buffer back to the system. */
   release(buffer: B): void;
   /**
+   * A buffer over `length` bytes of `segment` from `offset` (whole blocks of 512 bytes), sharing its memory:
+   * what the `"segments"` policy hands out. Without it that policy is refused.
+   */
+  range?(segment: B, offset: number, length: number): B;
+  /** Gives a range back; its segment's memory stays. Default: nothing to do. */
+  releaseRange?(range: B): void;
+  /**
    * Whether an error thrown by `acquire` is a refusal to allocate (worth a retry after the cache is
    * released); default {@link isAllocationFailure}. Any other error propagates from `malloc` unchanged.
    */

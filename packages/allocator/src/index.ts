@@ -14,16 +14,19 @@ export {
   CountingBufferSource,
   type ReplayOptions,
   type ReplayResult,
+  replayOptionsFromHeader,
   replayTrace,
   TraceReplay,
   TraceValidator,
 } from "./replay.js";
+export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {
   isTraceEvent,
   type RecordedTrace,
   type TraceAllocate,
+  type TraceAllocatorSetup,
   type TraceClearCache,
   type TraceEvent,
   type TraceFree,

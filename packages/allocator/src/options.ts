@@ -1,4 +1,5 @@
 import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+import type { SegmentOptions } from "./segments.js";
 
 /** Options of a {@link CachingAllocator}. */
 export interface AllocatorOptions<B> {
@@ -6,7 +7,7 @@ export interface AllocatorOptions<B> {
   memoryLimit?: number;
   /** The cache is trimmed to at most this; default the device's default memory limit (not `memoryLimit`). */
   cacheLimit?: number;
-  /** The cache policy; default `"mlx"`. */
+  /** The cache policy; default `"mlx"` (`"segments"` needs a source with `range()`). */
   policy?: AllocatorPolicy;
   /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
   reserveRatio?: number;
@@ -15,6 +16,8 @@ export interface AllocatorOptions<B> {
    * default) or `"largest"` (the oldest buffer of the largest cached length; see the README's comparison).
    */
   boundedRelease?: BoundedRelease;
+  /** For the `"segments"` policy: its sizes (any left out keep `SEGMENT_DEFAULTS`). */
+  segments?: Partial<SegmentOptions>;
   /** Called right after a system buffer is acquired (the device inserts it in its residency set). */
   onAcquire?: (buffer: B) => void;
   /** Called right before a system buffer is released (the device erases it from its residency set). */

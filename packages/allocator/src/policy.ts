@@ -5,9 +5,11 @@ import type { AllocatorOptions } from "./options.js";
 
 /**
  * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
- * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark.
+ * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark;
+ * `"segments"` sub-allocates blocks inside large segments (for discrete GPUs, where every system allocation
+ * is a slow driver call; see segments.ts).
  */
-export type AllocatorPolicy = "mlx" | "bounded";
+export type AllocatorPolicy = "mlx" | "bounded" | "segments";
 
 /** Which buffer the bounded policy releases first to stay within its bound. */
 export type BoundedRelease = "least-recent" | "largest";
@@ -78,8 +80,11 @@ class BoundedPolicy<B> implements CachePolicy<B> {
  */
 export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> {
   const policy = options.policy ?? "mlx";
-  if (policy !== "mlx" && policy !== "bounded") {
-    throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
+  if (policy !== "mlx" && policy !== "bounded" && policy !== "segments") {
+    throw new AllocatorArgumentError(
+      "policy",
+      `policy must be "mlx", "bounded" or "segments", got ${String(policy)}`,
+    );
   }
   const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
   if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
@@ -95,6 +100,7 @@ export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> 
       `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
     );
   }
+  if (policy === "segments") return { name: "segments", reuseLimit: () => 0, beforeMiss: () => {} };
   return policy === "bounded"
     ? new BoundedPolicy<B>(reserveRatio, boundedRelease === "largest")
     : new MlxPolicy<B>();

@@ -5,10 +5,12 @@ import type { BufferSource } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
 import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+import type { SegmentOptions } from "./segments.js";
 import {
   isByteCount,
   isTraceEvent,
   type TraceAllocate,
+  type TraceAllocatorSetup,
   type TraceEvent,
   type TraceFree,
   type TraceHeader,
@@ -30,6 +32,8 @@ export interface ReplayOptions {
   reserveRatio?: number;
   /** Which buffer the bounded policy releases first; default `"least-recent"`. */
   boundedRelease?: BoundedRelease;
+  /** The segments policy's sizes (a Device's trace header records the ones it ran with). */
+  segments?: Partial<SegmentOptions>;
   /** Default `Number.MAX_SAFE_INTEGER`: the traces come from another device. */
   maxBufferLength?: number;
   /** Default 499000, Metal's. */
@@ -69,6 +73,8 @@ export class CountingBufferSource implements BufferSource<number> {
   acquired = 0;
   /** Buffers given back so far. */
   released = 0;
+  /** Ranges made so far (the segments policy's blocks; they are no system buffers). */
+  ranges = 0;
 
   constructor(facts: {
     workingSet: number;
@@ -90,6 +96,10 @@ export class CountingBufferSource implements BufferSource<number> {
 
   release(_buffer: number): void {
     this.released++;
+  }
+
+  range(_segment: number, _offset: number, _length: number): number {
+    return -++this.ranges;
   }
 }
 
@@ -309,6 +319,7 @@ export class TraceReplay {
       policy: options.policy ?? "mlx",
       reserveRatio: options.reserveRatio,
       boundedRelease: options.boundedRelease,
+      ...(options.segments === undefined ? {} : { segments: options.segments }),
     });
     if (options.memoryLimit !== undefined) this.#allocator.setMemoryLimit(options.memoryLimit);
     if (options.cacheLimit !== undefined) this.#allocator.setCacheLimit(options.cacheLimit);
@@ -428,6 +439,33 @@ export class TraceReplay {
       nsPerEvent: events === 0 ? 0 : (this.#elapsed * 1e6) / events,
     };
   }
+}
+
+/**
+ * The replay options that run a recorded trace on the allocator that recorded it: the policy, its settings,
+ * the device's facts and the limits of the header's `allocator` (what a Device writes); `{}` for a header
+ * without one (the shared traces). Anything in `overrides` wins (e.g. another `policy` to compare).
+ */
+export function replayOptionsFromHeader(
+  header: TraceHeader | undefined,
+  overrides: ReplayOptions = {},
+): ReplayOptions {
+  const setup = header?.allocator as TraceAllocatorSetup | undefined;
+  if (setup === undefined || setup === null || typeof setup !== "object") return { ...overrides };
+  const options: ReplayOptions = {
+    workingSet: setup.workingSet,
+    memorySize: setup.memorySize,
+    maxBufferLength: setup.maxBufferLength,
+    resourceLimit: setup.resourceLimit,
+    pageSize: setup.pageSize,
+    memoryLimit: setup.memoryLimit,
+    cacheLimit: setup.cacheLimit,
+    policy: setup.policy,
+    reserveRatio: setup.reserveRatio,
+    boundedRelease: setup.boundedRelease,
+    ...(setup.segments === undefined ? {} : { segments: setup.segments as Partial<SegmentOptions> }),
+  };
+  return { ...options, ...overrides };
 }
 
 /**

@@ -232,6 +232,30 @@ export interface RecordedTrace {
 export interface TraceOpening {
   readonly buffers: Iterable<readonly [object, number]>;
   readonly mappings: Iterable<readonly [object, number]>;
+  /** The allocator's setup when the trace started: written to the header as `allocator`. */
+  readonly allocator?: TraceAllocatorSetup;
+}
+
+/**
+ * What a replay needs to run the recording device's allocator decision for decision: the policy and its
+ * settings, the device's facts, the limits in force when the trace started, and whether the allocator was
+ * fresh then (no live buffer, nothing cached: a segments replay then reproduces every figure exactly; a
+ * trace started later opens with its live buffers, each as an allocation of its charged bytes).
+ */
+export interface TraceAllocatorSetup {
+  readonly policy: "mlx" | "bounded" | "segments";
+  readonly reserveRatio: number;
+  readonly boundedRelease: "least-recent" | "largest";
+  /** The segments policy's sizes (under that policy). */
+  readonly segments?: Readonly<Record<string, number>>;
+  readonly workingSet: number;
+  readonly memorySize: number;
+  readonly maxBufferLength: number;
+  readonly resourceLimit: number;
+  readonly pageSize: number;
+  readonly memoryLimit: number;
+  readonly cacheLimit: number;
+  readonly fresh: boolean;
 }
 
 /** Records events while a trace is running; ids are dense, in allocation (and mapping) order. */
@@ -239,6 +263,7 @@ export class TraceRecorder {
   readonly #events: TraceEvent[] = [];
   readonly #name: string;
   readonly #openingEvents: number;
+  readonly #allocator: TraceAllocatorSetup | undefined;
   #nextAllocation = 0;
   #nextMapping = 0;
   #liveBytes = 0;
@@ -250,6 +275,7 @@ export class TraceRecorder {
   /** Starts a trace named `name`, opening with what is live at its start. */
   constructor(name: string, opening: TraceOpening = { buffers: [], mappings: [] }) {
     this.#name = name;
+    this.#allocator = opening.allocator;
     for (const [buffer, bytes] of opening.buffers) this.allocate(buffer, bytes);
     for (const [mapping, length] of opening.mappings) this.map(mapping, length);
     this.#openingEvents = this.#events.length;
@@ -318,6 +344,7 @@ export class TraceRecorder {
       live_at_end: this.#buffers.size,
       mapped_at_end: this.#mappings.size,
       peak_live_bytes: this.#peakLiveBytes,
+      ...(this.#allocator === undefined ? {} : { allocator: this.#allocator }),
     };
     return {
       header,

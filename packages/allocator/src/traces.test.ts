@@ -151,3 +151,82 @@ describe("going further: bounded, releasing the largest first, with reserveRatio
     },
   );
 });
+
+// The segments policy's figures on the shared traces, pinned to the byte: events, peak, active, cache,
+// segments acquired, segments released, blocks served from held segments, peak reserved. A Device over the
+// CUDA backend gives the same figures on the GPU (the cuda-native README's bench, default configuration).
+const segmentsTable = `
+| gpt2-generate | default | 135554 | 298002432 | 34603008 | 271581184 | 10 | 0 | 67768 | 306184192 |
+| gpt2-generate | cache64 | 135554 | 298002432 | 34603008 | 11534336 | 10 | 8 | 67768 | 306184192 |
+| gpt2-generate | small | 135554 | 298002432 | 34603008 | 271581184 | 10 | 0 | 67768 | 306184192 |
+| bert-dynamic | default | 23534 | 319928832 | 0 | 373293056 | 13 | 2 | 11754 | 373293056 |
+| bert-dynamic | cache64 | 23534 | 319928832 | 0 | 46137344 | 228 | 226 | 11539 | 377487360 |
+| bert-dynamic | small | 23534 | 319928832 | 0 | 373293056 | 13 | 2 | 11754 | 373293056 |
+| resnet50-train | default | 5024 | 2996828672 | 0 | 3200253952 | 86 | 25 | 2426 | 3225419776 |
+| resnet50-train | cache64 | 5024 | 2994731520 | 0 | 62914560 | 401 | 395 | 2111 | 3254779904 |
+| resnet50-train | small | 5024 | 2995780096 | 0 | 780140544 | 208 | 180 | 2304 | 3208642560 |
+`;
+
+const segmentRows = segmentsTable
+  .trim()
+  .split("\n")
+  .map((line) => {
+    const [trace, configuration, ...numbers] = line
+      .split("|")
+      .map((cell) => cell.trim())
+      .filter((cell) => cell !== "");
+    const [events, peak, active, cache, segments, released, hits, peakReserved] = numbers.map(Number);
+    return {
+      trace: trace!,
+      configuration: configuration!,
+      events,
+      peak,
+      active,
+      cache,
+      segments,
+      released,
+      hits,
+      peakReserved,
+    };
+  });
+
+describe("the shared traces under the segments policy", () => {
+  it.each(segmentRows)("$trace / $configuration gives exactly the pinned figures", (row) => {
+    const result = replayTrace(eventsOf(row.trace), {
+      ...configurations[row.configuration],
+      policy: "segments",
+    });
+    expect({
+      trace: row.trace,
+      configuration: row.configuration,
+      events: result.events,
+      peak: result.stats.peak,
+      active: result.stats.active,
+      cache: result.stats.cache,
+      segments: result.stats.systemAllocations,
+      released: result.counters.systemReleases,
+      hits: result.counters.cacheHits,
+      peakReserved: result.counters.peakReserved,
+    }).toEqual(row);
+    // Every allocation is a hit (a block of a held segment) or a miss (a new segment).
+    expect(result.counters.cacheHits + result.counters.cacheMisses).toBe(
+      result.events - eventsOf(row.trace).filter((event) => event[0] === "f").length,
+    );
+    expect(result.counters.cacheMisses).toBe(result.stats.systemAllocations);
+  });
+
+  it("reserves less than PyTorch's default allocator and far less than the MLX policy, with far fewer system allocations", () => {
+    // PyTorch 2.11's max_memory_reserved() on the H200 for the same traces (gpu/torch_replay.py).
+    const pytorchDefault: Record<string, number> = {
+      "bert-dynamic": 476053504,
+      "gpt2-generate": 316669952,
+      "resnet50-train": 3617587200,
+    };
+    for (const row of rows.filter((candidate) => candidate.configuration === "default")) {
+      const segments = replayTrace(eventsOf(row.trace), { ...configurations.default, policy: "segments" });
+      expect(segments.counters.peakReserved).toBeLessThanOrEqual(pytorchDefault[row.trace]!);
+      expect(segments.counters.peakReserved).toBeLessThan(row.peakReserved);
+      expect(segments.stats.systemAllocations * 3).toBeLessThan(row.systemAllocations);
+    }
+  });
+});

@@ -5,7 +5,8 @@
 //  1. malloc + free: a cached buffer through the Device, against cuMemAlloc + cuMemFree per pair (timed in
 //     C++, and through the backend from JavaScript, which is what a cache miss costs).
 //  2. The shared traces replayed through a Device over the CUDA backend (real device memory on every miss),
-//     `mlx` and `bounded` policies: ns per event and peak reserved (active + cache).
+//     `segments` (the CUDA default), `bounded` and `mlx` policies: ns per event, peak reserved (active +
+//     cache) and driver calls.
 //  3. A 1 GiB mapped checkpoint copied to device memory from pageable pages, then from the wired (registered)
 //     mapping, in GB/s; first how fast the file is written and its pages faulted in, on tmpfs and on disk.
 //
@@ -179,7 +180,7 @@ function traces() {
     .sort();
   for (const file of files) {
     const { events } = readTraceEvents(join(tracesDirectory, file));
-    for (const policy of ["mlx", "bounded"]) {
+    for (const policy of ["segments", "bounded", "mlx"]) {
       const freeBefore = backend.memoryInfo().free;
       const device = Device.open({ backend, policy });
       const coldNs = replay(device, events);
@@ -187,6 +188,7 @@ function traces() {
       const coldStats = device.memoryStats();
       const driverPeak = freeBefore - backend.memoryInfo().free; // what the cache still holds on the GPU
       const warmNs = replay(device, events);
+      const warm = device.counters();
       rows.push({
         trace: file.replace(".ndjson.gz", ""),
         policy,
@@ -198,6 +200,8 @@ function traces() {
         cacheAtEnd: coldStats.cache,
         driverBytesHeldAtEnd: driverPeak,
         systemAllocations: cold.systemAllocations,
+        systemReleases: cold.systemReleases,
+        warmSystemAllocations: warm.systemAllocations - cold.systemAllocations,
         cacheHits: cold.cacheHits,
       });
       device.close();
@@ -212,6 +216,8 @@ function traces() {
     "warm ns/event": Math.round(row.warmNsPerEvent),
     "peak reserved MiB": (row.peakReserved / MIB).toFixed(1),
     "cuMemAlloc calls": row.systemAllocations,
+    "cuMemFree calls": row.systemReleases,
+    "warm cuMemAlloc": row.warmSystemAllocations,
   }));
 }
 

@@ -91,7 +91,7 @@ if stage tests; then
 echo "== tests (node:test, the bundle run directly so that each test is named as it starts and ends)"
 # The tests' files go to tmpfs: on the H200 machine cuMemHostRegister of an ext4 file's pages did not return
 # (see the README), while tmpfs pages register in about 0.5 s per GiB.
-TMPDIR=/dev/shm bounded 150 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
+TMPDIR=/dev/shm bounded 240 tests "$NODE" --test-reporter=spec "$HERE/dist/tests.mjs"
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 fi
 
@@ -110,7 +110,9 @@ fi
 if stage torch; then
 echo "== PyTorch's caching allocator on the same traces"
 export PYTHONUNBUFFERED=1
-bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json"
+bounded 70 torch python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch.json" --quick
+bounded 70 "torch expandable" env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+  python3 "$HERE/torch_replay.py" "$CARRY/traces" --json "$RESULTS/torch-expandable.json" --quick
 fi
 
 if stage checkpoint; then
@@ -120,4 +122,5 @@ bounded 70 checkpoint "$NODE" "$HERE/dist/bench.mjs" --json "$RESULTS/checkpoint
 fi
 
 echo "== side by side"
-"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" | tee "$RESULTS/summary.md"
+"$NODE" "$HERE/summary.mjs" "$RESULTS/bench.json" "$RESULTS/torch.json" "$RESULTS/checkpoint.json" \
+  "$RESULTS/torch-expandable.json" | tee "$RESULTS/summary.md"

@@ -7,6 +7,10 @@ Each allocation event is `torch.empty(bytes, dtype=torch.uint8, device="cuda")`,
 memory. Cold: from an empty cache (`empty_cache()` and the peaks reset before the trace); warm: the same
 trace again on the cache the cold pass left.
 
+gpu/run.sh runs it twice: with PyTorch's default allocator, and with PYTORCH_CUDA_ALLOC_CONF=
+expandable_segments:True (growing segments by mapping pages: cuMemCreate + cuMemMap instead of cudaMalloc).
+`deviceAllocCalls` counts the driver allocations of either mode (`num_device_alloc`).
+
 Usage: python3 gpu/torch_replay.py TRACES_DIR [--json FILE] [--quick]
 """
 import gzip
@@ -72,6 +76,7 @@ def main():
     torch.empty(1, device="cuda")  # the context, outside every measurement
     results = {
         "torch": torch.__version__,
+        "allocConf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
         "gpu": torch.cuda.get_device_name(0),
         "mallocFree": malloc_free(quick),
         "traces": [],
@@ -86,6 +91,7 @@ def main():
         stats = torch.cuda.memory_stats()
         peak_reserved = torch.cuda.max_memory_reserved()
         warm = replay(events)
+        warm_stats = torch.cuda.memory_stats()
         results["traces"].append(
             {
                 "trace": name.replace(".ndjson.gz", ""),
@@ -95,11 +101,19 @@ def main():
                 "peakReserved": peak_reserved,
                 "peakAllocated": torch.cuda.max_memory_allocated(),
                 "cudaMallocCalls": stats.get("segment.all.allocated", None),
+                # Every driver allocation: cudaMalloc, and with expandable segments each cuMemCreate+cuMemMap.
+                "deviceAllocCalls": stats.get("num_device_alloc", None),
+                "deviceFreeCalls": stats.get("num_device_free", None),
+                "warmDeviceAllocCalls": (
+                    warm_stats.get("num_device_alloc", 0) - stats.get("num_device_alloc", 0)
+                    if "num_device_alloc" in stats
+                    else None
+                ),
                 "allocRetries": stats.get("num_alloc_retries", None),
             }
         )
         torch.cuda.empty_cache()
-    print(f"PyTorch {results['torch']} on {results['gpu']}")
+    print(f"PyTorch {results['torch']} on {results['gpu']} PYTORCH_CUDA_ALLOC_CONF={results['allocConf']!r}")
     print("malloc + free per pair (torch.empty + del, cached):")
     for row in results["mallocFree"]:
         print(f"  {row['bytes']:>10} B  {row['cachedTorchNs']:8.0f} ns")
@@ -108,6 +122,7 @@ def main():
         print(
             f"  {row['trace']:<16} cold {row['coldNsPerEvent']:7.0f} ns/event  warm {row['warmNsPerEvent']:7.0f}"
             f" ns/event  peak reserved {row['peakReserved'] / 2**20:9.1f} MiB  cudaMalloc {row['cudaMallocCalls']}"
+            f"  device allocs {row['deviceAllocCalls']}"
         )
     if json_path:
         with open(json_path, "w") as out:

@@ -117,6 +117,7 @@ Napi::Value DriverVersionOf(const Napi::CallbackInfo& info) { return Napi::Numbe
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
   data->features.copies = true;
+  data->features.accountsExternalMemory = false;
   // No platform until open(): what the "unavailable" error says meanwhile.
   data->state->platformFailure.message = kNotOpen;
   InitCommon(env, exports, data);

@@ -5,6 +5,7 @@ import { NativeArgumentError, NativeReleasedError } from "@nuvec/metal-native";
 import {
   AddonBackend,
   AddonBuffer,
+  AddonBufferRange,
   AddonMappedFile,
   AddonResidencySet,
   callNative,
@@ -57,7 +58,7 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
     this.assertLive("read");
     checkByteCount(offset, "offset", this.length);
     checkByteCount(length, "length", this.length - offset);
-    return new Uint8Array(callNative(() => this.#raw.read(offset, length)));
+    return this.copyOut(offset, length);
   }
 
   /** Copies `source` into the buffer at `offset` (`cuMemcpyHtoD`, synchronous). */
@@ -71,6 +72,16 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
         `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
       );
     }
+    this.copyIn(source, offset);
+  }
+
+  /** @internal The copy out of `read` (arguments checked; a range's copies come here too). */
+  copyOut(offset: number, length: number): Uint8Array {
+    return new Uint8Array(callNative(() => this.#raw.read(offset, length)));
+  }
+
+  /** @internal The copy in of `write` (arguments checked; a range's copies come here too). */
+  copyIn(source: ArrayBuffer | ArrayBufferView, offset: number): void {
     // The addon reads ArrayBuffers and views of them; a view of a SharedArrayBuffer is copied first.
     const plain =
       ArrayBuffer.isView(source) && !(source.buffer instanceof ArrayBuffer)
@@ -82,6 +93,28 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
   /** The device address, for other CUDA code (kernels, cuBLAS, PyTorch's `from_blob`). */
   protected override memoryHandle(): CudaBufferHandle {
     return { platform: "cuda", devicePointer: this.#raw.devicePointer as bigint, device: this.#device };
+  }
+}
+
+/**
+ * A range of a {@link CudaBuffer} (`CudaBackend.newBufferRange`): a block the segments policy hands out.
+ * `nativeHandle().devicePointer` is the block's; `read` and `write` copy at its offset in the segment. Made
+ * without a native call.
+ */
+export class CudaBufferRange extends AddonBufferRange<CudaBufferHandle> {
+  /** Copies `length` bytes from `offset` of the range to a new `Uint8Array` (`cuMemcpyDtoH`). */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.assertLive("read");
+    this.checkSpan(offset, length, "read");
+    return (this.segment as CudaBuffer).copyOut(this.offset + offset, length);
+  }
+
+  /** Copies `source` into the range at `offset` (`cuMemcpyHtoD`). */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.assertLive("write");
+    checkSource(source);
+    this.checkSpan(offset, source.byteLength, "write");
+    (this.segment as CudaBuffer).copyIn(source, this.offset + offset);
   }
 }
 
@@ -180,6 +213,10 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
 
   protected override wrapBuffer(raw: RawBufferHandle): CudaBuffer {
     return new CudaBuffer(raw as RawCudaBufferHandle, this);
+  }
+
+  protected override wrapRange(segment: CudaBuffer, offset: number, length: number): CudaBufferRange {
+    return new CudaBufferRange(segment, offset, length);
   }
 
   protected override wrapMappedFile(raw: RawMappedFileHandle, path: string): CudaMappedFile {

@@ -17,6 +17,7 @@ export {
   CudaBackend,
   CudaBuffer,
   type CudaBufferHandle,
+  CudaBufferRange,
   CudaMappedFile,
   type CudaMappedFileHandle,
   CudaResidencySet,

@@ -401,7 +401,10 @@ export class Device {
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
-    this.#trace = new TraceRecorder(name, traceOpening(this.#liveBuffers, this.#mappings));
+    this.#trace = new TraceRecorder(name, {
+      ...traceOpening(this.#liveBuffers, this.#mappings),
+      allocator: this.#allocator.replaySetup(),
+    });
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */

@@ -1,7 +1,7 @@
 // What a Device is opened with and what it reports: the option and result types of the public API, and the
 // checks of the options the Device owns (the allocator checks its own limits and policy, residency its
 // working set).
-import type { AllocatorCounters, AllocatorPolicy, BoundedRelease } from "@nuvec/allocator";
+import type { AllocatorCounters, AllocatorPolicy, BoundedRelease, SegmentOptions } from "@nuvec/allocator";
 import type { DeviceFacts, NativeBackend, NativeCounters, NativeMemoryHandle } from "@nuvec/metal-native";
 import { byteCountProblem, describeValue } from "@nuvec/stats";
 import { DeviceArgumentError } from "./errors.js";
@@ -16,8 +16,14 @@ export interface DeviceOptions {
   cacheLimit?: number;
   /** Bytes kept wired (resident); default 0, as MLX: nothing wired until asked. */
   wiredLimit?: number;
-  /** The cache policy: `"mlx"` (default, MLX's decisions exactly) or `"bounded"`. */
+  /**
+   * The cache policy: `"mlx"` (MLX's decisions exactly; the default on Metal and the host), `"bounded"`, or
+   * `"segments"` (blocks inside large segments, for discrete GPUs; the default on CUDA). `"segments"` needs
+   * a backend with `newBufferRange`.
+   */
   policy?: AllocatorPolicy;
+  /** For the `"segments"` policy: its sizes (any left out keep `SEGMENT_DEFAULTS` of `@nuvec/allocator`). */
+  segments?: Partial<SegmentOptions>;
   /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark (default 1.3). */
   reserveRatio?: number;
   /** For the `"bounded"` policy: which cached buffer goes first, `"least-recent"` (default) or `"largest"`. */

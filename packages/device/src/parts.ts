@@ -1,6 +1,6 @@
 // The Device's two policy parts, each made over the native backend: MLX's caching allocator (the memory
 // figures) and residency (the wired ones). The Device owns them and connects them through the hooks.
-import { CachingAllocator } from "@nuvec/allocator";
+import { type AllocatorPolicy, CachingAllocator } from "@nuvec/allocator";
 import type { NativeAllocation, NativeBackend, NativeBuffer, NativeResidencySet } from "@nuvec/metal-native";
 import { Residency } from "@nuvec/residency";
 import type { DeviceOptions } from "./options.js";
@@ -14,6 +14,7 @@ export function allocatorOver(
   options: DeviceOptions,
   hooks: { onAcquire: (buffer: NativeBuffer) => void; onRelease: (buffer: NativeBuffer) => void },
 ): CachingAllocator<NativeBuffer> {
+  const policy = options.policy ?? defaultPolicy(backend);
   return new CachingAllocator<NativeBuffer>(
     {
       recommendedMaxWorkingSetSize: backend.recommendedMaxWorkingSetSize,
@@ -23,16 +24,32 @@ export function allocatorOver(
       pageSize: backend.pageSize,
       acquire: (bytes) => backend.newBuffer(bytes),
       release: (buffer) => buffer.release(),
+      ...(backend.newBufferRange === undefined
+        ? {}
+        : {
+            range: (segment: NativeBuffer, offset: number, length: number) =>
+              backend.newBufferRange!(segment, offset, length),
+            releaseRange: (range: NativeBuffer) => range.release(),
+          }),
     },
     {
       ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),
       ...(options.cacheLimit === undefined ? {} : { cacheLimit: options.cacheLimit }),
-      ...(options.policy === undefined ? {} : { policy: options.policy }),
+      policy,
+      ...(options.segments === undefined ? {} : { segments: options.segments }),
       ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
       ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
       ...hooks,
     },
   );
+}
+
+/**
+ * The policy a Device runs when `options.policy` is left out: `"segments"` on CUDA (device memory, where
+ * every system allocation is a slow driver call), MLX's `"mlx"` elsewhere.
+ */
+export function defaultPolicy(backend: NativeBackend): AllocatorPolicy {
+  return backend.platform === "cuda" && backend.newBufferRange !== undefined ? "segments" : "mlx";
 }
 
 /**

@@ -598,7 +598,7 @@ describe("MockBackend disposal", () => {
 });
 
 describe("the mock's imports", () => {
-  it("are types, errors, argument checks, facts, @nuvec/stats and its own files only: no native addon, no static node: import", () => {
+  it("are types, errors, argument checks, facts, ranges, @nuvec/stats and its own files only: no native addon, no static node: import", () => {
     const source = dirname(fileURLToPath(import.meta.url));
     const files = [
       join(source, "mock.ts"),

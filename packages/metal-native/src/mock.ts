@@ -13,7 +13,7 @@ export {
   type MockBackendOptions,
   type MockMappingFailure,
 } from "./mock/backend.js";
-export { MockBuffer } from "./mock/buffer.js";
+export { MockBuffer, MockBufferRange } from "./mock/buffer.js";
 export type { MockCall, MockCallCounts, MockCallName, MockCallOutcome } from "./mock/calls.js";
 export type { MockWiringFault } from "./mock/core.js";
 export { MockMappedFile, type MockMappedFileSource } from "./mock/mapped-file.js";

@@ -189,6 +189,49 @@ describe.runIf(process.platform === "linux")("hostile use of the host addon (chi
     });
   });
 
+  it("a range's view moved away with transfer() keeps the range and its segment's memory until the view is collected", () => {
+    const { status, signal, stderr, report } = runChild(
+      directory,
+      "range-transfer",
+      `import { setImmediate as nextImmediate } from "node:timers/promises";
+       const { loadNativeBackend } = await import(${distIndex});
+       const backend = loadNativeBackend();
+       const collect = async () => { for (let round = 0; round < 4; round += 1) { gc(); await nextImmediate(); } };
+       const report = {};
+       const start = backend.counters();
+       await (async () => {
+         const segment = backend.newBuffer(1024 * 1024);
+         new Uint8Array(segment.contents()).fill(0x22);
+         const range = backend.newBufferRange(segment, 65536, 4096);
+         const moved = new Uint8Array(range.contents().transfer());
+         range.detachContents();
+         report.quarantinedFlag = range.quarantined;
+         range.release();
+         segment.release();
+         // Released twice over, yet a moved view reaches the memory: the platform has not freed it.
+         report.freedWhileMoved = backend.counters().buffersFreedByPlatform - start.buffersFreedByPlatform;
+         report.movedReads = moved.every((byte) => byte === 0x22);
+         moved.fill(0x33);
+       })();
+       await collect();
+       const after = backend.counters();
+       report.freedAfterCollection = after.buffersFreedByPlatform - start.buffersFreedByPlatform;
+       report.after = { quarantined: after.quarantinedAllocations, bufferBytes: after.bufferBytes };
+       console.log(JSON.stringify(report));`,
+      ["--harmony-rab-gsab-transfer", "--expose-gc"],
+    );
+    expect(signal).toBeNull();
+    expect(stderr).toBe("");
+    expect(status).toBe(0);
+    expect(report).toEqual({
+      quarantinedFlag: true,
+      freedWhileMoved: 0,
+      movedReads: true,
+      freedAfterCollection: 1,
+      after: { quarantined: 0, bufferBytes: 0 },
+    });
+  });
+
   it("a view moved with transfer() and posted to another thread outlives the worker that made it: its memory is abandoned at the worker's exit, never freed", () => {
     const file = join(directory, "posted.bin");
     const held = join(directory, "held.bin");

@@ -10,7 +10,8 @@
 
 export { AddonAllocation } from "./addon/allocation.js";
 export { AddonBackend } from "./addon/backend.js";
-export { AddonBuffer } from "./addon/buffer.js";
+export { AddonBuffer, NativeAddonBufferRange } from "./addon/buffer.js";
+export { AddonBufferRange } from "./addon/buffer-range.js";
 export { callNative } from "./addon/call.js";
 export { AddonMappedFile } from "./addon/mapped-file.js";
 export type { AllocationKind } from "./addon/ownership.js";

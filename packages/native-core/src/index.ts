@@ -19,6 +19,7 @@ export {
   type NativeUnavailableReason,
 } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
+export { checkRange, offsetHandle } from "./range.js";
 export type {
   BackendPlatform,
   DeviceFacts,

@@ -49,6 +49,11 @@ export interface MetalMemoryHandle {
   readonly metalBuffer: bigint;
   /** The buffer's `gpuAddress` (for argument buffers; macOS 13+). */
   readonly gpuAddress: bigint;
+  /**
+   * A range of a larger buffer (`newBufferRange`): where it begins in `metalBuffer` (bind the buffer at this
+   * offset; `address` and `gpuAddress` already include it). Absent: 0.
+   */
+  readonly offset?: number;
 }
 
 /** The host backend: the CPU address of real memory (`mmap` or `aligned_alloc`, a mapped file's `mmap`). */
@@ -83,6 +88,8 @@ export interface MockMemoryHandle {
   readonly metalBuffer: bigint;
   /** Synthetic, never a real GPU address. */
   readonly gpuAddress: bigint;
+  /** A range's offset in `metalBuffer` (see {@link MetalMemoryHandle.offset}). */
+  readonly offset?: number;
 }
 
 /**
@@ -188,6 +195,17 @@ export interface NativeResidencySet {
 export interface NativeBackend extends DeviceFacts {
   /** A new buffer of `bytes` bytes (0 < bytes ≤ maxBufferLength). Throws a typed error on failure. */
   newBuffer(bytes: number): NativeBuffer;
+  /**
+   * A buffer over `length` bytes of `segment` from `offset`, sharing its memory (what a sub-allocating
+   * policy hands out): `nativeHandle()` gives the range's first byte, `contents()`, `read` and `write` work
+   * on the range alone, and `release()` gives back the range only. The segment's memory lives while any of
+   * its ranges does: a segment released before its ranges is freed once the last of them is released.
+   * Each range has views of its own: detaching them leaves the segment's and other ranges' views alone.
+   * Throws a `NativeArgumentError` for a segment of another backend, a range itself, or a range outside
+   * it, and a `NativeReleasedError` for a released segment. Optional: a backend without it runs no
+   * sub-allocating policy.
+   */
+  newBufferRange?(segment: NativeBuffer, offset: number, length: number): NativeBuffer;
   /** Maps the file at `path` read-only by convention, copy-on-write. Throws a typed error for a missing,
    * empty, unreadable file or a directory. */
   mapFile(path: string): NativeMappedFile;

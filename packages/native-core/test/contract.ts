@@ -902,6 +902,128 @@ export function describeNativeBackendContract(
       });
     });
 
+    // ------------------------------------------------------------------ buffer ranges
+
+    describe("buffer ranges (newBufferRange)", () => {
+      const pointerOf = (handle: NativeMemoryHandle): bigint =>
+        handle.platform === "cuda" ? (handle.devicePointer as bigint) : handle.address;
+      // The mock's ranges have bytes of their own (JavaScript cannot alias part of an ArrayBuffer).
+      const aliases = () => backend.platform !== "mock";
+      const newRange = (segment: NativeBuffer, offset: number, length: number): NativeBuffer => {
+        if (backend.newBufferRange === undefined) throw new Error("no ranges");
+        return keep(backend.newBufferRange(segment, offset, length));
+      };
+
+      it("a range is its length of the segment: its handle is the segment's moved by the offset", (context) => {
+        if (backend.newBufferRange === undefined) context.skip("the backend makes no ranges");
+        const segment = newBuffer(64 * 1024);
+        const range = newRange(segment, 4096, 1536);
+        expect(range.length).toBe(1536);
+        expect(range.allocatedSize).toBe(1536);
+        expect(range.released).toBe(false);
+        const handle = range.nativeHandle();
+        expect(Object.isFrozen(handle)).toBe(true);
+        expect(handle.platform).toBe(backend.platform);
+        expect(pointerOf(handle) - pointerOf(segment.nativeHandle())).toBe(4096n);
+        if (handle.platform === "metal" || handle.platform === "mock") {
+          expect(handle.metalBuffer).toBe((segment.nativeHandle() as typeof handle).metalBuffer);
+          expect(handle.offset).toBe(4096);
+        }
+      });
+
+      it("bytes written through a range read back through it, and through the segment at the offset", (context) => {
+        if (backend.newBufferRange === undefined) context.skip("the backend makes no ranges");
+        const segment = newBuffer(64 * 1024);
+        const first = newRange(segment, 0, 2048);
+        const second = newRange(segment, 2048, 2048);
+        const pattern = patternBytes(2048, 5);
+        writeBytes(second, pattern);
+        writeBytes(first, Uint8Array.of(9), 2047);
+        expect(readBytes(second)).toEqual(pattern);
+        expect(readBytes(first, 2047, 1)[0]).toBe(9);
+        if (aliases()) {
+          expect(readBytes(segment, 2048, 2048)).toEqual(pattern);
+          expect(readBytes(segment, 2047, 1)[0]).toBe(9);
+        }
+        if (hostVisible) expect(second.contents().byteLength).toBe(2048);
+        else
+          expectNativeError(() => second.contents(), NativeNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+      });
+
+      it("a segment released while a range lives keeps its memory until the range is released", (context) => {
+        if (backend.newBufferRange === undefined) context.skip("the backend makes no ranges");
+        const before = backend.counters();
+        const segment = backend.newBuffer(32 * 1024);
+        const range = backend.newBufferRange!(segment, 8192, 4096);
+        segment.release();
+        expect(segment.released).toBe(true);
+        expect(backend.counters().buffersReleased).toBe(before.buffersReleased);
+        expect(backend.counters().bufferBytes).toBe(before.bufferBytes + segment.allocatedSize);
+        const pattern = patternBytes(4096, 8);
+        writeBytes(range, pattern);
+        expect(readBytes(range)).toEqual(pattern);
+        range.release();
+        expect(range.released).toBe(true);
+        expect(backend.counters().buffersReleased).toBe(before.buffersReleased + 1);
+        expect(backend.counters().bufferBytes).toBe(before.bufferBytes);
+      });
+
+      it("a range's views are its own: detaching them leaves the segment's and other ranges' alone", (context) => {
+        if (backend.newBufferRange === undefined) context.skip("the backend makes no ranges");
+        if (!hostVisible) context.skip("no views of device memory");
+        const segment = newBuffer(64 * 1024);
+        const first = newRange(segment, 0, 4096);
+        const second = newRange(segment, 4096, 4096);
+        const segmentView = segment.contents();
+        const firstView = first.contents();
+        const secondView = second.contents();
+        first.detachContents();
+        expect(firstView.byteLength).toBe(0);
+        expect(secondView.byteLength).toBe(4096);
+        expect(segmentView.byteLength).toBe(64 * 1024);
+        expect(first.contents().byteLength).toBe(4096);
+        second.release();
+        expect(secondView.byteLength).toBe(0);
+        expect(segmentView.byteLength).toBe(64 * 1024);
+      });
+
+      it("misuse is a typed error: outside the segment, a released segment, a range of a range, twice released", (context) => {
+        if (backend.newBufferRange === undefined) context.skip("the backend makes no ranges");
+        const segment = newBuffer(8192);
+        for (const [offset, length] of [
+          [-1, 10],
+          [0, 0],
+          [8192, 1],
+          [4096, 4097],
+          [1.5, 10],
+          [0, Number.NaN],
+        ] as const) {
+          expectNativeError(
+            () => backend.newBufferRange?.(segment, offset, length),
+            NativeArgumentError,
+            "ERR_NUVEC_INVALID_ARGUMENT",
+          );
+        }
+        const range = newRange(segment, 0, 4096);
+        expectNativeError(
+          () => backend.newBufferRange?.(range, 0, 512),
+          NativeArgumentError,
+          "ERR_NUVEC_INVALID_ARGUMENT",
+        );
+        const released = backend.newBuffer(4096);
+        released.release();
+        expectNativeError(
+          () => backend.newBufferRange?.(released, 0, 512),
+          NativeReleasedError,
+          "ERR_NUVEC_RELEASED",
+        );
+        const once = newRange(segment, 4096, 4096);
+        once.release();
+        expectNativeError(() => once.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => once.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+      });
+    });
+
     // ------------------------------------------------------------------ leaks
 
     describe("no leaks", () => {

@@ -2,6 +2,7 @@ import { checkOptionalPointer, NativeArgumentError } from "@nuvec/native-core";
 import {
   AddonBackend,
   callNative,
+  NativeAddonBufferRange,
   type RawBufferHandle,
   type RawMappedFileHandle,
   type RawResidencySetHandle,
@@ -51,6 +52,23 @@ export class NativeAddonBackend extends AddonBackend<
 
   protected override wrapBuffer(raw: RawBufferHandle): NativeAddonBuffer {
     return new NativeAddonBuffer(raw as RawMetalBufferHandle, this);
+  }
+
+  /** A handle of the addon over the range (its views are its own), kept from the segment's release. */
+  protected override wrapRange(
+    segment: NativeAddonBuffer,
+    offset: number,
+    length: number,
+  ): NativeAddonBufferRange {
+    return callNative(
+      () =>
+        new NativeAddonBufferRange(
+          new this.#addon.NativeBufferHandle(segment.raw as RawBufferHandle, offset, length),
+          segment,
+          offset,
+          this,
+        ),
+    );
   }
 
   protected override wrapMappedFile(raw: RawMappedFileHandle, path: string): NativeAddonMappedFile {

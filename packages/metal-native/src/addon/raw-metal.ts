@@ -4,6 +4,7 @@ import type { NativeMemoryHandle } from "@nuvec/native-core";
 import type {
   RawAddon,
   RawAllocationHandle,
+  RawBufferHandle,
   RawMappedFileHandle,
   RawResidencySetHandle,
 } from "@nuvec/native-core/addon";
@@ -25,7 +26,11 @@ export interface RawMetalResidencySetHandle extends RawResidencySetHandle {
 
 /** @internal */
 export interface RawMetalAddon extends RawAddon {
-  NativeBufferHandle: new (bytes: number) => RawMetalBufferHandle;
+  NativeBufferHandle: {
+    new (bytes: number): RawMetalBufferHandle;
+    /** A range of `length` bytes from `offset` of a live buffer handle (the addon keeps its memory). */
+    new (segment: RawBufferHandle, offset: number, length: number): RawMetalBufferHandle;
+  };
   NativeMappedFileHandle: new (path: string) => RawMetalMappedFileHandle;
   NativeResidencySetHandle: new () => RawMetalResidencySetHandle;
   checkMetalDevice(device: bigint): void;

@@ -1,14 +1,15 @@
-import type { NativeBackend, NativeCounters, NativeResidencySet } from "@nuvec/native-core";
+import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "@nuvec/native-core";
 import {
   BackendFacts,
   checkBufferLength,
   checkPath,
+  checkRange,
   NativeAllocationError,
   NativeArgumentError,
   NativeReleasedError,
 } from "@nuvec/native-core";
 import { describeValue, mappingSize } from "@nuvec/stats";
-import { MockBuffer } from "./buffer.js";
+import { MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
 import { type MockFile, readRealFile, virtualFile } from "./files.js";
@@ -206,6 +207,34 @@ export class MockBackend extends BackendFacts implements NativeBackend {
       this.#core.counters.bufferBytes += allocatedSize;
       return buffer;
     });
+  }
+
+  /**
+   * A range of `length` bytes of `segment` from `offset` (see `NativeBackend.newBufferRange`): a
+   * {@link NativeArgumentError} for a segment of another backend or a range outside it, a
+   * {@link NativeReleasedError} for a released segment.
+   */
+  newBufferRange(segment: NativeBuffer, offset: number, length: number): MockBufferRange {
+    return this.#core.run(
+      "newBufferRange",
+      undefined,
+      typeof length === "number" ? length : undefined,
+      () => {
+        this.#core.assertOpen("newBufferRange()");
+        const notOurs = () =>
+          new NativeArgumentError(
+            "segment",
+            "newBufferRange(): the segment must be a buffer of this backend",
+          );
+        if (!(segment instanceof MockBuffer)) throw notOurs();
+        if (segment.released) {
+          throw new NativeReleasedError("newBufferRange(): the segment was already released");
+        }
+        if (!this.#core.allocations.has(segment)) throw notOurs();
+        checkRange(offset, length, segment.length);
+        return new MockBufferRange(this.#core, segment, offset, length);
+      },
+    );
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
-import { NativeAllocationError, NativeReleasedError } from "@nuvec/native-core";
+import { NativeAllocationError, NativeReleasedError, offsetHandle } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -20,6 +20,7 @@ export class MockBuffer implements NativeBuffer {
   #memory: ArrayBuffer | undefined;
   #released = false;
   #detachments = 0;
+  #liveRanges = 0;
 
   /** Made by {@link MockBackend.newBuffer} only. */
   constructor(core: MockCore, id: number, length: number, allocatedSize: number) {
@@ -100,16 +101,125 @@ export class MockBuffer implements NativeBuffer {
         this.#memory = undefined;
         this.#detachments += 1;
       }
-      const counters = this.#core.counters;
-      counters.buffersReleased += 1;
-      counters.bufferBytes -= this.allocatedSize;
-      this.#core.allocations.delete(this);
+      // A segment with live ranges keeps its memory (and stays in the counters) until the last one goes.
+      if (this.#liveRanges === 0) this.#giveBack();
     });
+  }
+
+  /** Ranges of this buffer not released yet (`newBufferRange`). */
+  get liveRanges(): number {
+    return this.#liveRanges;
+  }
+
+  /** A range of this buffer was made. */
+  rangeMade(): void {
+    this.#liveRanges += 1;
+  }
+
+  /** A range of this buffer was released: the last one lets a released buffer's memory go. */
+  rangeReleased(): void {
+    this.#liveRanges -= 1;
+    if (this.#liveRanges === 0 && this.#released) this.#giveBack();
+  }
+
+  #giveBack(): void {
+    const counters = this.#core.counters;
+    counters.buffersReleased += 1;
+    counters.bufferBytes -= this.allocatedSize;
+    this.#core.allocations.delete(this);
   }
 
   #assertLive(method: string): void {
     if (this.#released) {
       throw new NativeReleasedError(`${this.label}.${method}(): the buffer was already released`);
+    }
+  }
+}
+
+/**
+ * A range of a {@link MockBuffer} (`MockBackend.newBufferRange`). JavaScript cannot make an `ArrayBuffer`
+ * over part of another, so the mock's range has bytes of its own (zeros at first, up to `realMemoryUpTo`):
+ * what it shows of a range's life (views detached on `detachContents()` and `release()`, the segment kept
+ * while the range lives, the handle at the segment's pointers moved by the offset) is the real backends'.
+ */
+export class MockBufferRange implements NativeBuffer {
+  readonly length: number;
+  readonly allocatedSize: number;
+  /** The buffer this is a range of. */
+  readonly segment: MockBuffer;
+  /** Where it begins in the segment. */
+  readonly offset: number;
+  /** `"<segment>+<offset>"`: how the call log names it. */
+  readonly label: string;
+  readonly #core: MockCore;
+  #memory: ArrayBuffer | undefined;
+  #released = false;
+
+  /** Made by {@link MockBackend.newBufferRange} only (arguments checked there). */
+  constructor(core: MockCore, segment: MockBuffer, offset: number, length: number) {
+    this.#core = core;
+    this.segment = segment;
+    this.offset = offset;
+    this.length = length;
+    this.allocatedSize = length;
+    this.label = `${segment.label}+${offset}`;
+    segment.rangeMade();
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** The range's bytes (its own in the mock: see the class), the same `ArrayBuffer` until detached. */
+  contents(): ArrayBuffer {
+    return this.#core.run("range.contents", this.label, undefined, () => {
+      this.#assertLive("contents");
+      if (this.#memory === undefined) {
+        if (this.length > this.#core.realMemoryUpTo) {
+          throw new NativeAllocationError(
+            this.length,
+            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
+              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
+          );
+        }
+        this.#memory = new ArrayBuffer(this.length);
+      }
+      return this.#memory;
+    });
+  }
+
+  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay. */
+  detachContents(): void {
+    this.#core.run("range.detachContents", this.label, undefined, () => {
+      this.#assertLive("detachContents");
+      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory, this.length);
+    });
+  }
+
+  /** The segment's synthetic pointers moved by the offset. */
+  nativeHandle(): MockMemoryHandle {
+    return this.#core.run("range.nativeHandle", this.label, undefined, () => {
+      this.#assertLive("nativeHandle");
+      return offsetHandle(mockMemoryHandle("buffer", this.segment.id), this.offset);
+    });
+  }
+
+  /** Gives the range back (the segment's memory stays while the segment lives). A second call throws. */
+  release(): void {
+    this.#core.run("range.release", this.label, undefined, () => {
+      this.#assertLive("release");
+      this.#released = true;
+      if (this.#memory !== undefined) {
+        detachArrayBuffer(this.#memory, this.length);
+        this.#memory = undefined;
+      }
+      this.segment.rangeReleased();
+    });
+  }
+
+  #assertLive(method: string): void {
+    if (this.#released) {
+      throw new NativeReleasedError(`${this.label}.${method}(): the buffer range was already released`);
     }
   }
 }

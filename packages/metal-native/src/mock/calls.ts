@@ -7,6 +7,11 @@ export type MockCallName =
   | "buffer.detachContents"
   | "buffer.nativeHandle"
   | "buffer.release"
+  | "newBufferRange"
+  | "range.contents"
+  | "range.detachContents"
+  | "range.nativeHandle"
+  | "range.release"
   | "mapFile"
   | "mappedFile.contents"
   | "mappedFile.nativeHandle"
@@ -55,6 +60,11 @@ function zeroCounts(): MockCallCounts {
     "buffer.detachContents": 0,
     "buffer.nativeHandle": 0,
     "buffer.release": 0,
+    newBufferRange: 0,
+    "range.contents": 0,
+    "range.detachContents": 0,
+    "range.nativeHandle": 0,
+    "range.release": 0,
     mapFile: 0,
     "mappedFile.contents": 0,
     "mappedFile.nativeHandle": 0,

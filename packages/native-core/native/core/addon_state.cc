@@ -31,6 +31,17 @@ uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool 
   return id;
 }
 
+uint64_t AddonState::AddRange(uint64_t parentId, size_t offset, size_t length) {
+  auto parent = allocations_.find(parentId);
+  if (parent == allocations_.end()) return 0;
+  parent->second.ranges += 1;
+  uint64_t id = ++lastId_;
+  OwnedAllocation& owned = allocations_[id];
+  owned.allocation = std::make_unique<RangeAllocation>(parent->second.allocation.get(), offset, length);
+  owned.parent = parentId;
+  return id;
+}
+
 Allocation* AddonState::FindAllocation(uint64_t id) {
   auto found = allocations_.find(id);
   return found == allocations_.end() ? nullptr : found->second.allocation.get();
@@ -47,7 +58,9 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
     counters.quarantinedAllocations += 1;
     counters.quarantinedBytes += bytes;
   }
-  if (owned.mapped) {
+  if (owned.parent != 0) {
+    // A range: its parent is what the buffer counters count.
+  } else if (owned.mapped) {
     counters.mappingsReleased += 1;
     counters.mappedBytes -= bytes;
   } else {
@@ -173,14 +186,29 @@ void AddonState::TearDown() {
   if (tornDown) return;
   tornDown = true;
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
+  // What a view may still reach is abandoned, and so is the parent of such a range (its memory).
+  std::vector<uint64_t> abandon;
   for (auto& [id, owned] : allocations_) {
     // Every view on record may still reach the memory (the binding recorded those attached here as
     // detached by us just before).
     if (owned.views.empty()) continue;
+    abandon.push_back(id);
+    for (uint64_t parent = owned.parent; parent != 0;) {
+      abandon.push_back(parent);
+      auto found = allocations_.find(parent);
+      parent = found == allocations_.end() ? 0 : found->second.parent;
+    }
+  }
+  for (uint64_t id : abandon) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end() || !found->second.allocation) continue;
+    // A range's bytes are its parent's: only memory of its own is counted.
+    if (found->second.parent == 0) {
+      abandonedBytes += found->second.allocation->allocatedSize();
+      abandonedAllocations += 1;
+    }
     // Abandoned on purpose: the platform's memory stays mapped for the rest of the process.
-    abandonedBytes += owned.allocation->allocatedSize();
-    abandonedAllocations += 1;
-    static_cast<void>(owned.allocation.release());
+    static_cast<void>(found->second.allocation.release());
     abandoned_ += 1;
   }
   allocations_.clear();
@@ -207,12 +235,21 @@ void AddonState::MaybeFree(uint64_t id) {
   if (!owned.released && !owned.views.empty()) return;
   if (owned.escapedViews > 0) return;  // quarantined: a moved view still reaches the memory
   if (!owned.allocation->sets.empty()) return;
+  if (owned.ranges > 0) return;  // a range of it still exists: its memory is theirs too
   // No V8 accounting during teardown: the environment is going away.
-  if (!owned.mapped && !tornDown && accountExternalMemory) {
+  if (!owned.mapped && owned.parent == 0 && !tornDown && accountExternalMemory) {
     accountExternalMemory(-static_cast<int64_t>(owned.allocation->allocatedSize()));
   }
+  uint64_t parent = owned.parent;
   setMemberIds_.erase(owned.allocation.get());
   allocations_.erase(found);
+  if (parent != 0) {
+    auto holder = allocations_.find(parent);
+    if (holder != allocations_.end()) {
+      holder->second.ranges -= 1;
+      MaybeFree(parent);
+    }
+  }
 }
 
 }  // namespace nuvec

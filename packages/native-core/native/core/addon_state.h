@@ -31,6 +31,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 #include <memory>
 #include <unordered_map>
 
@@ -66,11 +68,53 @@ AbandonedTotals ProcessAbandoned();
 
 enum class ViewState { kHandedOut, kEscaped };
 
+// A range of another allocation (a block a sub-allocating policy hands out): `length` bytes of the parent's
+// memory from `offset`. It owns nothing; the state keeps the parent's memory while the range exists, and the
+// range has views of its own (detached, escaped and quarantined like any buffer's).
+class RangeAllocation final : public Allocation {
+ public:
+  RangeAllocation(Allocation* parent, size_t offset, size_t length)
+      : parent_(parent), offset_(offset), length_(length) {}
+  void* data() const override {
+    char* base = static_cast<char*>(parent_->data());
+    return base == nullptr ? nullptr : base + offset_;
+  }
+  size_t length() const override { return length_; }
+  size_t allocatedSize() const override { return length_; }
+  uint64_t devicePointer() const override {
+    uint64_t base = parent_->devicePointer();
+    return base == 0 ? 0 : base + offset_;
+  }
+  bool copyIn(size_t offset, const void* source, size_t bytes, Failure* failure) override {
+    return parent_->copyIn(offset_ + offset, source, bytes, failure);
+  }
+  bool copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const override {
+    return parent_->copyOut(offset_ + offset, target, bytes, failure);
+  }
+  // The parent's fields, its addresses moved by the offset (Metal's metalBuffer stays the parent's).
+  std::vector<NativeField> nativeFields() const override {
+    std::vector<NativeField> fields = parent_->nativeFields();
+    for (NativeField& field : fields) {
+      if (std::string(field.name) != "metalBuffer" && field.value != 0) field.value += offset_;
+    }
+    return fields;
+  }
+
+ private:
+  Allocation* parent_;
+  size_t offset_;
+  size_t length_;
+};
+
 // One allocation the state owns, by id, from the platform's making of it to its freeing (released or not:
 // a view or a set may still hold its memory).
 struct OwnedAllocation {
   std::unique_ptr<Allocation> allocation;
   bool mapped = false;
+  // A range (RangeAllocation) of allocation `parent`; not counted among the buffers (the parent is).
+  uint64_t parent = 0;
+  // Ranges of this allocation that still exist: its memory stays until they are gone.
+  uint32_t ranges = 0;
   bool released = false;
   bool handleCollected = false;
   uint32_t handedOutViews = 0;  // the views in kHandedOut
@@ -93,6 +137,9 @@ class AddonState {
 
   // Takes an allocation the platform made; returns its id.
   uint64_t AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped);
+  // A range of `length` bytes from `offset` of live allocation `parentId` (checked by the caller); returns
+  // its id, or 0 when the parent is not there.
+  uint64_t AddRange(uint64_t parentId, size_t offset, size_t length);
   // The allocation, released or not, while its memory exists.
   Allocation* FindAllocation(uint64_t id);
   // release() (after detaching the views: explicitly) or the handle's collection: counted as released at

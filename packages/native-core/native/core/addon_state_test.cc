@@ -268,6 +268,33 @@ void TearDown() {
   std::puts("ok teardown: everything given back, sets first, except what a moved view may still reach");
 }
 
+void Ranges() {
+  Fixture f;
+  uint64_t segment = f.buffer(8192);
+  uint64_t range = f.state.AddRange(segment, 4096, 1024);
+  CHECK(range != 0 && f.state.AddRange(999, 0, 1) == 0);
+  Allocation* memory = f.state.FindAllocation(range);
+  CHECK(memory != nullptr && memory->length() == 1024 && memory->allocatedSize() == 1024);
+  // Ranges are not buffers of their own in the counters, nor in V8's accounting.
+  CHECK(f.state.counters.buffersMade == 1 && f.state.counters.bufferBytes == 8192 && f.externalBytes == 8192);
+  // The segment released first: counted released, its memory kept for the range.
+  f.state.HandleDone(segment, true);
+  CHECK(f.state.counters.buffersReleased == 1 && f.freed.allocations == 0);
+  CHECK(f.state.FindAllocation(segment) != nullptr);
+  f.state.HandleDone(range, true);
+  CHECK(f.freed.allocations == 1 && f.state.OwnedAllocations() == 0 && f.externalBytes == 0);
+  // A range with a view moved away keeps its segment through the teardown: both are abandoned.
+  Fixture g;
+  uint64_t kept = g.buffer(8192);
+  uint64_t escaped = g.state.AddRange(kept, 0, 512);
+  g.state.ViewCreated(escaped);
+  uint64_t plain = g.buffer(512);
+  static_cast<void>(plain);
+  g.state.TearDown();
+  CHECK(g.state.AbandonedAllocations() == 2 && g.freed.allocations == 1);
+  std::puts("ok ranges: a segment's memory stays while a range of it exists, through teardown too");
+}
+
 void Counters() {
   Fixture f;
   f.buffer(100);
@@ -293,6 +320,7 @@ int main() {
   HandleCollected();
   ResidencySetsHoldMemory();
   TearDown();
+  Ranges();
   Counters();
   std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;

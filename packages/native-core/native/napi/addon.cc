@@ -190,10 +190,12 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   // Tell V8 about memory it cannot see, so that dropped handles are collected (and freed) in time. The
   // state calls this only while the environment lives (never during its teardown).
   napi_env rawEnv = env;
-  data->state->accountExternalMemory = [rawEnv](int64_t bytes) {
-    int64_t ignored = 0;
-    napi_adjust_external_memory(rawEnv, bytes, &ignored);
-  };
+  if (data->features.accountsExternalMemory) {
+    data->state->accountExternalMemory = [rawEnv](int64_t bytes) {
+      int64_t ignored = 0;
+      napi_adjust_external_memory(rawEnv, bytes, &ignored);
+    };
+  }
   napi_add_env_cleanup_hook(env, RunTeardown, new Teardown{env, data->state, data->views, 0});
   exports.Set("NativeBufferHandle", buffer);
   exports.Set("NativeMappedFileHandle", mappedFile);

@@ -20,6 +20,11 @@ struct BindingFeatures {
   // read(offset, length), write(source, offset) and the devicePointer accessor on buffers and mapped files:
   // for memory the CPU cannot address (cuda-native). Off in metal-native, whose views reach all of it.
   bool copies = false;
+  // Whether the bytes of buffers count as external memory for V8 (napi_adjust_external_memory), so that
+  // dropped handles are collected in time. True for host memory; off for device memory (cuda-native),
+  // which is no pressure on the JavaScript heap: telling V8 of gigabytes of it only brings on full
+  // collections at every large allocation.
+  bool accountsExternalMemory = true;
 };
 
 // A view handed out: a weak reference to the ArrayBuffer, and its id in the state's view records.
@@ -110,6 +115,9 @@ class AllocationHandle {
   bool DetachViews(Napi::Env env);
 };
 
+// The handle behind a buffer or mapped-file object, or nullptr for anything else.
+AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value);
+
 // What tells a buffer handle from a mapped-file handle: the JS class's name, the word in error messages,
 // the constructor's argument, whether it is a mapping, and how the allocation is made from the argument.
 // Everything else is AllocationObject's.
@@ -166,6 +174,24 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     Napi::Env env = info.Env();
     AddonData& data = DataOf(env);
     Platform& platform = PlatformOf(env, *data.state);
+    // new NativeBufferHandle(segment, offset, length): a range of a live buffer of this environment.
+    if (!Kind::kNames.mapped && info.Length() == 3 && info[0].IsObject()) {
+      AllocationHandle* parent = UnwrapAllocation(env, info[0]);
+      if (parent == nullptr || parent->state != data.state || !info[0].As<Napi::Object>().InstanceOf(
+                                                                     data.bufferConstructor.Value())) {
+        ThrowArgument(env, "segment", "the segment must be a buffer of this addon");
+      }
+      Allocation* memory = parent->Live(env, "buffer");
+      size_t offset = CheckRange(env, info[1], "offset", memory->length() - 1);
+      size_t length = CheckRange(env, info[2], "length", memory->length() - offset);
+      if (length == 0) ThrowArgument(env, "length", "a range has at least one byte");
+      handle_.state = data.state;
+      handle_.length = static_cast<double>(length);
+      handle_.allocatedSize = static_cast<double>(length);
+      handle_.id = data.state->AddRange(parent->id, offset, length);
+      handle_.released = false;
+      return;
+    }
     Failure failure;
     double bytes = 0;
     std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);

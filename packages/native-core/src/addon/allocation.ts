@@ -49,6 +49,11 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
     this.assertLive("release");
     this.#released = true;
     this.#jobView = undefined;
+    this.releaseMemory();
+  }
+
+  /** Gives the handle back to the addon: at once here; a buffer with live ranges waits for the last one. */
+  protected releaseMemory(): void {
     callNative(() => this.raw.release());
   }
 

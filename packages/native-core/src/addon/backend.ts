@@ -1,8 +1,10 @@
 import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
-import { NativeArgumentError } from "../errors.js";
+import { NativeArgumentError, NativeReleasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
-import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
-import type { AddonBuffer } from "./buffer.js";
+import { checkRange } from "../range.js";
+import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
+import { AddonBuffer } from "./buffer.js";
+import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
 import type { AddonMappedFile } from "./mapped-file.js";
 import { type AllocationKind, ownedHandle } from "./ownership.js";
@@ -42,6 +44,22 @@ export abstract class AddonBackend<
   newBuffer(bytes: number): TBuffer {
     checkBufferLength(bytes, this.maxBufferLength);
     return callNative(() => this.wrapBuffer(new this.#addon.NativeBufferHandle(bytes)));
+  }
+
+  /**
+   * A range of `length` bytes of `segment` from `offset` (see `NativeBackend.newBufferRange`). Made in
+   * TypeScript: no native call.
+   */
+  newBufferRange(segment: NativeBuffer, offset: number, length: number): NativeBuffer {
+    if (!(segment instanceof AddonBuffer) || segment.owner !== this || segment.isRange) {
+      throw new NativeArgumentError(
+        "segment",
+        "newBufferRange(): the segment must be a buffer of this backend",
+      );
+    }
+    if (segment.released) throw new NativeReleasedError("newBufferRange(): the segment was already released");
+    checkRange(offset, length, segment.length);
+    return this.wrapRange(segment as TBuffer, offset, length);
   }
 
   /** Maps a whole file private and copy-on-write. Throws a `NativeSystemError` for a file that cannot be. */
@@ -112,6 +130,11 @@ export abstract class AddonBackend<
 
   /** Wraps a buffer handle this backend's addon made (`newBuffer`). */
   protected abstract wrapBuffer(raw: RawBufferHandle): TBuffer;
+
+  /** A range of `segment` (checked): the subclass's class of ranges. */
+  protected wrapRange(segment: TBuffer, offset: number, length: number): NativeBuffer {
+    return new AddonBufferRange(segment, offset, length);
+  }
 
   /** Wraps a mapped-file handle of `path` this backend's addon made (`mapFile`). */
   protected abstract wrapMappedFile(raw: RawMappedFileHandle, path: string): TMappedFile;

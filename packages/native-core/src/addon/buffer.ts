@@ -1,3 +1,4 @@
+import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
@@ -17,6 +18,9 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   // Whether a view may exist: detachContents() on the allocator's cache path then costs no native call when
   // nobody asked for the contents (the common case, and the only one where the CPU cannot address it).
   #viewsHandedOut = false;
+  // Ranges of this buffer not yet released (newBufferRange): the memory stays until the last one goes.
+  #liveRanges = 0;
+  #releaseWaiting = false;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
   protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
@@ -65,5 +69,79 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.forgetView();
     // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
     if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
+  }
+
+  /** Whether this is a range of another buffer (a range of a range is refused). */
+  get isRange(): boolean {
+    return false;
+  }
+
+  /** Ranges of this buffer not released yet. */
+  get liveRanges(): number {
+    return this.#liveRanges;
+  }
+
+  /** A range of this buffer was made. */
+  rangeMade(): void {
+    this.#liveRanges++;
+  }
+
+  /** A range of this buffer was released: the last one lets a released buffer's memory go. */
+  rangeReleased(): void {
+    this.#liveRanges--;
+    if (this.#liveRanges === 0 && this.#releaseWaiting) {
+      this.#releaseWaiting = false;
+      callNative(() => this.raw.release());
+    }
+  }
+
+  protected override releaseMemory(): void {
+    if (this.#liveRanges > 0) {
+      // The views of the buffer itself go now; its memory stays for the live ranges.
+      if (this.#viewsHandedOut) {
+        this.#viewsHandedOut = false;
+        callNative(() => this.raw.detachContents());
+      }
+      this.#releaseWaiting = true;
+      return;
+    }
+    super.releaseMemory();
+  }
+}
+
+/**
+ * A range of an {@link AddonBuffer} (`newBufferRange` of the host or Metal backend): a buffer handle of
+ * the addon over `length` bytes of the segment's memory, with views of its own (detached, escaped and
+ * quarantined as any buffer's); the addon keeps the segment's memory while the range exists.
+ * `nativeHandle()` is the segment's moved by the offset.
+ */
+export class NativeAddonBufferRange extends AddonBuffer {
+  /** The buffer this is a range of. */
+  readonly segment: AddonBuffer;
+  /** Where it begins in the segment. */
+  readonly offset: number;
+
+  /** Made by {@link NativeAddonBackend.newBufferRange} (arguments checked there). */
+  constructor(raw: RawBufferHandle, segment: AddonBuffer, offset: number, owner: AddonBackend) {
+    super(raw, owner);
+    this.segment = segment;
+    this.offset = offset;
+    segment.rangeMade();
+  }
+
+  override get isRange(): boolean {
+    return true;
+  }
+
+  protected override memoryHandle(): NativeMemoryHandle {
+    return offsetHandle(this.segment.nativeHandle(), this.offset);
+  }
+
+  protected override releaseMemory(): void {
+    try {
+      super.releaseMemory();
+    } finally {
+      this.segment.rangeReleased();
+    }
   }
 }

@@ -1,0 +1,14 @@
+import { byteCountProblem } from "@nuvec/stats";
+import { AllocatorArgumentError } from "./errors.js";
+
+/**
+ * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
+ * non-negative safe integer, else `AllocatorArgumentError` naming the argument. Callers (the Device) rely on
+ * it and do not check again.
+ */
+export function checkedByteCount(value: unknown, name: string): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  const problem = byteCountProblem(value, name);
+  if (problem) throw new AllocatorArgumentError(name, problem.message);
+  return value as number;
+}

@@ -1,0 +1,80 @@
+import { replayOptionsFromHeader, replayTrace } from "@nuvec/allocator";
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { describe, expect, it } from "vitest";
+import { Device } from "./device.js";
+
+describe("a Device under the segments policy (mock backend)", () => {
+  it("hands out ranges of 2 MiB and 20 MiB segments, with truthful figures", () => {
+    const backend = new MockBackend();
+    using device = Device.open({
+      backend,
+      policy: "segments",
+      segments: { smallSegment: 2 * 1024 ** 2, largeSegment: 20 * 1024 ** 2, segmentRounding: 2 * 1024 ** 2 },
+      safetyNet: false,
+    });
+    expect(device.info().policy).toBe("segments");
+    const a = device.malloc(1000);
+    const b = device.malloc(3000);
+    expect(a.allocatedLength).toBe(1024);
+    expect(b.allocatedLength).toBe(3072);
+    expect(device.memoryStats()).toMatchObject({
+      active: 4096,
+      cache: 2 * 1024 ** 2 - 4096,
+      systemAllocations: 1,
+    });
+    const handleA = a.nativeHandle() as { address: bigint };
+    const handleB = b.nativeHandle() as { address: bigint };
+    expect(handleB.address - handleA.address).toBe(1024n);
+    b.write(new Uint8Array([1, 2, 3]));
+    expect([...b.read(0, 3)]).toEqual([1, 2, 3]);
+    const big = device.malloc(3 * 1024 ** 2);
+    expect(big.allocatedLength).toBe(3 * 1024 ** 2);
+    expect(device.memoryStats()).toMatchObject({ active: 4096 + 3 * 1024 ** 2, systemAllocations: 2 });
+    expect(backend.counters().buffersMade).toBe(2);
+    a.free();
+    b.free();
+    big.free();
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 22 * 1024 ** 2 });
+    device.clearCache();
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+    expect(backend.counters()).toMatchObject({ buffersMade: 2, buffersReleased: 2, bufferBytes: 0 });
+  });
+});
+
+describe("a trace recorded under the segments policy", () => {
+  it("replays to the Device's figures exactly, from the header's allocator setup", () => {
+    const backend = new MockBackend();
+    using device = Device.open({ backend, policy: "segments", safetyNet: false, cacheLimit: 48 * 1024 ** 2 });
+    device.startTrace("segments");
+    const live = [];
+    for (let round = 0; round < 200; round++) {
+      const bytes = ((round * 7919) % 97) * 1024 * (round % 5 === 0 ? 700 : 1) + 1;
+      live.push(device.malloc(bytes));
+      if (round % 3 === 0) live.splice((round * 31) % live.length, 1)[0]!.free();
+      if (round === 120) device.setCacheLimit(8 * 1024 ** 2);
+    }
+    const trace = device.stopTrace();
+    expect(trace.header.allocator).toMatchObject({
+      policy: "segments",
+      fresh: true,
+      cacheLimit: 48 * 1024 ** 2,
+    });
+    const replay = replayTrace([trace.header, ...trace.events], replayOptionsFromHeader(trace.header));
+    const stats = device.memoryStats();
+    const counters = device.counters();
+    expect(replay.stats).toMatchObject({
+      active: stats.active,
+      peak: stats.peak,
+      cache: stats.cache,
+      systemAllocations: stats.systemAllocations,
+      cacheLimit: stats.cacheLimit,
+    });
+    expect(replay.counters).toMatchObject({
+      peakReserved: counters.peakReserved,
+      systemReleases: counters.systemReleases,
+      cacheHits: counters.cacheHits,
+      liveBuffers: counters.liveBuffers,
+    });
+    expect(counters.systemReleases).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,89 @@
+import { NativeArgumentError, NativeNotHostVisibleError, NativeReleasedError } from "../errors.js";
+import { offsetHandle } from "../range.js";
+import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
+import type { AddonBuffer } from "./buffer.js";
+
+/**
+ * A range of an addon buffer (a backend's `newBufferRange`): `length` bytes of `segment` from `offset`, the
+ * segment's memory kept while it lives. Made in TypeScript, so a sub-allocating policy's hot path makes no
+ * native object: `nativeHandle()` is the segment's moved by the offset; `read`/`write` (memory the CPU
+ * cannot address) copy through the segment's handle at the offset. `contents()` is refused where the CPU
+ * cannot address the memory; elsewhere the subclass of the backend says how a view of the range is made.
+ */
+export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHandle>
+  implements NativeBuffer
+{
+  readonly length: number;
+  /** The range is its length: the segment holds the system's memory. */
+  readonly allocatedSize: number;
+  /** The buffer this is a range of. */
+  readonly segment: AddonBuffer<Handle>;
+  /** Where the range begins in the segment. */
+  readonly offset: number;
+  #released = false;
+
+  /** Made by a backend's `newBufferRange` (arguments checked there). */
+  constructor(segment: AddonBuffer<Handle>, offset: number, length: number) {
+    this.segment = segment;
+    this.offset = offset;
+    this.length = length;
+    this.allocatedSize = length;
+    segment.rangeMade();
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** Never: a range of device memory hands out no view (see the class). */
+  get quarantined(): boolean {
+    return false;
+  }
+
+  /** The range's memory as an `ArrayBuffer`: refused where the CPU cannot address it. */
+  contents(): ArrayBuffer {
+    this.assertLive("contents");
+    throw new NativeNotHostVisibleError(
+      "contents(): this buffer is device memory, which the CPU cannot address: copy with read() and write()",
+    );
+  }
+
+  /** Nothing to detach: no view of the range was handed out. */
+  detachContents(): void {
+    this.assertLive("detachContents");
+  }
+
+  /** The segment's handle moved by the offset. */
+  nativeHandle(): Handle {
+    this.assertLive("nativeHandle");
+    return offsetHandle(this.segment.nativeHandle(), this.offset);
+  }
+
+  /** Gives the range back (never the segment's memory while the segment lives). A second call throws. */
+  release(): void {
+    this.assertLive("release");
+    this.#released = true;
+    this.segment.rangeReleased();
+  }
+
+  /** Throws a {@link NativeReleasedError} naming `method` once released. */
+  protected assertLive(method: string): void {
+    if (this.#released) throw new NativeReleasedError(`${method}(): the buffer range was already released`);
+  }
+
+  /** Checks `offset`/`length` of a copy against the range (a {@link NativeArgumentError} naming it). */
+  protected checkSpan(offset: number, length: number, method: string): void {
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
+      throw new NativeArgumentError(
+        "offset",
+        `${method}(): offset must be a whole number from 0 to ${this.length}`,
+      );
+    }
+    if (!Number.isSafeInteger(length) || length < 0 || length > this.length - offset) {
+      throw new NativeArgumentError(
+        "length",
+        `${method}(): ${length} bytes at offset ${offset} do not fit in a ${this.length}-byte range`,
+      );
+    }
+  }
+}
