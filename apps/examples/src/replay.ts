@@ -134,7 +134,12 @@ async function main(argv: string[]): Promise<number> {
             }
             break;
           case "f":
+          // A buffer freed while a view of it was moved away ("q"): the mock cannot hold memory for a moved
+          // view, so it is freed (and may be cached); its give-back ("r") has nothing to do.
+          case "q":
             take(buffers, event[1])?.free();
+            break;
+          case "r":
             break;
           case "m": {
             const path = `trace-mapping-${event[1]}`;
