@@ -59,6 +59,73 @@ describe("replayTrace", () => {
     expect(result.counters).toMatchObject({ systemAllocations: 2, systemReleases: 2, mappings: 0 });
   });
 
+  it("applies a quarantine: the buffer freed without caching, its bytes held against the limit until given back", () => {
+    const at = (count: number) =>
+      replayTrace(
+        (
+          [
+            ["a", 0, 1000],
+            ["q", 0],
+            ["a", 1, 1000],
+            ["r", 0],
+            ["f", 1],
+          ] as TraceEvent[]
+        ).slice(0, count),
+        { memoryLimit: 2048 },
+      );
+    expect(at(2).stats).toMatchObject({ active: 0, cache: 0, quarantined: 1024 });
+    expect(at(2).counters).toMatchObject({ systemReleases: 1 });
+    // Not reused: the next request of the same class is a new system buffer, within the limit with it.
+    expect(at(3).counters).toMatchObject({ systemAllocations: 2, cacheHits: 0 });
+    expect(at(4).stats).toMatchObject({ active: 1024, quarantined: 0 });
+    expect(at(5).stats).toMatchObject({ active: 0, cache: 1024, quarantined: 0 });
+    // Held against the limit: a third buffer does not fit beside the quarantined one and a live one.
+    expect(() =>
+      replayTrace(
+        [
+          ["a", 0, 1000],
+          ["q", 0],
+          ["a", 1, 1000],
+          ["a", 2, 1000],
+        ],
+        { memoryLimit: 2048 },
+      ),
+    ).toThrow(/1024 quarantined/);
+  });
+
+  it.each([
+    ["a quarantine of an id never allocated", [["q", 3]], /never allocated/],
+    [
+      "a free after a quarantine",
+      [
+        ["a", 0, 10],
+        ["q", 0],
+        ["f", 0],
+      ],
+      /already freed/,
+    ],
+    [
+      "a give-back of a live id",
+      [
+        ["a", 0, 10],
+        ["r", 0],
+      ],
+      /not quarantined/,
+    ],
+    [
+      "a give-back twice",
+      [
+        ["a", 0, 10],
+        ["q", 0],
+        ["r", 0],
+        ["r", 0],
+      ],
+      /not quarantined/,
+    ],
+  ])("refuses %s", (_name, trace, message) => {
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(message);
+  });
+
   it.each([
     ["a release of a mapping never made", [["u", 3]], /never mapped/],
     [

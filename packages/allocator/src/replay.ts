@@ -123,6 +123,8 @@ function badEvent(index: number, event: unknown, why: string): TraceError {
 const UNUSED = 0;
 const LIVE = 1;
 const RELEASED = 2;
+// Freed with a view moved away: released, its bytes still held until a give-back event.
+const QUARANTINED = 3;
 // Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
 // larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
 const DENSE_IDS = 1 << 26;
@@ -157,10 +159,16 @@ class IdStates {
   }
 
   /** Marks `id` released (its free or unmap event at `index`); a TraceError unless it is live. */
-  close(id: number, index: number, event: unknown): void {
+  close(id: number, index: number, event: unknown, to = RELEASED): void {
     const state = this.get(id);
     if (state === UNUSED) throw badEvent(index, event, this.#refusals.unknown);
-    if (state === RELEASED) throw badEvent(index, event, this.#refusals.twice);
+    if (state !== LIVE) throw badEvent(index, event, this.#refusals.twice);
+    this.set(id, to);
+  }
+
+  /** Marks quarantined `id` given back (its "r" event at `index`); a TraceError unless it is quarantined. */
+  giveBack(id: number, index: number, event: unknown): void {
+    if (this.get(id) !== QUARANTINED) throw badEvent(index, event, "this id is not quarantined");
     this.set(id, RELEASED);
   }
 
@@ -267,9 +275,9 @@ export class TraceValidator {
     }
     if (!isTraceEvent(item)) {
       const tag = item[0];
-      if (typeof tag !== "string" || !"afmulcp".includes(tag) || tag.length !== 1)
-        throw badEvent(index, item, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p"');
-      if ((tag === "a" || tag === "f" || tag === "m" || tag === "u") && !isByteCount(item[1]))
+      if (typeof tag !== "string" || !"afmulcpqr".includes(tag) || tag.length !== 1)
+        throw badEvent(index, item, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p", "q", "r"');
+      if ("afmuqr".includes(tag) && !isByteCount(item[1]))
         throw badEvent(index, item, "the id is not a non-negative integer");
       if (tag === "l" && item[1] !== "memory" && item[1] !== "cache" && item[1] !== "wired")
         throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
@@ -281,6 +289,8 @@ export class TraceValidator {
       (tag === "a" ? this.#allocations : this.#mappings).open(item[1], index, item);
     else if (tag === "f" || tag === "u")
       (tag === "f" ? this.#allocations : this.#mappings).close(item[1], index, item);
+    else if (tag === "q") this.#allocations.close(item[1], index, item, QUARANTINED);
+    else if (tag === "r") this.#allocations.giveBack(item[1], index, item);
     this.#index = index + 1;
     return item;
   }
@@ -303,6 +313,8 @@ export class TraceReplay {
   #slotOfId = new Int32Array(1024);
   readonly #sparseLive = new Map<number, Allocation<number> | null>();
   readonly #mappings = new Map<number, Mapping>();
+  // Quarantined allocations ("q") by id: the bytes their "r" event gives back.
+  readonly #quarantined = new Map<number, number>();
   #elapsed = 0;
 
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
@@ -354,7 +366,8 @@ export class TraceReplay {
         } else this.#sparseLive.set(id, allocation);
         break;
       }
-      case "f": {
+      case "f":
+      case "q": {
         const id = event[1];
         let allocation: Allocation<number> | null | undefined;
         if (id < INDEXED_IDS) {
@@ -368,7 +381,20 @@ export class TraceReplay {
           allocation = this.#sparseLive.get(id);
           this.#sparseLive.delete(id);
         }
-        if (allocation) allocator.free(allocation);
+        if (allocation && event[0] === "f") allocator.free(allocation);
+        else if (allocation) {
+          // Freed with a view moved away: never cached, its bytes quarantined until the "r" event.
+          allocator.freeWithoutCaching(allocation);
+          allocator.addQuarantined(allocation.allocatedLength);
+          this.#quarantined.set(id, allocation.allocatedLength);
+        }
+        break;
+      }
+      case "r": {
+        const bytes = this.#quarantined.get(event[1]);
+        this.#quarantined.delete(event[1]);
+        // A refused allocation ("skip") was never quarantined.
+        if (bytes !== undefined) allocator.removeQuarantined(bytes);
         break;
       }
       case "m":

@@ -54,4 +54,31 @@ describe("TraceRecorder and TraceLineParser: one format, written and read back",
       cacheLimit: 4096,
     });
   });
+
+  it("records a quarantine and its give-back by object, and reads them back", () => {
+    const recorder = new TraceRecorder("quarantine");
+    const [moved, other] = [{}, {}];
+    recorder.allocate(moved, 4096);
+    recorder.allocate(other, 100);
+    recorder.quarantine(moved);
+    recorder.quarantine({}); // never seen: ignored
+    recorder.giveBack(other); // never quarantined: ignored
+    recorder.giveBack(moved);
+    recorder.giveBack(moved); // once only
+    const trace = recorder.finish();
+    expect(trace.events).toEqual([
+      ["a", 0, 4096],
+      ["a", 1, 100],
+      ["q", 0],
+      ["r", 0],
+    ]);
+    expect(trace.header).toMatchObject({ live_at_end: 1, peak_live_bytes: 4196 });
+    const parser = new TraceLineParser("quarantine", 1024);
+    const items: (TraceEvent | TraceHeader)[] = [];
+    parser.push(trace.toNdjson(), items);
+    parser.end(items);
+    expect(items).toEqual([trace.header, ...trace.events]);
+    expect(replayTrace(items).stats).toMatchObject({ active: 256, cache: 0, quarantined: 0 });
+    expect(replayTrace(items.slice(0, 4)).stats).toMatchObject({ active: 256, quarantined: 4096 });
+  });
 });

@@ -3,7 +3,8 @@
 // traces with. One header object on the first line, then one event per line (NDJSON, gzipped or not):
 // `["a", id, bytes]`, `["f", id]` as the shared traces, and the kinds only a Device records: `["m", id,
 // length]` a file mapped, `["u", id]` its release, `["l", "memory" | "cache" | "wired", bytes]` a limit set,
-// `["c"]` the cache cleared, `["p"]` the peak reset.
+// `["c"]` the cache cleared, `["p"]` the peak reset, `["q", id]` a buffer freed while a view of it was moved
+// away (never cached, its bytes quarantined) and `["r", id]` that quarantined buffer given back.
 //
 // A trace is a self-contained history of its window: it opens with the buffers and mappings live when it
 // started (as "a" and "m" events, counted in the header's `opening_events`), so every later free or unmap
@@ -25,6 +26,10 @@ export type TraceLimit = readonly ["l", "memory" | "cache" | "wired", number];
 export type TraceClearCache = readonly ["c"];
 /** The peak reset. */
 export type TraceResetPeak = readonly ["p"];
+/** Allocation `id` freed while a view of it was moved away: released, never cached, its bytes quarantined. */
+export type TraceQuarantine = readonly ["q", number];
+/** Quarantined allocation `id` given back by the backend (the moved view was collected). */
+export type TraceGiveBack = readonly ["r", number];
 /**
  * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
  * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
@@ -36,7 +41,9 @@ export type TraceEvent =
   | TraceUnmap
   | TraceLimit
   | TraceClearCache
-  | TraceResetPeak;
+  | TraceResetPeak
+  | TraceQuarantine
+  | TraceGiveBack;
 
 /** The header object on a trace's first line (every field optional to a reader). */
 export interface TraceHeader {
@@ -62,6 +69,8 @@ export function isTraceEvent(value: unknown): value is TraceEvent {
       return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
     case "f":
     case "u":
+    case "q":
+    case "r":
       return value.length === 2 && isByteCount(value[1]);
     case "l":
       return (
@@ -80,7 +89,7 @@ export function isTraceEvent(value: unknown): value is TraceEvent {
 /** The longest line a trace reader accepts by default: a header or event is far shorter. */
 export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
 
-const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p"`;
+const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p", "q", "r"`;
 
 /**
  * The digits of `text` from `start` up to the first character that is not one, as a number, and where they
@@ -271,6 +280,8 @@ export class TraceRecorder {
   // Per live object of the device: its id in this trace and, for buffers, the bytes requested.
   readonly #buffers = new Map<object, { id: number; bytes: number }>();
   readonly #mappings = new Map<object, number>();
+  // Buffers this trace quarantined, not yet given back: their ids.
+  readonly #quarantined = new Map<object, number>();
 
   /** Starts a trace named `name`, opening with what is live at its start. */
   constructor(name: string, opening: TraceOpening = { buffers: [], mappings: [] }) {
@@ -298,6 +309,27 @@ export class TraceRecorder {
     this.#buffers.delete(buffer);
     this.#liveBytes -= entry.bytes;
     this.#events.push(["f", entry.id]);
+  }
+
+  /**
+   * Records the free of `buffer` while a view of it was moved away (never cached, its bytes quarantined);
+   * {@link giveBack} records the end of its quarantine. Ignored for an object this trace never saw.
+   */
+  quarantine(buffer: object): void {
+    const entry = this.#buffers.get(buffer);
+    if (entry === undefined) return;
+    this.#buffers.delete(buffer);
+    this.#liveBytes -= entry.bytes;
+    this.#events.push(["q", entry.id]);
+    this.#quarantined.set(buffer, entry.id);
+  }
+
+  /** Records that the backend gave back quarantined `buffer` (ignored unless this trace quarantined it). */
+  giveBack(buffer: object): void {
+    const id = this.#quarantined.get(buffer);
+    if (id === undefined) return;
+    this.#quarantined.delete(buffer);
+    this.#events.push(["r", id]);
   }
 
   /** Records a mapping of a file of `length` bytes for the device's object `mapping`; returns its id. */

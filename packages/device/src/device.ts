@@ -120,7 +120,7 @@ export class Device {
    */
   malloc(bytes: number): DeviceBuffer {
     if (this.#closed) throw new DeviceClosedError("malloc()");
-    if (this.#quarantine.size > 0) this.#quarantine.settle();
+    if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
     const buffer = new DeviceBuffer(this, state);
@@ -163,8 +163,10 @@ export class Device {
       () => {
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
-        else this.#allocator.free(state.allocation);
-        this.#trace?.free(state);
+        else {
+          this.#allocator.free(state.allocation);
+          this.#trace?.free(state);
+        }
       },
       () => {
         if (native === undefined) return;
@@ -197,11 +199,14 @@ export class Device {
       // is never cached (never reused); the backend holds its memory until that view is collected. This
       // covers the safety net too, which frees through here when the DeviceBuffer is collected (a moved
       // view does not keep it alive).
-      if (native.quarantined === true) this.#freeQuarantined(native, state);
-      else this.#allocator.free(state.allocation);
-    } else {
-      this.#allocator.free(state.allocation);
+      if (native.quarantined === true) {
+        this.#freeQuarantined(native, state);
+        state.live = false;
+        this.#liveBuffers.unlink(state);
+        return;
+      }
     }
+    this.#allocator.free(state.allocation);
     state.live = false;
     this.#liveBuffers.unlink(state);
     this.#trace?.free(state);
@@ -210,8 +215,17 @@ export class Device {
   /** Gives a buffer whose view was moved away back to the backend, never to the cache, and counts what it holds. */
   #freeQuarantined(native: NativeBuffer, state: BufferState): void {
     this.#allocator.freeWithoutCaching(state.allocation);
-    this.#quarantine.hold(native, state.allocation.allocatedLength);
+    // The trace says what the allocator did: a free without caching ("q"), given back at once ("r") when the
+    // backend holds nothing for it any more.
+    const held = this.#quarantine.hold(native, state.allocation.allocatedLength, state);
+    this.#trace?.quarantine(state);
+    if (!held) this.#trace?.giveBack(state);
   }
+
+  /** A quarantined buffer the backend gave back. */
+  readonly #givenBack = (owner: object): void => {
+    this.#trace?.giveBack(owner);
+  };
 
   #reclaim(state: BufferState): void {
     if (!state.live || this.#closed) return;
@@ -228,7 +242,7 @@ export class Device {
   mapFile(path: string): MappedFile {
     if (this.#closed) throw new DeviceClosedError("mapFile()");
     checkPath(path);
-    if (this.#quarantine.size > 0) this.#quarantine.settle();
+    if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
     try {
@@ -293,7 +307,7 @@ export class Device {
    * ones, all released).
    */
   memoryStats(): MemoryStats {
-    if (!this.#closed) this.#quarantine.settle(true);
+    if (!this.#closed) this.#quarantine.settle(this.#givenBack, true);
     return this.#figures.memoryStats();
   }
 

@@ -8,7 +8,7 @@ import type { NativeBuffer } from "@nuvec/metal-native";
 /** The quarantined buffers of one Device, each counted at its allocated length until the backend frees it. */
 export class Quarantine {
   readonly #allocator: CachingAllocator<NativeBuffer>;
-  #held: { native: NativeBuffer; bytes: number }[] = [];
+  #held: { native: NativeBuffer; bytes: number; owner: object }[] = [];
   #askedThisJob = false;
 
   constructor(allocator: CachingAllocator<NativeBuffer>) {
@@ -22,28 +22,38 @@ export class Quarantine {
 
   /**
    * `native` was released without caching (its view moved away): counted as `bytes` (the allocation's
-   * length) while the backend still holds its memory.
+   * length) while the backend still holds its memory. Returns whether it does; `owner` is what
+   * {@link settle} names when it is given back.
    */
-  hold(native: NativeBuffer, bytes: number): void {
-    if ((native.quarantinedBytes ?? 0) === 0) return;
+  hold(native: NativeBuffer, bytes: number, owner: object): boolean {
+    if ((native.quarantinedBytes ?? 0) === 0) return false;
     this.#allocator.addQuarantined(bytes);
-    this.#held.push({ native, bytes });
+    this.#held.push({ native, bytes, owner });
+    return true;
   }
 
-  /** Takes what the backend gave back out of `quarantined`: at most once per job unless `always`. */
-  settle(always = false): void {
+  /**
+   * Takes what the backend gave back out of `quarantined`, telling `givenBack` each owner: at most once per
+   * job unless `always`.
+   */
+  settle(givenBack: (owner: object) => void, always = false): void {
     if (this.#held.length === 0 || (this.#askedThisJob && !always)) return;
     this.#askedThisJob = true;
     queueMicrotask(() => {
       this.#askedThisJob = false;
     });
-    const still: { native: NativeBuffer; bytes: number }[] = [];
+    const still: { native: NativeBuffer; bytes: number; owner: object }[] = [];
     let given = 0;
+    const owners: object[] = [];
     for (const entry of this.#held) {
       if ((entry.native.quarantinedBytes ?? 0) > 0) still.push(entry);
-      else given += entry.bytes;
+      else {
+        given += entry.bytes;
+        owners.push(entry.owner);
+      }
     }
     this.#held = still;
     if (given > 0) this.#allocator.removeQuarantined(given);
+    for (const owner of owners) givenBack(owner);
   }
 }

@@ -8,6 +8,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Worker } from "node:worker_threads";
+import { replayTrace } from "@nuvec/allocator";
 import { afterAll, describe, expect, it } from "vitest";
 import { Device, OutOfMemoryError } from "../src/index.js";
 
@@ -91,6 +92,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     const gc = (globalThis as { gc?: () => void }).gc;
     if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open({ memoryLimit: 16 * MIB });
+    device.startTrace("quarantine");
     const backendBefore = device.backend.counters().quarantinedBytes ?? Number.NaN;
     let moved: ArrayBuffer[] = [];
     for (let index = 0; index < 16; index += 1) {
@@ -127,6 +129,15 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     }
     expect(device.memoryStats()).toMatchObject({ active: 0, quarantined: 0 });
     expect((device.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(0);
+    // The trace says what happened: 16 quarantines, then 16 give-backs; replayed, the same refusal.
+    const trace = device.stopTrace();
+    const tags = trace.events.map((event) => event[0]).join("");
+    expect(tags).toBe(`${"aq".repeat(16)}${"r".repeat(16)}`);
+    const replayed = replayTrace(trace.events.slice(0, 32), { memoryLimit: 16 * MIB });
+    expect(replayed.stats).toMatchObject({ active: 0, cache: 0, quarantined: 16 * MIB });
+    expect(() =>
+      replayTrace([...trace.events.slice(0, 32), ["a", 16, 1]], { memoryLimit: 16 * MIB }),
+    ).toThrow(OutOfMemoryError);
     device.malloc(16 * MIB).free();
     device.close();
   });

@@ -101,6 +101,9 @@ function apply(run: Run, event: readonly unknown[], workingSet: number): number 
         return 0;
       }
     case "f":
+    // A buffer freed while a view of it was moved away ("q"): the mock holds no memory for a moved view, so
+    // it is freed (and may be cached); its give-back ("r") has nothing to do.
+    case "q":
       take(buffers, event[1] as number)?.free();
       return 0;
     case "m": {
@@ -158,7 +161,7 @@ export async function replayPolicies(
           if (event[0] === "a") {
             recorder.allocate(event[1], event[2], charged, options.labels?.[allocations] ?? -1);
             allocations += 1;
-          } else if (event[0] === "f") recorder.free(event[1]);
+          } else if (event[0] === "f" || event[0] === "q") recorder.free(event[1]);
           for (let index = 0; index < runs.length; index += 1) {
             const stats = (runs[index] as Run).device.memoryStats();
             reserved[index] = stats.active + stats.cache;
