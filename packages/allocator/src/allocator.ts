@@ -292,7 +292,10 @@ export class CachingAllocator<B> {
    * @throws AllocatorArgumentError for a bad byte count (nothing changed); AllocatorClosedError.
    */
   addQuarantined(bytes: number): void {
-    if (this.segments !== undefined) return this.segments.addQuarantined(bytes);
+    if (this.segments !== undefined) {
+      this.segments.addQuarantined(bytes);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     this.quarantined += bytes;
@@ -305,7 +308,10 @@ export class CachingAllocator<B> {
    * AllocatorClosedError.
    */
   removeQuarantined(bytes: number): void {
-    if (this.segments !== undefined) return this.segments.removeQuarantined(bytes);
+    if (this.segments !== undefined) {
+      this.segments.removeQuarantined(bytes);
+      return;
+    }
     if (this.closed) throw new AllocatorClosedError("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     if (bytes > this.quarantined) {
