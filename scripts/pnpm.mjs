@@ -66,9 +66,12 @@ export function pnpmProgram() {
     return found;
   }
   const fetched = process.platform === "win32" ? undefined : pnpmThroughNpx();
-  found = fetched
-    ? [fetched, []]
-    : [process.platform === "win32" ? "npx.cmd" : "npx", ["--yes", `pnpm@${pnpmVersion}`]];
+  if (fetched) {
+    // As npx does for the commands it runs: the pinned pnpm first on this process's PATH (and so its
+    // children's), where turbo looks for the package manager that runs the tasks.
+    process.env.PATH = `${dirname(fetched)}${delimiter}${process.env.PATH ?? ""}`;
+    found = [fetched, []];
+  } else found = [process.platform === "win32" ? "npx.cmd" : "npx", ["--yes", `pnpm@${pnpmVersion}`]];
   return found;
 }
 
