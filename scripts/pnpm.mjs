@@ -33,10 +33,22 @@ export function quietEnvironment(environment = process.env) {
 
 let found;
 
+/** The pinned pnpm that `npx --yes pnpm@<pinned>` runs (fetched into npx's cache once): its absolute path. */
+function pnpmThroughNpx() {
+  const npx = process.platform === "win32" ? "npx.cmd" : "npx";
+  const shown = spawnSync(npx, ["--yes", "-p", `pnpm@${pnpmVersion}`, "-c", "command -v pnpm"], {
+    encoding: "utf8",
+    env: quietEnvironment(),
+  });
+  const path = shown.stdout?.trim().split("\n").at(-1);
+  return shown.status === 0 && path && isAbsolute(path) && existsSync(path) ? path : undefined;
+}
+
 /**
  * The program and leading arguments that run the pinned pnpm here, found once per process:
  * `[process.execPath, [pnpm.cjs]]` when the pinned pnpm started this process (npm_execpath), `["pnpm", []]` when
- * the `pnpm` on PATH is the pinned version, else `["npx", ["--yes", "pnpm@<pinned>"]]`.
+ * the `pnpm` on PATH is the pinned version, else the one npx fetches (its path, so that each later run skips
+ * npx's own resolution), else `["npx", ["--yes", "pnpm@<pinned>"]]`.
  */
 export function pnpmProgram() {
   if (found) return found;
@@ -49,8 +61,17 @@ export function pnpmProgram() {
     return found;
   }
   const onPath = spawnSync("pnpm", ["--version"], { encoding: "utf8", env: quietEnvironment() });
-  if (!onPath.error && onPath.status === 0 && onPath.stdout.trim() === pnpmVersion) found = ["pnpm", []];
-  else found = [process.platform === "win32" ? "npx.cmd" : "npx", ["--yes", `pnpm@${pnpmVersion}`]];
+  if (!onPath.error && onPath.status === 0 && onPath.stdout.trim() === pnpmVersion) {
+    found = ["pnpm", []];
+    return found;
+  }
+  const fetched = process.platform === "win32" ? undefined : pnpmThroughNpx();
+  if (fetched) {
+    // As npx does for the commands it runs: the pinned pnpm first on this process's PATH (and so its
+    // children's), where turbo looks for the package manager that runs the tasks.
+    process.env.PATH = `${dirname(fetched)}${delimiter}${process.env.PATH ?? ""}`;
+    found = [fetched, []];
+  } else found = [process.platform === "win32" ? "npx.cmd" : "npx", ["--yes", `pnpm@${pnpmVersion}`]];
   return found;
 }
 
@@ -85,12 +106,7 @@ export function pnpmExecutable() {
     for (const directory of (process.env.PATH ?? "").split(delimiter))
       if (directory && existsSync(join(directory, "pnpm"))) return [join(directory, "pnpm"), []];
   }
-  const found = spawnSync(program, ["--yes", "-p", `pnpm@${pnpmVersion}`, "-c", "command -v pnpm"], {
-    encoding: "utf8",
-    env: quietEnvironment(),
-  });
-  const path = found.stdout?.trim().split("\n").at(-1);
-  if (found.status !== 0 || !path || !isAbsolute(path))
-    throw new Error(`could not find pnpm ${pnpmVersion} through npx: ${found.stderr ?? found.error}`);
+  const path = pnpmThroughNpx();
+  if (!path) throw new Error(`could not find pnpm ${pnpmVersion} through npx`);
   return [path, []];
 }

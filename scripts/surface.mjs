@@ -33,15 +33,31 @@ export const ENTRIES = [
   entry("cuda-native"),
 ];
 
-/** The names a declaration file exports (values and types, re-exports followed), sorted. */
-export function declaredExports(dtsPath) {
-  const program = ts.createProgram([dtsPath], {
+let shared;
+
+/**
+ * One program over every entry's declarations (and `dtsPath`), made once: each program loads TypeScript's
+ * standard library declarations, which cost far more than the entries themselves.
+ */
+function programWith(dtsPath) {
+  if (shared?.roots.includes(dtsPath)) return shared.program;
+  const roots = [
+    ...new Set([...(shared?.roots ?? ENTRIES.map((item) => join(root, item.folder, item.dts))), dtsPath]),
+  ];
+  const program = ts.createProgram(roots, {
     module: ts.ModuleKind.ESNext,
     moduleResolution: ts.ModuleResolutionKind.Bundler,
     target: ts.ScriptTarget.ES2022,
     skipLibCheck: true,
     noEmit: true,
   });
+  shared = { roots, program };
+  return program;
+}
+
+/** The names a declaration file exports (values and types, re-exports followed), sorted. */
+export function declaredExports(dtsPath) {
+  const program = programWith(dtsPath);
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(dtsPath);
   if (source === undefined) throw new Error(`${dtsPath}: not found (build the package first)`);
