@@ -20,14 +20,15 @@ function setup(
   options: AllocatorOptions<TestBuffer> = {},
 ) {
   const source = new TestSource(facts);
-  const allocator = new CachingAllocator(source, options);
+  // MLX's decisions, named: the bounded default has its own suite (bounded.test.ts).
+  const allocator = new CachingAllocator(source, { policy: "mlx", ...options });
   return { source, allocator };
 }
 
 describe("buffers and cache", () => {
   it("hands out the size class of the request (allocationSize)", () => {
     const { allocator } = setup();
-    expect(allocator.malloc(5000)).toMatchObject({ allocatedLength: 5120, requested: 5000 });
+    expect(allocator.malloc(5000)).toMatchObject({ allocatedLength: 5120, length: 5000 });
     expect(allocator.malloc(16384).allocatedLength).toBe(16384);
     expect(allocator.malloc(16385).allocatedLength).toBe(32768);
     expect(allocator.memoryStats().active).toBe(5120 + 16384 + 32768);
@@ -140,10 +141,15 @@ describe("limits from the device", () => {
     expect(allocator.setCacheLimit(0)).toBe(Number.MAX_SAFE_INTEGER);
   });
 
-  it("options act as the setters called right after opening (the cache limit keeps the device default)", () => {
+  it("the cache limit defaults to the memory limit, the option's when one is given", () => {
     const { allocator } = setup({ workingSet: 512 * MiB, memorySize: 1 * GiB }, { memoryLimit: 8 * GiB });
-    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 8 * GiB, cacheLimit: 805306368 });
+    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 8 * GiB, cacheLimit: 8 * GiB });
     expect(allocator.gcLimit).toBe(510027366);
+    const capped = setup({}, { memoryLimit: 1 * GiB }).allocator;
+    expect(capped.memoryStats()).toMatchObject({ memoryLimit: 1 * GiB, cacheLimit: 1 * GiB });
+    // A later setMemoryLimit moves only the memory limit, as MLX's set_memory_limit.
+    capped.setMemoryLimit(2 * GiB);
+    expect(capped.memoryStats()).toMatchObject({ memoryLimit: 2 * GiB, cacheLimit: 1 * GiB });
     const withCache = setup({}, { cacheLimit: 64 * MiB }).allocator;
     expect(withCache.memoryStats().cacheLimit).toBe(64 * MiB);
   });
@@ -250,7 +256,7 @@ describe("the hard memory limit", () => {
   it("refuses a mapping the same way, charged at mappingSize", () => {
     const { allocator } = setup({ pageSize: 4096 }, { memoryLimit: 1 * MiB });
     allocator.malloc(1 * MiB - 16384);
-    expect(allocator.addMapping(4097)).toMatchObject({ length: 4097, mappedLength: 8192 });
+    expect(allocator.addMapping(4097)).toMatchObject({ length: 4097, allocatedLength: 8192 });
     allocator.addMapping(8192); // exactly at the limit is allowed
     expect(() => allocator.addMapping(1)).toThrow(OutOfMemoryError);
     expect(allocator.memoryStats()).toMatchObject({ mapped: 16384, activeWithMapped: 1 * MiB });
@@ -294,7 +300,7 @@ describe("the hard memory limit", () => {
 });
 
 describe("after every malloc", () => {
-  it("active grows by the length handed out; peak and peakWithMapped follow", () => {
+  it("active grows by the length handed out; peakActive and peakActiveWithMapped follow", () => {
     const { allocator } = setup();
     allocator.addMapping(100 * KiB); // 114688 charged (7 pages)
     const a = allocator.malloc(1000);
@@ -302,9 +308,9 @@ describe("after every malloc", () => {
     allocator.malloc(600); // a hit on the 1024 buffer: active grows by 1024, not 768
     expect(allocator.memoryStats()).toMatchObject({
       active: 1024,
-      peak: 1024,
+      peakActive: 1024,
       activeWithMapped: 1024 + 114688,
-      peakWithMapped: 1024 + 114688,
+      peakActiveWithMapped: 1024 + 114688,
     });
   });
 
@@ -320,14 +326,14 @@ describe("after every malloc", () => {
     expect(allocator.memoryStats().cache).toBe(8192);
   });
 
-  it("peakReserved is the largest active + cache after an allocation", () => {
+  it("reserved is active + cache; peakReserved its highest", () => {
     const { allocator } = setup();
     const a = allocator.malloc(1 * MiB);
     allocator.malloc(2 * MiB);
     allocator.free(a);
-    expect(allocator.counters().peakReserved).toBe(3 * MiB);
+    expect(allocator.memoryStats()).toMatchObject({ reserved: 3 * MiB, peakReserved: 3 * MiB });
     allocator.malloc(4 * MiB);
-    expect(allocator.counters().peakReserved).toBe(7 * MiB);
+    expect(allocator.memoryStats()).toMatchObject({ reserved: 7 * MiB, peakReserved: 7 * MiB });
   });
 });
 
@@ -367,25 +373,48 @@ describe("setCacheLimit, clearCache, resetPeak", () => {
     expect(live.allocatedLength).toBe(256);
   });
 
-  it("resetPeak sets peak = active and peakWithMapped = active + mapped (MLX sets 0)", () => {
+  it("resetPeak restarts every peak at its quantity (MLX sets 0)", () => {
     const { allocator } = setup();
     const big = allocator.malloc(10 * MiB);
     allocator.malloc(1 * MiB);
     allocator.addMapping(2 * MiB);
     allocator.free(big);
     allocator.resetPeak();
-    expect(allocator.memoryStats()).toMatchObject({ peak: 1 * MiB, peakWithMapped: 3 * MiB });
+    // The 10 MiB block stays cached: reserved is 11 MiB, live (the size classes of live requests) 1 MiB.
+    expect(allocator.memoryStats()).toMatchObject({
+      peakActive: 1 * MiB,
+      peakActiveWithMapped: 3 * MiB,
+      reserved: 11 * MiB,
+      peakReserved: 11 * MiB,
+    });
+    expect(allocator.counters().peakLive).toBe(1 * MiB);
+    allocator.clearCache();
+    allocator.resetPeak();
+    expect(allocator.memoryStats()).toMatchObject({ reserved: 1 * MiB, peakReserved: 1 * MiB });
     allocator.malloc(1 * MiB);
-    expect(allocator.memoryStats()).toMatchObject({ peak: 2 * MiB, peakWithMapped: 4 * MiB });
+    expect(allocator.memoryStats()).toMatchObject({
+      peakActive: 2 * MiB,
+      peakActiveWithMapped: 4 * MiB,
+      peakReserved: 2 * MiB,
+    });
+    expect(allocator.counters().peakLive).toBe(2 * MiB);
   });
 
-  it("mapped files raise peakWithMapped, not peak; removing one lowers mapped only", () => {
+  it("mapped files raise peakActiveWithMapped, not peakActive; removing one lowers mapped only", () => {
     const { allocator } = setup();
     const mapping = allocator.addMapping(1);
-    expect(mapping).toMatchObject({ length: 1, mappedLength: PAGE });
-    expect(allocator.memoryStats()).toMatchObject({ peak: 0, peakWithMapped: PAGE, mapped: PAGE });
+    expect(mapping).toMatchObject({ length: 1, allocatedLength: PAGE });
+    expect(allocator.memoryStats()).toMatchObject({
+      peakActive: 0,
+      peakActiveWithMapped: PAGE,
+      mapped: PAGE,
+    });
     allocator.removeMapping(mapping);
-    expect(allocator.memoryStats()).toMatchObject({ mapped: 0, activeWithMapped: 0, peakWithMapped: PAGE });
+    expect(allocator.memoryStats()).toMatchObject({
+      mapped: 0,
+      activeWithMapped: 0,
+      peakActiveWithMapped: PAGE,
+    });
     expect(() => allocator.removeMapping(mapping)).toThrow(DoubleFreeError);
   });
 });
@@ -395,7 +424,7 @@ describe("zero bytes, maximum buffer length", () => {
     const { source, allocator } = setup();
     const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
     const empty = allocator.malloc(0);
-    expect(empty).toEqual({ buffer: undefined, allocatedLength: 0, requested: 0 });
+    expect(empty).toEqual({ buffer: undefined, allocatedLength: 0, length: 0 });
     allocator.free(empty);
     allocator.free(empty);
     expect({ stats: allocator.memoryStats(), counters: allocator.counters() }).toEqual(before);
@@ -533,11 +562,13 @@ describe("refused requests throw typed errors and change no counter", () => {
     }
     expect(error).toBeInstanceOf(ForeignAllocationError);
     expect(error).toMatchObject({ code: "ERR_NUVEC_FOREIGN_ALLOCATION" });
-    expect(() => allocator.free({ buffer: undefined, allocatedLength: 0, requested: 0 })).toThrow(
+    expect(() => allocator.free({ buffer: undefined, allocatedLength: 0, length: 0 })).toThrow(
       ForeignAllocationError,
     );
     expect(() => allocator.removeMapping(other.addMapping(1))).toThrow(ForeignAllocationError);
-    expect(() => allocator.removeMapping({ length: 1, mappedLength: PAGE })).toThrow(ForeignAllocationError);
+    expect(() => allocator.removeMapping({ length: 1, allocatedLength: PAGE })).toThrow(
+      ForeignAllocationError,
+    );
     expect(state(allocator)).toEqual(before);
   });
 

@@ -13,8 +13,8 @@ import {
   ResourceLimitError,
   SystemAllocationError,
 } from "./errors.js";
-import type { AllocatorOptions } from "./options.js";
-import { type AllocatorPolicy, type CachePolicy, cachePolicyFor } from "./policy.js";
+import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
+import { type CachePolicy, cachePolicyFor } from "./policy.js";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
@@ -51,8 +51,9 @@ export class CachingAllocator<B> {
   private active = 0;
   private mapped = 0;
   private live = 0;
-  private peak = 0;
-  private peakWithMapped = 0;
+  private peakActive = 0;
+  private peakActiveWithMapped = 0;
+  private peakReserved = 0;
   private closed = false;
 
   private cacheHits = 0;
@@ -61,8 +62,10 @@ export class CachingAllocator<B> {
   private systemReleases = 0;
   private outOfMemoryRefusals = 0;
   private allocationRetries = 0;
-  private peakReserved = 0;
   private peakLive = 0;
+  // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
+  // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
+  private highWaterLive = 0;
   private liveBuffers = 0;
   private mappings = 0;
 
@@ -82,8 +85,8 @@ export class CachingAllocator<B> {
     // converted to size_t (floored).
     this.workingSetGcLimit = Math.floor(0.95 * workingSet);
     const defaultMemoryLimit = Math.floor(Math.min(1.5 * workingSet, 0.95 * memorySize));
-    // The options act as the setters called right after opening: as in MLX, a memory limit set by the user
-    // does not move the cache limit, which starts at the device's default memory limit.
+    // The cache limit defaults to the memory limit, as MLX's starts at its memory limit: a device opened with
+    // `memoryLimit: 1 GiB` never caches more than 1 GiB. Later changes of either move only that one.
     this.memoryLimit =
       options.memoryLimit === undefined
         ? defaultMemoryLimit
@@ -91,7 +94,7 @@ export class CachingAllocator<B> {
     this.gcLimitBytes = Math.min(this.workingSetGcLimit, this.memoryLimit);
     this.cacheLimit =
       options.cacheLimit === undefined
-        ? defaultMemoryLimit
+        ? this.memoryLimit
         : checkedByteCount(options.cacheLimit, "cacheLimit");
     this.cachePolicy = cachePolicyFor<B>(options);
     this.onAcquire = options.onAcquire;
@@ -145,7 +148,12 @@ export class CachingAllocator<B> {
 
     const peaks =
       cache.bytes > this.cacheLimit
-        ? { peak: this.peak, peakWithMapped: this.peakWithMapped, peakLive: this.peakLive }
+        ? {
+            peakActive: this.peakActive,
+            peakActiveWithMapped: this.peakActiveWithMapped,
+            peakLive: this.peakLive,
+            highWaterLive: this.highWaterLive,
+          }
         : undefined;
     const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
     record.allocation = allocation;
@@ -153,11 +161,12 @@ export class CachingAllocator<B> {
     this.liveBuffers++;
     const active = this.active + record.length;
     this.active = active;
-    if (active > this.peak) this.peak = active;
-    if (active + this.mapped > this.peakWithMapped) this.peakWithMapped = active + this.mapped;
+    if (active > this.peakActive) this.peakActive = active;
+    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
     const live = this.live + sizeClass;
     this.live = live;
     if (live > this.peakLive) this.peakLive = live;
+    if (live > this.highWaterLive) this.highWaterLive = live;
     if (cache.bytes > this.cacheLimit) {
       try {
         cache.release(cache.bytes - this.cacheLimit);
@@ -168,9 +177,10 @@ export class CachingAllocator<B> {
         this.liveBuffers--;
         this.active -= record.length;
         this.live -= sizeClass;
-        this.peak = peaks!.peak;
-        this.peakWithMapped = peaks!.peakWithMapped;
+        this.peakActive = peaks!.peakActive;
+        this.peakActiveWithMapped = peaks!.peakActiveWithMapped;
         this.peakLive = peaks!.peakLive;
+        this.highWaterLive = peaks!.highWaterLive;
         cache.put(record);
         throw error;
       }
@@ -216,28 +226,30 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Accounts for a memory-mapped file of `fileLength` bytes, its `mappedLength` `mappingSize(fileLength,
-   * pageSize)`:
-   * checked against the memory limit and the resource limit, counted in `mapped` and `peakWithMapped`.
+   * Accounts for a memory-mapped file of `fileLength` bytes, charged `mappingSize(fileLength, pageSize)`
+   * (its `allocatedLength`): checked against the memory limit and the resource limit, counted in `mapped`
+   * and `peakActiveWithMapped`.
    *
    * @throws OutOfMemoryError, ResourceLimitError, AllocatorArgumentError, AllocatorClosedError.
    */
   addMapping(fileLength: number): Mapping {
     if (this.closed) throw new AllocatorClosedError("add a mapping");
     checkedByteCount(fileLength, "fileLength");
-    const mappedLength = mappingSize(fileLength, this.pageSize);
-    if (mappedLength === undefined) {
+    const allocatedLength = mappingSize(fileLength, this.pageSize);
+    if (allocatedLength === undefined) {
       throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + mappedLength > this.memoryLimit) {
+    if (this.active + this.mapped + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit);
+      throw new OutOfMemoryError(allocatedLength, this.active, this.mapped, this.memoryLimit);
     }
     this.ensureResource();
     this.mappings++;
-    this.mapped += mappedLength;
-    if (this.active + this.mapped > this.peakWithMapped) this.peakWithMapped = this.active + this.mapped;
-    return new LiveMapping(fileLength, mappedLength, this);
+    this.mapped += allocatedLength;
+    if (this.active + this.mapped > this.peakActiveWithMapped) {
+      this.peakActiveWithMapped = this.active + this.mapped;
+    }
+    return new LiveMapping(fileLength, allocatedLength, this);
   }
 
   /**
@@ -252,7 +264,7 @@ export class CachingAllocator<B> {
     if (!mapping.live) throw new DoubleFreeError("mapping");
     mapping.live = false;
     this.mappings--;
-    this.mapped -= mapping.mappedLength;
+    this.mapped -= mapping.allocatedLength;
   }
 
   /**
@@ -263,16 +275,18 @@ export class CachingAllocator<B> {
     if (this.closed) throw new AllocatorClosedError("read the statistics");
     return {
       active: this.active,
-      peak: this.peak,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
       activeWithMapped: this.active + this.mapped,
-      peakWithMapped: this.peakWithMapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
       cache: this.cache.bytes,
+      reserved: this.active + this.cache.bytes,
+      peakReserved: this.peakReserved,
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
       wiredLimit: 0,
       wired: 0,
-      mapped: this.mapped,
       wiredMapped: 0,
     };
   }
@@ -287,7 +301,6 @@ export class CachingAllocator<B> {
       systemReleases: this.systemReleases,
       outOfMemoryRefusals: this.outOfMemoryRefusals,
       allocationRetries: this.allocationRetries,
-      peakReserved: this.peakReserved,
       peakLive: this.peakLive,
       liveBuffers: this.liveBuffers,
       cachedBuffers: this.cache.buffers,
@@ -296,13 +309,17 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Starts a new peak: `peak = active`, `peakWithMapped = active + mapped` (the true high-water mark since
-   * the reset; MLX sets 0).
+   * Restarts every peak at its quantity's current value (PyTorch's `reset_peak_memory_stats`; MLX sets its
+   * one peak to 0): `peakActive = active`, `peakActiveWithMapped = active + mapped`, `peakReserved = active +
+   * cache` and the counters' `peakLive = live`, so each is the true high-water mark since the reset. The
+   * bounded policy's own high-water mark is not a statistic and stays.
    */
   resetPeak(): void {
     if (this.closed) throw new AllocatorClosedError("reset the peak");
-    this.peak = this.active;
-    this.peakWithMapped = this.active + this.mapped;
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.active + this.cache.bytes;
+    this.peakLive = this.live;
   }
 
   /**
@@ -354,7 +371,7 @@ export class CachingAllocator<B> {
   private allocateSystemBuffer(sizeClass: number): CachedBuffer<B> {
     const cache = this.cache;
     if (cache.buffers > 0) {
-      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.peakLive);
+      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.highWaterLive);
     }
     const required = this.active + this.mapped + cache.bytes + sizeClass;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);

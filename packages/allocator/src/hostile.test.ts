@@ -21,7 +21,7 @@ function held(source: TestSource, allocator: CachingAllocator<TestBuffer>): void
 describe("the retry after a failed system allocation (item 10)", () => {
   it("retries only an allocation failure: any other error propagates unchanged and the cache stays", () => {
     const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const allocator = new CachingAllocator(source, { policy: "mlx" });
     allocator.free(allocator.malloc(1 * MiB));
     const closed = new ClosedSourceError("the backend is closed");
     source.acquireError = closed;
@@ -34,7 +34,7 @@ describe("the retry after a failed system allocation (item 10)", () => {
     // The case: after the backend closed, acquiring throws "closed" and releasing any cached buffer
     // throws "already released"; malloc used to clear the cache on any error and report the latter.
     const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const allocator = new CachingAllocator(source, { policy: "mlx" });
     allocator.free(allocator.malloc(1 * MiB));
     const closed = new ClosedSourceError("the backend is closed");
     source.acquireError = closed;
@@ -167,7 +167,7 @@ describe("exception-safe trimming and release (item 11)", () => {
     source.releaseError = () => new Error("release failed");
     // A miss (nothing cached fits 1 MiB); the cache, over its limit, is trimmed after the buffer is made.
     expect(() => allocator.malloc(1 * MiB)).toThrow("release failed");
-    expect(allocator.memoryStats()).toMatchObject({ active: 0, peak: stats.peak });
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, peakActive: stats.peakActive });
     expect(allocator.counters()).toMatchObject({ liveBuffers: 0, peakLive: counters.peakLive });
     held(source, allocator);
   });

@@ -6,8 +6,13 @@ export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "
 export type { AllocatorCounters } from "./counters.js";
 // Every class of errors.ts is public.
 export * from "./errors.js";
-export type { AllocatorOptions } from "./options.js";
-export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+export {
+  type AllocatorOptions,
+  type AllocatorPolicy,
+  type BoundedRelease,
+  DEFAULT_POLICY,
+  DEFAULT_RESERVE_RATIO,
+} from "./options.js";
 export {
   CountingBufferSource,
   type ReplayOptions,
@@ -20,7 +25,7 @@ export {
 // reader is `@nuvec/allocator/node`'s).
 export {
   isTraceEvent,
-  type RecordedTrace,
+  type Trace,
   type TraceAllocate,
   type TraceClearCache,
   type TraceEvent,

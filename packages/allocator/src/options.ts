@@ -1,12 +1,26 @@
-import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+/**
+ * Which cache policy decides reuse and release: `"bounded"` (the default) keeps reserved memory within
+ * `reserveRatio` of the workload's high-water mark; `"mlx"` is MLX's Metal allocator, decision for decision,
+ * which keeps every freed buffer up to the cache limit.
+ */
+export type AllocatorPolicy = "mlx" | "bounded";
+
+/** Which buffer the bounded policy releases first to stay within its bound. */
+export type BoundedRelease = "least-recent" | "largest";
+
+/** The policy an allocator runs when none is asked for: the one that does not hoard. */
+export const DEFAULT_POLICY: AllocatorPolicy = "bounded";
+
+/** The default of {@link AllocatorOptions.reserveRatio}. */
+export const DEFAULT_RESERVE_RATIO = 1.3;
 
 /** Options of a {@link CachingAllocator}. */
 export interface AllocatorOptions<B> {
   /** Hard limit on `active + mapped`; default `min(1.5·W, 0.95·M)` (floored). */
   memoryLimit?: number;
-  /** The cache is trimmed to at most this; default the device's default memory limit (not `memoryLimit`). */
+  /** The cache is trimmed to at most this; default the memory limit (`memoryLimit` when given), as MLX. */
   cacheLimit?: number;
-  /** The cache policy; default `"mlx"`. */
+  /** The cache policy; default `"bounded"` (`"mlx"`: MLX's decisions exactly). */
   policy?: AllocatorPolicy;
   /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
   reserveRatio?: number;

@@ -1,19 +1,12 @@
 import { PAGE } from "@nuvec/stats";
 import type { BufferCache } from "./buffer-cache.js";
 import { AllocatorArgumentError } from "./errors.js";
-import type { AllocatorOptions } from "./options.js";
-
-/**
- * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
- * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark.
- */
-export type AllocatorPolicy = "mlx" | "bounded";
-
-/** Which buffer the bounded policy releases first to stay within its bound. */
-export type BoundedRelease = "least-recent" | "largest";
-
-/** The default of {@link AllocatorOptions.reserveRatio}. */
-export const DEFAULT_RESERVE_RATIO = 1.3;
+import {
+  type AllocatorOptions,
+  type AllocatorPolicy,
+  DEFAULT_POLICY,
+  DEFAULT_RESERVE_RATIO,
+} from "./options.js";
 
 /**
  * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
@@ -77,7 +70,7 @@ class BoundedPolicy<B> implements CachePolicy<B> {
  * number ≥ 1.
  */
 export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> {
-  const policy = options.policy ?? "mlx";
+  const policy = options.policy ?? DEFAULT_POLICY;
   if (policy !== "mlx" && policy !== "bounded") {
     throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
   }

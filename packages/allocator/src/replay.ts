@@ -4,7 +4,7 @@ import { CachingAllocator } from "./allocator.js";
 import type { BufferSource } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
 import { OutOfMemoryError, TraceError } from "./errors.js";
-import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
 import {
   isByteCount,
   isTraceEvent,
@@ -24,7 +24,7 @@ export interface ReplayOptions {
   memoryLimit?: number;
   /** Set right after opening, as `setCacheLimit`. */
   cacheLimit?: number;
-  /** The cache policy; default `"mlx"`. */
+  /** The cache policy; default `"bounded"`, as an allocator's. */
   policy?: AllocatorPolicy;
   /** The bounded policy's ratio; default 1.3. */
   reserveRatio?: number;
@@ -306,7 +306,7 @@ export class TraceReplay {
       pageSize: options.pageSize ?? PAGE,
     });
     this.#allocator = new CachingAllocator(source, {
-      policy: options.policy ?? "mlx",
+      policy: options.policy ?? DEFAULT_POLICY,
       reserveRatio: options.reserveRatio,
       boundedRelease: options.boundedRelease,
     });

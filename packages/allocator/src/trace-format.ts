@@ -221,7 +221,7 @@ export class TraceLineParser {
 }
 
 /** A recorded trace: its header and events, and the NDJSON text to save (gzip it to match the shared files). */
-export interface RecordedTrace {
+export interface Trace {
   readonly header: TraceHeader;
   readonly events: readonly TraceEvent[];
   /** The trace as NDJSON text: the header line, then one line per event. */
@@ -306,7 +306,7 @@ export class TraceRecorder {
   }
 
   /** The trace so far. */
-  finish(): RecordedTrace {
+  finish(): Trace {
     const events = this.#events.slice();
     const header: TraceHeader = {
       name: this.#name,
