@@ -20,7 +20,7 @@ export class ResidencyError extends NuvecError<ResidencyErrorCode> {}
  */
 export class ResidencyArgumentError extends ResidencyError {
   constructor(
-    /** The argument's name, e.g. `"capacity"`. */
+    /** The argument's name, e.g. `"bytes"`. */
     readonly argument: string,
     message: string,
   ) {

@@ -34,7 +34,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   readonly #placements = new Map<A, Placement>();
   #supported: boolean;
   #cap: number;
-  #capacity = 0;
+  #wiredLimit = 0;
   #wired = 0;
   #wiredMapped = 0;
   #closed = false;
@@ -60,7 +60,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
     return this.#supported;
   }
 
-  /** Bytes wired now (the sizes read at insert of every wired allocation); never more than {@link capacity}. */
+  /** Bytes wired now (the sizes read at insert of every wired allocation); never more than {@link wiredLimit}. */
   get wired(): number {
     return this.#wired;
   }
@@ -71,8 +71,8 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   }
 
   /** The wired limit in bytes (0 until {@link resize}; MLX's default wires nothing). */
-  get capacity(): number {
-    return this.#capacity;
+  get wiredLimit(): number {
+    return this.#wiredLimit;
   }
 
   /** Residency sets made so far (they are kept until {@link close}, even when emptied). */
@@ -97,7 +97,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
 
   /**
    * Tracks a new allocation (`mapped`: it is a mapped file's, counted in {@link wiredMapped} too). Its size
-   * is read from the backend now, once. It is wired, and its set committed, if `wired + size ≤ capacity`;
+   * is read from the backend now, once. It is wired, and its set committed, if `wired + size ≤ wiredLimit`;
    * otherwise it waits. A no-op when unsupported.
    *
    * @throws ResidencyStateError when the allocation is already tracked, or after {@link close}.
@@ -116,7 +116,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
     assertBytes(size, "allocatedSize");
     const placement: Placement = { size: size === 0 ? 0 : size, mapped: mapped === true, set: undefined };
     // Wire before tracking: should the backend throw in `add`, the allocation is not left half-recorded.
-    const index = this.#wired + size <= this.#capacity ? this.#wire(allocation, placement) : undefined;
+    const index = this.#wired + size <= this.#wiredLimit ? this.#wire(allocation, placement) : undefined;
     this.#placements.set(allocation, placement);
     if (index !== undefined) this.#sets[index]!.handle.commit();
   }
@@ -147,32 +147,32 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * fits; when it shrinks below {@link wired}, wired allocations leave, in insertion order, until the total
    * is within the limit. Each set that changed is committed once. When unsupported, only stores the limit.
    *
-   * @throws ResidencyArgumentError when `capacity` is not a non-negative safe integer.
+   * @throws ResidencyArgumentError when `bytes` is not a non-negative safe integer.
    * @throws ResidencyStateError after {@link close}.
    */
-  resize(capacity: number): void {
+  setWiredLimit(bytes: number): void {
     this.#assertOpen();
-    assertBytes(capacity, "capacity");
-    this.#capacity = capacity === 0 ? 0 : capacity;
+    assertBytes(bytes, "bytes");
+    this.#wiredLimit = bytes === 0 ? 0 : bytes;
     if (!this.#supported) return;
     const changed = new Set<number>();
-    if (this.#wired < capacity) {
-      let room = capacity - this.#wired;
+    if (this.#wired < bytes) {
+      let room = bytes - this.#wired;
       for (const [allocation, placement] of this.#placements) {
         if (placement.set === undefined && placement.size <= room) {
           room -= placement.size;
           changed.add(this.#wire(allocation, placement));
         }
       }
-    } else if (this.#wired > capacity) {
+    } else if (this.#wired > bytes) {
       for (const [allocation, placement] of this.#placements) {
-        if (this.#wired <= capacity) break;
+        if (this.#wired <= bytes) break;
         const index = this.#unwire(allocation, placement);
         if (index !== undefined) changed.add(index);
       }
     }
     // Commit once per changed set, after all the adds and removes: a commit is where Metal does the work
-    // (and the host backend its mlock/munlock calls), so a resize over thousands of allocations costs as
+    // (and the host backend its mlock/munlock calls), so a change of the limit over thousands of allocations costs as
     // many commits as sets it touched, not one per allocation.
     this.#sets.forEach((set, index) => {
       if (changed.has(index)) set.handle.commit();
