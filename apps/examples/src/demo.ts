@@ -6,13 +6,13 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
-import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
+import { Device, type DeviceBuffer, type MappedFile, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes, type MemoryStats } from "@nuvec/stats";
 import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
 import { renderReport, type TimelinePhase, type TimelineSample } from "./lib/report.js";
-import { decoderModel, parseSafetensors, writeSafetensors } from "./lib/safetensors.js";
+import { decoderModel, writeSafetensors } from "./lib/safetensors.js";
 import { statsChanges, statsTable } from "./lib/tables.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -125,7 +125,7 @@ function main(argv: string[]): number {
     // 2. Map it without a copy and read its header in place.
     const before = processMemory();
     file = device.mapFile(checkpointPath);
-    const header = parseSafetensors(file.contents());
+    const header = readSafetensorsHeader(file.contents());
     const after = processMemory();
     phase("mapped");
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
@@ -155,7 +155,7 @@ function main(argv: string[]): number {
     show("after mapping the checkpoint");
 
     // 3. Wire it: the weights stay resident, so the first token is not slowed by paging.
-    const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.mappedLength + 64 * 1024 * 1024);
+    const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.allocatedLength + 64 * 1024 * 1024);
     device.setWiredLimit(wiredLimit);
     phase("wired");
     const wiredNow = processMemory();
@@ -221,8 +221,8 @@ function main(argv: string[]): number {
     const end = processMemory();
     const workloadCounters = device.counters();
     const peaks: [string, string][] = [
-      ["nuvec peakWithMapped (active + mapped)", formatBytes(stats.peakWithMapped)],
-      ["nuvec peak reserved (active + cache)", formatBytes(workloadCounters.peakReserved)],
+      ["nuvec peakActiveWithMapped (active + mapped)", formatBytes(stats.peakActiveWithMapped)],
+      ["nuvec peakReserved (active + cache)", formatBytes(stats.peakReserved)],
       ["cache hits / system allocations", `${workloadCounters.cacheHits} / ${stats.systemAllocations}`],
     ];
     if (baseline && end) {
@@ -264,7 +264,7 @@ function main(argv: string[]): number {
     console.log(`\nreport: ${fitStart(reportPath, COLUMNS - 9)}`);
   } finally {
     for (const buffer of live.values()) buffer.free();
-    file?.release();
+    file?.free();
     device.close();
     if (temporary) rmSync(temporary, { recursive: true, force: true });
   }

@@ -27,7 +27,7 @@ const flags: FlagSpec[] = [
   { name: "memory-size", value: "BYTES", help: "the mock device's memory", defaultText: "2 × working set" },
   { name: "cache-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
   { name: "memory-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
-  { name: "policy", value: "mlx|bounded", help: "the cache policy", defaultText: "mlx" },
+  { name: "policy", value: "bounded|mlx", help: "the cache policy", defaultText: "bounded" },
   { name: "reserve-ratio", value: "R", help: "the bounded policy's ratio", defaultText: "1.3" },
   {
     name: "bounded-release",
@@ -65,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(positionals.length === 0 ? "no TRACE given" : "one TRACE only");
   const workingSet = parseBytes(given.get("working-set") ?? "8GiB", "--working-set");
   const memorySize = parseBytes(given.get("memory-size") ?? `${2 * workingSet}`, "--memory-size");
-  const policy = given.get("policy") ?? "mlx";
+  const policy = given.get("policy") ?? "bounded";
   if (policy !== "mlx" && policy !== "bounded")
     throw new UsageError(`--policy: "${policy}" is not mlx or bounded`);
   const reserveRatio = given.has("reserve-ratio")
@@ -143,7 +143,7 @@ async function main(argv: string[]): Promise<number> {
             break;
           }
           case "u":
-            take(mappings, event[1])?.release();
+            take(mappings, event[1])?.free();
             break;
           case "l":
             if (event[1] === "memory") device.setMemoryLimit(event[2]);
@@ -180,7 +180,6 @@ async function main(argv: string[]): Promise<number> {
       events,
       cacheHits: counters.cacheHits,
       systemAllocations: stats.systemAllocations,
-      peakReserved: counters.peakReserved,
       peakLive: counters.peakLive,
       outOfMemoryRefusals: refused,
       nsPerEvent: Math.round((Number(replayNanoseconds) / Math.max(1, events)) * 10) / 10,
@@ -211,7 +210,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } finally {
     for (const buffer of buffers) buffer?.free();
-    for (const mapping of mappings) mapping?.release();
+    for (const mapping of mappings) mapping?.free();
     device.close();
   }
   return 0;

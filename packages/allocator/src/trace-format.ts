@@ -220,12 +220,26 @@ export class TraceLineParser {
   }
 }
 
-/** A recorded trace: its header and events, and the NDJSON text to save (gzip it to match the shared files). */
+/**
+ * A trace: its header (a recorded trace always has one; a file may not) and events, and the NDJSON text to save
+ * (gzip it to match the shared files). What `TraceRecorder.finish()` (a Device's `stopTrace()`) gives and what
+ * `readTrace` reads.
+ */
 export interface Trace {
-  readonly header: TraceHeader;
-  readonly events: readonly TraceEvent[];
-  /** The trace as NDJSON text: the header line, then one line per event. */
+  readonly header: TraceHeader | undefined;
+  readonly events: TraceEvent[];
+  /** The trace as NDJSON text: the header line (when there is one), then one line per event. */
   toNdjson(): string;
+}
+
+/** The {@link Trace} of `header` and `events`. */
+export function traceOf(header: TraceHeader | undefined, events: TraceEvent[]): Trace {
+  return {
+    header,
+    events,
+    toNdjson: () =>
+      `${[...(header === undefined ? [] : [header]), ...events].map((line) => JSON.stringify(line)).join("\n")}\n`,
+  };
 }
 
 /** What was live when a trace started: each entry an object of the device and its requested bytes (or length). */
@@ -319,10 +333,6 @@ export class TraceRecorder {
       mapped_at_end: this.#mappings.size,
       peak_live_bytes: this.#peakLiveBytes,
     };
-    return {
-      header,
-      events,
-      toNdjson: () => `${[header, ...events].map((line) => JSON.stringify(line)).join("\n")}\n`,
-    };
+    return traceOf(header, events);
   }
 }

@@ -167,7 +167,7 @@ if (host !== undefined) {
   row(
     "host backend alone: first contents() of its buffer (batch of 256)",
     firstCallOf(
-      () => host.backend.newBuffer(size),
+      () => host.native.backend.newBuffer(size),
       (buffer) => buffer.release(),
     ),
   );
@@ -281,7 +281,11 @@ function replayProgram(events, deviceOptions) {
   const counters = device.counters();
   for (const buffer of buffers) buffer?.free();
   device.close();
-  return { systemAllocations: stats.systemAllocations, cacheHits: counters.cacheHits, peak: stats.peak };
+  return {
+    systemAllocations: stats.systemAllocations,
+    cacheHits: counters.cacheHits,
+    peakActive: stats.peakActive,
+  };
 }
 
 function perEvent(replay, events, milliseconds) {

@@ -3,7 +3,7 @@
 // user's handle and, with the views it handed out, what the safety net watches: the state must not reference
 // the DeviceBuffer, or a dropped buffer would never be collected.
 import type { Allocation } from "@nuvec/allocator";
-import type { NativeBuffer, NativeMemoryHandle } from "@nuvec/metal-native";
+import type { NativeBuffer } from "@nuvec/metal-native";
 import type { Device } from "./device.js";
 import {
   BufferFreedError,
@@ -11,7 +11,7 @@ import {
   DeviceClosedError,
   MemoryNotHostVisibleError,
 } from "./errors.js";
-import type { DeviceMemoryHandle, FreeOptions } from "./options.js";
+import type { FreeOptions } from "./options.js";
 
 /**
  * @internal The state behind one `malloc`, kept apart from its {@link DeviceBuffer} so that the safety net
@@ -85,18 +85,6 @@ function isDetached(buffer: ArrayBuffer): boolean {
   }
 }
 
-/** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
-function nullHandle(device: Device): NativeMemoryHandle {
-  const backend = device.backend;
-  const platform = backend.platform;
-  if (platform === "cuda") {
-    const ordinal = (backend as { device?: unknown }).device;
-    return { platform, devicePointer: 0n, device: typeof ordinal === "number" ? ordinal : 0 };
-  }
-  const pointers = platform === "metal" || platform === "mock" ? { metalBuffer: 0n, gpuAddress: 0n } : {};
-  return { platform, address: 0n, ...pointers } as NativeMemoryHandle;
-}
-
 // The Device reaches a DeviceBuffer's internals through these (set in the class's static block), so that
 // they are no members of the public class.
 let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
@@ -150,7 +138,7 @@ export class DeviceBuffer {
 
   /** The bytes asked for. */
   get length(): number {
-    return this.#state.allocation.requested;
+    return this.#state.allocation.length;
   }
 
   /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
@@ -176,7 +164,7 @@ export class DeviceBuffer {
   contents(): ArrayBuffer {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
-    if (this.#device.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
+    if (this.#device.native.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);
@@ -228,23 +216,6 @@ export class DeviceBuffer {
     if (native === undefined || length === 0) return new Uint8Array(0);
     if (native.read !== undefined) return native.read(offset, length);
     return new Uint8Array(this.#viewOf(native), offset, length).slice();
-  }
-
-  /**
-   * Where the memory is, for a runtime's native code (a kernel): the backend's pointers (`address`; on Metal
-   * `metalBuffer` and `gpuAddress`) with `length` and `allocatedLength`. Frozen; valid until the buffer is
-   * freed (with `{ after }`: until that promise settles). A 0-byte buffer's pointers are all `0n`. Throws
-   * `BufferFreedError` after `free()`.
-   */
-  nativeHandle(): DeviceMemoryHandle {
-    this.#check("nativeHandle()");
-    const allocation = this.#state.allocation;
-    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device);
-    return Object.freeze({
-      ...native,
-      length: allocation.requested,
-      allocatedLength: allocation.allocatedLength,
-    });
   }
 
   /**

@@ -26,7 +26,8 @@ import { DeviceFigures } from "./figures.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
-import { checkMetalOptions, metalResidencySetPointers } from "./metal-options.js";
+import { checkMetalOptions } from "./metal-options.js";
+import { DeviceNative } from "./native-access.js";
 import {
   checkByteCount,
   checkOpenOptions,
@@ -39,7 +40,7 @@ import {
 } from "./options.js";
 import { allocatorOver, residencyOver } from "./parts.js";
 import { SafetyNet } from "./safety-net.js";
-import { type DeviceTrace, TraceRecorder, traceOpening } from "./trace.js";
+import { type Trace, TraceRecorder, traceOpening } from "./trace.js";
 import { WiringWarning } from "./wiring-warning.js";
 
 /**
@@ -61,8 +62,9 @@ export class Device {
   // Runs what may wire memory, and warns once when the platform refuses.
   readonly #wiring: WiringWarning;
   #trace: TraceRecorder | undefined;
-  // Every residency set made (Residency keeps them until close), for residencySetHandles().
+  // Every residency set made (Residency keeps them until close), for native.residencySets().
   readonly #residencySets: NativeResidencySet[] = [];
+  readonly #native: DeviceNative;
 
   private constructor(backend: NativeBackend, options: DeviceOptions, maxPercentPerSet: string | undefined) {
     this.#backend = backend;
@@ -76,6 +78,7 @@ export class Device {
     this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
+    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -103,13 +106,16 @@ export class Device {
     return this.#closed;
   }
 
-  /** The native backend this device runs on. */
-  get backend(): NativeBackend {
-    return this.#backend;
+  /**
+   * The surface for runtime authors: the native backend, where a buffer's or mapped file's memory is
+   * (`native.handle(buffer)`), the Metal residency sets (`native.residencySets()`).
+   */
+  get native(): DeviceNative {
+    return this.#native;
   }
 
   /**
-   * A buffer of `bytes` bytes: a cached one when one fits (MLX's policy), else a new system buffer.
+   * A buffer of `bytes` bytes: a cached one when one fits (the policy decides which), else a new system buffer.
    * `0` gives an empty buffer, counted nowhere. Throws `OutOfMemoryError` past the memory limit (nothing
    * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
    * max buffer length (the allocator checks `bytes`).
@@ -128,11 +134,17 @@ export class Device {
   }
 
   /**
-   * Frees `buffer` (same as `buffer.free(options)`). Double free, a buffer of another device: typed errors.
-   * `{ after: promise }` defers giving the memory back until the promise settles (see {@link FreeOptions}).
+   * Frees a buffer (to the cache or the system) or a mapped file (unmapped): the same as `handle.free(options)`.
+   * Double free, a handle of another device: typed errors. `{ after: promise }` defers giving the memory back
+   * until the promise settles (see {@link FreeOptions}).
    */
-  free(buffer: DeviceBuffer, options?: FreeOptions): void {
-    this.#checkOwn(buffer, buffer instanceof DeviceBuffer, "free");
+  free(handle: DeviceBuffer | MappedFile, options?: FreeOptions): void {
+    if (handle instanceof MappedFile) {
+      this.#freeMappedFile(handle, options);
+      return;
+    }
+    this.#checkOwn(handle, handle instanceof DeviceBuffer);
+    const buffer = handle;
     const state = bufferState(buffer);
     if (!state.live) throw new BufferFreedError("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
@@ -212,7 +224,8 @@ export class Device {
   /**
    * Maps the file at `path` without a copy (private copy-on-write: writes never reach the file), charged in
    * `mapped` at its length rounded up to the backend's pages and wired as a mapped file when the wired
-   * limit allows. Refused with `OutOfMemoryError` past the memory limit (the file is unmapped again).
+   * limit allows. Refused with `OutOfMemoryError` past the memory limit (the file is unmapped again). Free it
+   * with `file.free()` (or `using`).
    */
   mapFile(path: string): MappedFile {
     if (this.#closed) throw new DeviceClosedError("mapFile()");
@@ -232,14 +245,11 @@ export class Device {
     return file;
   }
 
-  /**
-   * Releases a mapped file (same as `file.release(options)`). `{ after: promise }` defers the unmapping until
-   * the promise settles (see {@link FreeOptions}).
-   */
-  releaseMapping(file: MappedFile, options?: FreeOptions): void {
-    this.#checkOwn(file, file instanceof MappedFile, "releaseMapping");
-    if (file.released) throw new MappingReleasedError("release()");
-    const after = checkFreeOptions(options, "release()");
+  /** `free()` of a mapped file: unmapped now, or once `{ after }` settles. */
+  #freeMappedFile(file: MappedFile, options: FreeOptions | undefined): void {
+    this.#checkOwn(file, true);
+    if (file.freed) throw new MappingReleasedError("free()");
+    const after = checkFreeOptions(options, "free()");
     if (after !== undefined) {
       this.#deferUnmap(file, after);
       return;
@@ -262,7 +272,7 @@ export class Device {
       },
       () => {
         state.native.release();
-        this.#figures.settledAfterClose(0, state.mapping.mappedLength);
+        this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
       },
     );
   }
@@ -289,7 +299,10 @@ export class Device {
     return this.#figures.counters();
   }
 
-  /** Sets `peak = active` and `peakWithMapped = active + mapped` (MLX sets 0; see the README). */
+  /**
+   * Restarts every peak at its quantity's value now: `peakActive`, `peakActiveWithMapped`, `peakReserved` and
+   * `counters().peakLive` (PyTorch's `reset_peak_memory_stats`; MLX sets its one peak to 0).
+   */
   resetPeak(): void {
     this.#ensureOpen("resetPeak()");
     this.#allocator.resetPeak();
@@ -318,15 +331,15 @@ export class Device {
   /**
    * Sets how many bytes of buffers and mapped files are kept wired (resident); returns the previous limit.
    * Waiting buffers are wired while they fit, or wired ones are unwired until under the new limit. Refused
-   * above the recommended working set, as MLX. The limit is residency's capacity.
+   * above the recommended working set, as MLX. The limit is residency's `wiredLimit`.
    */
   setWiredLimit(bytes: number): number {
     this.#ensureOpen("setWiredLimit()");
     checkByteCount(bytes, "bytes");
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
     if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
-    const previous = this.#residency.capacity;
-    this.#wiring.watch(() => this.#residency.resize(bytes), bytes > 0);
+    const previous = this.#residency.wiredLimit;
+    this.#wiring.watch(() => this.#residency.setWiredLimit(bytes), bytes > 0);
     this.#trace?.limit("wired", bytes);
     return previous;
   }
@@ -373,18 +386,7 @@ export class Device {
     };
   }
 
-  /**
-   * Metal: the `id<MTLResidencySet>`s nuvec uses now, as pointers (not retained), for a runtime with several
-   * command queues to attach them itself (`[queue addResidencySet:]`). The list only grows, when residency
-   * needs a new set (each holds up to `max(W·pct/100, 64 MiB)`, at most 32 sets; the first is made at
-   * open), and is empty after close(): read it again after raising the wired limit. Empty on backends
-   * without Metal residency sets (the host, the mock).
-   */
-  residencySetHandles(): bigint[] {
-    return this.#closed ? [] : metalResidencySetPointers(this.#residencySets);
-  }
-
-  /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
+  /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
@@ -392,7 +394,7 @@ export class Device {
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
-  stopTrace(): DeviceTrace {
+  stopTrace(): Trace {
     if (!this.#trace) throw new TraceRecordingError("stopTrace(): no trace is being recorded");
     const trace = this.#trace.finish();
     this.#trace = undefined;
@@ -429,16 +431,15 @@ export class Device {
   }
 
   /**
-   * The checks of a handle given back by `method` (`free`, `releaseMapping`), in order: of the right class
-   * (`isHandle`), of this device, the device still open.
+   * The checks of a handle given to `free`, in order: a buffer or mapped file (`isHandle`), of this device,
+   * the device still open.
    */
-  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean, method: "free" | "releaseMapping"): void {
+  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean): void {
     if (!isHandle) {
-      const [argument, type] = method === "free" ? ["buffer", "DeviceBuffer"] : ["file", "MappedFile"];
-      throw new DeviceArgumentError(argument, `${method}(${argument}): ${argument} must be a ${type}`);
+      throw new DeviceArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
     }
-    if (handle.device !== this) throw new ForeignBufferError(`${method}()`);
-    if (this.#closed) throw new DeviceClosedError(`${method}()`);
+    if (handle.device !== this) throw new ForeignBufferError("free()");
+    if (this.#closed) throw new DeviceClosedError("free()");
   }
 
   #ensureOpen(operation: string): void {

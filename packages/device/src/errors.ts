@@ -9,7 +9,8 @@ export type DeviceErrorCode =
   | "ERR_NUVEC_FOREIGN_BUFFER"
   | "ERR_NUVEC_WIRED_LIMIT"
   | "ERR_NUVEC_TRACE"
-  | "ERR_NUVEC_NOT_HOST_VISIBLE";
+  | "ERR_NUVEC_NOT_HOST_VISIBLE"
+  | "ERR_NUVEC_SAFETENSORS";
 
 /** The base class of the errors the Device throws, a {@link NuvecError}: `code` says which. */
 export class DeviceError extends NuvecError<DeviceErrorCode> {}
@@ -89,5 +90,12 @@ export class MemoryNotHostVisibleError extends DeviceError {
       "ERR_NUVEC_NOT_HOST_VISIBLE",
       `${operation}: this device's memory is not host-visible (the CPU cannot address it): copy with read() and write()`,
     );
+  }
+}
+
+/** A file that is not a well-formed safetensors checkpoint; the message names the tensor and what is wrong. */
+export class SafetensorsFormatError extends DeviceError {
+  constructor(message: string) {
+    super("ERR_NUVEC_SAFETENSORS", message);
   }
 }

@@ -32,10 +32,12 @@ export {
   ForeignBufferError,
   MappingReleasedError,
   MemoryNotHostVisibleError,
+  SafetensorsFormatError,
   TraceRecordingError,
   WiredLimitError,
 } from "./errors.js";
 export { MappedFile } from "./mapped-file.js";
+export { DeviceNative } from "./native-access.js";
 export type {
   DeviceCounters,
   DeviceInfo,
@@ -44,4 +46,12 @@ export type {
   FreeOptions,
   MetalOptions,
 } from "./options.js";
-export type { DeviceTrace } from "./trace.js";
+export {
+  type MappedSafetensors,
+  mapSafetensors,
+  readSafetensorsHeader,
+  SAFETENSORS_DTYPE_BYTES,
+  type SafetensorsHeader,
+  type SafetensorsTensor,
+} from "./safetensors.js";
+export type { Trace } from "./trace.js";

@@ -1,6 +1,6 @@
-// The Device's Metal interop: `Device.open`'s `metal` option (the runtime's command queue and GPU, checked
-// against the backend before the Device makes anything on it), and the residency sets a runtime may attach.
-import type { NativeBackend, NativeResidencySet } from "@nuvec/metal-native";
+// `Device.open`'s `metal` option: the runtime's command queue and GPU, checked against the backend before the
+// Device makes anything on it.
+import type { NativeBackend } from "@nuvec/metal-native";
 import { DeviceArgumentError } from "./errors.js";
 import type { MetalOptions } from "./options.js";
 
@@ -48,14 +48,4 @@ export function checkMetalOptions(metal: unknown, backend: NativeBackend): void 
       { cause: error },
     );
   }
-}
-
-/** The `id<MTLResidencySet>` pointers of `sets` (not retained); none for sets of other backends. */
-export function metalResidencySetPointers(sets: readonly NativeResidencySet[]): bigint[] {
-  const pointers: bigint[] = [];
-  for (const set of sets) {
-    const pointer = set.metalResidencySet;
-    if (pointer !== undefined) pointers.push(pointer);
-  }
-  return pointers;
 }

@@ -12,11 +12,14 @@ export interface DeviceOptions {
   backend?: NativeBackend;
   /** The hard limit on `active + mapped` (default `min(1.5·W, 0.95·memory)`). */
   memoryLimit?: number;
-  /** The cache is trimmed to this many bytes (default: the memory limit). */
+  /** The cache is trimmed to this many bytes (default: the memory limit, `memoryLimit` when given, as MLX). */
   cacheLimit?: number;
   /** Bytes kept wired (resident); default 0, as MLX: nothing wired until asked. */
   wiredLimit?: number;
-  /** The cache policy: `"mlx"` (default, MLX's decisions exactly) or `"bounded"`. */
+  /**
+   * The cache policy: `"bounded"` (default: reserved memory held within `reserveRatio` of the live peak) or
+   * `"mlx"` (MLX's decisions exactly, every freed buffer kept up to the cache limit).
+   */
   policy?: AllocatorPolicy;
   /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark (default 1.3). */
   reserveRatio?: number;
@@ -58,7 +61,7 @@ export interface MetalOptions {
   device?: bigint;
 }
 
-/** Options of `buffer.free()` and `mappedFile.release()`. */
+/** Options of `free()`: `buffer.free()`, `mappedFile.free()`, `device.free(handle)`. */
 export interface FreeOptions {
   /**
    * Free only once this promise settles (fulfilled or rejected): views are detached at once, but the memory
@@ -70,9 +73,9 @@ export interface FreeOptions {
 }
 
 /**
- * A {@link NativeMemoryHandle} (the backend's pointers) with the allocation's lengths: what a runtime's
- * native code needs to run a kernel on nuvec memory. Frozen; valid until the buffer is freed (or the file
- * released), and after a deferred free until its promise settles.
+ * A {@link NativeMemoryHandle} (the backend's pointers) with the allocation's lengths, from
+ * `device.native.handle(target)`: what a runtime's native code needs to run a kernel on nuvec memory. Frozen;
+ * valid until the buffer or file is freed, and after a deferred free until its promise settles.
  */
 export type DeviceMemoryHandle = NativeMemoryHandle & {
   /** Bytes the caller may use: the bytes asked for (buffers) or the file's length (mapped files). */

@@ -91,7 +91,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     device.mapFile(path);
     for (let index = 0; index < 100; index += 1) device.malloc(1000 * (index + 1));
     device.close();
-    const backend = device.backend.counters();
+    const backend = device.native.backend.counters();
     expect(backend.buffersMade).toBe(backend.buffersReleased);
     expect(backend.mappingsMade).toBe(backend.mappingsReleased);
     expect(status("VmLck")).toBe(lockedBefore);

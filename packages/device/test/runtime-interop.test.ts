@@ -93,14 +93,14 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a buffer's handle: frozen, the backend's platform, lengths, and a cache hit gives the same address", () => {
       const { backend, device } = open();
       const buffer = device.malloc(1000);
-      const handle = buffer.nativeHandle();
+      const handle = device.native.handle(buffer);
       expect(Object.isFrozen(handle)).toBe(true);
       expect(handle).toMatchObject({ platform: backend.platform, length: 1000, allocatedLength: 1024 });
       expect(cpuAddress(handle)).toBeGreaterThan(0n);
       buffer.free();
       const again = device.malloc(1000);
       expect(device.counters().cacheHits).toBe(1);
-      expect(cpuAddress(again.nativeHandle())).toBe(cpuAddress(handle));
+      expect(cpuAddress(device.native.handle(again))).toBe(cpuAddress(handle));
       device.close();
     });
 
@@ -108,15 +108,15 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const { device } = open();
       const buffer = device.malloc(64);
       buffer.free();
-      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
+      expect(() => device.native.handle(buffer)).toThrow(BufferFreedError);
       const other = device.malloc(64);
       device.close();
-      expect(() => other.nativeHandle()).toThrow(DeviceClosedError);
+      expect(() => device.native.handle(other)).toThrow(DeviceClosedError);
     });
 
     it("a 0-byte buffer's handle has a null address", () => {
       const { device } = open();
-      const handle = device.malloc(0).nativeHandle();
+      const handle = device.native.handle(device.malloc(0));
       expect(handle).toMatchObject({ address: 0n, length: 0, allocatedLength: 0 });
       device.close();
     });
@@ -125,16 +125,16 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const { backend, device } = open();
       const content = pattern(10_000, 7);
       const file = device.mapFile(writeFile(content));
-      const handle = file.nativeHandle();
+      const handle = device.native.handle(file);
       expect(Object.isFrozen(handle)).toBe(true);
       expect(handle).toMatchObject({
         platform: backend.platform,
         length: 10_000,
-        allocatedLength: file.mappedLength,
+        allocatedLength: file.allocatedLength,
       });
       if (realMemory) expect(readOwnMemory(cpuAddress(handle), content.length)).toEqual(content);
-      file.release();
-      expect(() => file.nativeHandle()).toThrow(MappingReleasedError);
+      file.free();
+      expect(() => device.native.handle(file)).toThrow(MappingReleasedError);
       device.close();
     });
 
@@ -144,7 +144,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         const buffer = device.malloc(50_000);
         const bytes = pattern(50_000, 3);
         buffer.bytes().set(bytes);
-        expect(readOwnMemory(cpuAddress(buffer.nativeHandle()), bytes.length)).toEqual(bytes);
+        expect(readOwnMemory(cpuAddress(device.native.handle(buffer)), bytes.length)).toEqual(bytes);
         device.close();
       });
     }
@@ -156,20 +156,20 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const buffer = device.malloc(100_000);
       const view = buffer.bytes();
       view.fill(7);
-      const address = cpuAddress(buffer.nativeHandle());
+      const address = cpuAddress(device.native.handle(buffer));
       const active = device.memoryStats().active;
       const kernel = deferred();
       buffer.free({ after: kernel.promise });
 
       expect(view.byteLength).toBe(0); // detached at once
       expect(() => buffer.contents()).toThrow(BufferFreedError);
-      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
+      expect(() => device.native.handle(buffer)).toThrow(BufferFreedError);
       expect(() => buffer.free()).toThrow(BufferFreedError);
       expect(device.memoryStats().active).toBe(active);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, liveBuffers: 1, cachedBuffers: 0 });
 
       const other = device.malloc(100_000); // the same size class
-      expect(cpuAddress(other.nativeHandle())).not.toBe(address);
+      expect(cpuAddress(device.native.handle(other))).not.toBe(address);
       expect(device.counters().cacheMisses).toBe(2);
       if (realMemory) expect(readOwnMemory(address, 4)).toEqual(new Uint8Array([7, 7, 7, 7]));
 
@@ -179,7 +179,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(device.memoryStats().active).toBe(other.allocatedLength);
       const reused = device.malloc(100_000);
       expect(device.counters().cacheHits).toBe(1);
-      expect(cpuAddress(reused.nativeHandle())).toBe(address);
+      expect(cpuAddress(device.native.handle(reused))).toBe(address);
       device.close();
       const counters = backend.counters();
       expect(counters.buffersReleased - counters.buffersMade).toBeLessThanOrEqual(0);
@@ -188,7 +188,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a rejected promise frees too (and is not reported as unhandled by the device)", async () => {
       const { device } = open();
       const buffer = device.malloc(4096);
-      const address = cpuAddress(buffer.nativeHandle());
+      const address = cpuAddress(device.native.handle(buffer));
       const kernel = deferred();
       buffer.free({ after: kernel.promise });
       kernel.promise.catch(() => {}); // the runtime handles its own kernel's failure
@@ -196,7 +196,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       await settled();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
-      expect(cpuAddress(device.malloc(4096).nativeHandle())).toBe(address);
+      expect(cpuAddress(device.native.handle(device.malloc(4096)))).toBe(address);
       device.close();
     });
 
@@ -233,7 +233,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       await settled();
       expect(device.counters().pendingFrees).toBe(1);
       expect(device.memoryStats().active).toBe(8192);
-      expect(cpuAddress(device.malloc(8192).nativeHandle())).toBeGreaterThan(0n);
+      expect(cpuAddress(device.native.handle(device.malloc(8192)))).toBeGreaterThan(0n);
       expect(device.counters().cacheHits).toBe(0);
     });
 
@@ -268,7 +268,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const mapped = device.memoryStats().mapped;
       const released = backend.counters().mappingsReleased;
       const kernel = deferred();
-      file.release({ after: kernel.promise });
+      file.free({ after: kernel.promise });
       expect(view.byteLength).toBe(0);
       expect(() => file.contents()).toThrow(MappingReleasedError);
       expect(device.memoryStats().mapped).toBe(mapped);
@@ -292,7 +292,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       device.malloc(2000).free(); // cached, released by close()
       const kernel = deferred();
       pending.free({ after: kernel.promise });
-      file.release({ after: kernel.promise });
+      file.free({ after: kernel.promise });
       device.close();
 
       const closed = backend.counters();
@@ -304,7 +304,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       );
       expect(device.memoryStats()).toMatchObject({
         active: pending.allocatedLength,
-        mapped: file.mappedLength,
+        mapped: file.allocatedLength,
       });
       expect(device.counters().pendingFrees).toBe(2);
       expect(() => device.malloc(10)).toThrow(DeviceClosedError);
@@ -350,7 +350,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const { device } = open();
       device.setWiredLimit(1 << 20);
       expect(device.info().residencySets).toBeGreaterThan(0);
-      expect(device.residencySetHandles()).toEqual([]);
+      expect(device.native.residencySets()).toEqual([]);
       device.close();
     });
   });
@@ -363,7 +363,7 @@ describe("a deferred free that fails when it settles", () => {
     const device = Device.open({ backend, wiredLimit: 1 << 20 });
     const file = device.mapFile("/weights.bin");
     const kernel = deferred();
-    file.release({ after: kernel.promise });
+    file.free({ after: kernel.promise });
     backend.close(); // the runtime's test tears the backend down first: unwiring the file will throw
     const warnings: Error[] = [];
     const onWarning = (warning: Error) => warnings.push(warning);
@@ -434,13 +434,13 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
     expect(checkedDevices).toEqual([0xde71cen]);
     device.setWiredLimit(256 * 1024 ** 2);
     for (let index = 0; index < 3; index += 1) device.malloc(100 * 1024 ** 2);
-    const handles = device.residencySetHandles();
+    const handles = device.native.residencySets();
     expect(handles.length).toBe(device.info().residencySets);
     expect(handles.length).toBeGreaterThan(1);
     expect(attached.map((entry) => entry.queue)).toEqual(handles.map(() => 0x9_0000n));
     expect(attached.map((entry) => entry.set)).toEqual(handles);
     device.close();
-    expect(device.residencySetHandles()).toEqual([]);
+    expect(device.native.residencySets()).toEqual([]);
   });
 
   it("without a queue, sets go to the backend's own queue", () => {

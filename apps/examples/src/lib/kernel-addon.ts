@@ -28,7 +28,7 @@ export interface MetalKernels {
   scale(metalBuffer: bigint, count: number, factor: number, commandQueue: bigint): Promise<void>;
 }
 
-/** The example kernels over `count` float32 values at `address` (a `nativeHandle().address`). */
+/** The example kernels over `count` float32 values at `address` (a `device.native.handle(buffer).address`). */
 export interface KernelAddon {
   /** `data[i] *= factor` for `i < count`, off the JavaScript thread; resolves when done. */
   scale(address: bigint, count: number, factor: number): Promise<void>;

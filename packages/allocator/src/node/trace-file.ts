@@ -18,20 +18,14 @@ import { TraceError } from "../errors.js";
 import { type ReplayOptions, type ReplayResult, TraceReplay } from "../replay.js";
 import {
   DEFAULT_MAX_LINE_LENGTH,
+  type Trace,
   type TraceEvent,
   type TraceHeader,
   TraceLineParser,
+  traceOf,
 } from "../trace-format.js";
 
 export { DEFAULT_MAX_LINE_LENGTH } from "../trace-format.js";
-
-/** A trace read from a file. */
-export interface Trace {
-  /** The header object of the first line, if the file has one. */
-  header: TraceHeader | undefined;
-  /** Every event, in order. */
-  events: TraceEvent[];
-}
 
 /** How a trace is read as a stream. */
 export interface TraceStreamOptions {
@@ -128,7 +122,7 @@ export function readTrace(path: string): Trace {
   parser.push(bytes.toString("utf8"), items);
   parser.end(items);
   const header = parser.header;
-  return { header, events: (header === undefined ? items : items.slice(1)) as TraceEvent[] };
+  return traceOf(header, (header === undefined ? items : items.slice(1)) as TraceEvent[]);
 }
 
 /** A source of trace bytes: a path, or a stream / async iterable of chunks (gzipped or not). */
