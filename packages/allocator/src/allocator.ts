@@ -1,30 +1,29 @@
-import { allocationSize, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { ArgumentError, allocationSize, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
-  AllocatorArgumentError,
-  AllocatorClosedError,
-  BufferTooLargeError,
-  DoubleFreeError,
-  ForeignAllocationError,
-  OutOfMemoryError,
-  ResourceLimitError,
-  SystemAllocationError,
+  allocatorClosed,
+  bufferTooLarge,
+  doubleFree,
+  foreignAllocation,
+  outOfMemory,
+  resourceLimit,
+  systemAllocationFailed,
 } from "./errors.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { type CachePolicy, cachePolicyFor } from "./policy.js";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
- * non-negative safe integer, else `AllocatorArgumentError` naming the argument. Callers (the Device) rely on
+ * non-negative safe integer, else an `ArgumentError` naming the argument. Callers (the Device) rely on
  * it and do not check again.
  */
 function checkedByteCount(value: unknown, name: string): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   const problem = byteCountProblem(value, name);
-  if (problem) throw new AllocatorArgumentError(name, problem.message);
+  if (problem) throw new ArgumentError(name, problem.message);
   return value as number;
 }
 
@@ -78,7 +77,7 @@ export class CachingAllocator<B> {
     try {
       mappingSize(0, this.pageSize);
     } catch (error) {
-      throw new AllocatorArgumentError("pageSize", (error as Error).message, { cause: error });
+      throw new ArgumentError("pageSize", (error as Error).message, { cause: error });
     }
     this.source = source;
     // MLX: block_limit_ = min(1.5·W, 0.95·M), gc_limit_ = min(size_t(0.95·W), block_limit_), both as doubles
@@ -115,23 +114,24 @@ export class CachingAllocator<B> {
   /**
    * A buffer of at least `bytes`: a cached one when one fits the reuse window, else a new system buffer.
    *
-   * @throws AllocatorArgumentError for a size that is not a byte count; BufferTooLargeError above the
-   * device's maximum buffer length; OutOfMemoryError past the memory limit; ResourceLimitError;
-   * SystemAllocationError when the source fails twice; AllocatorClosedError after `close()`.
+   * @throws ArgumentError for a size that is not a byte count (`ERR_NUVEC_BUFFER_TOO_LARGE` above the
+   * device's maximum buffer length); OutOfMemoryError past the memory limit (`ERR_NUVEC_OUT_OF_MEMORY`), the
+   * resource limit (`ERR_NUVEC_RESOURCE_LIMIT`) or when the source fails twice
+   * (`ERR_NUVEC_SYSTEM_ALLOCATION_FAILED`); StateError after `close()`.
    */
   malloc(bytes: number): Allocation<B> {
-    if (this.closed) throw new AllocatorClosedError("malloc");
+    if (this.closed) throw allocatorClosed("malloc");
     checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     // `undefined`: a size class beyond 2^53, above any device's maximum.
     const sizeClass = allocationSize(bytes);
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
-      throw new BufferTooLargeError(bytes, this.maxBufferLength);
+      throw bufferTooLarge(bytes, this.maxBufferLength);
     }
     const used = this.active + this.mapped;
     if (used + sizeClass > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(sizeClass, this.active, this.mapped, this.memoryLimit);
+      throw outOfMemory(sizeClass, this.active, this.mapped, this.memoryLimit);
     }
 
     const cache = this.cache;
@@ -193,7 +193,8 @@ export class CachingAllocator<B> {
    * Gives an allocation back: its buffer is cached when the cache is under its limit, else released at once.
    * Freeing a 0-byte allocation does nothing.
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   free(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, true);
@@ -204,19 +205,20 @@ export class CachingAllocator<B> {
    * must not be reused because something outside the allocator may still reach its memory (a view moved
    * away from it by `ArrayBuffer.prototype.transfer()` or a `postMessage` transfer).
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   freeWithoutCaching(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, false);
   }
 
   private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    if (this.closed) throw new AllocatorClosedError("free");
-    if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const record = (allocation as LiveAllocation<B>).record;
     if (record === undefined) return;
-    if (record.owner !== this) throw new ForeignAllocationError("allocation");
-    if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
+    if (record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation !== allocation) throw doubleFree("allocation");
     record.allocation = null;
     this.liveBuffers--;
     this.active -= record.length;
@@ -230,18 +232,18 @@ export class CachingAllocator<B> {
    * (its `allocatedLength`): checked against the memory limit and the resource limit, counted in `mapped`
    * and `peakActiveWithMapped`.
    *
-   * @throws OutOfMemoryError, ResourceLimitError, AllocatorArgumentError, AllocatorClosedError.
+   * @throws OutOfMemoryError, ArgumentError, StateError after `close()`.
    */
   addMapping(fileLength: number): Mapping {
-    if (this.closed) throw new AllocatorClosedError("add a mapping");
+    if (this.closed) throw allocatorClosed("add a mapping");
     checkedByteCount(fileLength, "fileLength");
     const allocatedLength = mappingSize(fileLength, this.pageSize);
     if (allocatedLength === undefined) {
-      throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
+      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
     if (this.active + this.mapped + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(allocatedLength, this.active, this.mapped, this.memoryLimit);
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit);
     }
     this.ensureResource();
     this.mappings++;
@@ -255,13 +257,13 @@ export class CachingAllocator<B> {
   /**
    * Takes a mapping out of the accounts.
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   removeMapping(mapping: Mapping): void {
-    if (this.closed) throw new AllocatorClosedError("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
-      throw new ForeignAllocationError("mapping");
-    if (!mapping.live) throw new DoubleFreeError("mapping");
+    if (this.closed) throw allocatorClosed("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
+    if (!mapping.live) throw doubleFree("mapping");
     mapping.live = false;
     this.mappings--;
     this.mapped -= mapping.allocatedLength;
@@ -272,7 +274,7 @@ export class CachingAllocator<B> {
    * are always 0 here: residency owns them, and whoever runs residency (the Device) fills them in.
    */
   memoryStats(): MemoryStats {
-    if (this.closed) throw new AllocatorClosedError("read the statistics");
+    if (this.closed) throw allocatorClosed("read the statistics");
     return {
       active: this.active,
       peakActive: this.peakActive,
@@ -293,7 +295,7 @@ export class CachingAllocator<B> {
 
   /** The counters beyond MLX's statistics (a fresh object). */
   counters(): AllocatorCounters {
-    if (this.closed) throw new AllocatorClosedError("read the counters");
+    if (this.closed) throw allocatorClosed("read the counters");
     return {
       cacheHits: this.cacheHits,
       cacheMisses: this.cacheMisses,
@@ -315,7 +317,7 @@ export class CachingAllocator<B> {
    * bounded policy's own high-water mark is not a statistic and stays.
    */
   resetPeak(): void {
-    if (this.closed) throw new AllocatorClosedError("reset the peak");
+    if (this.closed) throw allocatorClosed("reset the peak");
     this.peakActive = this.active;
     this.peakActiveWithMapped = this.active + this.mapped;
     this.peakReserved = this.active + this.cache.bytes;
@@ -327,7 +329,7 @@ export class CachingAllocator<B> {
    * `gcLimit = min(bytes, floor(0.95·W))`. Returns the previous limit.
    */
   setMemoryLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the memory limit");
+    if (this.closed) throw allocatorClosed("set the memory limit");
     checkedByteCount(bytes, "bytes");
     const previous = this.memoryLimit;
     this.memoryLimit = bytes;
@@ -340,7 +342,7 @@ export class CachingAllocator<B> {
    * previous limit.
    */
   setCacheLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the cache limit");
+    if (this.closed) throw allocatorClosed("set the cache limit");
     checkedByteCount(bytes, "bytes");
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;
@@ -350,12 +352,12 @@ export class CachingAllocator<B> {
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
-    if (this.closed) throw new AllocatorClosedError("clear the cache");
+    if (this.closed) throw allocatorClosed("clear the cache");
     this.cache.clear();
   }
 
   /**
-   * Releases every cached buffer; afterwards every method throws `AllocatorClosedError`. Live allocations
+   * Releases every cached buffer; afterwards every method throws a `StateError`. Live allocations
    * are not released (they are the caller's: free them first). Closing twice does nothing.
    */
   close(): void {
@@ -390,7 +392,7 @@ export class CachingAllocator<B> {
       try {
         buffer = this.source.acquire(sizeClass);
       } catch (error) {
-        throw new SystemAllocationError(sizeClass, error);
+        throw systemAllocationFailed(sizeClass, error);
       }
     }
     if (this.onAcquire !== undefined) {
@@ -410,8 +412,7 @@ export class CachingAllocator<B> {
   private ensureResource(): void {
     if (this.liveBuffers + this.cache.buffers + this.mappings < this.resourceLimit) return;
     this.cache.clear();
-    if (this.liveBuffers + this.mappings >= this.resourceLimit)
-      throw new ResourceLimitError(this.resourceLimit);
+    if (this.liveBuffers + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
   }
 
   /**

@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import type { MemoryStats } from "@nuvec/stats";
+import { NuvecError, OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { conformanceFile, type TestBuffer, TestSource } from "../test/support.js";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
-import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
 type Operation =
   | ["malloc", number, number]
@@ -78,8 +78,9 @@ describe("the conformance scenarios (fixtures/conformance)", () => {
               break;
           }
         } catch (error) {
-          if (!(error instanceof AllocatorError)) throw error;
-          result = error instanceof OutOfMemoryError ? "oom" : "error";
+          if (!(error instanceof NuvecError)) throw error;
+          result =
+            error instanceof OutOfMemoryError && error.code === "ERR_NUVEC_OUT_OF_MEMORY" ? "oom" : "error";
         }
         const stats = allocator.memoryStats();
         const expected = scenario.expect[step]!;

@@ -1,11 +1,19 @@
-// The root of the family, so that one import is enough to catch any nuvec error.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+// The error family, so that one import is enough to catch any nuvec error.
+export {
+  ArgumentError,
+  FormatError,
+  NativeUnavailableError,
+  NuvecError,
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";
 export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
-// Every class of errors.ts is public.
-export * from "./errors.js";
 export {
   type AllocatorOptions,
   type AllocatorPolicy,

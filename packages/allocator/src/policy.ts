@@ -1,6 +1,5 @@
-import { PAGE } from "@nuvec/stats";
+import { ArgumentError, PAGE } from "@nuvec/stats";
 import type { BufferCache } from "./buffer-cache.js";
-import { AllocatorArgumentError } from "./errors.js";
 import {
   type AllocatorOptions,
   type AllocatorPolicy,
@@ -66,24 +65,24 @@ class BoundedPolicy<B> implements CachePolicy<B> {
 /**
  * The policy `options` ask for (`policy`, `reserveRatio`, `boundedRelease`), checked.
  *
- * @throws AllocatorArgumentError for an unknown policy or release order, or a ratio that is not a finite
+ * @throws ArgumentError for an unknown policy or release order, or a ratio that is not a finite
  * number ≥ 1.
  */
 export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> {
   const policy = options.policy ?? DEFAULT_POLICY;
   if (policy !== "mlx" && policy !== "bounded") {
-    throw new AllocatorArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
+    throw new ArgumentError("policy", `policy must be "mlx" or "bounded", got ${String(policy)}`);
   }
   const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
   if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "reserveRatio",
       `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
     );
   }
   const boundedRelease = options.boundedRelease ?? "least-recent";
   if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "boundedRelease",
       `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
     );

@@ -1,11 +1,10 @@
-import { mappingSize, PAGE } from "@nuvec/stats";
+import { mappingSize, NuvecError, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type Outcome, ReferenceModel } from "../test/reference-model.js";
 import { MiB, type TestBuffer, TestSource } from "../test/support.js";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
-import { AllocatorError, OutOfMemoryError } from "./errors.js";
 
 type Operation =
   | { kind: "malloc"; bytes: number }
@@ -95,8 +94,11 @@ describe.each([
                 try {
                   action();
                 } catch (error) {
-                  if (!(error instanceof AllocatorError)) throw error;
-                  result = error instanceof OutOfMemoryError ? "oom" : "error";
+                  if (!(error instanceof NuvecError)) throw error;
+                  result =
+                    error instanceof OutOfMemoryError && error.code === "ERR_NUVEC_OUT_OF_MEMORY"
+                      ? "oom"
+                      : "error";
                 }
               };
               switch (step.kind) {

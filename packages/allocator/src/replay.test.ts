@@ -1,6 +1,6 @@
+import { FormatError, OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { MiB } from "../test/support.js";
-import { OutOfMemoryError, TraceError } from "./errors.js";
 import { CountingBufferSource, replayTrace } from "./replay.js";
 import type { TraceEvent } from "./trace-format.js";
 
@@ -155,8 +155,8 @@ describe("replayTrace", () => {
     ["a bad tag", [["x", 0]], /tag/],
     ["a bad id", [["a", -1, 1]], /id/],
     ["a header after events", [["a", 0, 1], { name: "late" }], /header/],
-  ])("refuses %s with a TraceError", (_name, trace, message) => {
-    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(TraceError);
+  ])("refuses %s with a FormatError", (_name, trace, message) => {
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(FormatError);
     expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(message);
   });
 });

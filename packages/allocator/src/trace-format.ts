@@ -9,7 +9,7 @@
 // started (as "a" and "m" events, counted in the header's `opening_events`), so every later free or unmap
 // names an id of this trace. Ids are the recorder's own, keyed by the device's objects, so back-to-back
 // traces never reuse an earlier trace's ids and an object born before the trace is freed under its own id.
-import { TraceError } from "./errors.js";
+import { FormatError } from "@nuvec/stats";
 
 /** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
 export type TraceAllocate = readonly ["a", number, number];
@@ -175,11 +175,11 @@ export class TraceLineParser {
     if (this.#pending !== "") this.#parse(this.#pending, out);
     this.#pending = "";
     if (this.#events === 0)
-      throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
+      throw new FormatError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
   }
 
   #tooLong(): never {
-    throw new TraceError(
+    throw new FormatError(
       "ERR_NUVEC_TRACE_TOO_LARGE",
       `trace file ${this.#name}, line ${this.#line + 1}: longer than ${this.#maxLineLength} characters (no trace line is)`,
     );
@@ -193,7 +193,7 @@ export class TraceLineParser {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${this.#name}, line ${this.#line}: not JSON (${(error as Error).message})`,
         { cause: error },
@@ -212,7 +212,7 @@ export class TraceLineParser {
       this.#header = value as TraceHeader;
       out.push(this.#header);
     } else {
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${this.#name}, line ${this.#line}: not an event (${EVENT_SHAPES}): ${line.slice(0, 80)}`,
       );

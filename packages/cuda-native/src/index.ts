@@ -8,11 +8,16 @@
  */
 
 export {
-  NativeNotHostVisibleError,
+  ArgumentError,
+  FormatError,
   NativeUnavailableError,
-  NuvecArgumentError,
   NuvecError,
-} from "@nuvec/metal-native";
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";
 export {
   CudaBackend,
   CudaBuffer,

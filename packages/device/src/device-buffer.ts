@@ -4,13 +4,9 @@
 // the DeviceBuffer, or a dropped buffer would never be collected.
 import type { Allocation } from "@nuvec/allocator";
 import type { NativeBuffer } from "@nuvec/metal-native";
+import { ArgumentError } from "@nuvec/stats";
 import type { Device } from "./device.js";
-import {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  MemoryNotHostVisibleError,
-} from "./errors.js";
+import { bufferFreed, deviceClosed, notHostVisible } from "./errors.js";
 import type { FreeOptions } from "./options.js";
 
 /**
@@ -164,7 +160,7 @@ export class DeviceBuffer {
   contents(): ArrayBuffer {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
-    if (this.#device.native.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
+    if (this.#device.native.backend.hostVisible === false) throw notHostVisible("contents()");
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);
@@ -186,7 +182,7 @@ export class DeviceBuffer {
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     this.#check("write()");
     if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "source",
         "write(source): source must be an ArrayBuffer or an ArrayBuffer view",
       );
@@ -251,14 +247,14 @@ export class DeviceBuffer {
   }
 
   #check(operation: string): void {
-    if (this.#device.closed) throw new DeviceClosedError(operation);
-    if (!this.#state.live) throw new BufferFreedError(operation);
+    if (this.#device.closed) throw deviceClosed(operation);
+    if (!this.#state.live) throw bufferFreed(operation);
   }
 
   /** `offset` and `length` must be whole numbers with `offset + length ≤ this.length`. */
   #checkSpan(operation: string, offset: unknown, length: unknown): void {
     if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "offset",
         `${operation}: offset must be a whole number from 0 to ${this.length}, got ${String(offset)}`,
       );
@@ -269,7 +265,7 @@ export class DeviceBuffer {
       length < 0 ||
       length > this.length - offset
     ) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "length",
         `${operation}: ${String(length)} bytes at offset ${offset} do not fit in a ${this.length}-byte buffer`,
       );

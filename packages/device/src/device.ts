@@ -11,16 +11,16 @@ import {
 } from "@nuvec/metal-native";
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
+import { ArgumentError } from "@nuvec/stats";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
 import {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  ForeignBufferError,
-  MappingReleasedError,
-  TraceRecordingError,
-  WiredLimitError,
+  bufferFreed,
+  deviceClosed,
+  foreignBuffer,
+  mappingFreed,
+  traceRecording,
+  wiredLimitTooLarge,
 } from "./errors.js";
 import { DeviceFigures } from "./figures.js";
 import { KeepAliveTimer } from "./keep-alive.js";
@@ -93,7 +93,7 @@ export class Device {
     const backend = options.backend ?? loadNativeBackend();
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
-      throw new WiredLimitError(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
+      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
     const device = new Device(backend, options, maxPercentPerSet);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
@@ -116,12 +116,12 @@ export class Device {
 
   /**
    * A buffer of `bytes` bytes: a cached one when one fits (the policy decides which), else a new system buffer.
-   * `0` gives an empty buffer, counted nowhere. Throws `OutOfMemoryError` past the memory limit (nothing
+   * `0` gives an empty buffer, counted nowhere. Throws an `OutOfMemoryError` past the memory limit (nothing
    * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
    * max buffer length (the allocator checks `bytes`).
    */
   malloc(bytes: number): DeviceBuffer {
-    if (this.#closed) throw new DeviceClosedError("malloc()");
+    if (this.#closed) throw deviceClosed("malloc()");
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
     const buffer = new DeviceBuffer(this, state);
@@ -146,7 +146,7 @@ export class Device {
     this.#checkOwn(handle, handle instanceof DeviceBuffer);
     const buffer = handle;
     const state = bufferState(buffer);
-    if (!state.live) throw new BufferFreedError("free()");
+    if (!state.live) throw bufferFreed("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
     if (after === undefined) this.#freeState(state);
     else this.#deferFree(state, after);
@@ -156,7 +156,7 @@ export class Device {
 
   /**
    * A free that waits for `after`: the buffer is dead to JavaScript now (views detached, every use a
-   * BufferFreedError), but its memory stays out of the cache, and counted in `active`, until the promise
+   * StateError), but its memory stays out of the cache, and counted in `active`, until the promise
    * settles either way — a kernel may still be reading or writing it. Settling after close() gives the
    * memory straight back to the system (the allocator is gone).
    */
@@ -224,11 +224,11 @@ export class Device {
   /**
    * Maps the file at `path` without a copy (private copy-on-write: writes never reach the file), charged in
    * `mapped` at its length rounded up to the backend's pages and wired as a mapped file when the wired
-   * limit allows. Refused with `OutOfMemoryError` past the memory limit (the file is unmapped again). Free it
+   * limit allows. Refused with an `OutOfMemoryError` past the memory limit (the file is unmapped again). Free it
    * with `file.free()` (or `using`).
    */
   mapFile(path: string): MappedFile {
-    if (this.#closed) throw new DeviceClosedError("mapFile()");
+    if (this.#closed) throw deviceClosed("mapFile()");
     checkPath(path);
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
@@ -248,7 +248,7 @@ export class Device {
   /** `free()` of a mapped file: unmapped now, or once `{ after }` settles. */
   #freeMappedFile(file: MappedFile, options: FreeOptions | undefined): void {
     this.#checkOwn(file, true);
-    if (file.freed) throw new MappingReleasedError("free()");
+    if (file.freed) throw mappingFreed("free()");
     const after = checkFreeOptions(options, "free()");
     if (after !== undefined) {
       this.#deferUnmap(file, after);
@@ -337,7 +337,7 @@ export class Device {
     this.#ensureOpen("setWiredLimit()");
     checkByteCount(bytes, "bytes");
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
-    if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
+    if (bytes > maximum) throw wiredLimitTooLarge(bytes, maximum);
     const previous = this.#residency.wiredLimit;
     this.#wiring.watch(() => this.#residency.setWiredLimit(bytes), bytes > 0);
     this.#trace?.limit("wired", bytes);
@@ -389,13 +389,13 @@ export class Device {
   /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
-    if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
+    if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, traceOpening(this.#liveBuffers, this.#mappings));
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
   stopTrace(): Trace {
-    if (!this.#trace) throw new TraceRecordingError("stopTrace(): no trace is being recorded");
+    if (!this.#trace) throw traceRecording("stopTrace(): no trace is being recorded");
     const trace = this.#trace.finish();
     this.#trace = undefined;
     return trace;
@@ -403,7 +403,7 @@ export class Device {
 
   /**
    * Releases everything: live buffers (their views detached), cached buffers, mapped files and residency
-   * sets. Idempotent. Every later use of the device or its buffers throws `DeviceClosedError`. Frees deferred
+   * sets. Idempotent. Every later use of the device or its buffers throws `StateError` (`ERR_NUVEC_DEVICE_CLOSED`). Frees deferred
    * with `{ after }` are the exception: each one's memory goes back to the system when its promise settles
    * (a kernel may still be using it); until then it stays in the last `memoryStats()` (`active`, `mapped`)
    * and in `counters().pendingFrees`.
@@ -436,13 +436,13 @@ export class Device {
    */
   #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean): void {
     if (!isHandle) {
-      throw new DeviceArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
+      throw new ArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
     }
-    if (handle.device !== this) throw new ForeignBufferError("free()");
-    if (this.#closed) throw new DeviceClosedError("free()");
+    if (handle.device !== this) throw foreignBuffer("free()");
+    if (this.#closed) throw deviceClosed("free()");
   }
 
   #ensureOpen(operation: string): void {
-    if (this.#closed) throw new DeviceClosedError(operation);
+    if (this.#closed) throw deviceClosed(operation);
   }
 }

@@ -2,7 +2,7 @@
 import type { Mapping } from "@nuvec/allocator";
 import type { NativeMappedFile } from "@nuvec/metal-native";
 import type { Device } from "./device.js";
-import { DeviceClosedError, MappingReleasedError } from "./errors.js";
+import { deviceClosed, mappingFreed } from "./errors.js";
 import type { FreeOptions } from "./options.js";
 
 /** @internal What the Device keeps for a mapped file: the backend's mapping and the allocator's account. */
@@ -81,7 +81,7 @@ export class MappedFile {
   }
 
   #check(operation: string): void {
-    if (this.#device.closed) throw new DeviceClosedError(operation);
-    if (!this.#state.live) throw new MappingReleasedError(operation);
+    if (this.#device.closed) throw deviceClosed(operation);
+    if (!this.#state.live) throw mappingFreed(operation);
   }
 }

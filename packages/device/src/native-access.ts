@@ -2,14 +2,9 @@
 // or mapped file is, and (Metal) the residency sets to attach to the runtime's own queues. Everyday code never
 // needs it: `device.native` keeps it apart from malloc, free and the figures.
 import type { NativeBackend, NativeMemoryHandle, NativeResidencySet } from "@nuvec/metal-native";
+import { ArgumentError } from "@nuvec/stats";
 import { bufferState, DeviceBuffer } from "./device-buffer.js";
-import {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  ForeignBufferError,
-  MappingReleasedError,
-} from "./errors.js";
+import { bufferFreed, deviceClosed, foreignBuffer, mappingFreed } from "./errors.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
 import type { DeviceMemoryHandle } from "./options.js";
 
@@ -72,15 +67,11 @@ export class DeviceNative {
   handle(target: DeviceBuffer | MappedFile): DeviceMemoryHandle {
     const isBuffer = target instanceof DeviceBuffer;
     if (!isBuffer && !(target instanceof MappedFile)) {
-      throw new DeviceArgumentError(
-        "target",
-        "handle(target): target must be a DeviceBuffer or a MappedFile",
-      );
+      throw new ArgumentError("target", "handle(target): target must be a DeviceBuffer or a MappedFile");
     }
-    if (target.device !== this.#device) throw new ForeignBufferError("handle()");
-    if (this.#isClosed()) throw new DeviceClosedError("handle()");
-    if (target.freed)
-      throw isBuffer ? new BufferFreedError("handle()") : new MappingReleasedError("handle()");
+    if (target.device !== this.#device) throw foreignBuffer("handle()");
+    if (this.#isClosed()) throw deviceClosed("handle()");
+    if (target.freed) throw isBuffer ? bufferFreed("handle()") : mappingFreed("handle()");
     if (isBuffer) {
       const allocation = bufferState(target).allocation;
       const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#backend);

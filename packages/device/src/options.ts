@@ -3,8 +3,7 @@
 // working set).
 import type { AllocatorCounters, AllocatorPolicy, BoundedRelease } from "@nuvec/allocator";
 import type { DeviceFacts, NativeBackend, NativeCounters, NativeMemoryHandle } from "@nuvec/metal-native";
-import { byteCountProblem, describeValue } from "@nuvec/stats";
-import { DeviceArgumentError } from "./errors.js";
+import { ArgumentError, byteCountProblem, describeValue } from "@nuvec/stats";
 
 /** Options of {@link Device.open}. Limits left out keep MLX's defaults. */
 export interface DeviceOptions {
@@ -48,7 +47,7 @@ export interface DeviceOptions {
    * `id<MTLCommandQueue>`): nuvec's residency sets are attached to it instead of the addon's private queue
    * (and removed from it before they are released), so the runtime's command buffers see them. `device` (an
    * `id<MTLDevice>`): checked to be the GPU nuvec's buffers come from. Refused on other backends with a
-   * {@link DeviceArgumentError} naming the option.
+   * `ArgumentError` naming the option.
    */
   metal?: MetalOptions;
 }
@@ -135,7 +134,7 @@ export function isTimerInterval(value: unknown): value is number {
 /** Refuses a keep-alive interval a timer would not honour, naming the argument. */
 export function checkTimerInterval(value: unknown, name: string): asserts value is number {
   if (!isTimerInterval(value)) {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       name,
       `${name} must be a positive number of at most ${MAX_TIMER_MILLISECONDS}, got ${String(value)}`,
     );
@@ -144,12 +143,12 @@ export function checkTimerInterval(value: unknown, name: string): asserts value 
 
 /**
  * A byte count where the Device is the public boundary (the wired limit: residency trusts its caller), refused
- * with a {@link DeviceArgumentError} like every other argument. Sizes the allocator receives (malloc, the
+ * with a `ArgumentError` like every other argument. Sizes the allocator receives (malloc, the
  * memory and cache limits) are checked there, once.
  */
 export function checkByteCount(value: unknown, name: string): asserts value is number {
   const problem = byteCountProblem(value, name);
-  if (problem) throw new DeviceArgumentError(name, problem.message);
+  if (problem) throw new ArgumentError(name, problem.message);
 }
 
 /**
@@ -159,7 +158,7 @@ export function checkByteCount(value: unknown, name: string): asserts value is n
 export function residencySetMaxPercentText(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 100) {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       "residencySetMaxPercent",
       `residencySetMaxPercent must be a whole number from 0 to 100 (percent of the working set; 0 or 100: one set), got ${describeValue(value)}`,
     );
@@ -173,7 +172,7 @@ export function residencySetMaxPercentText(value: unknown): string | undefined {
  */
 export function checkOpenOptions(options: unknown): string | undefined {
   if (options === null || typeof options !== "object") {
-    throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
+    throw new ArgumentError("options", "Device.open(options): options must be an object");
   }
   const { residencyKeepAliveMilliseconds, wiredLimit, residencySetMaxPercent } = options as DeviceOptions;
   if (residencyKeepAliveMilliseconds !== undefined)
@@ -185,9 +184,6 @@ export function checkOpenOptions(options: unknown): string | undefined {
 /** `mapFile`'s check of its path: a non-empty string (the backend checks the rest, such as a NUL byte). */
 export function checkPath(path: unknown): asserts path is string {
   if (typeof path !== "string" || path.length === 0) {
-    throw new DeviceArgumentError(
-      "path",
-      `mapFile(path): path must be a non-empty string, got ${String(path)}`,
-    );
+    throw new ArgumentError("path", `mapFile(path): path must be a non-empty string, got ${String(path)}`);
   }
 }

@@ -1,8 +1,10 @@
 // Safetensors checkpoints mapped without a copy: the format is 8 bytes of little-endian header length, a JSON
 // header mapping tensor names to { dtype, shape, data_offsets: [begin, end] } (offsets relative to the end of
 // the header), then the data. The reader trusts nothing in the file: a checkpoint is input from anywhere.
+
+import { ArgumentError } from "@nuvec/stats";
 import type { Device } from "./device.js";
-import { DeviceArgumentError, SafetensorsFormatError } from "./errors.js";
+import { safetensorsFormat } from "./errors.js";
 import type { MappedFile } from "./mapped-file.js";
 
 /** Bytes per element of the dtypes safetensors knows. */
@@ -53,28 +55,25 @@ export interface SafetensorsHeader {
  * tensor data. Every tensor is checked against the file: a known dtype, a shape of whole numbers, data offsets
  * that are whole bytes in order, match the shape, lie within the file and overlap no other tensor's;
  * `__metadata__` an object of strings; the header at most 100 MiB of JSON object. Anything else is a
- * {@link SafetensorsFormatError} naming the tensor and what is wrong.
+ * `FormatError` (`ERR_NUVEC_SAFETENSORS`) naming the tensor and what is wrong.
  */
 export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
   if (!(bytes instanceof ArrayBuffer)) {
-    throw new DeviceArgumentError("bytes", "readSafetensorsHeader(bytes): bytes must be an ArrayBuffer");
+    throw new ArgumentError("bytes", "readSafetensorsHeader(bytes): bytes must be an ArrayBuffer");
   }
-  if (bytes.byteLength < 8)
-    throw new SafetensorsFormatError(`the file is ${bytes.byteLength} bytes: too short`);
+  if (bytes.byteLength < 8) throw safetensorsFormat(`the file is ${bytes.byteLength} bytes: too short`);
   const headerLength = Number(new DataView(bytes).getBigUint64(0, true));
   if (headerLength > bytes.byteLength - 8 || headerLength > 100 * 1024 * 1024) {
-    throw new SafetensorsFormatError(
-      `header length ${headerLength} does not fit in a ${bytes.byteLength}-byte file`,
-    );
+    throw safetensorsFormat(`header length ${headerLength} does not fit in a ${bytes.byteLength}-byte file`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(new Uint8Array(bytes, 8, headerLength)));
   } catch (error) {
-    throw new SafetensorsFormatError(`the header is not JSON: ${(error as Error).message}`);
+    throw safetensorsFormat(`the header is not JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new SafetensorsFormatError(
+    throw safetensorsFormat(
       `the header is ${parsed === null ? "null" : Array.isArray(parsed) ? "an array" : `a ${typeof parsed}`}, not an object of tensors`,
     );
   }
@@ -87,7 +86,7 @@ export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
       continue;
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw new SafetensorsFormatError(
+      throw safetensorsFormat(
         `tensor ${name}: its entry is ${value === null ? "null" : JSON.stringify(value)?.slice(0, 40)}, not an object`,
       );
     }
@@ -105,7 +104,7 @@ export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
       !Array.isArray(offsets) ||
       offsets.length !== 2
     ) {
-      throw new SafetensorsFormatError(`tensor ${name}: bad dtype, shape or data_offsets`);
+      throw safetensorsFormat(`tensor ${name}: bad dtype, shape or data_offsets`);
     }
     const [begin, end] = offsets as [unknown, unknown];
     // Offsets are byte positions: whole numbers, in order (a fractional one would make a view throw later).
@@ -115,14 +114,14 @@ export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
       (begin as number) < 0 ||
       (end as number) < (begin as number)
     ) {
-      throw new SafetensorsFormatError(
+      throw safetensorsFormat(
         `tensor ${name}: data_offsets ${JSON.stringify(offsets)} are not two whole byte offsets, begin ≤ end`,
       );
     }
     const elements = (shape as number[]).reduce((product, dimension) => product * dimension, 1);
     const length = (end as number) - (begin as number);
     if (length !== elements * elementBytes || dataStart + (end as number) > bytes.byteLength) {
-      throw new SafetensorsFormatError(
+      throw safetensorsFormat(
         `tensor ${name}: data_offsets [${begin}, ${end}] do not match its shape or the file`,
       );
     }
@@ -140,7 +139,7 @@ export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
   for (const tensor of tensors) {
     if (tensor.byteLength === 0) continue;
     if (previous !== undefined && tensor.offset < previous.offset + previous.byteLength) {
-      throw new SafetensorsFormatError(
+      throw safetensorsFormat(
         `tensor ${tensor.name}: its bytes overlap tensor ${previous.name}'s (data_offsets from ${previous.offset - dataStart} to ${previous.offset - dataStart + previous.byteLength})`,
       );
     }
@@ -152,13 +151,13 @@ export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
 /** `__metadata__` is an object of strings (the format's `Dict[str, str]`); anything else is refused. */
 function checkedMetadata(value: unknown): Record<string, string> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new SafetensorsFormatError(
+    throw safetensorsFormat(
       `tensor __metadata__: it is ${value === null ? "null" : JSON.stringify(value)?.slice(0, 40)}, not an object of strings`,
     );
   }
   for (const [key, entry] of Object.entries(value)) {
     if (typeof entry !== "string") {
-      throw new SafetensorsFormatError(`tensor __metadata__: its value for ${key} is not a string`);
+      throw safetensorsFormat(`tensor __metadata__: its value for ${key} is not a string`);
     }
   }
   return value as Record<string, string>;
@@ -170,13 +169,13 @@ export interface MappedSafetensors {
   readonly file: MappedFile;
   /** The checked header. */
   readonly header: SafetensorsHeader;
-  /** The bytes of the tensor called `name`, without a copy; throws a {@link DeviceArgumentError} for a name not in the header. */
+  /** The bytes of the tensor called `name`, without a copy; throws a `ArgumentError` for a name not in the header. */
   tensorBytes(name: string): Uint8Array;
 }
 
 /**
  * Maps the safetensors checkpoint at `path` on `device` without a copy (charged in `mapped`, as any
- * `mapFile`) and reads its header. A malformed file is a {@link SafetensorsFormatError}, and is unmapped
+ * `mapFile`) and reads its header. A malformed file is a `FormatError` (`ERR_NUVEC_SAFETENSORS`), and is unmapped
  * again before it is thrown: nothing stays charged.
  */
 export function mapSafetensors(device: Device, path: string): MappedSafetensors {
@@ -195,7 +194,7 @@ export function mapSafetensors(device: Device, path: string): MappedSafetensors 
     tensorBytes(name: string): Uint8Array {
       const tensor = byName.get(name);
       if (tensor === undefined) {
-        throw new DeviceArgumentError(
+        throw new ArgumentError(
           "name",
           `tensorBytes(name): no tensor ${JSON.stringify(name)} in ${file.path}`,
         );

@@ -1,15 +1,17 @@
-// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the root of the error
-// family, so that one import is enough to catch any nuvec error, this package's errors, and the interface.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the error family, so that
+// one import is enough to catch any nuvec error, and the interface.
 export {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeReleasedError,
-  NativeSystemError,
+  ArgumentError,
+  FormatError,
   NativeUnavailableError,
-} from "./errors.js";
+  type NativeUnavailableReason,
+  NuvecError,
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";
 export type {
   BackendPlatform,
   DeviceFacts,

@@ -11,6 +11,5 @@ export { loadNativeBackend } from "./addon/loader.js";
 export { NativeAddonMappedFile } from "./addon/mapped-file.js";
 export { NativeAddonBackend } from "./addon/native-backend.js";
 export { NativeAddonResidencySet } from "./addon/residency-set.js";
-export { NativeNotHostVisibleError, type NativeUnavailableReason } from "./errors.js";
 export * from "./exports.js";
 export { deviceFacts } from "./facts.js";

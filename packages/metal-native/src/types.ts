@@ -190,12 +190,12 @@ export interface NativeBackend extends DeviceFacts {
   /**
    * Attaches a set to the device's command queue (Metal's `addResidencySet:`; host: nothing to do). Metal:
    * `commandQueue` (an `id<MTLCommandQueue>` as a pointer) attaches it to that queue instead, and the set is
-   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   * removed from it before it is released; other backends refuse a queue with a `ArgumentError`.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void;
   /**
    * Metal only: checks that `device` (an `id<MTLDevice>` as a pointer) is the GPU this backend's buffers
-   * come from, so that a runtime's kernels can bind them; throws a `NativeArgumentError` otherwise. Absent
+   * come from, so that a runtime's kernels can bind them; throws a `ArgumentError` otherwise. Absent
    * on backends without Metal.
    */
   checkMetalDevice?(device: bigint): void;

@@ -4,9 +4,9 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { NativeUnavailableError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { openNativeBackendFile } from "../src/addon/loader.js";
-import { NativeUnavailableError } from "../src/errors.js";
 import { ADDON_FILE_NAME, detectLinuxLibc, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
 
 const packages = join(dirname(fileURLToPath(import.meta.url)), "../..");

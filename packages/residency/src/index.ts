@@ -1,11 +1,15 @@
-// The root of the family, so that one import is enough to catch any nuvec error.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+// The error family, so that one import is enough to catch any nuvec error.
 export {
-  ResidencyArgumentError,
-  ResidencyError,
-  type ResidencyErrorCode,
-  ResidencyStateError,
-} from "./errors.js";
+  ArgumentError,
+  FormatError,
+  NativeUnavailableError,
+  NuvecError,
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";
 export { Residency } from "./residency.js";
 export {
   DEFAULT_MAX_PERCENT_PER_SET,

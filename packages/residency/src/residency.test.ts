@@ -1,3 +1,4 @@
+import { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import {
   allocation,
@@ -5,7 +6,6 @@ import {
   FakeBackend,
   type FakeBackendOptions,
 } from "../test/fake-backend.js";
-import { ResidencyArgumentError, ResidencyError, ResidencyStateError } from "./errors.js";
 import { Residency } from "./residency.js";
 import { MAX_RESIDENCY_SETS } from "./set-cap.js";
 import type { ResidencySetHandle } from "./types.js";
@@ -62,9 +62,7 @@ describe("construction", () => {
     "refuses a working set of %s",
     (workingSet) => {
       const backend = new FakeBackend();
-      expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(
-        ResidencyArgumentError,
-      );
+      expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(ArgumentError);
       expect(backend.creationAttempts).toBe(0);
     },
   );
@@ -300,10 +298,10 @@ describe("insert", () => {
         return caught;
       }
     })();
-    expect(error).toBeInstanceOf(ResidencyStateError);
-    expect(error).toBeInstanceOf(ResidencyError);
-    expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
-    expect((error as Error).name).toBe("ResidencyStateError");
+    expect(error).toBeInstanceOf(StateError);
+    expect(error).toBeInstanceOf(NuvecError);
+    expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
+    expect((error as Error).name).toBe("StateError");
     expect(snapshot(residency)).toEqual(before);
     expect(backend.log).toEqual([]);
     expect(backend.sizeReads.get(a!)).toBe(1);
@@ -317,7 +315,7 @@ describe("insert", () => {
       const before = snapshot(residency);
       backend.resetCounters();
       const bad = allocation("bad", size as number);
-      expect(() => residency.insert(bad, false)).toThrow(ResidencyArgumentError);
+      expect(() => residency.insert(bad, false)).toThrow(ArgumentError);
       expect(() => residency.insert(bad, false)).toThrow(
         /allocatedSize must be a (number of bytes|non-negative safe integer)/,
       );
@@ -378,11 +376,11 @@ describe("erase", () => {
     const before = snapshot(residency);
     backend.resetCounters();
     for (const item of [a!, allocation("stranger", 1)]) {
-      expect(() => residency.erase(item)).toThrow(ResidencyStateError);
+      expect(() => residency.erase(item)).toThrow(StateError);
       try {
         residency.erase(item);
       } catch (error) {
-        expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_NOT_TRACKED");
+        expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_NOT_TRACKED");
       }
     }
     expect(snapshot(residency)).toEqual(before);
@@ -482,9 +480,9 @@ describe("setWiredLimit", () => {
       } catch (caught) {
         error = caught;
       }
-      expect(error).toBeInstanceOf(ResidencyArgumentError);
-      expect((error as ResidencyArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-      expect((error as ResidencyArgumentError).argument).toBe("bytes");
+      expect(error).toBeInstanceOf(ArgumentError);
+      expect((error as ArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+      expect((error as ArgumentError).argument).toBe("bytes");
       expect(snapshot(residency)).toEqual(before);
       expect(backend.log).toEqual([]);
     },
@@ -548,8 +546,8 @@ describe("setCap", () => {
     expect(residency.maxBytesPerSet).toBe(1);
     residency.setCap(0);
     expect(residency.maxBytesPerSet).toBe(0);
-    expect(() => residency.setCap(-1)).toThrow(ResidencyArgumentError);
-    expect(() => residency.setCap(0.5)).toThrow(ResidencyArgumentError);
+    expect(() => residency.setCap(-1)).toThrow(ArgumentError);
+    expect(() => residency.setCap(0.5)).toThrow(ArgumentError);
     expect(residency.maxBytesPerSet).toBe(0);
   });
 });
@@ -572,7 +570,7 @@ describe("without residency support", () => {
     expect([residency.wired, residency.wiredMapped, residency.tracked]).toEqual([0, 0, 0]);
     expect(residency.setBytes()).toEqual([]);
     expect(backend.sizeReads.size).toBe(0);
-    expect(() => residency.setWiredLimit(-1)).toThrow(ResidencyArgumentError); // a bad argument is still one
+    expect(() => residency.setWiredLimit(-1)).toThrow(ArgumentError); // a bad argument is still one
     expect(residency.wiredLimit).toBe(1000);
   }
 
@@ -639,8 +637,8 @@ describe("close", () => {
       } catch (caught) {
         error = caught;
       }
-      expect(error).toBeInstanceOf(ResidencyStateError);
-      expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
+      expect(error).toBeInstanceOf(StateError);
+      expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
     }
     expect(backend.log).toEqual([]);
   });
@@ -671,6 +669,6 @@ describe("close", () => {
   it("closes an unsupported manager", () => {
     const residency = new Residency(new FakeBackend({ supportsResidencySets: false }), { workingSet: 0 });
     residency.close();
-    expect(() => residency.setWiredLimit(1)).toThrow(ResidencyStateError);
+    expect(() => residency.setWiredLimit(1)).toThrow(StateError);
   });
 });

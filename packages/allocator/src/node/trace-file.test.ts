@@ -85,13 +85,13 @@ describe("readTrace", () => {
       /line 2/,
     ],
     ["a negative size", () => write("negative.ndjson", '["a",0,-1]\n'), "ERR_NUVEC_TRACE_CORRUPT", /line 1/],
-  ])("refuses %s with a clear TraceError", (_name, makePath, code, message) => {
+  ])("refuses %s with a clear FormatError", (_name, makePath, code, message) => {
     const path = makePath();
     expect(() => readTrace(path)).toThrow(message);
     try {
       readTrace(path);
     } catch (error) {
-      expect(error).toMatchObject({ name: "TraceError", code });
+      expect(error).toMatchObject({ name: "FormatError", code });
     }
   });
 });

@@ -1,5 +1,5 @@
+import { ArgumentError } from "@nuvec/stats";
 import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
-import { NativeArgumentError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
 import type { NativeBackend, NativeCounters, NativeResidencySet } from "../types.js";
 import type { AddonBuffer } from "./buffer.js";
@@ -38,13 +38,13 @@ export abstract class AddonBackend<
     this.#addon = addon;
   }
 
-  /** A new buffer of `bytes` bytes. Throws a `NativeArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
+  /** A new buffer of `bytes` bytes. Throws a `ArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
   newBuffer(bytes: number): TBuffer {
     checkBufferLength(bytes, this.maxBufferLength);
     return callNative(() => this.wrapBuffer(new this.#addon.NativeBufferHandle(bytes)));
   }
 
-  /** Maps a whole file private and copy-on-write. Throws a `NativeSystemError` for a file that cannot be. */
+  /** Maps a whole file private and copy-on-write. Throws a `SystemCallError` for a file that cannot be. */
   mapFile(path: string): TMappedFile {
     checkPath(path);
     return callNative(() => this.wrapMappedFile(new this.#addon.NativeMappedFileHandle(path), path));
@@ -64,15 +64,12 @@ export abstract class AddonBackend<
   /**
    * Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do elsewhere).
    * Metal: `commandQueue` (a runtime's `id<MTLCommandQueue>`) instead of the addon's own queue, the set
-   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   * removed from it before it is released; other backends refuse a queue with a `ArgumentError`.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
     checkOptionalPointer(commandQueue, "commandQueue");
     if (!(set instanceof AddonResidencySet)) {
-      throw new NativeArgumentError(
-        "set",
-        "attachResidencySet(): the set must be a residency set of this backend",
-      );
+      throw new ArgumentError("set", "attachResidencySet(): the set must be a residency set of this backend");
     }
     const raw = set.handleFor(this);
     if (commandQueue === undefined) {
@@ -80,7 +77,7 @@ export abstract class AddonBackend<
       return;
     }
     if (this.platform !== "metal") {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "commandQueue",
         `attachResidencySet(): the ${this.platform} backend has no Metal command queue`,
       );
@@ -109,7 +106,7 @@ export abstract class AddonBackend<
 
   /**
    * The addon handle of `value` when it is a `kind` this backend made, for a call of the subclass's own
-   * addon that takes handles; else a `NativeArgumentError` naming `argument` and `method`.
+   * addon that takes handles; else a `ArgumentError` naming `argument` and `method`.
    */
   protected handleOf(
     value: unknown,

@@ -1,5 +1,5 @@
+import { ArgumentError } from "@nuvec/stats";
 import { checkOptionalPointer } from "../arguments.js";
-import { NativeArgumentError } from "../errors.js";
 import { AddonBackend } from "./backend.js";
 import { NativeAddonBuffer } from "./buffer.js";
 import { callNative } from "./call.js";
@@ -39,12 +39,11 @@ export class NativeAddonBackend extends AddonBackend<
 
   /**
    * Metal: checks that `device` (a runtime's `id<MTLDevice>`) is the GPU the buffers come from; a
-   * {@link NativeArgumentError} otherwise, and always on the host (no Metal device).
+   * `ArgumentError` otherwise, and always on the host (no Metal device).
    */
   checkMetalDevice(device: bigint): void {
     checkOptionalPointer(device, "device");
-    if (device === undefined)
-      throw new NativeArgumentError("device", "checkMetalDevice(): device is required");
+    if (device === undefined) throw new ArgumentError("device", "checkMetalDevice(): device is required");
     callNative(() => this.#addon.checkMetalDevice(device));
   }
 

@@ -1,4 +1,4 @@
-import { NativeAllocationError, NativeReleasedError } from "../errors.js";
+import { allocationFailed, releasedError } from "../errors.js";
 import type { MockMemoryHandle, NativeBuffer } from "../types.js";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
@@ -46,15 +46,15 @@ export class MockBuffer implements NativeBuffer {
 
   /**
    * The buffer's bytes (`length` of them, zeros at first) as an `ArrayBuffer`, the same one on every call
-   * until it is detached. Throws a {@link NativeAllocationError} for a buffer larger than the backend's
-   * `realMemoryUpTo`, and a {@link NativeReleasedError} after release.
+   * until it is detached. Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
+   * `realMemoryUpTo`, and a `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
   contents(): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
-          throw new NativeAllocationError(
+          throw allocationFailed(
             this.length,
             `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
@@ -90,7 +90,7 @@ export class MockBuffer implements NativeBuffer {
     });
   }
 
-  /** Gives the pretend memory back and detaches every view. A second call throws {@link NativeReleasedError}. */
+  /** Gives the pretend memory back and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
     this.#core.run("buffer.release", this.label, undefined, () => {
       this.#assertLive("release");
@@ -109,7 +109,7 @@ export class MockBuffer implements NativeBuffer {
 
   #assertLive(method: string): void {
     if (this.#released) {
-      throw new NativeReleasedError(`${this.label}.${method}(): the buffer was already released`);
+      throw releasedError(`${this.label}.${method}(): the buffer was already released`);
     }
   }
 }
