@@ -5,21 +5,14 @@
 // publint and @arethetypeswrong/cli pass. scripts/release.mjs runs the same checks on every tarball it
 // is about to publish (checkTarball).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, posix, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { pnpmArgs, quietEnvironment } from "./pnpm.mjs";
 
 function run(command, args, options = {}) {
   execFileSync(command, args, { stdio: "inherit", ...options });
-}
-
-/** Runs pnpm the way it was started (pnpm 12 may be a single executable rather than a script). */
-export function pnpmArgs(args) {
-  const pnpm = process.env.npm_execpath;
-  if (pnpm && /pnpm/.test(pnpm) && /\.[cm]?js$/.test(pnpm)) return [process.execPath, [pnpm, ...args]];
-  if (pnpm && /pnpm/.test(pnpm)) return [pnpm, args];
-  return ["pnpm", args];
 }
 
 /**
@@ -28,7 +21,9 @@ export function pnpmArgs(args) {
  */
 export function publishedWorkspacePackages(root) {
   const [command, args] = pnpmArgs(["ls", "--recursive", "--depth", "-1", "--json"]);
-  const listed = JSON.parse(execFileSync(command, args, { cwd: root, encoding: "utf8" }));
+  const listed = JSON.parse(
+    execFileSync(command, args, { cwd: root, encoding: "utf8", env: quietEnvironment() }),
+  );
   return listed
     .map((entry) => ({
       folder: entry.path,
@@ -38,11 +33,14 @@ export function publishedWorkspacePackages(root) {
     .sort((a, b) => (a.manifest.name < b.manifest.name ? -1 : 1));
 }
 
-/** Packs the package in `folder` with pnpm (which runs its prepack) into `destination`; returns the tarball. */
-export function packPackage(folder, destination) {
+/**
+ * Packs the package in `folder` with pnpm (which runs its prepack) into `destination`; returns the tarball.
+ * `environment` is added to this process's for the pack (and its prepack).
+ */
+export function packPackage(folder, destination, environment = {}) {
   const before = new Set(readdirSync(destination));
   const [command, args] = pnpmArgs(["pack", "--pack-destination", destination]);
-  run(command, args, { cwd: folder });
+  run(command, args, { cwd: folder, env: quietEnvironment({ ...process.env, ...environment }) });
   const tarball = readdirSync(destination).find((file) => file.endsWith(".tgz") && !before.has(file));
   if (!tarball) throw new Error(`packing ${folder} wrote no tarball`);
   return join(destination, tarball);
@@ -84,6 +82,24 @@ export function sourceMapProblems(packageRoot) {
       problems.push(`${name}: sourceMappingURL=${url} names ${target}, not in the tarball`);
   }
   return problems;
+}
+
+/**
+ * The environment that packs this machine's platform package of @nuvec/metal-native from the workspace's own
+ * source build (packages/metal-native/scripts/prebuild.mjs, NUVEC_PREBUILD_FROM) instead of cross-compiling it
+ * with Zig: for the tests that install the packed packages. Empty when there is no source build.
+ */
+export function localPrebuildEnvironment(root) {
+  const addon = join(
+    root,
+    "packages",
+    "metal-native",
+    "native",
+    "build",
+    "Release",
+    "nuvec_metal_native.node",
+  );
+  return existsSync(addon) ? { NUVEC_PREBUILD_FROM: addon } : {};
 }
 
 /** Problems with the metadata and legal files of an unpacked package. */

@@ -2,7 +2,8 @@
 // The docs test: every TypeScript block of every README (root, packages/*, apps/*) is what a user would
 // paste into their own project, so it is checked there, against what npm would give them:
 //   1. packs every published workspace package for this platform with pnpm (workspace: ranges replaced,
-//      prepack run);
+//      prepack run; this machine's platform package holds the workspace's source build, see
+//      localPrebuildEnvironment);
 //   2. makes a fresh project outside the workspace and installs the tarballs into it with npm;
 //   3. typechecks every block against the packed types twice, with moduleResolution node16 and bundler;
 //   4. runs the blocks marked `ts runnable` with Node (compiled by tsc, so `using` runs on Node 20), in a
@@ -28,7 +29,8 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { localPrebuildEnvironment, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { quietEnvironment } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const keep = process.argv.includes("--keep");
@@ -183,8 +185,11 @@ function main() {
     // 1. Pack.
     const tarballs = join(project, "tarballs");
     mkdirSync(tarballs);
+    // This machine's platform package holds the workspace's source build (its contract suite runs at pack
+    // time); the cross-compiled prebuilds are `npm run test:prebuilds`'s.
+    const prebuilt = localPrebuildEnvironment(root);
     for (const { folder, manifest } of publishedWorkspacePackages(root)) {
-      if (installsHere(manifest)) packPackage(folder, tarballs);
+      if (installsHere(manifest)) packPackage(folder, tarballs, prebuilt);
       else console.log(`docs test: ${manifest.name} is for another platform, left out`);
     }
 
@@ -205,7 +210,9 @@ function main() {
         cwd: app,
         timeout: INSTALL_TIMEOUT_MS,
         // The workspace's pnpm settings are not the user's: install with npm's defaults.
-        env: Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm|pnpm)_/i.test(key))),
+        env: quietEnvironment(
+          Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^(npm|pnpm)_/i.test(key))),
+        ),
       },
     );
     if (installed !== 0) return 1;

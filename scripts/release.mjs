@@ -10,15 +10,19 @@
 //   5. asks the registry which of these versions are already there (those are skipped, as changesets does);
 //   6. publishes the packed tarballs with npm, dependencies before dependents, stopping at the first failure;
 //   7. tags each published version `name@version` (push with `git push --follow-tags`).
+// Packages whose binary this machine cannot build or run (darwin-arm64 off an Apple-silicon Mac; linux-arm64-gnu
+// without qemu) are reported and left out (whyNotPackableHere). Before packing it runs `npm run test:prebuilds`.
 // Options: --dry-run (everything but the publish and the tags: npm publish --dry-run), --tag <dist-tag>,
-// --provenance and --otp=<code> (passed to npm publish). See RELEASING.md.
+// --provenance and --otp=<code> (passed to npm publish), --skip-prebuilds-test (when test:prebuilds just
+// passed on this commit, as in CI). See RELEASING.md.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { checkTarball, packPackage, pnpmArgs, publishedWorkspacePackages } from "./check-package.mjs";
+import { checkTarball, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import { pnpmArgs } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -74,16 +78,30 @@ function registryState(name, version) {
   );
 }
 
-function main() {
+/**
+ * Why this machine cannot pack `manifest`'s package, or `undefined`: a platform package's prepack
+ * (`node <script> <target>`) builds a binary its script's `whyNotHere(target)` can refuse.
+ */
+export async function whyNotPackableHere(manifest) {
+  const prepack = /^node\s+(\S+)\s+(\S+)$/.exec(manifest.scripts?.prepack ?? "");
+  if (!prepack) return undefined;
+  const script = await import(pathToFileURL(join(manifest.folder, prepack[1])).href);
+  return typeof script.whyNotHere === "function" ? script.whyNotHere(prepack[2]) : undefined;
+}
+
+async function main() {
   const { values } = parseArgs({
     options: {
       "dry-run": { type: "boolean", default: false },
       tag: { type: "string" },
       provenance: { type: "boolean", default: false },
       otp: { type: "string" },
+      "skip-prebuilds-test": { type: "boolean", default: false },
     },
   });
   const dryRun = values["dry-run"];
+  if (process.env.NUVEC_PREBUILD_FROM)
+    fail("NUVEC_PREBUILD_FROM is set: a release packs only addons it built itself; unset it");
 
   // 1. Pending changesets mean the versions are not the ones to publish yet.
   const pending = readdirSync(join(root, ".changeset")).filter(
@@ -95,12 +113,31 @@ function main() {
     );
 
   const manifests = publishedWorkspacePackages(root).map(({ folder, manifest }) => ({ folder, ...manifest }));
-  const order = publishOrder(manifests);
+  // A package whose binary this machine cannot build or run (darwin-arm64 off an Apple-silicon Mac) is
+  // reported and left out: it is packed and published where it can be (RELEASING.md).
+  const skipped = [];
+  const buildable = [];
+  for (const manifest of manifests) {
+    const why = await whyNotPackableHere(manifest);
+    if (why === undefined) buildable.push(manifest);
+    else {
+      skipped.push(manifest);
+      console.log(`release: ${manifest.name} cannot be packed here (${why}): skipped`);
+    }
+  }
+  const order = publishOrder(buildable);
 
   // 2. Build.
   const [pnpm, pnpmPrefix] = pnpmArgs([]);
   if (run(pnpm, [...pnpmPrefix, "turbo", "run", "build", "--output-logs=errors-only"]) !== 0)
     fail("the build failed");
+
+  // 2b. Every platform's prebuilt addon, cross-compiled and checked (npm run test:prebuilds), unless the caller
+  // just ran it on this commit.
+  if (!values["skip-prebuilds-test"]) {
+    const prebuilds = run(process.execPath, [join(root, "scripts", "workspace.mjs"), "test:prebuilds"]);
+    if (prebuilds !== 0) fail("the prebuilds' checks failed (npm run test:prebuilds)");
+  }
 
   // 3. Pack every package: a failed prepack stops the release here, before anything is published.
   const out = mkdtempSync(join(tmpdir(), "nuvec-release-"));
@@ -165,6 +202,10 @@ function main() {
   console.log(
     `release: ${published.length} packages ${dryRun ? "would be " : ""}published: ${published.map((item) => `${item.name}@${item.version}`).join(", ") || "none"}`,
   );
+  if (skipped.length > 0)
+    console.log(
+      `release: not packed on this machine: ${skipped.map((item) => `${item.name}@${item.version}`).join(", ")} (see above)`,
+    );
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();

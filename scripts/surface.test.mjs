@@ -93,6 +93,7 @@ const APPROVED = {
   ],
   "@nuvec/allocator": [
     "ALLOCATION_FAILED_CODE",
+    "ALLOCATOR_POLICIES",
     "Allocation",
     "AllocatorCounters",
     "AllocatorOptions",

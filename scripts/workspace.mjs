@@ -3,15 +3,16 @@
 //   npm run demo   installs the workspace if needed (pinned pnpm through npx), builds, runs the demo;
 //   npm test       the same install and build, then typecheck, lint, tests and package checks, then the docs
 //                  test (every README's TypeScript blocks against the packed packages, scripts/docs-test.mjs).
+// And the release jobs CI runs after them (.ci/run): `npm run test:prebuilds`, `npm run test:registry`.
+// pnpm comes from scripts/pnpm.mjs (the pinned version, through npx when it is not on PATH).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { pnpmVersion, runPnpm } from "./pnpm.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-const pnpmVersion = manifest.packageManager.replace(/^pnpm@/, "");
 const [task = "test", ...rest] = process.argv.slice(2);
 
 function run(command, args, options = {}) {
@@ -20,14 +21,11 @@ function run(command, args, options = {}) {
   return result.status ?? 1;
 }
 
-function pnpmCommand() {
-  const found = spawnSync("pnpm", ["--version"], { encoding: "utf8" });
-  if (!found.error && found.stdout.trim() === pnpmVersion) return ["pnpm", []];
-  return ["npx", ["--yes", `pnpm@${pnpmVersion}`]];
+function pnpmRun(args) {
+  const result = runPnpm(args);
+  if (result.error) throw result.error;
+  return result.status ?? 1;
 }
-const [pnpm, pnpmPrefix] = pnpmCommand();
-const pnpmRun = (args) =>
-  run(pnpm, [...pnpmPrefix, ...args], { env: { ...process.env, TURBO_TELEMETRY_DISABLED: "1" } });
 
 function ensureInstalled() {
   const marker = join(root, "node_modules", ".modules.yaml");
@@ -91,28 +89,67 @@ function summarize(docsPassed) {
   return failed + brokenFiles;
 }
 
-ensureInstalled();
-if (task === "demo") {
-  if (pnpmRun(["turbo", "run", "build", "--filter=@nuvec/examples...", "--output-logs=errors-only"]) !== 0)
-    process.exit(1);
-  process.exit(run(process.execPath, [join(root, "apps/examples/dist/demo.js"), ...rest]));
-} else if (task === "test") {
-  const status = pnpmRun([
-    "turbo",
-    "run",
-    "build",
-    "typecheck",
-    "lint",
-    "lint:repo",
-    "test",
-    "check:packages",
-    "--continue=dependencies-successful",
-    ...rest,
-  ]);
-  const scriptsStatus = scriptsTest();
-  const failedTests = summarize(docsTest());
-  process.exit(status !== 0 || scriptsStatus !== 0 || failedTests > 0 ? 1 : 0);
-} else {
-  console.error(`unknown task ${task}: use demo or test`);
+/** Runs one step, then prints how long it took (the log says where a slow run spent its time). */
+function timed(name, step) {
+  const started = performance.now();
+  const result = step();
+  console.log(`nuvec: ${name} took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return result;
+}
+
+const tasks = {
+  demo() {
+    const built = pnpmRun([
+      "turbo",
+      "run",
+      "build",
+      "--filter=@nuvec/examples...",
+      "--output-logs=errors-only",
+    ]);
+    if (built !== 0) return 1;
+    return run(process.execPath, [join(root, "apps/examples/dist/demo.js"), ...rest]);
+  },
+  test() {
+    const status = timed("build, typecheck, lint, tests and package checks", () =>
+      pnpmRun([
+        "turbo",
+        "run",
+        "build",
+        "typecheck",
+        "lint",
+        "lint:repo",
+        "test",
+        "check:packages",
+        "--continue=dependencies-successful",
+        "--summarize",
+        ...rest,
+      ]),
+    );
+    const scriptsStatus = timed("the scripts' tests", scriptsTest);
+    const failedTests = summarize(timed("the docs test", docsTest));
+    return status !== 0 || scriptsStatus !== 0 || failedTests > 0 ? 1 : 0;
+  },
+  // Every platform's prebuilt addon cross-compiled with Zig as it is packed, checked (glibc baseline, exported
+  // symbols) and run through the contract suite (arm64 under qemu where it is installed): a release job.
+  "test:prebuilds"() {
+    if (pnpmRun(["turbo", "run", "build", "--filter=@nuvec/metal-native", "--output-logs=errors-only"]) !== 0)
+      return 1;
+    const folder = join(root, "packages", "metal-native");
+    const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
+    return run(process.execPath, [vitest, "run", "--config", "vitest.prebuilds.config.ts", ...rest], {
+      cwd: folder,
+    });
+  },
+  // A local registry, every package published to it by `pnpm release`, @nuvec/device installed from it by
+  // each package manager users have (scripts/registry-test.mjs).
+  "test:registry"() {
+    return run(process.execPath, [join(root, "scripts", "registry-test.mjs"), ...rest]);
+  },
+};
+
+if (!Object.hasOwn(tasks, task)) {
+  console.error(`unknown task ${task}: use ${Object.keys(tasks).join(", ")}`);
   process.exit(2);
 }
+ensureInstalled();
+process.exit(tasks[task]());

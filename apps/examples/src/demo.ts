@@ -7,11 +7,12 @@ import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
 import { Device, type DeviceBuffer, type MappedFile, readSafetensorsHeader } from "@nuvec/device";
-import { formatBytes, type MemoryStats } from "@nuvec/stats";
+import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats";
 import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
+import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
+import { renderMemoryView } from "./lib/memory-view/render.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
-import { renderReport, type TimelinePhase, type TimelineSample } from "./lib/report.js";
 import { decoderModel, writeSafetensors } from "./lib/safetensors.js";
 import { statsChanges, statsTable } from "./lib/tables.js";
 
@@ -68,26 +69,9 @@ function main(argv: string[]): number {
   const reportPath = resolve(given.get("report") ?? join(here, "..", "out", "demo-report.html"));
   const verbose = given.has("verbose");
 
-  const samples: TimelineSample[] = [];
-  const phases: TimelinePhase[] = [];
   const tables: { title: string; stats: MemoryStats }[] = [];
   const started = performance.now();
-
   const device = Device.open();
-  const sample = () => {
-    const stats = device.memoryStats();
-    samples.push({
-      x: performance.now() - started,
-      active: stats.active,
-      cache: stats.cache,
-      wired: stats.wired,
-      mapped: stats.mapped,
-    });
-  };
-  const phase = (name: string) => {
-    phases.push({ name, x: performance.now() - started });
-    sample();
-  };
   // Each phase prints what changed since the last one (the full table with --verbose); the report has all.
   let shown = device.memoryStats();
   const show = (title: string) => {
@@ -102,7 +86,6 @@ function main(argv: string[]): number {
   console.log(fit(`nuvec demo on ${info.name} (${info.platform} backend)`, COLUMNS - 1));
   const facts = `memory ${formatBytes(info.memorySize)}, working set ${formatBytes(info.recommendedMaxWorkingSetSize)}, page ${formatBytes(info.pageSize)}, residency sets ${info.residencySupported ? "supported" : "not supported"}`;
   for (const line of wrap(facts, COLUMNS - 3)) console.log(`  ${line}`);
-  phase("open");
 
   // 1. A checkpoint: the user's, or a random one written to a temporary folder. Written inside the try, so
   // a failed write (a full disk) still removes the temporary folder.
@@ -114,7 +97,6 @@ function main(argv: string[]): number {
     if (checkpointPath === undefined) {
       temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
       checkpointPath = join(temporary, "model.safetensors");
-      phase("writing");
       const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
       const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
         writing.update(fraction),
@@ -127,7 +109,6 @@ function main(argv: string[]): number {
     file = device.mapFile(checkpointPath);
     const header = readSafetensorsHeader(file.contents());
     const after = processMemory();
-    phase("mapped");
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
     const summary = `: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`;
     console.log(`\nmapped ${fitStart(file.path, COLUMNS - 1 - 7 - summary.length)}${summary}`);
@@ -157,7 +138,6 @@ function main(argv: string[]): number {
     // 3. Wire it: the weights stay resident, so the first token is not slowed by paging.
     const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.allocatedLength + 64 * 1024 * 1024);
     device.setWiredLimit(wiredLimit);
-    phase("wired");
     const wiredNow = processMemory();
     const counters = device.counters();
     // `wired` is residency's figure (what nuvec asked to keep resident, as MLX reports it); what the platform
@@ -178,13 +158,14 @@ function main(argv: string[]): number {
     device.resetPeak();
     const processPeakReset = resetProcessPeak();
     const baseline = processMemory();
-    phase("workload");
     const replaying = progress(
       `replaying ${trace.header?.name ?? tracePath} (${trace.events.length} events)`,
     );
     // The same check every replay makes (ids allocated once, freed once, after their allocation).
     const validator = new TraceValidator();
     if (trace.header !== undefined) validator.check(trace.header);
+    // The workload as the memory view shows it: each allocation, what the device charged, its reserved bytes.
+    const recorder = new WorkloadRecorder([info.policy]);
     const workloadStarted = performance.now();
     let systemAllocations = device.memoryStats().systemAllocations;
     let index = 0;
@@ -194,25 +175,24 @@ function main(argv: string[]): number {
       if (event[0] === "a") {
         const buffer = device.malloc(event[2]);
         live.set(event[1], buffer);
+        recorder.allocate(event[1], event[2], [buffer.allocatedLength]);
         const now = device.counters().systemAllocations;
         if (now !== systemAllocations) {
           // A new system buffer: touch its pages so the kernel's figures see what nuvec counts.
           systemAllocations = now;
           const bytes = buffer.bytes();
           for (let offset = 0; offset < bytes.length; offset += 4096) bytes[offset] = 1;
-          sample();
         }
       } else if (event[0] === "f") {
         live.get(event[1])?.free();
         live.delete(event[1]);
+        recorder.free(event[1]);
       }
-      if (index % 100 === 0) {
-        sample();
-        replaying.update(index / trace.events.length);
-      }
+      const now = device.memoryStats();
+      recorder.endEvent([now.active + now.cache]);
+      if (index % 100 === 0) replaying.update(index / trace.events.length);
     }
     const workloadMilliseconds = performance.now() - workloadStarted;
-    sample();
     replaying.done(`${workloadMilliseconds.toFixed(0)} ms`);
     show("after the workload");
 
@@ -251,13 +231,20 @@ function main(argv: string[]): number {
     mkdirSync(dirname(reportPath), { recursive: true });
     writeFileSync(
       reportPath,
-      renderReport({
+      renderMemoryView({
         title: `nuvec demo on ${info.name}`,
-        subtitle: `checkpoint ${formatBytes(file.length)} mapped and wired, then ${trace.events.length} events of ${trace.header?.name ?? "a trace"}`,
-        xLabel: "milliseconds since the device was opened",
-        samples,
-        phases,
-        tables,
+        subtitle: `checkpoint ${formatBytes(file.length)} mapped and wired, then ${trace.events.length} events of ${trace.header?.name ?? "a trace"} (policy ${info.policy})`,
+        workload: recorder.finish(),
+        // The statistics at each phase, side by side.
+        figures: {
+          columns: tables.map((table) => table.title),
+          rows: MEMORY_STATS_FIELDS.map((name) => ({
+            label: name,
+            bytes: name !== "systemAllocations",
+            values: tables.map((table) => table.stats[name]),
+          })),
+        },
+        peaks: [{ active: stats.peakActive, reserved: stats.peakReserved }],
         facts: peaks,
       }),
     );

@@ -4,11 +4,9 @@
 // through the allocator's TraceValidator, the same check replayTrace makes.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { TraceValidator } from "@nuvec/allocator";
+import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
-import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
-import { MockBackend } from "@nuvec/metal-native/mock";
-import { formatBytes } from "@nuvec/stats";
+import { formatBytes, MEMORY_STATS_FIELDS } from "@nuvec/stats";
 import {
   type FlagSpec,
   helpText,
@@ -18,16 +16,32 @@ import {
   runProgram,
   UsageError,
 } from "./lib/arguments.js";
+import type { FigureTable } from "./lib/memory-view/render.js";
+import { renderMemoryView } from "./lib/memory-view/render.js";
+import { type PolicyOutcome, replayPolicies } from "./lib/policy-replay.js";
 import { columnsOf, progress } from "./lib/progress.js";
-import { renderReport, type TimelineSample } from "./lib/report.js";
 import { statsTable } from "./lib/tables.js";
+import { looksLikeTorchSnapshot, readTorchSnapshot, type TorchWorkload } from "./lib/torch-snapshot.js";
 
+const POLICY_LIST = ALLOCATOR_POLICIES.join("|");
 const flags: FlagSpec[] = [
   { name: "working-set", value: "BYTES", help: "the mock device's working set", defaultText: "8GiB" },
   { name: "memory-size", value: "BYTES", help: "the mock device's memory", defaultText: "2 × working set" },
   { name: "cache-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
   { name: "memory-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
-  { name: "policy", value: "bounded|mlx", help: "the cache policy", defaultText: "bounded" },
+  { name: "policy", value: POLICY_LIST, help: "the cache policy", defaultText: ALLOCATOR_POLICIES[0] },
+  {
+    name: "compare",
+    value: "P1,P2,…",
+    help: `replay under each of these policies at once ("all": ${ALLOCATOR_POLICIES.join(", ")}) and print a table of their figures`,
+    defaultText: "off",
+  },
+  {
+    name: "device",
+    value: "N",
+    help: "a PyTorch snapshot's device to replay",
+    defaultText: "the one with the most trace entries",
+  },
   { name: "reserve-ratio", value: "R", help: "the bounded policy's ratio", defaultText: "1.3" },
   {
     name: "bounded-release",
@@ -36,24 +50,19 @@ const flags: FlagSpec[] = [
     defaultText: "least-recent",
   },
   { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
-  { name: "html", value: "FILE", help: "also write an HTML report with a timeline", defaultText: "none" },
+  {
+    name: "html",
+    value: "FILE",
+    help: "also write the memory view: every allocation over time, each policy's cache and reserved memory",
+    defaultText: "none",
+  },
   { name: "help", short: "h", help: "show this help" },
 ];
 const usage = helpText(
   "replay TRACE [flags]",
-  "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace()) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
+  "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
   flags,
 );
-
-/**
- * Takes the buffer or mapped file of trace id `id` out of `handles`: `undefined` when there is none (the
- * allocation was refused past the memory limit), else its one owner, to free or release.
- */
-function take<T>(handles: (T | undefined)[], id: number): T | undefined {
-  const handle = handles[id];
-  handles[id] = undefined;
-  return handle;
-}
 
 async function main(argv: string[]): Promise<number> {
   const { flags: given, positionals } = parseCommandLine(argv, flags);
@@ -65,9 +74,9 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(positionals.length === 0 ? "no TRACE given" : "one TRACE only");
   const workingSet = parseBytes(given.get("working-set") ?? "8GiB", "--working-set");
   const memorySize = parseBytes(given.get("memory-size") ?? `${2 * workingSet}`, "--memory-size");
-  const policy = given.get("policy") ?? "bounded";
-  if (policy !== "mlx" && policy !== "bounded")
-    throw new UsageError(`--policy: "${policy}" is not mlx or bounded`);
+  const policies = policiesOf(given.get("policy"), given.get("compare"));
+  const comparing = given.has("compare");
+  const deviceIndex = given.has("device") ? parseDevice(given.get("device") as string) : undefined;
   const reserveRatio = given.has("reserve-ratio")
     ? parsePositiveNumber(given.get("reserve-ratio") as string, "--reserve-ratio")
     : undefined;
@@ -85,135 +94,211 @@ async function main(argv: string[]): Promise<number> {
   const htmlPath = given.get("html");
   const tracePath = resolve(positionals[0] as string);
 
-  const backend = new MockBackend({
-    recommendedMaxWorkingSetSize: workingSet,
-    memorySize,
-    maxBufferLength: workingSet,
-    // The program reads figures, never the mock's call log: the log then keeps its counters only.
-    callLogLimit: 0,
-  });
-  // As the shared traces' figures: limits set right after opening, memory limit first (it moves the GC limit).
-  const device = Device.open({
-    backend,
-    policy,
-    ...(reserveRatio === undefined ? {} : { reserveRatio }),
-    ...(boundedRelease === undefined ? {} : { boundedRelease }),
-  });
-  // By trace id: every trace writer makes dense ids from 0, so an array indexed by id is a Map without the
-  // hashing (a sparse id still works: the array then turns into a dictionary).
-  const buffers: (DeviceBuffer | undefined)[] = [];
-  const mappings: (MappedFile | undefined)[] = [];
-  try {
-    if (memoryLimit !== undefined) device.setMemoryLimit(memoryLimit);
-    if (cacheLimit !== undefined) device.setCacheLimit(cacheLimit);
-
-    const validator = new TraceValidator();
-    const samples: TimelineSample[] = [];
-    // Progress only on a terminal and only for --json-less runs; a short trace finishes before it shows.
-    const bar = progress(`replaying ${positionals[0]}`, process.stdout, { quiet: json, ttyOnly: true });
-    let fraction = 0;
-    let sampledAt = -1;
-    let refused = 0;
-    let replayNanoseconds = 0n;
-    const onProgress = (bytesRead: number, totalBytes: number | undefined) => {
-      fraction = totalBytes ? bytesRead / totalBytes : 0;
-      bar.update(fraction);
-    };
-    for await (const batch of streamTraceBatches(tracePath, { onProgress })) {
-      const started = process.hrtime.bigint();
-      for (const item of batch) {
-        const event = validator.check(item);
-        if (event === undefined) continue; // the header
-        switch (event[0]) {
-          case "a":
-            try {
-              buffers[event[1]] = device.malloc(event[2]);
-            } catch (error) {
-              if ((error as { code?: string }).code !== "ERR_NUVEC_OUT_OF_MEMORY") throw error;
-              refused += 1;
-            }
-            break;
-          case "f":
-            take(buffers, event[1])?.free();
-            break;
-          case "m": {
-            const path = `trace-mapping-${event[1]}`;
-            backend.addFile(path, event[2]);
-            mappings[event[1]] = device.mapFile(path);
-            break;
-          }
-          case "u":
-            take(mappings, event[1])?.free();
-            break;
-          case "l":
-            if (event[1] === "memory") device.setMemoryLimit(event[2]);
-            else if (event[1] === "cache") device.setCacheLimit(event[2]);
-            else device.setWiredLimit(Math.min(event[2], workingSet));
-            break;
-          case "c":
-            device.clearCache();
-            break;
-          case "p":
-            device.resetPeak();
-            break;
-        }
-        // About 2000 samples over the file, whatever its length (it is read once, as a stream).
-        const step = Math.floor(fraction * 2000);
-        if (htmlPath !== undefined && step !== sampledAt) {
-          sampledAt = step;
-          const stats = device.memoryStats();
-          const { active, cache, wired, mapped } = stats;
-          samples.push({ x: validator.events, active, cache, wired, mapped });
-        }
-      }
-      replayNanoseconds += process.hrtime.bigint() - started;
-    }
-    const events = validator.events;
-    const stats = device.memoryStats();
-    const counters = device.counters();
-    const traceName = validator.header?.name ?? positionals[0];
-    bar.done(`${events} events`);
-    const result = {
-      trace: traceName,
-      policy,
-      ...stats,
-      events,
-      cacheHits: counters.cacheHits,
-      systemAllocations: stats.systemAllocations,
-      peakLive: counters.peakLive,
-      outOfMemoryRefusals: refused,
-      nsPerEvent: Math.round((Number(replayNanoseconds) / Math.max(1, events)) * 10) / 10,
-    };
-    if (json) {
-      console.log(JSON.stringify(result));
+  // A PyTorch snapshot is read whole (a pickle has no streaming form) and becomes one batch of events.
+  const torch: TorchWorkload | undefined = looksLikeTorchSnapshot(tracePath)
+    ? readTorchSnapshot(tracePath, deviceIndex === undefined ? {} : { device: deviceIndex })
+    : undefined;
+  if (torch === undefined && deviceIndex !== undefined)
+    throw new UsageError("--device applies to PyTorch snapshots only");
+  // Progress only on a terminal and only for --json-less runs; a short trace finishes before it shows.
+  const bar = progress(`replaying ${positionals[0]}`, process.stdout, { quiet: json, ttyOnly: true });
+  const onProgress = (bytesRead: number, totalBytes: number | undefined) =>
+    bar.update(totalBytes ? bytesRead / totalBytes : 0);
+  const result = await replayPolicies(
+    torch === undefined ? streamTraceBatches(tracePath, { onProgress }) : [torch.items],
+    {
+      policies,
+      workingSet,
+      memorySize,
+      ...(cacheLimit === undefined ? {} : { cacheLimit }),
+      ...(memoryLimit === undefined ? {} : { memoryLimit }),
+      ...(reserveRatio === undefined ? {} : { reserveRatio }),
+      ...(boundedRelease === undefined ? {} : { boundedRelease }),
+      record: htmlPath !== undefined,
+      ...(torch === undefined ? {} : { labels: torch.allocationLabels }),
+    },
+  );
+  const { events } = result;
+  const traceName = String(result.header?.name ?? positionals[0]);
+  bar.done(`${events} events`);
+  const summaries = result.outcomes.map((outcome) => summary(traceName, outcome, events));
+  if (json) {
+    const torchFacts = torch === undefined ? {} : { pytorch: torchSummary(torch) };
+    console.log(
+      JSON.stringify(
+        comparing
+          ? { trace: traceName, events, policies: summaries, ...torchFacts }
+          : { ...summaries[0], ...torchFacts },
+      ),
+    );
+  } else {
+    const columns = Math.min(80, columnsOf(process.stdout));
+    if (comparing) {
+      console.log(compareTable(traceName, events, result.outcomes, torch));
     } else {
-      const columns = Math.min(80, columnsOf(process.stdout));
-      console.log(statsTable(stats, `${result.trace}: ${events} events, policy ${policy}`, columns));
-      console.log(`cache hits ${result.cacheHits}, system allocations ${result.systemAllocations},`);
-      console.log(`peak reserved ${formatBytes(result.peakReserved)}, refused ${refused},`);
-      console.log(`${result.nsPerEvent} ns/event (a Device over the mock backend)`);
-    }
-    if (htmlPath !== undefined) {
-      const path = resolve(htmlPath);
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(
-        path,
-        renderReport({
-          title: `replay of ${result.trace}`,
-          subtitle: `policy ${policy}, working set ${workingSet} B, memory size ${memorySize} B`,
-          xLabel: "event",
-          samples,
-          tables: [{ title: "at the end", stats }],
-        }),
+      const outcome = result.outcomes[0] as PolicyOutcome;
+      console.log(
+        statsTable(outcome.stats, `${traceName}: ${events} events, policy ${outcome.policy}`, columns),
       );
-      if (!json) console.log(`report: ${path}`);
+      console.log(`cache hits ${outcome.cacheHits}, system allocations ${outcome.systemAllocations},`);
+      console.log(
+        `peak reserved ${formatBytes(outcome.peakReserved)}, refused ${outcome.outOfMemoryRefusals},`,
+      );
+      console.log(`${outcome.nsPerEvent} ns/event (a Device over the mock backend)`);
     }
-  } finally {
-    for (const buffer of buffers) buffer?.free();
-    for (const mapping of mappings) mapping?.free();
-    device.close();
+    if (torch !== undefined) {
+      const { counts } = torch;
+      console.log(
+        `PyTorch device ${torch.device}: peak reserved ${formatBytes(torch.peakReserved)}; ${counts.skippedFrees} frees of blocks allocated before recording skipped`,
+      );
+    }
+  }
+  if (htmlPath !== undefined && result.workload !== undefined) {
+    const workload = result.workload;
+    if (torch !== undefined)
+      workload.external.push({
+        name: "PyTorch reserved",
+        at: torch.reserved.at,
+        value: torch.reserved.value,
+      });
+    const path = resolve(htmlPath);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(
+      path,
+      renderMemoryView({
+        title: `${traceName}: ${events} events${comparing ? `, policies ${policies.join(", ")}` : `, policy ${policies[0]}`}`,
+        subtitle: `${String(result.header?.workload ?? "")} · mock device: working set ${formatBytes(workingSet)}, memory ${formatBytes(memorySize)}`,
+        workload,
+        labels: torch?.labels ?? [],
+        figures: figureTable(result.outcomes, torch),
+        peaks: result.outcomes.map((outcome) => ({
+          active: outcome.stats.peakActive,
+          reserved: outcome.peakReserved,
+        })),
+        facts: torch === undefined ? [] : torchFacts(torch),
+      }),
+    );
+    if (!json) console.log(`report: ${path}`);
   }
   return 0;
 }
 
+/** The policies to replay: `--compare`'s list (or all), else `--policy` alone; each one the allocator has. */
+function policiesOf(policy: string | undefined, compare: string | undefined): string[] {
+  const known = (name: string, flag: string) => {
+    if (!(ALLOCATOR_POLICIES as readonly string[]).includes(name)) {
+      throw new UsageError(`${flag}: "${name}" is not a policy (${ALLOCATOR_POLICIES.join(", ")})`);
+    }
+    return name;
+  };
+  if (compare === undefined) return [known(policy ?? (ALLOCATOR_POLICIES[0] as string), "--policy")];
+  if (policy !== undefined) throw new UsageError("--policy and --compare: give one");
+  if (compare === "all") return [...ALLOCATOR_POLICIES];
+  const names = compare.split(",").map((name) => name.trim());
+  const chosen = [...new Set(names.map((name) => known(name, "--compare")))];
+  if (chosen.length === 0) throw new UsageError("--compare: no policy given");
+  return chosen;
+}
+
+function parseDevice(text: string): number {
+  if (!/^\d{1,4}$/.test(text)) throw new UsageError(`--device: "${text}" is not a device number`);
+  return Number(text);
+}
+
+/** The one-line JSON figures of one policy (the form `--json` has always printed). */
+function summary(trace: string, outcome: PolicyOutcome, events: number) {
+  return {
+    trace,
+    policy: outcome.policy,
+    ...outcome.stats,
+    events,
+    cacheHits: outcome.cacheHits,
+    systemAllocations: outcome.systemAllocations,
+    peakReserved: outcome.peakReserved,
+    peakLive: outcome.peakLive,
+    outOfMemoryRefusals: outcome.outOfMemoryRefusals,
+    nsPerEvent: outcome.nsPerEvent,
+  };
+}
+
+function torchSummary(torch: TorchWorkload) {
+  return {
+    device: torch.device,
+    devices: torch.devices,
+    peakReserved: torch.peakReserved,
+    reservedAtStart: torch.reservedAtStart,
+    ...torch.counts,
+  };
+}
+
+function torchFacts(torch: TorchWorkload): [string, string][] {
+  const { counts } = torch;
+  return [
+    ["PyTorch device", `${torch.device} (devices with a trace: ${torch.devices.join(", ")})`],
+    ["PyTorch peak reserved", formatBytes(torch.peakReserved)],
+    ["PyTorch reserved when recording began", formatBytes(torch.reservedAtStart)],
+    ["allocations / frees", `${counts.allocations} / ${counts.frees}`],
+    ["frees of blocks allocated before recording (skipped)", String(counts.skippedFrees)],
+    ["live at the end", String(counts.liveAtEnd)],
+    ["segment allocations / frees", `${counts.segmentAllocs} / ${counts.segmentFrees}`],
+    ["other trace entries (not replayed)", String(counts.otherEntries)],
+  ];
+}
+
+const FIGURE_ROWS: { label: string; bytes: boolean; of: (outcome: PolicyOutcome) => number }[] = [
+  { label: "peak active", bytes: true, of: (outcome) => outcome.stats.peakActive },
+  { label: "peak reserved", bytes: true, of: (outcome) => outcome.peakReserved },
+  { label: "system allocations", bytes: false, of: (outcome) => outcome.systemAllocations },
+  { label: "cache hits", bytes: false, of: (outcome) => outcome.cacheHits },
+  { label: "refused (out of memory)", bytes: false, of: (outcome) => outcome.outOfMemoryRefusals },
+];
+
+/** The figures beside the chart: the comparison rows, then every statistic at the end. */
+function figureTable(outcomes: PolicyOutcome[], torch: TorchWorkload | undefined): FigureTable {
+  const extra = torch === undefined ? [] : ["PyTorch"];
+  const rows: FigureTable["rows"] = FIGURE_ROWS.map((row) => ({
+    label: row.label,
+    bytes: row.bytes,
+    values: [
+      ...outcomes.map(row.of),
+      ...extra.map(() => (row.label === "peak reserved" ? (torch as TorchWorkload).peakReserved : "")),
+    ],
+  }));
+  // Every statistic the device reports at the end (a field added to MemoryStats shows here too).
+  rows.push({ label: "MemoryStats at the end", values: [] });
+  for (const name of MEMORY_STATS_FIELDS) {
+    rows.push({
+      label: name,
+      bytes: name !== "systemAllocations",
+      values: [...outcomes.map((outcome) => outcome.stats[name]), ...extra.map(() => "")],
+    });
+  }
+  return { columns: [...outcomes.map((outcome) => outcome.policy), ...extra], rows };
+}
+
+/** The comparison as text: one column per policy, within 80 columns for up to four policies. */
+function compareTable(
+  trace: string,
+  events: number,
+  outcomes: PolicyOutcome[],
+  torch: TorchWorkload | undefined,
+): string {
+  const width = 14;
+  const label = 24;
+  const columns = [...outcomes.map((outcome) => outcome.policy), ...(torch === undefined ? [] : ["PyTorch"])];
+  const lines = [
+    `${trace}: ${events} events`,
+    `${"".padEnd(label)}${columns.map((name) => name.padStart(width)).join("")}`,
+  ];
+  for (const row of FIGURE_ROWS) {
+    const values = outcomes.map((outcome) => {
+      const value = row.of(outcome);
+      return row.bytes ? formatBytes(value) : String(value);
+    });
+    if (torch !== undefined)
+      values.push(row.label === "peak reserved" ? formatBytes(torch.peakReserved) : "");
+    lines.push(`${row.label.padEnd(label)}${values.map((value) => value.padStart(width)).join("")}`);
+  }
+  return lines.join("\n");
+}
 await runProgram("replay", () => main(process.argv.slice(2)));

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
+import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { MEMORY_STATS_FIELDS } from "@nuvec/stats";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -50,7 +51,11 @@ describe("replay", () => {
     expect(result.cacheLimit).toBe(64 * 1024 ** 2);
     expect(result.memoryLimit).toBe(8 * 1024 ** 3);
     expect(result.cache).toBeLessThanOrEqual(64 * 1024 ** 2);
-    expect(readFileSync(html, "utf8")).toContain('class="series series-active"');
+    const page = readFileSync(html, "utf8");
+    expect(page).toContain('id="nuvec-chart"');
+    expect(page).toContain('id="nuvec-data"');
+    // Self-contained: no script or stylesheet from elsewhere.
+    expect(page).not.toMatch(/<script[^>]+src=|<link[^>]+href=/);
   });
 
   it("runs the bounded policy by default and MLX's on request, with peakLive to read reserved/live off", () => {
@@ -87,8 +92,55 @@ describe("replay", () => {
     expect(result.peakActiveWithMapped).toBe(7 * 16384);
   });
 
+  it("compares every policy the allocator has, in one pass, with the figures of each replayed alone", () => {
+    const { status, stdout } = run("replay", [shippedTrace, "--compare", "all", "--json"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.policies.map((policy: { policy: string }) => policy.policy)).toEqual([
+      ...ALLOCATOR_POLICIES,
+    ]);
+    for (const compared of result.policies) {
+      const alone = JSON.parse(run("replay", [shippedTrace, "--json", "--policy", compared.policy]).stdout);
+      for (const field of [...MEMORY_STATS_FIELDS, "events", "cacheHits", "peakReserved", "peakLive"]) {
+        expect(compared[field], `${compared.policy} ${field}`).toBe(alone[field]);
+      }
+    }
+    const table = run("replay", [shippedTrace, "--compare", ALLOCATOR_POLICIES.join(",")]);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toMatch(/peak reserved/);
+    for (const line of table.stdout.split("\n")) expect(line.length).toBeLessThanOrEqual(80);
+  });
+
+  it("replays a PyTorch snapshot: its device, its skipped frees and PyTorch's own peak reserved", () => {
+    const snapshot = join(app, "traces", "toy-train.pickle");
+    const figures = JSON.parse(readFileSync(join(app, "traces", "toy-train.figures.json"), "utf8"));
+    const { status, stdout } = run("replay", [snapshot, "--compare", "all", "--json", "--device", "1"]);
+    expect(status).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(result.events).toBe(figures["1"].allocations + figures["1"].frees);
+    expect(result.pytorch).toMatchObject({
+      device: 1,
+      devices: [0, 1],
+      peakReserved: figures["1"].peakReserved,
+    });
+    const text = run("replay", [snapshot]);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toContain(
+      `${figures["0"].skippedFrees} frees of blocks allocated before recording skipped`,
+    );
+    const hostile = join(folder, "evil.pickle");
+    writeFileSync(hostile, Buffer.from("\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.", "latin1"));
+    const refused = run("replay", [hostile]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr.split("\n")[0]).toMatch(/refused the global os\.system.*ERR_NUVEC_TRACE_CORRUPT/);
+  });
+
   it.each([
     [["--json"], /no TRACE/],
+    [[shippedTrace, "--compare", "mlx,lru"], /--compare: "lru" is not a policy/],
+    [[shippedTrace, "--compare", "mlx", "--policy", "mlx"], /give one/],
+    [[shippedTrace, "--device", "0"], /PyTorch snapshots only/],
+    [[shippedTrace, "--device", "x"], /--device/],
     [[join(folder, "missing.ndjson.gz")], /missing\.ndjson\.gz/],
     [[shippedTrace, "--cache-limit", "lots"], /--cache-limit/],
     [[shippedTrace, "--policy", "lru"], /--policy/],
@@ -120,7 +172,7 @@ describe("demo", () => {
     expect(stdout).toMatch(/mapped .*model\.safetensors: \d+ tensors/);
     expect(stdout).toContain("peakActiveWithMapped");
     expect(existsSync(report)).toBe(true);
-    expect(readFileSync(report, "utf8")).toContain("<svg");
+    expect(readFileSync(report, "utf8")).toContain('id="nuvec-chart"');
   });
 
   it("says what is wrong with a bad flag, exit code 2", () => {

@@ -1,19 +1,28 @@
-// Opens a generated report in headless Chromium (Debian's package) and checks that the chart really
-// rendered: the screenshot holds many pixels of each series' colour. Skips when Chromium is not installed.
+// The memory view opened in a real browser: headless Chromium (Debian's package) driven by playwright-core
+// opens each report the programs write (a replay, a comparison of every policy, a PyTorch snapshot, the demo,
+// and a half-million-event trace) and checks what a person would see: no console error and no request
+// leaving the file, bands drawn where the allocations are, the tooltip of a known allocation on hover, and
+// the peaks drawn where the figures say. Skips where Chromium is not installed, except under CI=true where
+// apt-get could have installed it (.ci/system-packages does).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { inflateSync } from "node:zlib";
-import { emptyMemoryStats } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
-import { renderReport } from "../src/lib/report.js";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync, inflateSync } from "node:zlib";
+import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => existsSync(path));
-const folder = mkdtempSync(join(tmpdir(), "nuvec-report-"));
+const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const root = resolve(app, "..", "..");
+const executable = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => existsSync(path));
+const hasApt = spawnSync("sh", ["-c", "command -v apt-get"]).status === 0;
+const mustRun = process.env.CI === "true" && hasApt;
+const folder = mkdtempSync(join(tmpdir(), "nuvec-view-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-/** Decodes an 8-bit RGB or RGBA PNG into rows of pixels (enough for Chromium's screenshots). */
+/** Decodes an 8-bit RGB or RGBA PNG (Chromium's screenshots) into a pixel reader. */
 function decodePng(png: Buffer): {
   width: number;
   height: number;
@@ -29,8 +38,8 @@ function decodePng(png: Buffer): {
   const chunks: Buffer[] = [];
   for (let offset = 8; offset < png.length; ) {
     const length = png.readUInt32BE(offset);
-    const type = png.toString("latin1", offset + 4, offset + 8);
-    if (type === "IDAT") chunks.push(png.subarray(offset + 8, offset + 8 + length));
+    if (png.toString("latin1", offset + 4, offset + 8) === "IDAT")
+      chunks.push(png.subarray(offset + 8, offset + 8 + length));
     offset += 12 + length;
   }
   const raw = inflateSync(Buffer.concat(chunks));
@@ -62,67 +71,352 @@ function decodePng(png: Buffer): {
   };
 }
 
-describe.skipIf(chromium === undefined)("the HTML report in headless Chromium", () => {
-  it("renders the timeline: each series' colour is on screen", () => {
-    const samples = Array.from({ length: 400 }, (_, index) => ({
-      x: index,
-      active: (index % 100) * 1e6,
-      cache: 50e6 + (index % 37) * 1e6,
-      wired: 30e6,
-      mapped: 80e6,
-    }));
-    const page = join(folder, "report.html");
-    writeFileSync(
-      page,
-      renderReport({
-        title: "browser test",
-        xLabel: "event",
-        samples,
-        tables: [{ title: "end", stats: emptyMemoryStats() }],
-      }),
-    );
-    const screenshot = join(folder, "report.png");
-    const result = spawnSync(
-      chromium as string,
-      [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${join(folder, "profile")}`,
-        `--screenshot=${screenshot}`,
-        "--window-size=1100,800",
-        `file://${page}`,
-      ],
-      { encoding: "utf8", timeout: 90_000 },
-    );
-    expect(existsSync(screenshot), result.stderr).toBe(true);
-    const image = decodePng(readFileSync(screenshot));
-    const counts = new Map<string, number>();
-    const colours: Record<string, number[]> = {
-      active: [0x25, 0x63, 0xeb],
-      cache: [0xf5, 0x9e, 0x0b],
-      wired: [0x16, 0xa3, 0x4a],
-      mapped: [0x93, 0x33, 0xea],
-    };
-    for (let y = 0; y < image.height; y += 1) {
-      for (let x = 0; x < image.width; x += 1) {
-        const [r, g, b] = image.pixel(x, y) as [number, number, number];
-        for (const [name, [cr, cg, cb]] of Object.entries(colours) as [string, number[]][]) {
-          if (
-            Math.abs(r - (cr as number)) < 12 &&
-            Math.abs(g - (cg as number)) < 12 &&
-            Math.abs(b - (cb as number)) < 12
-          ) {
-            counts.set(name, (counts.get(name) ?? 0) + 1);
+const hex = (color: string) => [1, 3, 5].map((at) => Number.parseInt(color.slice(at, at + 2), 16));
+const near = (pixel: number[], color: number[], tolerance = 10) =>
+  pixel.every((value, index) => Math.abs(value - (color[index] as number)) <= tolerance);
+/** The size classes' colours (both shades) and the policies' line colours, as the view draws them. */
+const BAND_COLORS = [
+  "#93c5fd",
+  "#3b82f6",
+  "#34d399",
+  "#a78bfa",
+  "#f472b6",
+  "#94a3b8",
+  "#bfdbfe",
+  "#2563eb",
+  "#10b981",
+  "#8b5cf6",
+  "#ec4899",
+  "#64748b",
+].map(hex);
+const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed"].map(hex);
+
+function program(name: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [join(app, "dist", `${name}.js`), ...args], {
+    encoding: "utf8",
+    env: { ...process.env, FORCE_COLOR: "0" },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+interface Opened {
+  page: Page;
+  errors: string[];
+  requests: string[];
+}
+
+let browser: Browser | undefined;
+
+async function open(path: string): Promise<Opened> {
+  const page = await (browser as Browser).newPage({
+    viewport: { width: 1500, height: 900 },
+    deviceScaleFactor: 1,
+  });
+  const errors: string[] = [];
+  const requests: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("pageerror", (error) => errors.push(String(error)));
+  page.on("request", (request) => requests.push(request.url()));
+  await page.goto(`file://${path}`);
+  await page.waitForFunction(
+    () => {
+      const view = (window as unknown as { nuvecView?: { ready: boolean; error?: string } }).nuvecView;
+      return view?.ready === true || view?.error !== undefined;
+    },
+    undefined,
+    { timeout: 60_000 },
+  );
+  return { page, errors, requests };
+}
+
+/** The checks every report passes; returns what the page said about itself. */
+async function check(path: string, policies: number): Promise<{ firstDrawMs: number; tooltip: string }> {
+  const { page, errors, requests } = await open(path);
+  try {
+    const state = await page.evaluate(() => {
+      type View = {
+        error?: string;
+        firstDrawMs: number;
+        model: { size: Float64Array; start: Uint32Array; end: Uint32Array };
+        drawnPeak(index: number, which?: string): number;
+        reportedPeak(index: number): { active: number; reserved: number };
+        locate(index: number): { x: number; y: number } | undefined;
+        pagePoint(event: number, bytes: number): { x: number; y: number };
+        columns: { from: number };
+      };
+      const view = (window as unknown as { nuvecView: View }).nuvecView;
+      // The allocation with the largest band drawn, size by lifetime (the easiest to point at).
+      const area = (index: number) =>
+        (view.model.size[index] as number) *
+        ((view.model.end[index] as number) - (view.model.start[index] as number));
+      let largest = -1;
+      for (let index = 0; index < view.model.size.length; index += 1) {
+        if ((largest < 0 || area(index) > area(largest)) && view.locate(index)) largest = index;
+      }
+      const peaks = Array.from(
+        { length: view.model ? document.querySelectorAll("#nuvec-policy option").length : 0 },
+        (_, index) => ({
+          drawn: view.drawnPeak(index),
+          drawnActive: view.drawnPeak(index, "active"),
+          reported: view.reportedPeak(index),
+          y: view.pagePoint(0, view.reportedPeak(index).reserved).y,
+        }),
+      );
+      const figure = Array.from(document.querySelectorAll("#nuvec-figures tr")).find(
+        (row) => row.querySelector("th")?.textContent === "peak reserved",
+      );
+      const figures = figure
+        ? Array.from(figure.querySelectorAll("td[data-bytes]")).map((cell) =>
+            Number((cell as HTMLElement).dataset.bytes),
+          )
+        : [];
+      const box = (document.querySelector("#nuvec-chart .u-over") as HTMLElement).getBoundingClientRect();
+      return {
+        error: view.error,
+        firstDrawMs: view.firstDrawMs,
+        largest,
+        largestSize: view.model.size[largest],
+        at: view.locate(largest),
+        peaks,
+        figures,
+        plot: { left: box.left, top: box.top, right: box.right, bottom: box.bottom },
+      };
+    });
+    expect(state.error).toBeUndefined();
+    expect(errors).toEqual([]);
+    expect(
+      requests.every((url) => url.startsWith("file:") || url.startsWith("blob:") || url.startsWith("data:")),
+    ).toBe(true);
+    expect(state.peaks.length).toBe(policies);
+    // The drawn peaks are the reported ones, exactly, and the figures table says the same.
+    for (const [index, peak] of state.peaks.entries()) {
+      expect(peak.drawn, `policy ${index}: drawn peak reserved`).toBe(peak.reported.reserved);
+      expect(peak.drawnActive, `policy ${index}: drawn peak active`).toBe(peak.reported.active);
+      if (state.figures.length > 0) expect(state.figures[index]).toBe(peak.reported.reserved);
+    }
+
+    const image = decodePng(await page.screenshot());
+    const { plot } = state;
+    // Bands are drawn: the plot area holds many pixels of the size classes' colours, and the largest
+    // allocation's band is under its middle.
+    let banded = 0;
+    for (let y = Math.ceil(plot.top); y < plot.bottom; y += 2) {
+      for (let x = Math.ceil(plot.left); x < plot.right; x += 2) {
+        const pixel = image.pixel(x, y);
+        if (BAND_COLORS.some((color) => near(pixel, color, 3))) banded += 1;
+      }
+    }
+    expect(banded).toBeGreaterThan(500);
+    expect(state.at).toBeDefined();
+    const at = state.at as { x: number; y: number };
+    // (A grid line may cross the very pixel, and the canvas may sit on a fraction of a pixel: the five
+    // pixels around it, a size class's colour within a blend.)
+    const under = [-2, -1, 0, 1, 2].map((dx) => image.pixel(Math.floor(at.x) + dx, Math.floor(at.y)));
+    expect(
+      under.some((pixel) => BAND_COLORS.some((color) => near(pixel, color, 24))),
+      `pixels ${under.join(" ")} under allocation ${state.largest}`,
+    ).toBe(true);
+
+    // Each policy's reserved line reaches its peak where the axis puts it (the unselected ones carry no
+    // dashed marker, so their top is the line's own).
+    for (let index = 1; index < policies; index += 1) {
+      const color = POLICY_COLORS[index] as number[];
+      let top = Number.POSITIVE_INFINITY;
+      for (let y = Math.ceil(plot.top); y < plot.bottom && top === Number.POSITIVE_INFINITY; y += 1) {
+        for (let x = Math.ceil(plot.left); x < plot.right; x += 1) {
+          if (near(image.pixel(x, y), color, 40)) {
+            top = y;
+            break;
           }
         }
       }
+      expect(
+        Math.abs(top - (state.peaks[index]?.y as number)),
+        `policy ${index}: top of its line`,
+      ).toBeLessThanOrEqual(2);
     }
-    for (const name of Object.keys(colours)) expect(counts.get(name) ?? 0, name).toBeGreaterThan(200);
+
+    // Hover on the largest allocation: the tooltip names it, with its size in bytes.
+    await page.mouse.move(at.x, at.y);
+    await page.waitForFunction(
+      () => (document.getElementById("nuvec-tooltip") as HTMLElement).style.display === "block",
+    );
+    const tooltip = (await page.textContent("#nuvec-tooltip")) ?? "";
+    expect(tooltip).toContain(`allocation ${state.largest} `);
+    expect(tooltip).toContain(`(${state.largestSize} B)`);
+    expect(tooltip).toMatch(/allocated at event \d+/);
+    expect(tooltip).toMatch(/age \d+ events/);
+
+    // Zoom as a person does: drag across the middle fifth of the plot, then double-click to zoom out.
+    const range = () =>
+      page.evaluate(() => {
+        const view = (
+          window as unknown as { nuvecView: { columns: { from: number; to: number; count: number } } }
+        ).nuvecView;
+        return { from: view.columns.from, to: view.columns.to, count: view.columns.count };
+      });
+    const whole = await range();
+    const width = plot.right - plot.left;
+    const y = (plot.top + plot.bottom) / 2;
+    await page.mouse.move(plot.left + width * 0.4, y);
+    await page.mouse.down();
+    await page.mouse.move(plot.left + width * 0.5, y, { steps: 5 });
+    await page.mouse.move(plot.left + width * 0.6, y, { steps: 5 });
+    await page.mouse.up();
+    const zoomed = await range();
+    const events = whole.to - whole.from;
+    expect(Math.abs(zoomed.from - (whole.from + 0.4 * events))).toBeLessThanOrEqual(events / 100 + 1);
+    expect(Math.abs(zoomed.to - (whole.from + 0.6 * events))).toBeLessThanOrEqual(events / 100 + 1);
+    await page.mouse.dblclick(plot.left + width / 2, y);
+    expect(await range()).toEqual(whole);
+    // Another policy's cache in the band: the peak markers follow it.
+    if (policies > 1) {
+      await page.selectOption("#nuvec-policy", "1");
+      const selected = await page.evaluate(
+        () => (window as unknown as { nuvecView: { selected: number } }).nuvecView.selected,
+      );
+      expect(selected).toBe(1);
+    }
+    // And to a range typed in: one column per event when it is that narrow.
+    await page.fill("#nuvec-from", "0");
+    await page.fill("#nuvec-to", "50");
+    await page.click("#nuvec-zoom");
+    expect(await range()).toEqual({ from: 0, to: 50, count: 50 });
+    expect(errors).toEqual([]);
+    return { firstDrawMs: state.firstDrawMs, tooltip };
+  } finally {
+    await page.close();
+  }
+}
+
+describe("the browser is there where it must be", () => {
+  it.runIf(mustRun)("has Chromium under CI (.ci/system-packages installs Debian's chromium)", () => {
+    expect(
+      executable,
+      "install Debian's chromium: apt-get install -y --no-install-recommends chromium",
+    ).toBeDefined();
+  });
+});
+
+describe.skipIf(executable === undefined)("the memory view in headless Chromium", () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: executable as string,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("a replay under one policy", async () => {
+    const html = join(folder, "replay.html");
+    const result = program("replay", [join(app, "traces", "gpt2-decode-cut.ndjson.gz"), "--html", html]);
+    expect(result.status, result.stderr).toBe(0);
+    await check(html, 1);
+  });
+
+  it("every policy compared on a training trace", async () => {
+    const html = join(folder, "compare.html");
+    const result = program("replay", [
+      join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"),
+      "--compare",
+      "all",
+      "--html",
+      html,
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    await check(html, ALLOCATOR_POLICIES.length);
+  });
+
+  it("a PyTorch snapshot compared under every policy, with PyTorch's own reserved memory", async () => {
+    const html = join(folder, "snapshot.html");
+    const result = program("replay", [
+      join(app, "traces", "toy-train.pickle"),
+      "--compare",
+      ALLOCATOR_POLICIES.join(","),
+      "--html",
+      html,
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    const { tooltip } = await check(html, ALLOCATOR_POLICIES.length);
+    // The tooltip shows the allocation's stack frames.
+    expect(tooltip).toMatch(/\n\S+ \(\/work\/model\/\w+\.py:\d+\)/);
+    expect(readFileSync(html, "utf8")).toContain("PyTorch reserved");
+  });
+
+  it("a trace whose name is markup: shown as text, nothing runs", async () => {
+    const name = `<img src=x onerror="window.ran=1;alert(1)"></script><script>window.ran=2</script>`;
+    const trace = join(folder, "named.ndjson.gz");
+    const lines = [{ name }, ["a", 0, 4096], ["a", 1, 1 << 20], ["f", 0], ["a", 2, 512]];
+    writeFileSync(trace, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
+    const html = join(folder, "named.html");
+    const result = program("replay", [trace, "--html", html]);
+    expect(result.status, result.stderr).toBe(0);
+    const { page, errors, requests } = await open(html);
+    let dialogs = 0;
+    page.on("dialog", (dialog) => {
+      dialogs += 1;
+      void dialog.dismiss();
+    });
+    const seen = await page.evaluate(() => ({
+      ran: (window as unknown as { ran?: number }).ran,
+      heading: document.querySelector("h1")?.textContent,
+      images: document.images.length,
+    }));
+    expect(seen).toEqual({
+      ran: undefined,
+      heading: `${name}: 4 events, policy ${ALLOCATOR_POLICIES[0]}`,
+      images: 0,
+    });
+    expect(dialogs).toBe(0);
+    expect(errors).toEqual([]);
+    expect(requests.every((url) => !url.startsWith("http"))).toBe(true);
+    await page.close();
+  });
+
+  it("the demo's report", async () => {
+    const html = join(folder, "demo.html");
+    const result = program("demo", ["--checkpoint-size", "24MiB", "--report", html]);
+    expect(result.status, result.stderr).toBe(0);
+    await check(html, 1);
+  });
+
+  it("half a million events: the file stays small and the page draws them", async () => {
+    const long = join(folder, "long.ndjson.gz");
+    const made = spawnSync(
+      process.execPath,
+      [
+        join(app, "scripts", "repeat-trace.mjs"),
+        join(root, "fixtures", "traces", "gpt2-generate.ndjson.gz"),
+        "4",
+        long,
+      ],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(made.status, made.stderr).toBe(0);
+    expect(JSON.parse(made.stdout).events).toBeGreaterThan(500_000);
+    const html = join(folder, "long.html");
+    const result = program("replay", [long, "--compare", "all", "--html", html]);
+    expect(result.status, result.stderr).toBe(0);
+    const bytes = statSync(html).size;
+    expect(bytes).toBeLessThan(20 * 1024 * 1024);
+    const { firstDrawMs } = await check(html, ALLOCATOR_POLICIES.length);
+    // For the log (speed is measured by scripts/measure-view.mjs, not asserted here).
+    console.log(
+      `500k-event view: ${(bytes / 1024 / 1024).toFixed(2)} MiB, first draw ${firstDrawMs.toFixed(0)} ms after navigation`,
+    );
   });
 });

@@ -21,6 +21,8 @@ export {
   DEFAULT_POLICY,
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";
+// Every policy name, the default first (tools compare exactly these).
+export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
   CountingBufferSource,
   type ReplayOptions,

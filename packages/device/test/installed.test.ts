@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pnpmArgs, pnpmExecutable, quietEnvironment } from "../../../scripts/pnpm.mjs";
 
 const packages = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const names = ["stats", "allocator", "residency", "metal-native", "device", "metal-native-linux-x64-gnu"];
@@ -52,7 +53,7 @@ function toollessEnvironment(): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env))
     if (!/^(npm_|PNPM_|INIT_CWD$|NODE_OPTIONS$|NODE_PATH$|VITEST|TURBO)/i.test(key)) environment[key] = value;
   environment.PATH = toollessBin;
-  return environment;
+  return quietEnvironment(environment);
 }
 
 /** The program and leading arguments of a package manager: a script runs under node, a binary as it is. */
@@ -161,17 +162,25 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no
     toollessBin = join(scratch, "bin");
     mkdirSync(toollessBin);
     symlinkSync(process.execPath, join(toollessBin, "node"));
-    // Packed with the workspace's pnpm (workspace: ranges replaced), as published.
-    const pnpmEntry =
-      process.env.npm_execpath && /pnpm/.test(process.env.npm_execpath)
-        ? process.env.npm_execpath
-        : onPath("pnpm");
-    managers.pnpm = pnpmEntry;
-    const [pnpmProgram, pnpmLead] = managerCommand(pnpmEntry);
+    // Packed with the workspace's pnpm (workspace: ranges replaced), as published; the platform package holds
+    // the workspace's source build (its prepack runs the contract suite on it; the Zig cross-builds are
+    // `npm run test:prebuilds`'s).
+    const [pnpmProgram, pnpmLead] = pnpmExecutable();
+    managers.pnpm = pnpmLead[0] ?? pnpmProgram;
+    const sourceBuild = join(
+      packages,
+      "metal-native",
+      "native",
+      "build",
+      "Release",
+      "nuvec_metal_native.node",
+    );
+    const prebuilt = existsSync(sourceBuild) ? { NUVEC_PREBUILD_FROM: sourceBuild } : {};
     for (const name of names)
-      execFileSync(pnpmProgram, [...pnpmLead, "pack", "--pack-destination", tarballs], {
+      execFileSync(...pnpmArgs(["pack", "--pack-destination", tarballs]), {
         cwd: join(packages, name),
         stdio: "pipe",
+        env: quietEnvironment({ ...process.env, ...prebuilt }),
       });
     expect(readdirSync(tarballs)).toHaveLength(names.length);
     managers.npm11 = onPath("npm");

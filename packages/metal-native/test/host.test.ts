@@ -1,10 +1,10 @@
 // What only the real host layer can show: the kernel's own view of locked memory (VmLck) and of mappings
 // (/proc/self/maps), RLIMIT_MEMLOCK in a child process, worker threads, and the raw addon's own checks.
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { ArgumentError, SystemCallError } from "@nuvec/stats";
@@ -20,6 +20,24 @@ import {
 
 const packageRoot = fileURLToPath(new URL("..", import.meta.url));
 const MiB = 1024 * 1024;
+
+/**
+ * A copy of the built package at `destination` that loads on its own: dist/, the source build of the addon
+ * (where the loader looks first) and the built @nuvec/stats it imports. Returns `destination`.
+ */
+function readableCopyOfPackage(destination: string): string {
+  const addon = join("native", "build", "Release", "nuvec_metal_native.node");
+  cpSync(join(packageRoot, "dist"), join(destination, "dist"), { recursive: true });
+  cpSync(join(packageRoot, "package.json"), join(destination, "package.json"));
+  cpSync(join(packageRoot, addon), join(destination, addon));
+  const stats = dirname(
+    createRequire(join(packageRoot, "package.json")).resolve("@nuvec/stats/package.json"),
+  );
+  const statsCopy = join(destination, "node_modules", "@nuvec", "stats");
+  cpSync(join(stats, "dist"), join(statsCopy, "dist"), { recursive: true });
+  cpSync(join(stats, "package.json"), join(statsCopy, "package.json"));
+  return destination;
+}
 
 describe.runIf(process.platform === "linux")("host layer", () => {
   let backend: NativeAddonBackend;
@@ -416,10 +434,13 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       const unreadable = join(directory, "unreadable.bin");
       writeFileSync(unreadable, "secret");
       chmodSync(unreadable, 0o000);
+      // The child runs as another user (nobody, under root), who may not enter the checkout's folders (a 0700
+      // home, /root): it gets a copy of what it loads (the built package, its addon, @nuvec/stats) here.
+      const copy = readableCopyOfPackage(join(directory, "package"));
       const child = join(directory, "child.mjs");
       writeFileSync(
         child,
-        `const { loadNativeBackend } = await import(${JSON.stringify(join(packageRoot, "dist", "index.js"))});
+        `const { loadNativeBackend } = await import(${JSON.stringify(join(copy, "dist", "index.js"))});
          const backend = loadNativeBackend();
          const set = backend.newResidencySet();
          const small = backend.newBuffer(16 * 1024);

@@ -71,6 +71,13 @@ function hasBrand(value: unknown, brand: symbol): boolean {
   );
 }
 
+/** `value instanceof errorClass`: the root's brand and the class's own, or the prototype chain without one. */
+function isInstanceOf(errorClass: object, value: unknown): boolean {
+  if (!Object.hasOwn(errorClass, "brand"))
+    return Function.prototype[Symbol.hasInstance].call(errorClass, value);
+  return hasBrand(value, ROOT_BRAND) && hasBrand(value, (errorClass as { brand: symbol }).brand);
+}
+
 /** Gives `errorClass` its brand (`Symbol.for("nuvec.error.<name>")`) and sets it on its prototype. */
 function brand(errorClass: abstract new (...args: never[]) => NuvecError, name: string): void {
   const symbol = Symbol.for(`nuvec.error.${name}`);
@@ -106,11 +113,7 @@ export class NuvecError<Code extends string = NuvecErrorCode> extends Error {
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
     // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of `instanceof`.
-    const errorClass: object = this;
-    if (!Object.hasOwn(errorClass, "brand")) {
-      return Function.prototype[Symbol.hasInstance].call(errorClass, value);
-    }
-    return hasBrand(value, ROOT_BRAND) && hasBrand(value, (errorClass as { brand: symbol }).brand);
+    return isInstanceOf(this, value);
   }
 }
 Object.defineProperty(NuvecError.prototype, ROOT_BRAND, { value: true });

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { OutOfMemoryError } from "@nuvec/stats";
 import fc from "fast-check";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { Device, type DeviceBuffer } from "../../src/index.js";
 import { budget, hostAvailable, hostUnavailableReason, packageDirectory, recordFigures } from "./support.js";
 
@@ -244,6 +244,15 @@ describe("residency sets that cannot be made (mock)", () => {
 
 describe("wiring that fails (mock)", () => {
   it("is counted, never thrown; the device keeps allocating, mapping and freeing", () => {
+    // The Device's one wiring warning is captured and checked here, not printed.
+    const warnings: Array<{ message: string; options: unknown }> = [];
+    const emitWarning = vi.spyOn(process, "emitWarning").mockImplementation(((
+      message: string,
+      options: unknown,
+    ) => {
+      warnings.push({ message: String(message), options });
+    }) as typeof process.emitWarning);
+    onTestFinished(() => emitWarning.mockRestore());
     const { backend, device } = mockDevice();
     backend.addFile("/weights.bin", 5 * MIB);
     backend.failWiring = (allocation) => allocation.allocatedSize >= 4 * MIB;
@@ -262,6 +271,14 @@ describe("wiring that fails (mock)", () => {
     device.refreshResidency(); // asks again: fails again, counted again, still not thrown
     expect(device.counters().backend.wiringFailures).toBeGreaterThan(failures);
     figures.wiringFaultsInjected += device.counters().backend.wiringFailures - failures;
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.options).toEqual({ type: "NuvecWiringWarning", code: "NUVEC_WIRING_FAILED" });
+    // Emitted at the first failure (the large buffer), once per Device.
+    expect(warnings[0]?.message).toBe(
+      `nuvec: the system refused to wire memory (1 failure): memoryStats().wired says ${9 * MIB} bytes (what ` +
+        `residency asked for), the platform wired ${MIB} (counters().wiredByPlatform). mock: wiring ${8 * MIB} ` +
+        "bytes failed (the failWiring fault)",
+    );
     backend.failWiring = false;
     device.setWiredLimit(0);
     device.setWiredLimit(GIB); // the waiting ones are wired now that wiring works

@@ -755,12 +755,16 @@ const MAX_COMMANDS = budget("NUVEC_FUZZ_MAX_COMMANDS", 400, 400);
 const mockRuns = budget("NUVEC_FUZZ_RUNS", 300, 3000);
 const hostRuns = budget("NUVEC_FUZZ_HOST_RUNS", 80, 350);
 
+// A whole fuzzing run is one test: about a minute on an idle 2-core machine, several on a loaded one. Its
+// bound is there to end a hung run, not to time it.
+const fuzzTimeout = { timeout: 900_000 };
+
 describe("model-based fuzzing on the mock", () => {
-  it(`Apple-like device (16 KiB pages, resource limit 24): ${mockRuns} runs`, () => {
+  it(`Apple-like device (16 KiB pages, resource limit 24): ${mockRuns} runs`, fuzzTimeout, () => {
     fuzz(mockShape("mock-16k", 16384, 24), mockRuns);
   });
 
-  it(`Linux-like device (4 KiB pages, resource limit 12): ${mockRuns} runs`, () => {
+  it(`Linux-like device (4 KiB pages, resource limit 12): ${mockRuns} runs`, fuzzTimeout, () => {
     fuzz(mockShape("mock-4k", 4096, 12), mockRuns);
   });
 });
@@ -768,7 +772,7 @@ describe("model-based fuzzing on the mock", () => {
 describe.skipIf(!hostAvailable)(
   `model-based fuzzing on the host backend${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}`,
   () => {
-    it(`real memory: ${hostRuns} runs`, () => {
+    it(`real memory: ${hostRuns} runs`, fuzzTimeout, () => {
       const backend = hostBackend();
       const shape: Shape = {
         name: "host",

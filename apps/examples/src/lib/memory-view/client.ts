@@ -1,0 +1,616 @@
+/// <reference lib="dom" />
+// The memory view's page code: reads the embedded workload, draws the allocations stacked over time on uPlot's
+// canvas (axes, zoom and cursor are uPlot's), the selected policy's slack and cache above them, every
+// policy's reserved memory as a line, the peaks, and a tooltip for what is under the pointer. Self-contained
+// (the report inlines this function's source); it gets the core, uPlot and the page as arguments.
+import type { Columns, CoreInput, CoreModel, MemoryViewCore } from "./core.js";
+
+/** The parts of uPlot the view uses. */
+interface UPlotChart {
+  ctx: CanvasRenderingContext2D;
+  bbox: { left: number; top: number; width: number; height: number };
+  over: HTMLElement;
+  root: HTMLElement;
+  cursor: { left?: number; top?: number; idx?: number | null };
+  select: { left: number; width: number };
+  valToPos(value: number, scale: string, canvasPixels?: boolean): number;
+  posToVal(position: number, scale: string): number;
+  setData(data: ArrayLike<number>[], resetScales?: boolean): void;
+  setScale(scale: string, limits: { min: number; max: number }): void;
+  setSelect(select: { left: number; top: number; width: number; height: number }, fire?: boolean): void;
+  setSize(size: { width: number; height: number }): void;
+  redraw(rebuildPaths?: boolean, recalcAxes?: boolean): void;
+}
+interface UPlotStatic {
+  new (options: object, data: ArrayLike<number>[], target: HTMLElement): UPlotChart;
+  paths: { stepped?: (options: { align: number }) => unknown };
+}
+
+/** What the page exposes for tests and curious users, as `window.nuvecView`. */
+export interface MemoryViewApi {
+  ready: boolean;
+  error?: string;
+  /** Milliseconds from navigation start to the end of the first draw. */
+  firstDrawMs?: number;
+  /** Milliseconds from navigation start to: the script's start, the data decoded, the model built. */
+  timings?: { started: number; decoded: number; built: number };
+  model?: CoreModel;
+  columns?: Columns;
+  selected: number;
+  /** The highest reserved (or, with `"active"`, active) value drawn for policy `index` at the current zoom. */
+  drawnPeak(index: number, which?: "reserved" | "active"): number;
+  /** The peaks the report states for policy `index`. */
+  reportedPeak(index: number): { active: number; reserved: number };
+  /** Page coordinates of the middle of allocation `index`'s band, where it is drawn; undefined if hidden. */
+  locate(index: number): { x: number; y: number } | undefined;
+  /** Page coordinates of a value on the chart. */
+  pagePoint(event: number, bytes: number): { x: number; y: number };
+  setRange(from: number, to: number): void;
+  select(policy: number): void;
+}
+
+/** Runs the page: `core` is `memoryViewCore()`, `uPlot` the inlined library. */
+export function memoryViewClient(
+  core: MemoryViewCore,
+  uPlot: UPlotStatic,
+  document: Document,
+  window: Window,
+): void {
+  // Two shades per size class, alternating between neighbouring allocations so each band stands apart.
+  const COLORS = ["#93c5fd", "#3b82f6", "#34d399", "#a78bfa", "#f472b6", "#94a3b8"];
+  const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b"];
+  const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed", "#be123c", "#0f766e"];
+  const EXTERNAL_COLORS = ["#111827", "#6b7280"];
+  // Opaque: neighbouring columns may share a pixel, and a translucent fill drawn twice would show stripes.
+  const SLACK = "#d1d5db";
+  const CACHE = "#fcdcaa";
+  const byId = (id: string) => document.getElementById(id) as HTMLElement;
+  const meta = JSON.parse(byId("nuvec-meta").textContent as string) as {
+    title: string;
+    events: number;
+    policies: string[];
+    external: string[];
+    peaks: { active: number; reserved: number }[];
+    figures: { columns: string[]; rows: { label: string; values: (number | string)[]; bytes?: boolean }[] };
+    xLabel: string;
+    layout: [string, string, number, number][];
+  };
+  const api: MemoryViewApi = {
+    ready: false,
+    selected: 0,
+    drawnPeak,
+    reportedPeak: (index) => meta.peaks[index] as { active: number; reserved: number },
+    locate,
+    pagePoint,
+    setRange,
+    select,
+  };
+  (window as unknown as { nuvecView: MemoryViewApi }).nuvecView = api;
+  const status = byId("nuvec-status");
+
+  function fail(error: unknown): void {
+    api.error = String((error as Error)?.stack ?? error);
+    status.textContent = `cannot draw: ${String(error)}`;
+    throw error;
+  }
+
+  async function decode(): Promise<Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array>> {
+    const text = (byId("nuvec-data").textContent as string).trim();
+    // The native decoder where the browser has it (several times faster on megabytes), else atob.
+    const fromBase64 = (Uint8Array as unknown as { fromBase64?: (text: string) => Uint8Array }).fromBase64;
+    let bytes: Uint8Array;
+    if (fromBase64 !== undefined) bytes = fromBase64(text);
+    else {
+      const binary = window.atob(text);
+      bytes = new Uint8Array(binary.length);
+      for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
+    }
+    const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const buffer = await new Response(stream).arrayBuffer();
+    const arrays: Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array> = {};
+    for (const [name, type, offset, length] of meta.layout) {
+      if (type === "Float64Array") arrays[name] = new Float64Array(buffer, offset, length);
+      else if (type === "Int32Array") arrays[name] = new Int32Array(buffer, offset, length);
+      else if (type === "Uint8Array") arrays[name] = new Uint8Array(buffer, offset, length);
+      else arrays[name] = new Uint32Array(buffer, offset, length);
+    }
+    return arrays;
+  }
+
+  function figuresTable(): void {
+    const table = byId("nuvec-figures");
+    const head = `<caption>figures</caption><thead><tr><th></th>${meta.figures.columns.map((column) => `<th>${escapeText(column)}</th>`).join("")}</tr></thead>`;
+    const rows = meta.figures.rows
+      .map(
+        (row) =>
+          `<tr><th>${escapeText(row.label)}</th>${row.values
+            .map(
+              (value) =>
+                `<td${typeof value === "number" ? ` data-bytes="${value}"` : ""}>${escapeText(
+                  typeof value === "number" && row.bytes ? core.formatBytes(value) : String(value),
+                )}</td>`,
+            )
+            .join("")}</tr>`,
+      )
+      .join("");
+    table.innerHTML = `${head}<tbody>${rows}</tbody>`;
+  }
+
+  function escapeText(text: string): string {
+    return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
+  }
+
+  let model: CoreModel;
+  let chart: UPlotChart;
+  let cols: Columns;
+  let yMax = 1;
+  const range = { from: 0, to: meta.events };
+
+  function drawnPeak(index: number, which: "reserved" | "active" = "reserved"): number {
+    if (!api.ready) return 0;
+    const series = (which === "reserved" ? cols.reserved : cols.active)[index];
+    let peak = 0;
+    if (series !== undefined) for (const value of series.max) peak = Math.max(peak, value);
+    return peak;
+  }
+
+  /** The chart's data at the current zoom: four points per column (first, min/max in order, last). */
+  function chartData(): ArrayLike<number>[] {
+    const points = cols.count * 4;
+    const xs = new Float64Array(points);
+    for (let column = 0; column < cols.count; column += 1) {
+      const from = cols.bounds[column] as number;
+      const width = (cols.bounds[column + 1] as number) - from;
+      xs[column * 4] = from;
+      xs[column * 4 + 1] = from + width / 4;
+      xs[column * 4 + 2] = from + width / 2;
+      xs[column * 4 + 3] = from + (width * 3) / 4;
+    }
+    const lines = [...cols.reserved, ...cols.external].map((series) => {
+      const ys = new Float64Array(points);
+      for (let column = 0; column < cols.count; column += 1) {
+        const low = series.min[column] as number;
+        const high = series.max[column] as number;
+        ys[column * 4] = series.first[column] as number;
+        ys[column * 4 + 1] = series.minFirst[column] ? low : high;
+        ys[column * 4 + 2] = series.minFirst[column] ? high : low;
+        ys[column * 4 + 3] = series.last[column] as number;
+      }
+      return ys;
+    });
+    return [xs, ...lines];
+  }
+
+  function computeColumns(): void {
+    computeColumnsFor(Math.max(50, Math.round(chart.bbox.width / window.devicePixelRatio)));
+  }
+
+  function setRange(from: number, to: number): void {
+    range.from = Math.max(0, Math.min(meta.events - 1, Math.floor(from)));
+    range.to = Math.max(range.from + 1, Math.min(meta.events, Math.ceil(to)));
+    (byId("nuvec-from") as HTMLInputElement).value = String(range.from);
+    (byId("nuvec-to") as HTMLInputElement).value = String(range.to);
+    computeColumns();
+    chart.setData(chartData(), false);
+    chart.setScale("x", { min: range.from, max: range.to });
+    chart.setScale("y", { min: 0, max: yMax });
+  }
+
+  function select(policy: number): void {
+    api.selected = policy;
+    (byId("nuvec-policy") as HTMLSelectElement).value = String(policy);
+    chart.redraw(false, false);
+  }
+
+  /** The x of column `c`'s left edge and its width, in canvas pixels. */
+  function columnSpan(column: number): [number, number] {
+    // Whole pixels: translucent bands that overlap by a fraction of a pixel would show stripes.
+    const left = Math.round(chart.valToPos(cols.bounds[column] as number, "x", true));
+    const right = Math.round(chart.valToPos(cols.bounds[column + 1] as number, "x", true));
+    return [left, Math.max(1, right - left)];
+  }
+
+  // The first and last columns where each allocation was drawn as a band of its own, for `locate`.
+  let firstColumn = new Int32Array(0);
+  let lastColumn = new Int32Array(0);
+
+  /** Draws the stacked allocations and the selected policy's slack and cache bands. */
+  function drawBands(u: UPlotChart): void {
+    const context = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    context.save();
+    context.beginPath();
+    context.rect(left, top, width, height);
+    context.clip();
+    const bottom = u.valToPos(0, "y", true);
+    const yOf = (bytes: number) => u.valToPos(bytes, "y", true);
+    const n = model.start.length;
+    if (firstColumn.length !== n) {
+      firstColumn = new Int32Array(n);
+      lastColumn = new Int32Array(n);
+    }
+    firstColumn.fill(-1);
+    // Rectangles extend across columns while an allocation keeps its place: far fewer fill calls.
+    const openX = new Float64Array(n).fill(Number.NaN);
+    const openTop = new Float64Array(n);
+    const openBottom = new Float64Array(n);
+    const openEnd = new Float64Array(n);
+    const openColor = new Int8Array(n);
+    const flush = (index: number) => {
+      const x = openX[index] as number;
+      if (Number.isNaN(x)) return;
+      const color = openColor[index] as number;
+      context.fillStyle = (color >= 0 ? COLORS : SHADES)[Math.abs(color) - 1] as string;
+      context.fillRect(
+        x,
+        openTop[index] as number,
+        (openEnd[index] as number) - x,
+        (openBottom[index] as number) - (openTop[index] as number),
+      );
+      openX[index] = Number.NaN;
+    };
+    const place = (index: number, x: number, w: number, y0: number, y1: number, color: number) => {
+      if (!Number.isNaN(openX[index] as number)) {
+        if (
+          openTop[index] === y0 &&
+          openBottom[index] === y1 &&
+          openColor[index] === color &&
+          Math.abs((openEnd[index] as number) - x) < 0.01
+        ) {
+          openEnd[index] = x + w;
+          return;
+        }
+        flush(index);
+      }
+      openX[index] = x;
+      openTop[index] = y0;
+      openBottom[index] = y1;
+      openEnd[index] = x + w;
+      openColor[index] = color;
+    };
+    let live: number[] = [];
+    let next = 0;
+    const touched = new Uint8Array(n);
+    const policy = api.selected;
+    for (let column = 0; column < cols.count; column += 1) {
+      const rep = cols.rep[column] as number;
+      while (next < n && (model.start[next] as number) <= rep) {
+        live.push(next);
+        next += 1;
+      }
+      const kept: number[] = [];
+      const [x, w] = columnSpan(column);
+      let offset = 0;
+      let pixel = bottom;
+      let runFirst = -1;
+      // Sub-pixel allocations pile into one run until it is a pixel tall; its first one names it.
+      const closeRun = (y: number) => {
+        place(
+          runFirst,
+          x,
+          w,
+          Math.round(y),
+          Math.round(pixel),
+          core.sizeClass(model.size[runFirst] as number) + 1,
+        );
+        touched[runFirst] = 1;
+        pixel = y;
+        runFirst = -1;
+      };
+      for (const index of live) {
+        if ((model.end[index] as number) <= rep) {
+          flush(index);
+          continue;
+        }
+        kept.push(index);
+        const size = model.size[index] as number;
+        const lower = yOf(offset);
+        offset += size;
+        const upper = yOf(offset);
+        if (lower - upper >= 1) {
+          if (runFirst >= 0) closeRun(lower);
+          const color = (index % 2 === 0 ? 1 : -1) * (core.sizeClass(size) + 1);
+          place(index, x, w, Math.round(upper), Math.round(pixel), color);
+          touched[index] = 1;
+          if (firstColumn[index] === -1) firstColumn[index] = column;
+          lastColumn[index] = column;
+          pixel = upper;
+          continue;
+        }
+        if (runFirst < 0) runFirst = index;
+        else flush(index);
+        if (pixel - upper >= 1) closeRun(upper);
+      }
+      if (runFirst >= 0) closeRun(yOf(offset));
+      live = kept;
+      // Above the allocations: the selected policy's slack (active beyond the requested sizes), then cache.
+      const active = (model.policies[policy] as { active: Float64Array }).active[rep] as number;
+      const reserved = (model.policies[policy] as { reserved: Float64Array }).reserved[rep] as number;
+      if (active > offset) {
+        context.fillStyle = SLACK;
+        context.fillRect(x, yOf(active), w, yOf(offset) - yOf(active));
+      }
+      if (reserved > Math.max(active, offset)) {
+        context.fillStyle = CACHE;
+        const from = Math.max(active, offset);
+        context.fillRect(x, yOf(reserved), w, yOf(from) - yOf(reserved));
+      }
+    }
+    for (let index = 0; index < n; index += 1) if (touched[index]) flush(index);
+    context.restore();
+  }
+
+  /** Dashed lines at the selected policy's reported peaks, labelled. */
+  function drawPeaks(u: UPlotChart): void {
+    const context = u.ctx;
+    const { left, top, width } = u.bbox;
+    const peaks = meta.peaks[api.selected] as { active: number; reserved: number };
+    const name = meta.policies[api.selected] as string;
+    const marks: [number, string, string][] = [
+      [
+        peaks.reserved,
+        `peak reserved (${name}) ${core.formatBytes(peaks.reserved)}`,
+        POLICY_COLORS[api.selected % POLICY_COLORS.length] as string,
+      ],
+      [peaks.active, `peak active (${name}) ${core.formatBytes(peaks.active)}`, "#1f2937"],
+    ];
+    context.save();
+    context.font = `${12 * window.devicePixelRatio}px system-ui, sans-serif`;
+    context.textAlign = "left";
+    context.textBaseline = "alphabetic";
+    marks.forEach(([value, label, color], index) => {
+      const y = Math.round(u.valToPos(value, "y", true));
+      if (y < top) return;
+      context.strokeStyle = color;
+      context.fillStyle = color;
+      context.setLineDash([6 * window.devicePixelRatio, 4 * window.devicePixelRatio]);
+      context.lineWidth = window.devicePixelRatio;
+      context.beginPath();
+      context.moveTo(left, y + 0.5);
+      context.lineTo(left + width, y + 0.5);
+      context.stroke();
+      context.fillText(
+        label,
+        left + 6 + index * 320 * window.devicePixelRatio,
+        y - 4 * window.devicePixelRatio,
+      );
+    });
+    context.restore();
+  }
+
+  function pagePoint(event: number, bytes: number): { x: number; y: number } {
+    const box = chart.over.getBoundingClientRect();
+    return {
+      x: box.left + window.scrollX + chart.valToPos(event, "x"),
+      y: box.top + window.scrollY + chart.valToPos(bytes, "y"),
+    };
+  }
+
+  function locate(index: number): { x: number; y: number } | undefined {
+    const first = firstColumn[index];
+    if (first === undefined || first < 0) return undefined;
+    // The middle of where its band was drawn (an allocation lives over one run of events, so it is live at
+    // every column in between), at its place in that column's stack.
+    const column = Math.floor((first + (lastColumn[index] as number)) / 2);
+    const rep = cols.rep[column] as number;
+    let offset = 0;
+    for (const other of core.liveAt(model, rep)) {
+      if (other === index) break;
+      offset += model.size[other] as number;
+    }
+    const box = chart.over.getBoundingClientRect();
+    const [x, w] = columnSpan(column);
+    const ratio = window.devicePixelRatio;
+    return {
+      x: box.left + window.scrollX + (x + w / 2 - chart.bbox.left) / ratio,
+      y: box.top + window.scrollY + chart.valToPos(offset + (model.size[index] as number) / 2, "y"),
+    };
+  }
+
+  /** The column drawn under `left` (CSS pixels from the plot's left edge), by the pixels drawing used. */
+  function columnAt(left: number): number {
+    const x = chart.bbox.left + left * window.devicePixelRatio;
+    let low = 0;
+    let high = cols.count - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (columnSpan(middle)[0] <= x) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  }
+
+  const tooltip = byId("nuvec-tooltip");
+  function hover(u: UPlotChart): void {
+    const left = u.cursor.left ?? -1;
+    const topPx = u.cursor.top ?? -1;
+    if (left < 0 || topPx < 0) {
+      tooltip.style.display = "none";
+      return;
+    }
+    const column = columnAt(left);
+    const rep = cols.rep[column] as number;
+    const bytes = u.posToVal(topPx, "y");
+    const found = core.hit(model, rep, bytes);
+    let text: string;
+    if (found !== undefined) {
+      const index = found.index;
+      const start = model.start[index] as number;
+      const end = model.end[index] as number;
+      const size = model.size[index] as number;
+      const label = labels[index] as number;
+      text = [
+        `allocation ${index} · ${core.formatBytes(size)} (${size} B) · ${core.SIZE_CLASSES[core.sizeClass(size)]?.label}`,
+        `allocated at event ${start}, ${end >= meta.events ? "never freed" : `freed at event ${end}`}`,
+        `age ${rep - start} events here; lives ${end - start} events`,
+        ...meta.policies.map(
+          (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
+        ),
+        ...(label >= 0 ? [labelTexts[label] ?? ""] : []),
+      ].join("\n");
+    } else {
+      const policy = model.policies[api.selected] as {
+        name: string;
+        active: Float64Array;
+        reserved: Float64Array;
+      };
+      const live = model.live[rep] as number;
+      const active = policy.active[rep] as number;
+      const reserved = policy.reserved[rep] as number;
+      text = [
+        `event ${rep}`,
+        `live ${core.formatBytes(live)} · ${policy.name}: active ${core.formatBytes(active)}, cache ${core.formatBytes(reserved - active)}, reserved ${core.formatBytes(reserved)}`,
+        ...meta.external.map(
+          (name, index) => `${name}: ${core.formatBytes(model.external[index]?.values[rep] ?? 0)}`,
+        ),
+      ].join("\n");
+    }
+    tooltip.textContent = text;
+    tooltip.dataset.allocation = found === undefined ? "" : String(found.index);
+    tooltip.style.display = "block";
+    const overBox = u.over.getBoundingClientRect();
+    const mainBox = (tooltip.parentElement as HTMLElement).getBoundingClientRect();
+    tooltip.style.left = `${overBox.left - mainBox.left + left + 14}px`;
+    tooltip.style.top = `${overBox.top - mainBox.top + topPx + 14}px`;
+  }
+
+  let labels: Int32Array = new Int32Array(0);
+  let labelTexts: string[] = [];
+  let charged: Float64Array[] = [];
+
+  async function start(): Promise<void> {
+    const started = window.performance.now();
+    figuresTable();
+    const arrays = await decode();
+    const decoded = window.performance.now();
+    const input: CoreInput = {
+      events: meta.events,
+      start: arrays.start as Uint32Array,
+      end: arrays.end as Uint32Array,
+      size: arrays.size as Float64Array,
+      policies: meta.policies.map((name, index) => ({
+        name,
+        charged: arrays[`charged${index}`] as Float64Array,
+        reservedAt: arrays[`reservedAt${index}`] as Uint32Array,
+        reservedValue: arrays[`reservedValue${index}`] as Float64Array,
+      })),
+      external: meta.external.map((name, index) => ({
+        name,
+        at: arrays[`externalAt${index}`] as Uint32Array,
+        value: arrays[`externalValue${index}`] as Float64Array,
+      })),
+    };
+    labels = arrays.label as Int32Array;
+    labelTexts = JSON.parse(new TextDecoder().decode(arrays.labels as Uint8Array)) as string[];
+    charged = input.policies.map((policy) => policy.charged);
+    model = core.build(input);
+    api.model = model;
+    api.timings = { started, decoded, built: window.performance.now() };
+
+    const picker = byId("nuvec-policy") as HTMLSelectElement;
+    picker.innerHTML = meta.policies
+      .map((name, index) => `<option value="${index}">${escapeText(name)}</option>`)
+      .join("");
+    picker.addEventListener("change", () => select(Number(picker.value)));
+    const legend = byId("nuvec-legend");
+    legend.innerHTML = [
+      ...core.SIZE_CLASSES.map(
+        (sizeClass, index) =>
+          `<span><span class="swatch" style="background:${COLORS[index]}"></span>${escapeText(sizeClass.label)}</span>`,
+      ),
+      `<span><span class="swatch" style="background:${SLACK}"></span>rounding and reuse slack</span>`,
+      `<span><span class="swatch" style="background:${CACHE}"></span>cache</span>`,
+    ].join("");
+
+    const main = byId("nuvec-chart");
+    const width = Math.max(600, Math.min(1200, (main.parentElement as HTMLElement).clientWidth || 900));
+    // Two columns until uPlot has laid the plot out: then one per pixel of its real width (one full draw).
+    computeColumnsFor(2);
+    const stepped = uPlot.paths.stepped?.({ align: 1 });
+    const series = [
+      { label: meta.xLabel },
+      ...meta.policies.map((name, index) => ({
+        label: `${name} reserved`,
+        stroke: POLICY_COLORS[index % POLICY_COLORS.length],
+        width: 1.5,
+        ...(stepped ? { paths: stepped } : {}),
+      })),
+      ...meta.external.map((name, index) => ({
+        label: name,
+        stroke: EXTERNAL_COLORS[index % EXTERNAL_COLORS.length],
+        width: 1.5,
+        dash: [4, 3],
+        ...(stepped ? { paths: stepped } : {}),
+      })),
+    ];
+    const options = {
+      width,
+      height: 460,
+      // Fixed: uPlot's automatic padding follows the axis labels, and the plot's width (its columns) with it.
+      padding: [16, 24, 0, 0],
+      series,
+      scales: { x: { time: false, auto: false }, y: { auto: false, range: () => [0, yMax] } },
+      axes: [
+        { label: meta.xLabel },
+        {
+          size: 90,
+          values: (_: unknown, splits: number[]) => splits.map((value) => core.formatBytes(value)),
+        },
+      ],
+      legend: { show: true, live: false },
+      cursor: {
+        drag: { x: true, y: false, setScale: false },
+        points: { show: false },
+        bind: {
+          dblclick: () => () => {
+            setRange(0, meta.events);
+            return null;
+          },
+        },
+      },
+      hooks: {
+        drawClear: [(u: UPlotChart) => drawBands(u)],
+        draw: [(u: UPlotChart) => drawPeaks(u)],
+        setCursor: [(u: UPlotChart) => hover(u)],
+        setSelect: [
+          (u: UPlotChart) => {
+            if (u.select.width < 3) return;
+            const from = u.posToVal(u.select.left, "x");
+            const to = u.posToVal(u.select.left + u.select.width, "x");
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            setRange(from, to);
+          },
+        ],
+      },
+    };
+    chart = new uPlot(options, chartData(), main);
+    setRange(0, meta.events);
+    chart.over.addEventListener("mouseleave", () => {
+      tooltip.style.display = "none";
+    });
+    byId("nuvec-zoom").addEventListener("click", () =>
+      setRange(
+        Number((byId("nuvec-from") as HTMLInputElement).value),
+        Number((byId("nuvec-to") as HTMLInputElement).value),
+      ),
+    );
+    byId("nuvec-reset").addEventListener("click", () => setRange(0, meta.events));
+    (byId("nuvec-from") as HTMLInputElement).value = "0";
+    (byId("nuvec-to") as HTMLInputElement).value = String(meta.events);
+    api.firstDrawMs = window.performance.now();
+    api.ready = true;
+    document.body.dataset.ready = "true";
+  }
+
+  function computeColumnsFor(pixels: number): void {
+    cols = core.columns(model, range.from, range.to, pixels);
+    api.columns = cols;
+    yMax = 1;
+    for (const group of [cols.reserved, cols.active, cols.external, [cols.live]]) {
+      for (const series of group) for (const value of series.max) yMax = Math.max(yMax, value);
+    }
+    yMax *= 1.06;
+  }
+
+  start().catch(fail);
+}

@@ -1,0 +1,200 @@
+// One pass over a trace that replays it under several cache policies at once, each on its own Device over
+// the mock backend, and optionally records the workload for the memory view. Every event goes through the
+// allocator's TraceValidator once, the check replayTrace makes.
+import { type AllocatorPolicy, TraceValidator } from "@nuvec/allocator";
+import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
+import { MockBackend } from "@nuvec/metal-native/mock";
+import type { MemoryStats } from "@nuvec/stats";
+import { type RecordedWorkload, WorkloadRecorder } from "./memory-view/recorder.js";
+
+/** The device and settings every policy runs with. */
+export interface PolicyReplayOptions {
+  /** Policy names, as `Device.open({ policy })` takes them. */
+  policies: readonly string[];
+  workingSet: number;
+  memorySize: number;
+  cacheLimit?: number;
+  memoryLimit?: number;
+  reserveRatio?: number;
+  boundedRelease?: "least-recent" | "largest";
+  /** Record the workload for the memory view. */
+  record?: boolean;
+  /** Per allocation, in allocation order: an index into the caller's labels (stack frames). */
+  labels?: ArrayLike<number>;
+}
+
+/** What one policy ends with. */
+export interface PolicyOutcome {
+  policy: string;
+  stats: MemoryStats;
+  cacheHits: number;
+  systemAllocations: number;
+  peakReserved: number;
+  peakLive: number;
+  outOfMemoryRefusals: number;
+  /** Nanoseconds per event through the whole Device (checking and recording included). */
+  nsPerEvent: number;
+}
+
+/** What {@link replayPolicies} returns. */
+export interface PolicyReplayResult {
+  events: number;
+  header: Record<string, unknown> | undefined;
+  outcomes: PolicyOutcome[];
+  /** With `record`: the workload, each policy's charged bytes and reserved memory. */
+  workload?: RecordedWorkload;
+}
+
+interface Run {
+  policy: string;
+  backend: MockBackend;
+  device: Device;
+  buffers: (DeviceBuffer | undefined)[];
+  mappings: (MappedFile | undefined)[];
+  refused: number;
+}
+
+/** Takes trace id `id`'s handle out of `handles` (`undefined`: none, the allocation was refused). */
+function take<T>(handles: (T | undefined)[], id: number): T | undefined {
+  const handle = handles[id];
+  handles[id] = undefined;
+  return handle;
+}
+
+function open(policy: string, options: PolicyReplayOptions): Run {
+  const backend = new MockBackend({
+    recommendedMaxWorkingSetSize: options.workingSet,
+    memorySize: options.memorySize,
+    maxBufferLength: options.workingSet,
+    // Only figures are read, never the mock's call log: it then keeps its counters only.
+    callLogLimit: 0,
+  });
+  const device = Device.open({
+    backend,
+    policy: policy as AllocatorPolicy,
+    ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
+    ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
+  });
+  // As the shared traces' figures: limits set right after opening, memory limit first (it moves the GC limit).
+  try {
+    if (options.memoryLimit !== undefined) device.setMemoryLimit(options.memoryLimit);
+    if (options.cacheLimit !== undefined) device.setCacheLimit(options.cacheLimit);
+  } catch (error) {
+    device.close();
+    throw error;
+  }
+  return { policy, backend, device, buffers: [], mappings: [], refused: 0 };
+}
+
+/** Applies one checked event to one policy's device; returns the bytes it charged for an allocation. */
+function apply(run: Run, event: readonly unknown[], workingSet: number): number {
+  const { device, buffers, mappings } = run;
+  switch (event[0]) {
+    case "a":
+      try {
+        const buffer = device.malloc(event[2] as number);
+        buffers[event[1] as number] = buffer;
+        return buffer.allocatedLength;
+      } catch (error) {
+        if ((error as { code?: string }).code !== "ERR_NUVEC_OUT_OF_MEMORY") throw error;
+        run.refused += 1;
+        return 0;
+      }
+    case "f":
+      take(buffers, event[1] as number)?.free();
+      return 0;
+    case "m": {
+      const path = `trace-mapping-${event[1]}`;
+      run.backend.addFile(path, event[2] as number);
+      mappings[event[1] as number] = device.mapFile(path);
+      return 0;
+    }
+    case "u":
+      take(mappings, event[1] as number)?.free();
+      return 0;
+    case "l":
+      if (event[1] === "memory") device.setMemoryLimit(event[2] as number);
+      else if (event[1] === "cache") device.setCacheLimit(event[2] as number);
+      else device.setWiredLimit(Math.min(event[2] as number, workingSet));
+      return 0;
+    case "c":
+      device.clearCache();
+      return 0;
+    case "p":
+      device.resetPeak();
+      return 0;
+  }
+  return 0;
+}
+
+/**
+ * Replays `batches` (arrays of trace items: an optional header object, then events) under every policy of
+ * `options.policies` in one pass. Every device is closed before it returns or throws.
+ *
+ * @throws TraceError for an impossible event (from the validator); a policy name the allocator refuses.
+ */
+export async function replayPolicies(
+  batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
+  options: PolicyReplayOptions,
+): Promise<PolicyReplayResult> {
+  const runs: Run[] = [];
+  try {
+    for (const policy of options.policies) runs.push(open(policy, options));
+    const validator = new TraceValidator();
+    const recorder = options.record ? new WorkloadRecorder(options.policies) : undefined;
+    const charged = new Array<number>(runs.length).fill(0);
+    const reserved = new Array<number>(runs.length).fill(0);
+    let allocations = 0;
+    let nanoseconds = 0n;
+    for await (const batch of batches) {
+      const started = process.hrtime.bigint();
+      for (const item of batch) {
+        const event = validator.check(item);
+        if (event === undefined) continue; // the header
+        for (let index = 0; index < runs.length; index += 1) {
+          charged[index] = apply(runs[index] as Run, event, options.workingSet);
+        }
+        if (recorder !== undefined) {
+          if (event[0] === "a") {
+            recorder.allocate(event[1], event[2], charged, options.labels?.[allocations] ?? -1);
+            allocations += 1;
+          } else if (event[0] === "f") recorder.free(event[1]);
+          for (let index = 0; index < runs.length; index += 1) {
+            const stats = (runs[index] as Run).device.memoryStats();
+            reserved[index] = stats.active + stats.cache;
+          }
+          recorder.endEvent(reserved);
+        }
+      }
+      nanoseconds += process.hrtime.bigint() - started;
+    }
+    const events = validator.events;
+    const outcomes = runs.map((run) => {
+      const stats = run.device.memoryStats();
+      const counters = run.device.counters();
+      return {
+        policy: run.policy,
+        stats,
+        cacheHits: counters.cacheHits,
+        systemAllocations: stats.systemAllocations,
+        peakReserved: stats.peakReserved,
+        peakLive: counters.peakLive,
+        outOfMemoryRefusals: run.refused,
+        // The loop's time (reading excluded) shared equally among the policies replayed together.
+        nsPerEvent: Math.round((Number(nanoseconds) / runs.length / Math.max(1, events)) * 10) / 10,
+      };
+    });
+    return {
+      events,
+      header: validator.header as Record<string, unknown> | undefined,
+      outcomes,
+      ...(recorder === undefined ? {} : { workload: recorder.finish() }),
+    };
+  } finally {
+    for (const run of runs) {
+      for (const buffer of run.buffers) buffer?.free();
+      for (const mapping of run.mappings) mapping?.free();
+      run.device.close();
+    }
+  }
+}

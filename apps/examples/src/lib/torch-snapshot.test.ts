@@ -1,0 +1,415 @@
+// PyTorch memory snapshots as replay input: the fixture's figures (computed by the script that wrote it, not by
+// nuvec), replay under every policy, and hostile pickles, each refused with a typed error and no code run.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { ALLOCATOR_POLICIES, FormatError, replayTrace } from "@nuvec/allocator";
+import { afterAll, describe, expect, it } from "vitest";
+import { memoryViewCore } from "./memory-view/core.js";
+import { replayPolicies } from "./policy-replay.js";
+import { looksLikeTorchSnapshot, readTorchSnapshot } from "./torch-snapshot.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const traces = join(here, "..", "..", "traces");
+const fixture = join(traces, "toy-train.pickle");
+/** A snapshot's figures as scripts/snapshot_figures.py counted them from its entries, keyed by device. */
+const figuresOf = (name: string) =>
+  JSON.parse(readFileSync(join(traces, `${name}.figures.json`), "utf8")) as Record<string, SnapshotFigures>;
+const figures = figuresOf("toy-train");
+/** The toy fixture, made without PyTorch, and real snapshots recorded by PyTorch on a GPU. */
+const snapshots = [
+  { name: "toy-train", path: fixture },
+  { name: "transformer-train", path: join(traces, "transformer-train.pickle.gz") },
+  { name: "inference-loop", path: join(traces, "inference-loop.pickle.gz") },
+];
+type SnapshotFigures = {
+  allocations: number;
+  frees: number;
+  skippedFrees: number;
+  liveAtEnd: number;
+  peakLiveBytes: number;
+  reservedAtStart: number;
+  peakReserved: number;
+  reservedAtEnd: number;
+};
+const folder = mkdtempSync(join(tmpdir(), "nuvec-snapshot-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const GiB = 1024 ** 3;
+
+/** A pickle (protocol 2) of plain data: Maps and objects become dicts, arrays lists. For tests only. */
+function pickle(value: unknown): Buffer {
+  const parts: Buffer[] = [Buffer.from([0x80, 0x02])];
+  const put = (item: unknown): void => {
+    if (item === null || item === undefined) parts.push(Buffer.from("N"));
+    else if (item === true) parts.push(Buffer.from([0x88]));
+    else if (item === false) parts.push(Buffer.from([0x89]));
+    else if (typeof item === "number" && Number.isInteger(item) && item >= 0 && item < 2 ** 31) {
+      const bytes = Buffer.alloc(5);
+      bytes[0] = 0x4a; // BININT
+      bytes.writeInt32LE(item, 1);
+      parts.push(bytes);
+    } else if (typeof item === "number" && !Number.isInteger(item)) {
+      const bytes = Buffer.alloc(9);
+      bytes[0] = 0x47; // BINFLOAT
+      bytes.writeDoubleBE(item, 1);
+      parts.push(bytes);
+    } else if (typeof item === "number" || typeof item === "bigint") {
+      // LONG1 of 8 bytes, little-endian (addresses past 2^31).
+      const bytes = Buffer.alloc(10);
+      bytes[0] = 0x8a;
+      bytes[1] = 8;
+      bytes.writeBigUInt64LE(BigInt(item), 2);
+      parts.push(bytes);
+    } else if (typeof item === "string") {
+      const text = Buffer.from(item, "utf8");
+      const head = Buffer.alloc(5);
+      head[0] = 0x58; // BINUNICODE
+      head.writeUInt32LE(text.length, 1);
+      parts.push(head, text);
+    } else if (Array.isArray(item)) {
+      parts.push(Buffer.from("](")); // EMPTY_LIST, MARK
+      for (const element of item) put(element);
+      parts.push(Buffer.from("e")); // APPENDS
+    } else {
+      parts.push(Buffer.from("}(")); // EMPTY_DICT, MARK
+      const entries = item instanceof Map ? [...item.entries()] : Object.entries(item as object);
+      for (const [key, element] of entries) {
+        put(key);
+        put(element);
+      }
+      parts.push(Buffer.from("u")); // SETITEMS
+    }
+  };
+  put(value);
+  parts.push(Buffer.from("."));
+  return Buffer.concat(parts);
+}
+
+/** Bytes as written (each character one byte). */
+const raw = (text: string) => Buffer.from(text, "latin1");
+
+let written = 0;
+function file(bytes: Buffer | string, name?: string): string {
+  written += 1;
+  const path = join(folder, name ?? `snapshot-${written}.pickle`);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+/** The typed error `path` is refused with. */
+function refusal(path: string, options: { device?: number; maxBytes?: number } = {}): FormatError {
+  try {
+    readTorchSnapshot(path, options);
+  } catch (error) {
+    expect(error).toBeInstanceOf(FormatError);
+    return error as FormatError;
+  }
+  throw new Error(`${path} was read`);
+}
+
+const entry = (action: string, addr: number, size: number, name = "forward") => ({
+  action,
+  addr,
+  size,
+  stream: 0,
+  frames: [{ filename: "/m/model.py", line: 3, name }],
+});
+
+describe("a PyTorch snapshot as a trace", () => {
+  it("reads the fixture's training device by default, its header and its frames as labels", () => {
+    const torch = readTorchSnapshot(fixture);
+    const expected = figures["0"] as (typeof figures)["0"];
+    expect(torch.device).toBe(0);
+    expect(torch.devices).toEqual([0, 1]);
+    const header = torch.items[0] as { name: string; events: number };
+    expect(header.name).toBe("toy-train");
+    expect(header.events).toBe(expected.allocations + expected.frees);
+    // Allocations carry their frames, innermost first, interned.
+    expect(torch.allocationLabels.length).toBe(expected.allocations);
+    expect(torch.labels[torch.allocationLabels[0] as number]).toBe(
+      "Linear.__init__ (/work/model/Linear.py:10)\nBlock.__init__ (/work/model/Block.py:17)\nmain (/work/model/main.py:24)",
+    );
+    expect(new Set(torch.labels).size).toBe(torch.labels.length);
+  });
+
+  it("reads another device when asked", () => {
+    const torch = readTorchSnapshot(fixture, { device: 1 });
+    const expected = figures["1"] as (typeof figures)["1"];
+    expect(torch.device).toBe(1);
+    expect(torch.counts.allocations).toBe(expected.allocations);
+    expect(refusal(fixture, { device: 7 }).code).toBe("ERR_NUVEC_TRACE_EMPTY");
+  });
+
+  for (const { name, path } of snapshots) {
+    for (const [device, expected] of Object.entries(figuresOf(name))) {
+      it(`${name}, device ${device}: the counts of the snapshot's own entries`, () => {
+        const torch = readTorchSnapshot(path, { device: Number(device) });
+        expect(torch.counts.allocations).toBe(expected.allocations);
+        expect(torch.counts.frees).toBe(expected.frees);
+        expect(torch.counts.skippedFrees).toBe(expected.skippedFrees);
+        expect(torch.counts.liveAtEnd).toBe(expected.liveAtEnd);
+        expect(torch.reservedAtStart).toBe(expected.reservedAtStart);
+        expect(torch.peakReserved).toBe(expected.peakReserved);
+        expect(torch.reserved.value.at(-1)).toBe(expected.reservedAtEnd);
+      });
+
+      it(`${name}, device ${device}: every policy replays to the figures of the allocator's own replay`, async () => {
+        const torch = readTorchSnapshot(path, { device: Number(device) });
+        const result = await replayPolicies([torch.items], {
+          policies: ALLOCATOR_POLICIES,
+          workingSet: 8 * GiB,
+          memorySize: 16 * GiB,
+          record: true,
+          labels: torch.allocationLabels,
+        });
+        expect(result.outcomes.map((outcome) => outcome.policy)).toEqual([...ALLOCATOR_POLICIES]);
+        for (const outcome of result.outcomes) {
+          const alone = replayTrace(torch.items as Parameters<typeof replayTrace>[0], {
+            policy: outcome.policy as (typeof ALLOCATOR_POLICIES)[number],
+            workingSet: 8 * GiB,
+            memorySize: 16 * GiB,
+            maxBufferLength: 8 * GiB,
+          });
+          expect(outcome.stats.peakActive).toBe(alone.stats.peakActive);
+          expect(outcome.stats.active).toBe(alone.stats.active);
+          expect(outcome.stats.cache).toBe(alone.stats.cache);
+          expect(outcome.peakReserved).toBe(alone.stats.peakReserved);
+          expect(outcome.systemAllocations).toBe(alone.stats.systemAllocations);
+        }
+        // The workload the view draws: the live requested bytes peak where the script counted them.
+        const model = memoryViewCore().build(result.workload as NonNullable<typeof result.workload>);
+        expect(model.live.reduce((peak, value) => Math.max(peak, value), 0)).toBe(expected.peakLiveBytes);
+        expect([...(result.workload?.label ?? [])]).toEqual([...torch.allocationLabels]);
+      });
+    }
+  }
+
+  it("reads a gzipped snapshot, and tells a snapshot by its name or its first bytes", () => {
+    const gzipped = file(gzipSync(readFileSync(fixture)), "toy.pickle.gz");
+    expect(readTorchSnapshot(gzipped).counts).toEqual(readTorchSnapshot(fixture).counts);
+    expect(looksLikeTorchSnapshot(gzipped)).toBe(true);
+    expect(looksLikeTorchSnapshot(file(readFileSync(fixture), "no-extension"))).toBe(true);
+    expect(looksLikeTorchSnapshot(file('{"name":"x"}\n["a",0,1]\n', "trace.ndjson"))).toBe(false);
+    expect(looksLikeTorchSnapshot(folder)).toBe(false);
+  });
+
+  it("uses free_requested when a snapshot has no free_completed (older PyTorch), and skips unknown frees", () => {
+    const path = file(
+      pickle({
+        device_traces: [
+          [
+            entry("free_requested", 5000, 512),
+            entry("alloc", 2 ** 40, 1024),
+            entry("alloc", 2 ** 40 + 1024, 2048),
+            entry("free_requested", 2 ** 40, 1024),
+            entry("alloc", 2 ** 40, 512),
+          ],
+        ],
+      }),
+    );
+    const torch = readTorchSnapshot(path);
+    expect(torch.items.slice(1)).toEqual([
+      ["a", 0, 1024],
+      ["a", 1, 2048],
+      ["f", 0],
+      ["a", 2, 512],
+    ]);
+    expect(torch.counts.skippedFrees).toBe(1);
+    expect(torch.counts.liveAtEnd).toBe(2);
+    expect(torch.reservedAtStart).toBe(0);
+  });
+});
+
+describe("the globals a snapshot may hold", () => {
+  it("reads collections.OrderedDict as plain data (an older PyTorch's allocator settings)", () => {
+    const body = (value: unknown) => pickle(value).subarray(2, -1);
+    const bytes = Buffer.concat([
+      raw("\x80\x02}("),
+      body("device_traces"),
+      body([[entry("alloc", 2 ** 44, 4096)]]),
+      body("allocator_settings"),
+      raw("ccollections\nOrderedDict\n)R"),
+      body("max_split_size"),
+      body(7),
+      raw("su."),
+    ]);
+    const torch = readTorchSnapshot(file(bytes));
+    expect(torch.items.slice(1)).toEqual([["a", 0, 4096]]);
+  });
+});
+
+describe("allocation labels", () => {
+  it("keep the innermost Python frame, then the frames outside torch; C++-only stacks keep their own", () => {
+    const frame = (name: string, filename: string, line = 1) => ({ name, filename, line });
+    const path = file(
+      pickle({
+        device_traces: [
+          [
+            {
+              action: "alloc",
+              addr: 4096,
+              size: 512,
+              frames: [
+                frame("c10::cuda::CUDACachingAllocator::malloc", "??", 0),
+                frame("linear", "/py/site-packages/torch/nn/modules/linear.py", 125),
+                frame("_call_impl", "/py/site-packages/torch/nn/modules/module.py", 1747),
+                frame("forward", "/home/me/model.py", 40),
+                frame("<module>", "/home/me/train.py", 9),
+              ],
+            },
+            {
+              action: "alloc",
+              addr: 8192,
+              size: 512,
+              frames: [frame("at::empty", "aten.cpp"), frame("c10::alloc", "c10.cpp")],
+            },
+            { action: "alloc", addr: 16384, size: 512, frames: [] },
+          ],
+        ],
+      }),
+    );
+    const torch = readTorchSnapshot(path);
+    expect(torch.labels).toEqual([
+      "linear (/py/site-packages/torch/nn/modules/linear.py:125)\nforward (/home/me/model.py:40)\n<module> (/home/me/train.py:9)",
+      "at::empty (aten.cpp:1)\nc10::alloc (c10.cpp:1)",
+    ]);
+    expect([...torch.allocationLabels]).toEqual([0, 1, -1]);
+  });
+});
+
+describe("hostile and malformed snapshots: a typed error, and no code runs", () => {
+  const marker = join(folder, "ran");
+  const command = `touch ${marker}`;
+  const text = (value: string) => {
+    const bytes = Buffer.from(value, "utf8");
+    const head = Buffer.alloc(5);
+    head[0] = 0x58;
+    head.writeUInt32LE(bytes.length, 1);
+    return Buffer.concat([head, bytes]);
+  };
+  const hostile: [string, Buffer, string][] = [
+    [
+      "a __reduce__ to os.system (GLOBAL)",
+      Buffer.concat([raw("\x80\x02cos\nsystem\n"), text(command), raw("\x85R.")]),
+      "refused the global os.system",
+    ],
+    [
+      "posix.system",
+      Buffer.concat([raw("\x80\x02cposix\nsystem\n"), text(command), raw("\x85R.")]),
+      "refused the global posix.system",
+    ],
+    [
+      "builtins.eval through STACK_GLOBAL",
+      Buffer.concat([
+        Buffer.from([0x80, 0x04, 0x8c, 8]),
+        Buffer.from("builtins"),
+        Buffer.from([0x8c, 4]),
+        Buffer.from("eval"),
+        Buffer.from([0x93]),
+        text(`__import__('os').system('${command}')`),
+        raw("\x85R."),
+      ]),
+      "refused the global builtins.eval",
+    ],
+    [
+      "INST of os.system",
+      Buffer.concat([raw("\x80\x02("), text(command), raw("ios\nsystem\n.")]),
+      "refused the global os.system",
+    ],
+    ["NEWOBJ of a class", raw("\x80\x02c__main__\nEvil\n)\x81."), "refused the global __main__.Evil"],
+    ["a persistent id", raw("\x80\x02Pweights\n."), "refused a persistent id"],
+    ["an extension code", raw("\x80\x02\x82\x01."), "refused an extension code"],
+    ["REDUCE of a list", raw("\x80\x02](]R."), "not a function"],
+  ];
+  for (const [name, bytes, why] of hostile) {
+    it(`refuses ${name}`, () => {
+      const error = refusal(file(bytes));
+      expect(error.code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+      expect(error.message).toContain(why);
+      expect(existsSync(marker)).toBe(false);
+    });
+  }
+
+  it("refuses a huge length without reading or allocating it", () => {
+    const long4 = Buffer.concat([
+      Buffer.from([0x80, 0x02, 0x8b]),
+      Buffer.from([0, 0, 0, 0x40]),
+      Buffer.alloc(16),
+    ]);
+    expect(refusal(file(long4)).message).toContain("bytes");
+    const bytes8 = Buffer.concat([
+      Buffer.from([0x80, 0x04, 0x8e]),
+      Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]),
+    ]);
+    expect(refusal(file(bytes8)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+    const unicode = Buffer.concat([
+      Buffer.from([0x80, 0x02, 0x58]),
+      Buffer.from([0xf0, 0xff, 0xff, 0xff]),
+      raw("ab"),
+    ]);
+    expect(refusal(file(unicode)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+  });
+
+  it("refuses every truncation of the fixture", () => {
+    const bytes = readFileSync(fixture);
+    for (const cut of [0, 1, 2, 3, 100, 1000, bytes.length >> 1, bytes.length - 2, bytes.length - 1]) {
+      const error = refusal(file(bytes.subarray(0, cut)));
+      expect(error.code, `cut at ${cut}`).toBe("ERR_NUVEC_TRACE_CORRUPT");
+    }
+  });
+
+  it("refuses deep nesting and a huge APPENDS without exhausting the stack", () => {
+    const depth = 200_000;
+    const nested = Buffer.concat([
+      Buffer.from([0x80, 0x02]),
+      Buffer.alloc(depth, "]"),
+      Buffer.alloc(depth - 1, "a"),
+      Buffer.from("."),
+    ]);
+    expect(refusal(file(nested)).message).toContain("device_traces");
+    const marks = Buffer.concat([Buffer.from([0x80, 0x02]), Buffer.alloc(depth, "("), Buffer.from(".")]);
+    expect(refusal(file(marks)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+    const appends = Buffer.concat([raw("\x80\x02]("), Buffer.alloc(400_000, "N"), raw("e.")]);
+    expect(refusal(file(appends)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+  });
+
+  it("refuses a gzip bomb at the limit, a file past it, and what is not a file", () => {
+    const bomb = file(gzipSync(Buffer.alloc(64 * 1024 * 1024)), "bomb.pickle.gz");
+    expect(refusal(bomb, { maxBytes: 1024 * 1024 }).code).toBe("ERR_NUVEC_TRACE_TOO_LARGE");
+    expect(refusal(fixture, { maxBytes: 1000 }).code).toBe("ERR_NUVEC_TRACE_TOO_LARGE");
+    expect(refusal(file(Buffer.from([0x1f, 0x8b, 8, 0, 1, 2, 3]), "bad.pickle.gz")).code).toBe(
+      "ERR_NUVEC_TRACE_CORRUPT",
+    );
+    mkdirSync(join(folder, "dir.pickle"), { recursive: true });
+    expect(refusal(join(folder, "dir.pickle")).code).toBe("ERR_NUVEC_TRACE_NOT_A_FILE");
+    expect(refusal(join(folder, "missing.pickle")).code).toBe("ERR_NUVEC_TRACE_NOT_FOUND");
+    expect(refusal(file("not a pickle at all")).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+  });
+
+  it("refuses data of the wrong shape", () => {
+    const cases: [unknown, string][] = [
+      [[1, 2, 3], "device_traces"],
+      [{ device_traces: "no" }, "device_traces"],
+      [{ device_traces: [[{ action: 7 }]] }, "no action"],
+      [{ device_traces: [[{ action: "alloc", addr: 1, size: "big" }]] }, "addr and size"],
+      [{ device_traces: [[{ action: "alloc", addr: 1.5, size: 4 }]] }, "addr and size"],
+      [{ device_traces: [[entry("alloc", 64, 512), entry("alloc", 64, 512)]] }, "already allocated"],
+    ];
+    for (const [value, words] of cases) {
+      const error = refusal(file(pickle(value)));
+      expect(error.code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+      expect(error.message).toContain(words);
+    }
+    // A protocol-0 DICT may name __proto__: it stays data (no prototype of anything else changes).
+    const proto = Buffer.concat([raw("\x80\x02("), text("__proto__"), raw("]d.")]);
+    expect(refusal(file(proto)).message).toContain("device_traces");
+    expect(({} as { length?: number }).length).toBeUndefined();
+    // No allocation at all.
+    expect(refusal(file(pickle({ device_traces: [[], [entry("segment_alloc", 0, 2 ** 21)]] }))).code).toBe(
+      "ERR_NUVEC_TRACE_EMPTY",
+    );
+    expect(refusal(file(pickle({ device_traces: [] }))).code).toBe("ERR_NUVEC_TRACE_EMPTY");
+  });
+});
