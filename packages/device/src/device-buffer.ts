@@ -5,8 +5,8 @@
 import type { Allocation } from "@nuvec/allocator";
 import type { NativeBuffer } from "@nuvec/metal-native";
 import { ArgumentError } from "@nuvec/stats";
-import type { Device } from "./device.js";
 import { bufferFreed, deviceClosed, notHostVisible } from "./errors.js";
+import type { HandleOwner } from "./handle-owner.js";
 import type { FreeOptions } from "./options.js";
 
 /**
@@ -105,8 +105,8 @@ export function ownerOfView(view: ArrayBuffer): DeviceBuffer | undefined {
  * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
  * without `free()` is given back by a safety net, but only once no view over it is reachable.
  */
-export class DeviceBuffer {
-  readonly #device: Device;
+export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
+  readonly #device: Owner;
   readonly #state: BufferState;
   // The views handed out since malloc, held until free(): the native addon holds them only weakly, and a
   // view collected before free() (its finalizer pending) cannot be told from one moved away by transfer(),
@@ -127,7 +127,7 @@ export class DeviceBuffer {
   }
 
   /** @internal Made by {@link Device.malloc}. */
-  constructor(device: Device, state: BufferState) {
+  constructor(device: Owner, state: BufferState) {
     this.#device = device;
     this.#state = state;
   }
@@ -148,7 +148,7 @@ export class DeviceBuffer {
   }
 
   /** The device this buffer belongs to. */
-  get device(): Device {
+  get device(): Owner {
     return this.#device;
   }
 

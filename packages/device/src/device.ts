@@ -120,7 +120,7 @@ export class Device {
    * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
    * max buffer length (the allocator checks `bytes`).
    */
-  malloc(bytes: number): DeviceBuffer {
+  malloc(bytes: number): DeviceBuffer<Device> {
     if (this.#closed) throw deviceClosed("malloc()");
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
@@ -227,7 +227,7 @@ export class Device {
    * limit allows. Refused with an `OutOfMemoryError` past the memory limit (the file is unmapped again). Free it
    * with `file.free()` (or `using`).
    */
-  mapFile(path: string): MappedFile {
+  mapFile(path: string): MappedFile<Device> {
     if (this.#closed) throw deviceClosed("mapFile()");
     checkPath(path);
     const native = this.#backend.mapFile(path);

@@ -1,8 +1,8 @@
 // A file mapped without a copy by Device.mapFile, and the state the Device keeps for it.
 import type { Mapping } from "@nuvec/allocator";
 import type { NativeMappedFile } from "@nuvec/metal-native";
-import type { Device } from "./device.js";
 import { deviceClosed, mappingFreed } from "./errors.js";
+import type { HandleOwner } from "./handle-owner.js";
 import type { FreeOptions } from "./options.js";
 
 /** @internal What the Device keeps for a mapped file: the backend's mapping and the allocator's account. */
@@ -22,8 +22,8 @@ export function mappedFileState(file: MappedFile): MappedFileState {
 }
 
 /** A file mapped without a copy by {@link Device.mapFile}: read-only by convention (writes stay private). */
-export class MappedFile {
-  readonly #device: Device;
+export class MappedFile<Owner extends HandleOwner = HandleOwner> {
+  readonly #device: Owner;
   readonly #state: MappedFileState;
 
   static {
@@ -31,7 +31,7 @@ export class MappedFile {
   }
 
   /** @internal Made by {@link Device.mapFile}. */
-  constructor(device: Device, native: NativeMappedFile, mapping: Mapping) {
+  constructor(device: Owner, native: NativeMappedFile, mapping: Mapping) {
     this.#device = device;
     this.#state = { native, mapping, live: true };
   }
@@ -57,7 +57,7 @@ export class MappedFile {
   }
 
   /** The device this mapping belongs to. */
-  get device(): Device {
+  get device(): Owner {
     return this.#device;
   }
 

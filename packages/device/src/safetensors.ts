@@ -166,7 +166,7 @@ function checkedMetadata(value: unknown): Record<string, string> {
 /** A checkpoint mapped by {@link mapSafetensors}: the file, its checked header, and views of its tensors. */
 export interface MappedSafetensors {
   /** The mapped file (free it, or use `using`, when done: every view is detached then). */
-  readonly file: MappedFile;
+  readonly file: MappedFile<Device>;
   /** The checked header. */
   readonly header: SafetensorsHeader;
   /** The bytes of the tensor called `name`, without a copy; throws a `ArgumentError` for a name not in the header. */
