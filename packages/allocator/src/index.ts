@@ -1,15 +1,5 @@
-// The error family, so that one import is enough to catch any nuvec error.
-export {
-  ArgumentError,
-  FormatError,
-  NativeUnavailableError,
-  NuvecError,
-  type NuvecErrorCode,
-  OutOfMemoryError,
-  StateError,
-  SystemCallError,
-  UnsupportedError,
-} from "@nuvec/stats";
+// The root of the error family and the kinds the allocator throws (every kind is in `@nuvec/stats`).
+export { ArgumentError, FormatError, NuvecError, OutOfMemoryError, StateError } from "@nuvec/stats";
 export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";

@@ -7,17 +7,16 @@
  * @packageDocumentation
  */
 
+// The root of the error family and the kinds a backend throws, as @nuvec/metal-native exports them.
 export {
   ArgumentError,
-  FormatError,
   NativeUnavailableError,
   NuvecError,
-  type NuvecErrorCode,
   OutOfMemoryError,
   StateError,
   SystemCallError,
   UnsupportedError,
-} from "@nuvec/stats";
+} from "@nuvec/metal-native";
 export {
   CudaBackend,
   CudaBuffer,

@@ -11,29 +11,11 @@ import { runInNewContext } from "node:vm";
 import { Device, OutOfMemoryError } from "@nuvec/device";
 import { ArgumentError, UnsupportedError } from "@nuvec/stats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { patternBytes, thrown } from "../../metal-native/test/support.js";
 import { cuda, cudaBackend } from "./support.js";
 
 const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
-
-function patternBytes(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let state = seed >>> 0 || 1;
-  for (let index = 0; index < length; index += 1) {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    bytes[index] = state >>> 24;
-  }
-  return bytes;
-}
-
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
 
 describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
   let directory: string;

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { NativeUnavailableError } from "@nuvec/metal-native";
 import { ArgumentError, NuvecError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../metal-native/test/support.js";
 import { loadCudaBackend } from "../src/index.js";
 import { findCudaAddon } from "../src/loader.js";
 import { cudaBackend, cudaUnavailableReason } from "./support.js";
@@ -18,15 +19,6 @@ const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 // package.json, no native/build, no node_modules: the addon comes through NUVEC_CUDA_NATIVE_ADDON there), so
 // the tests of the package's own layout cannot run there.
 const inPackage = existsSync(join(packageRoot, "package.json"));
-
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
 
 describe("loadCudaBackend", () => {
   it.each([

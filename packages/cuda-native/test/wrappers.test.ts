@@ -5,6 +5,7 @@
 import type { NativeCounters } from "@nuvec/metal-native";
 import { ArgumentError, type OutOfMemoryError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../metal-native/test/support.js";
 import { CudaBackend, CudaBuffer, CudaMappedFile, CudaResidencySet } from "../src/cuda.js";
 import type { RawCudaAddon, RawCudaFacts } from "../src/raw.js";
 
@@ -125,15 +126,6 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     noop: () => undefined,
   };
   return { addon, facts, calls };
-}
-
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
 }
 
 function argumentOf(action: () => unknown): string {

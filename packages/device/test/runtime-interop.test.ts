@@ -2,14 +2,16 @@
 // settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
 // real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
 // around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { readOwnMemory } from "../../metal-native/test/support.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
+import { captureWarnings } from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -31,23 +33,6 @@ function writeFile(bytes: Uint8Array): string {
 function pattern(length: number, seed: number): Uint8Array {
   const bytes = new Uint8Array(length);
   for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed) & 0xff;
-  return bytes;
-}
-
-/** Reads this process's memory at `address` through /proc/self/mem (not through any view). */
-function readOwnMemory(address: bigint, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  const descriptor = openSync("/proc/self/mem", "r");
-  try {
-    let done = 0;
-    while (done < length) {
-      const read = readSync(descriptor, bytes, done, length - done, Number(address) + done);
-      if (read === 0) throw new Error(`nothing to read at ${address}`);
-      done += read;
-    }
-  } finally {
-    closeSync(descriptor);
-  }
   return bytes;
 }
 
@@ -376,19 +361,13 @@ describe("a deferred free that fails when it settles", () => {
     file.free({ after: kernel.promise });
     backend.close(); // the runtime's test tears the backend down first: unwiring the file will throw
     // Captured and checked here, not printed.
-    const warnings: Array<{ message: string; options: unknown }> = [];
-    const emitWarning = vi.spyOn(process, "emitWarning").mockImplementation(((
-      message: string,
-      options: unknown,
-    ) => {
-      warnings.push({ message: String(message), options });
-    }) as typeof process.emitWarning);
+    const { warnings, restore } = captureWarnings();
     try {
       kernel.resolve();
       await settled();
       await settled();
     } finally {
-      emitWarning.mockRestore();
+      restore();
     }
     expect(warnings.map((warning) => warning.options)).toEqual([{ code: "NUVEC_DEFERRED_FREE_FAILED" }]);
     expect(warnings[0]?.message).toMatch(/^nuvec: a deferred free failed: /);

@@ -1,12 +1,10 @@
-// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the error family, so that
-// one import is enough to catch any nuvec error, and the interface.
+// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the root of the error family
+// and the kinds a backend throws (every kind is in `@nuvec/stats`), and the interface.
 export {
   ArgumentError,
-  FormatError,
   NativeUnavailableError,
   type NativeUnavailableReason,
   NuvecError,
-  type NuvecErrorCode,
   OutOfMemoryError,
   StateError,
   SystemCallError,

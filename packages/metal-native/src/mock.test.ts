@@ -5,22 +5,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ArgumentError, type OutOfMemoryError, SystemCallError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../test/support.js";
 import { MOCK_DEFAULTS, MockBackend, MockBuffer, MockMappedFile, MockResidencySet } from "./mock.js";
 import type { NativeBackend } from "./types.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
-
-/** Calls `action`, expects it to throw, and returns the error. */
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
 
 describe("MockBackend facts", () => {
   it("default to a 16 GiB Apple silicon Mac", () => {

@@ -17,6 +17,7 @@ import type {
   NativeMemoryHandle,
   NativeResidencySet,
 } from "../src/types.js";
+import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeNativeBackendContract}. */
 export interface NativeBackendContractOptions {
@@ -70,29 +71,8 @@ const BAD_SIZES: ReadonlyArray<readonly [string, unknown]> = [
   ["{}", {}],
 ];
 
-/** Deterministic bytes (a linear congruential generator), so failures reproduce. */
-function patternBytes(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let state = seed >>> 0 || 1;
-  for (let index = 0; index < length; index += 1) {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    bytes[index] = state >>> 24;
-  }
-  return bytes;
-}
-
 function roundUpToPages(length: number, pageSize: number): number {
   return Math.ceil(length / pageSize) * pageSize;
-}
-
-/** Calls `action`, expects it to throw, and returns the error. */
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
 }
 
 /** Expects `action` to throw a {@link NuvecError} of class `type` with `code`; returns it. */

@@ -1,15 +1,5 @@
-// The error family, so that one import is enough to catch any nuvec error.
-export {
-  ArgumentError,
-  FormatError,
-  NativeUnavailableError,
-  NuvecError,
-  type NuvecErrorCode,
-  OutOfMemoryError,
-  StateError,
-  SystemCallError,
-  UnsupportedError,
-} from "@nuvec/stats";
+// The root of the error family and the kinds residency throws (every kind is in `@nuvec/stats`).
+export { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 export { Residency } from "./residency.js";
 export {
   DEFAULT_MAX_PERCENT_PER_SET,
