@@ -76,21 +76,20 @@ export function internalDeclarations(dtsPath) {
 }
 
 /**
- * The rows of docs/ERRORS.md's table: class name, the package that exports it, and its codes (every
+ * The rows of docs/ERRORS.md's class table: class name and its codes (every
  * `ERR_NUVEC_…` in the row's code column).
  */
 export function documentedErrors(markdown) {
   const rows = [];
   for (const line of markdown.split("\n")) {
     const cells = line.split("|").map((cell) => cell.trim());
-    // | `Class` | `@nuvec/pkg` | `ERR_…` | … |
+    // | `Class` | thrown when | `ERR_…`, … | fields |
     const name = /^`(\w+Error)`$/.exec(cells[1] ?? "")?.[1];
     if (name === undefined) continue;
     rows.push({
       name,
-      package: /`(@nuvec\/[\w-]+)`/.exec(cells[2] ?? "")?.[1],
       codes: [...(cells[3] ?? "").matchAll(/ERR_NUVEC_[A-Z_]+/g)].map((match) => match[0]),
-      // A base class ("any allocator code") has no code of its own.
+      // The root ("any code below") has no code of its own.
       base: /^any\b/.test(cells[3] ?? ""),
     });
   }

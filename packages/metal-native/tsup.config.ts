@@ -6,7 +6,7 @@ export default packageBuild({
   // import.meta.url (to find the package root and the addon) also works in the CommonJS build.
   shims: true,
   // One copy of the error classes shared by both entries in the CommonJS build too, so `instanceof
-  // NativeError` holds across `@nuvec/metal-native` and `@nuvec/metal-native/mock`.
+  // NuvecError` holds across `@nuvec/metal-native` and `@nuvec/metal-native/mock`.
   splitting: true,
   // @nuvec/native-core is private and never published: a devDependency, so esbuild bundles its code, and
   // its declarations are read from its sources (paths) so that they are inlined too, not imported.

@@ -1,5 +1,5 @@
 // The example a runtime author copies: native code that runs its own kernels on nuvec memory. nuvec hands
-// out where a buffer is (DeviceBuffer.nativeHandle(): a CPU address on the host, and on Metal the
+// out where a buffer is (device.native.handle(buffer): a CPU address on the host, and on Metal the
 // id<MTLBuffer>); this addon runs two float32 kernels on that memory, on the libuv thread pool, each
 // returning a promise — the promise a runtime passes to `buffer.free({ after })` so that nuvec neither
 // caches nor reuses the memory while the kernel may still touch it.

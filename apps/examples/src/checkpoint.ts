@@ -1,10 +1,9 @@
 // Maps a safetensors checkpoint without a copy, lists its tensors, and shows that the process's resident
 // memory did not grow by the file's size.
-import { Device } from "@nuvec/device";
+import { Device, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
 import { type FlagSpec, helpText, parseCommandLine, runProgram, UsageError } from "./lib/arguments.js";
 import { processMemory } from "./lib/process-memory.js";
-import { parseSafetensors } from "./lib/safetensors.js";
 
 const specs: FlagSpec[] = [
   { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
@@ -31,7 +30,7 @@ function main(argv: string[]): number {
   using device = Device.open();
   const before = processMemory();
   using file = device.mapFile(positionals[0] as string);
-  const header = parseSafetensors(file.contents());
+  const header = readSafetensorsHeader(file.contents());
   const after = processMemory();
   const total = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
   if (flags.has("json")) {
@@ -39,7 +38,7 @@ function main(argv: string[]): number {
       JSON.stringify({
         path: file.path,
         length: file.length,
-        mappedLength: file.mappedLength,
+        allocatedLength: file.allocatedLength,
         tensors: header.tensors,
         metadata: header.metadata,
         residentBefore: before?.resident,

@@ -6,14 +6,14 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
-import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
+import { Device, type DeviceBuffer, type MappedFile, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats";
 import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
-import { decoderModel, parseSafetensors, writeSafetensors } from "./lib/safetensors.js";
+import { decoderModel, writeSafetensors } from "./lib/safetensors.js";
 import { statsChanges, statsTable } from "./lib/tables.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -107,7 +107,7 @@ function main(argv: string[]): number {
     // 2. Map it without a copy and read its header in place.
     const before = processMemory();
     file = device.mapFile(checkpointPath);
-    const header = parseSafetensors(file.contents());
+    const header = readSafetensorsHeader(file.contents());
     const after = processMemory();
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
     const summary = `: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`;
@@ -136,7 +136,7 @@ function main(argv: string[]): number {
     show("after mapping the checkpoint");
 
     // 3. Wire it: the weights stay resident, so the first token is not slowed by paging.
-    const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.mappedLength + 64 * 1024 * 1024);
+    const wiredLimit = Math.min(info.recommendedMaxWorkingSetSize, file.allocatedLength + 64 * 1024 * 1024);
     device.setWiredLimit(wiredLimit);
     const wiredNow = processMemory();
     const counters = device.counters();
@@ -201,8 +201,8 @@ function main(argv: string[]): number {
     const end = processMemory();
     const workloadCounters = device.counters();
     const peaks: [string, string][] = [
-      ["nuvec peakWithMapped (active + mapped)", formatBytes(stats.peakWithMapped)],
-      ["nuvec peak reserved (active + cache)", formatBytes(workloadCounters.peakReserved)],
+      ["nuvec peakActiveWithMapped (active + mapped)", formatBytes(stats.peakActiveWithMapped)],
+      ["nuvec peakReserved (active + cache)", formatBytes(stats.peakReserved)],
       ["cache hits / system allocations", `${workloadCounters.cacheHits} / ${stats.systemAllocations}`],
     ];
     if (baseline && end) {
@@ -244,14 +244,14 @@ function main(argv: string[]): number {
             values: tables.map((table) => table.stats[name]),
           })),
         },
-        peaks: [{ active: stats.peak, reserved: workloadCounters.peakReserved }],
+        peaks: [{ active: stats.peakActive, reserved: stats.peakReserved }],
         facts: peaks,
       }),
     );
     console.log(`\nreport: ${fitStart(reportPath, COLUMNS - 9)}`);
   } finally {
     for (const buffer of live.values()) buffer.free();
-    file?.release();
+    file?.free();
     device.close();
     if (temporary) rmSync(temporary, { recursive: true, force: true });
   }

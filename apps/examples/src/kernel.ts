@@ -58,7 +58,7 @@ async function main(argv: string[]): Promise<number> {
     data[index] = index % 7;
     expected += index % 7;
   }
-  const handle = buffer.nativeHandle();
+  const handle = device.native.handle(buffer);
 
   // 2. Zero copy: a kernel writes the memory, JavaScript reads its writes through the same view.
   await scale(2);
@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   const viewDetached = data.length === 0;
   const whileRunning = { stats: device.memoryStats(), pendingFrees: device.counters().pendingFrees };
   const meanwhile = device.malloc(bytes); // the same size class, while the kernel may still write
-  const otherMemory = cpuAddress(meanwhile.nativeHandle()) !== cpuAddress(handle);
+  const otherMemory = cpuAddress(device.native.handle(meanwhile)) !== cpuAddress(handle);
   new Float32Array(meanwhile.contents()).fill(-1); // would corrupt the kernel's data if it were the same memory
 
   // 4. The kernel's result; then the memory is cached again.
@@ -82,13 +82,13 @@ async function main(argv: string[]): Promise<number> {
   const reused = device.malloc(bytes);
   const cacheHitSameAddress =
     device.counters().cacheHits === hitsBefore + 1 &&
-    cpuAddress(reused.nativeHandle()) === cpuAddress(handle);
+    cpuAddress(device.native.handle(reused)) === cpuAddress(handle);
   const resultIntact = total === expected * Math.fround(factor);
   const ok = zeroCopy && viewDetached && otherMemory && resultIntact && cacheHitSameAddress;
 
   const report = {
-    backend: device.backend.platform,
-    name: device.backend.name,
+    backend: device.native.backend.platform,
+    name: device.native.backend.name,
     count,
     factor,
     bytes,
@@ -113,7 +113,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const yes = (value: boolean) => (value ? "yes" : "NO");
   console.log(
-    `${device.backend.name} (${device.backend.platform}): ${count} float32 values, ${formatBytes(bytes)}`,
+    `${device.native.backend.name} (${device.native.backend.platform}): ${count} float32 values, ${formatBytes(bytes)}`,
   );
   console.log(`  the kernel's writes read back through contents() (zero copy)     ${yes(zeroCopy)}`);
   console.log(`  free({ after: kernel }) detached the view at once                ${yes(viewDetached)}`);

@@ -172,7 +172,7 @@ async function main(argv: string[]): Promise<number> {
         labels: torch?.labels ?? [],
         figures: figureTable(result.outcomes, torch),
         peaks: result.outcomes.map((outcome) => ({
-          active: outcome.stats.peak,
+          active: outcome.stats.peakActive,
           reserved: outcome.peakReserved,
         })),
         facts: torch === undefined ? [] : torchFacts(torch),
@@ -246,7 +246,7 @@ function torchFacts(torch: TorchWorkload): [string, string][] {
 }
 
 const FIGURE_ROWS: { label: string; bytes: boolean; of: (outcome: PolicyOutcome) => number }[] = [
-  { label: "peak active", bytes: true, of: (outcome) => outcome.stats.peak },
+  { label: "peak active", bytes: true, of: (outcome) => outcome.stats.peakActive },
   { label: "peak reserved", bytes: true, of: (outcome) => outcome.peakReserved },
   { label: "system allocations", bytes: false, of: (outcome) => outcome.systemAllocations },
   { label: "cache hits", bytes: false, of: (outcome) => outcome.cacheHits },

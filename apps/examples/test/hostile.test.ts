@@ -9,7 +9,6 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseSafetensors, SafetensorsFormatError } from "../src/lib/safetensors.js";
 
 const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const shippedTrace = join(app, "traces", "gpt2-decode-cut.ndjson.gz");
@@ -94,45 +93,18 @@ describe("hostile: replay refuses what replayTrace refuses (one validation path)
   });
 });
 
-describe("hostile: safetensors headers", () => {
-  function file(header: unknown, dataBytes = 64): ArrayBuffer {
-    const body = Buffer.from(typeof header === "string" ? header : JSON.stringify(header));
+describe("hostile: safetensors headers (every refusal is @nuvec/device's, tested there)", () => {
+  function file(header: unknown, dataBytes = 64): Buffer {
+    const body = Buffer.from(JSON.stringify(header));
     const prefix = Buffer.alloc(8);
     prefix.writeBigUInt64LE(BigInt(body.length));
-    const bytes = Buffer.concat([prefix, body, Buffer.alloc(dataBytes)]);
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    return Buffer.concat([prefix, body, Buffer.alloc(dataBytes)]);
   }
   const tensor = (offsets: unknown[], shape = [4]) => ({ dtype: "U8", shape, data_offsets: offsets });
 
-  it.each([
-    ["a null header", "null", /header is null/],
-    ["an array header", "[]", /header is an array/],
-    ["a null tensor", { a: null }, /tensor a: .*null/],
-    ["a string tensor", { a: "x" }, /tensor a:/],
-    ["fractional offsets", { a: tensor([0.5, 4.5]) }, /tensor a: .*whole/],
-    ["offsets in reverse", { a: tensor([4, 0], [0]) }, /tensor a:/],
-    ["overlapping tensors", { a: tensor([0, 4]), b: tensor([2, 6]) }, /tensor b: .*overlap tensor a/],
-    ["a non-object __metadata__", { __metadata__: 5, a: tensor([0, 4]) }, /__metadata__/],
-    ["a non-string metadata value", { __metadata__: { n: 1 } }, /__metadata__.*n/],
-    [
-      "an inherited dtype name",
-      { a: { dtype: "constructor", shape: [1], data_offsets: [0, 1] } },
-      /tensor a/,
-    ],
-  ])("%s: a SafetensorsFormatError naming it", (_name, header, message) => {
-    let error: unknown;
-    try {
-      parseSafetensors(file(header));
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toBeInstanceOf(SafetensorsFormatError);
-    expect(error).toMatchObject({ code: "ERR_NUVEC_SAFETENSORS", message: expect.stringMatching(message) });
-  });
-
   it("checkpoint reports an overlapping file in one line, exit code 2", () => {
     const path = join(folder, "overlap.safetensors");
-    writeFileSync(path, Buffer.from(file({ a: tensor([0, 4]), b: tensor([2, 6]) })));
+    writeFileSync(path, file({ a: tensor([0, 4]), b: tensor([2, 6]) }));
     const { status, stderr } = run("checkpoint", [path]);
     expect(status).toBe(2);
     expect(stderr.trim().split("\n")).toHaveLength(1);
@@ -166,7 +138,7 @@ describe("the programs fit an 80-column terminal", () => {
     expect(longestLine(brief.stdout)).toBeLessThanOrEqual(80);
     expect(brief.stdout).toContain("after wiring, what changed:");
     expect(brief.stdout).not.toContain("| memoryLimit");
-    expect(brief.stdout.split("\n").length).toBeLessThan(60);
+    expect(brief.stdout.split("\n").length).toBeLessThan(64);
     const verbose = run("demo", [
       "--checkpoint-size",
       "24MiB",

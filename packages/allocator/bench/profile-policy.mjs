@@ -14,7 +14,7 @@ const tracesDir = resolve(dirname(fileURLToPath(import.meta.url)), "../../../fix
 const which = process.argv[2] ?? "decode";
 const events =
   which === "decode" ? decodeTrace() : readTrace(resolve(tracesDir, `${which}.ndjson.gz`)).events;
-const options = { workingSet: 8 * 1024 ** 3, memorySize: 16 * 1024 ** 3 };
+const options = { workingSet: 8 * 1024 ** 3, memorySize: 16 * 1024 ** 3, policy: "mlx" };
 let replayed = 0;
 for (let run = 0; run < 5; run++) {
   replayTrace(events, options);

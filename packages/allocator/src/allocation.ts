@@ -10,15 +10,15 @@ export interface Allocation<B> {
    */
   readonly allocatedLength: number;
   /** The bytes asked for. */
-  readonly requested: number;
+  readonly length: number;
 }
 
 /** A mapped file in the allocator's accounts. */
 export interface Mapping {
   /** The file's length in bytes. */
   readonly length: number;
-  /** Bytes it counts in `mapped`: `mappingSize(length, pageSize)`. */
-  readonly mappedLength: number;
+  /** Bytes it is charged in `mapped`: `mappingSize(length, pageSize)`. */
+  readonly allocatedLength: number;
 }
 
 /** The one implementation of {@link Allocation}: `record` ties it to its buffer's entry in the books. */
@@ -26,7 +26,7 @@ export class LiveAllocation<B> implements Allocation<B> {
   constructor(
     readonly buffer: B | undefined,
     readonly allocatedLength: number,
-    readonly requested: number,
+    readonly length: number,
     /** Its entry in the books: a cached buffer, or a segment's block under the segments policy. */
     readonly record: CachedBuffer<B> | object | undefined,
   ) {}
@@ -38,7 +38,7 @@ export class LiveMapping implements Mapping {
 
   constructor(
     readonly length: number,
-    readonly mappedLength: number,
+    readonly allocatedLength: number,
     readonly owner: object,
   ) {}
 }

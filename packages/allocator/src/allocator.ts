@@ -1,21 +1,21 @@
-import { allocationSize, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { ArgumentError, allocationSize, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
-  AllocatorArgumentError,
-  AllocatorClosedError,
-  BufferTooLargeError,
-  DoubleFreeError,
-  ForeignAllocationError,
-  OutOfMemoryError,
-  ResourceLimitError,
-  SystemAllocationError,
+  allocatorClosed,
+  bufferTooLarge,
+  doubleFree,
+  foreignAllocation,
+  outOfMemory,
+  resourceLimit,
+  systemAllocationFailed,
 } from "./errors.js";
-import type { AllocatorOptions } from "./options.js";
-import { type AllocatorPolicy, type CachePolicy, cachePolicyFor, DEFAULT_RESERVE_RATIO } from "./policy.js";
+import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
+import { DEFAULT_RESERVE_RATIO } from "./options.js";
+import { type CachePolicy, cachePolicyFor } from "./policy.js";
 import { checkSegmentOptions, SegmentAllocator, type SegmentOptions } from "./segments.js";
 import type { TraceAllocatorSetup } from "./trace-format.js";
 
@@ -46,8 +46,9 @@ export class CachingAllocator<B> {
   // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).
   private quarantined = 0;
   private live = 0;
-  private peak = 0;
-  private peakWithMapped = 0;
+  private peakActive = 0;
+  private peakActiveWithMapped = 0;
+  private peakReserved = 0;
   private closed = false;
 
   private cacheHits = 0;
@@ -56,8 +57,10 @@ export class CachingAllocator<B> {
   private systemReleases = 0;
   private outOfMemoryRefusals = 0;
   private allocationRetries = 0;
-  private peakReserved = 0;
   private peakLive = 0;
+  // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
+  // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
+  private highWaterLive = 0;
   private liveBuffers = 0;
   private mappings = 0;
 
@@ -77,15 +80,15 @@ export class CachingAllocator<B> {
     try {
       mappingSize(0, this.pageSize);
     } catch (error) {
-      throw new AllocatorArgumentError("pageSize", (error as Error).message, { cause: error });
+      throw new ArgumentError("pageSize", (error as Error).message, { cause: error });
     }
     this.source = source;
     // MLX: block_limit_ = min(1.5·W, 0.95·M), gc_limit_ = min(size_t(0.95·W), block_limit_), both as doubles
     // converted to size_t (floored).
     this.workingSetGcLimit = Math.floor(0.95 * workingSet);
     const defaultMemoryLimit = Math.floor(Math.min(1.5 * workingSet, 0.95 * memorySize));
-    // The options act as the setters called right after opening: as in MLX, a memory limit set by the user
-    // does not move the cache limit, which starts at the device's default memory limit.
+    // The cache limit defaults to the memory limit, as MLX's starts at its memory limit: a device opened with
+    // `memoryLimit: 1 GiB` never caches more than 1 GiB. Later changes of either move only that one.
     this.memoryLimit =
       options.memoryLimit === undefined
         ? defaultMemoryLimit
@@ -93,7 +96,7 @@ export class CachingAllocator<B> {
     this.gcLimitBytes = Math.min(this.workingSetGcLimit, this.memoryLimit);
     this.cacheLimit =
       options.cacheLimit === undefined
-        ? defaultMemoryLimit
+        ? this.memoryLimit
         : checkedByteCount(options.cacheLimit, "cacheLimit");
     this.cachePolicy = cachePolicyFor<B>(options);
     this.facts = {
@@ -174,24 +177,25 @@ export class CachingAllocator<B> {
   /**
    * A buffer of at least `bytes`: a cached one when one fits the reuse window, else a new system buffer.
    *
-   * @throws AllocatorArgumentError for a size that is not a byte count; BufferTooLargeError above the
-   * device's maximum buffer length; OutOfMemoryError past the memory limit; ResourceLimitError;
-   * SystemAllocationError when the source fails twice; AllocatorClosedError after `close()`.
+   * @throws ArgumentError for a size that is not a byte count (`ERR_NUVEC_BUFFER_TOO_LARGE` above the
+   * device's maximum buffer length); OutOfMemoryError past the memory limit (`ERR_NUVEC_OUT_OF_MEMORY`), the
+   * resource limit (`ERR_NUVEC_RESOURCE_LIMIT`) or when the source fails twice
+   * (`ERR_NUVEC_SYSTEM_ALLOCATION_FAILED`); StateError after `close()`.
    */
   malloc(bytes: number): Allocation<B> {
     if (this.segments !== undefined) return this.segments.malloc(bytes);
-    if (this.closed) throw new AllocatorClosedError("malloc");
+    if (this.closed) throw allocatorClosed("malloc");
     checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     // `undefined`: a size class beyond 2^53, above any device's maximum.
     const sizeClass = allocationSize(bytes);
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
-      throw new BufferTooLargeError(bytes, this.maxBufferLength);
+      throw bufferTooLarge(bytes, this.maxBufferLength);
     }
     const used = this.active + this.mapped + this.quarantined;
     if (used + sizeClass > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
 
     const cache = this.cache;
@@ -208,7 +212,12 @@ export class CachingAllocator<B> {
 
     const peaks =
       cache.bytes > this.cacheLimit
-        ? { peak: this.peak, peakWithMapped: this.peakWithMapped, peakLive: this.peakLive }
+        ? {
+            peakActive: this.peakActive,
+            peakActiveWithMapped: this.peakActiveWithMapped,
+            peakLive: this.peakLive,
+            highWaterLive: this.highWaterLive,
+          }
         : undefined;
     const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
     record.allocation = allocation;
@@ -216,11 +225,12 @@ export class CachingAllocator<B> {
     this.liveBuffers++;
     const active = this.active + record.length;
     this.active = active;
-    if (active > this.peak) this.peak = active;
-    if (active + this.mapped > this.peakWithMapped) this.peakWithMapped = active + this.mapped;
+    if (active > this.peakActive) this.peakActive = active;
+    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
     const live = this.live + sizeClass;
     this.live = live;
     if (live > this.peakLive) this.peakLive = live;
+    if (live > this.highWaterLive) this.highWaterLive = live;
     if (cache.bytes > this.cacheLimit) {
       try {
         cache.release(cache.bytes - this.cacheLimit);
@@ -231,9 +241,10 @@ export class CachingAllocator<B> {
         this.liveBuffers--;
         this.active -= record.length;
         this.live -= sizeClass;
-        this.peak = peaks!.peak;
-        this.peakWithMapped = peaks!.peakWithMapped;
+        this.peakActive = peaks!.peakActive;
+        this.peakActiveWithMapped = peaks!.peakActiveWithMapped;
         this.peakLive = peaks!.peakLive;
+        this.highWaterLive = peaks!.highWaterLive;
         cache.put(record);
         throw error;
       }
@@ -246,7 +257,8 @@ export class CachingAllocator<B> {
    * Gives an allocation back: its buffer is cached when the cache is under its limit, else released at once.
    * Freeing a 0-byte allocation does nothing.
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   free(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, true);
@@ -257,7 +269,8 @@ export class CachingAllocator<B> {
    * must not be reused because something outside the allocator may still reach its memory (a view moved
    * away from it by `ArrayBuffer.prototype.transfer()` or a `postMessage` transfer).
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   freeWithoutCaching(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, false);
@@ -269,13 +282,12 @@ export class CachingAllocator<B> {
       else this.segments.freeWithoutCaching(allocation);
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("free");
-    if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
     if (record === undefined) return;
-    if (!(record instanceof CachedBuffer) || record.owner !== this)
-      throw new ForeignAllocationError("allocation");
-    if (record.allocation !== allocation) throw new DoubleFreeError("allocation");
+    if (!(record instanceof CachedBuffer) || record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation !== allocation) throw doubleFree("allocation");
     record.allocation = null;
     this.liveBuffers--;
     this.active -= record.length;
@@ -289,14 +301,14 @@ export class CachingAllocator<B> {
    * moved away reaches it): in `quarantined`, and against the memory limit, until
    * {@link removeQuarantined} says the source gave it back.
    *
-   * @throws AllocatorArgumentError for a bad byte count (nothing changed); AllocatorClosedError.
+   * @throws ArgumentError for a bad byte count (nothing changed); StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   addQuarantined(bytes: number): void {
     if (this.segments !== undefined) {
       this.segments.addQuarantined(bytes);
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     this.quarantined += bytes;
   }
@@ -304,68 +316,67 @@ export class CachingAllocator<B> {
   /**
    * The source gave back `bytes` counted by {@link addQuarantined}.
    *
-   * @throws AllocatorArgumentError for a bad byte count or more than is counted (nothing changed);
-   * AllocatorClosedError.
+   * @throws ArgumentError for a bad byte count or more than is counted (nothing changed);
+   * StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   removeQuarantined(bytes: number): void {
     if (this.segments !== undefined) {
       this.segments.removeQuarantined(bytes);
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     if (bytes > this.quarantined) {
-      throw new AllocatorArgumentError(
-        "bytes",
-        `${bytes} bytes are more than the ${this.quarantined} quarantined`,
-      );
+      throw new ArgumentError("bytes", `${bytes} bytes are more than the ${this.quarantined} quarantined`);
     }
     this.quarantined -= bytes;
   }
 
   /**
-   * Accounts for a memory-mapped file of `fileLength` bytes, its `mappedLength` `mappingSize(fileLength,
-   * pageSize)`:
-   * checked against the memory limit and the resource limit, counted in `mapped` and `peakWithMapped`.
+   * Accounts for a memory-mapped file of `fileLength` bytes, charged `mappingSize(fileLength, pageSize)`
+   * (its `allocatedLength`): checked against the memory limit and the resource limit, counted in `mapped`
+   * and `peakActiveWithMapped`.
    *
-   * @throws OutOfMemoryError, ResourceLimitError, AllocatorArgumentError, AllocatorClosedError.
+   * @throws OutOfMemoryError, ArgumentError, StateError after `close()`.
    */
   addMapping(fileLength: number): Mapping {
-    if (this.closed) throw new AllocatorClosedError("add a mapping");
+    if (this.closed) throw allocatorClosed("add a mapping");
     checkedByteCount(fileLength, "fileLength");
     if (this.segments !== undefined) return this.segments.addMapping(fileLength);
-    const mappedLength = mappingSize(fileLength, this.pageSize);
-    if (mappedLength === undefined) {
-      throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
+    const allocatedLength = mappingSize(fileLength, this.pageSize);
+    if (allocatedLength === undefined) {
+      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + this.quarantined + mappedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantined + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
     this.ensureResource();
     this.mappings++;
-    this.mapped += mappedLength;
-    if (this.active + this.mapped > this.peakWithMapped) this.peakWithMapped = this.active + this.mapped;
-    return new LiveMapping(fileLength, mappedLength, this);
+    this.mapped += allocatedLength;
+    if (this.active + this.mapped > this.peakActiveWithMapped) {
+      this.peakActiveWithMapped = this.active + this.mapped;
+    }
+    return new LiveMapping(fileLength, allocatedLength, this);
   }
 
   /**
    * Takes a mapping out of the accounts.
    *
-   * @throws DoubleFreeError, ForeignAllocationError (nothing changed); AllocatorClosedError.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
    */
   removeMapping(mapping: Mapping): void {
     if (this.segments !== undefined) {
       this.segments.removeMapping(mapping);
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
-      throw new ForeignAllocationError("mapping");
-    if (!mapping.live) throw new DoubleFreeError("mapping");
+    if (this.closed) throw allocatorClosed("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
+    if (!mapping.live) throw doubleFree("mapping");
     mapping.live = false;
     this.mappings--;
-    this.mapped -= mapping.mappedLength;
+    this.mapped -= mapping.allocatedLength;
   }
 
   /**
@@ -374,19 +385,21 @@ export class CachingAllocator<B> {
    */
   memoryStats(): MemoryStats {
     if (this.segments !== undefined) return this.segments.memoryStats();
-    if (this.closed) throw new AllocatorClosedError("read the statistics");
+    if (this.closed) throw allocatorClosed("read the statistics");
     return {
       active: this.active,
-      peak: this.peak,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
       activeWithMapped: this.active + this.mapped,
-      peakWithMapped: this.peakWithMapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
       cache: this.cache.bytes,
+      reserved: this.active + this.cache.bytes,
+      peakReserved: this.peakReserved,
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
       wiredLimit: 0,
       wired: 0,
-      mapped: this.mapped,
       wiredMapped: 0,
       quarantined: this.quarantined,
     };
@@ -395,7 +408,7 @@ export class CachingAllocator<B> {
   /** The counters beyond MLX's statistics (a fresh object). */
   counters(): AllocatorCounters {
     if (this.segments !== undefined) return this.segments.counters();
-    if (this.closed) throw new AllocatorClosedError("read the counters");
+    if (this.closed) throw allocatorClosed("read the counters");
     return {
       cacheHits: this.cacheHits,
       cacheMisses: this.cacheMisses,
@@ -403,7 +416,6 @@ export class CachingAllocator<B> {
       systemReleases: this.systemReleases,
       outOfMemoryRefusals: this.outOfMemoryRefusals,
       allocationRetries: this.allocationRetries,
-      peakReserved: this.peakReserved,
       peakLive: this.peakLive,
       liveBuffers: this.liveBuffers,
       cachedBuffers: this.cache.buffers,
@@ -412,17 +424,21 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Starts a new peak: `peak = active`, `peakWithMapped = active + mapped` (the true high-water mark since
-   * the reset; MLX sets 0).
+   * Restarts every peak at its quantity's current value (PyTorch's `reset_peak_memory_stats`; MLX sets its
+   * one peak to 0): `peakActive = active`, `peakActiveWithMapped = active + mapped`, `peakReserved = active +
+   * cache` and the counters' `peakLive = live`, so each is the true high-water mark since the reset. The
+   * bounded policy's own high-water mark is not a statistic and stays.
    */
   resetPeak(): void {
     if (this.segments !== undefined) {
       this.segments.resetPeak();
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("reset the peak");
-    this.peak = this.active;
-    this.peakWithMapped = this.active + this.mapped;
+    if (this.closed) throw allocatorClosed("reset the peak");
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.active + this.cache.bytes;
+    this.peakLive = this.live;
   }
 
   /**
@@ -430,7 +446,7 @@ export class CachingAllocator<B> {
    * `gcLimit = min(bytes, floor(0.95·W))`. Returns the previous limit.
    */
   setMemoryLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the memory limit");
+    if (this.closed) throw allocatorClosed("set the memory limit");
     checkedByteCount(bytes, "bytes");
     if (this.segments !== undefined) return this.segments.setMemoryLimit(bytes);
     const previous = this.memoryLimit;
@@ -444,7 +460,7 @@ export class CachingAllocator<B> {
    * previous limit.
    */
   setCacheLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the cache limit");
+    if (this.closed) throw allocatorClosed("set the cache limit");
     checkedByteCount(bytes, "bytes");
     if (this.segments !== undefined) return this.segments.setCacheLimit(bytes);
     const previous = this.cacheLimit;
@@ -459,12 +475,12 @@ export class CachingAllocator<B> {
       this.segments.clearCache();
       return;
     }
-    if (this.closed) throw new AllocatorClosedError("clear the cache");
+    if (this.closed) throw allocatorClosed("clear the cache");
     this.cache.clear();
   }
 
   /**
-   * Releases every cached buffer; afterwards every method throws `AllocatorClosedError`. Live allocations
+   * Releases every cached buffer; afterwards every method throws a `StateError`. Live allocations
    * are not released (they are the caller's: free them first). Closing twice does nothing.
    */
   close(): void {
@@ -485,7 +501,7 @@ export class CachingAllocator<B> {
   private allocateSystemBuffer(sizeClass: number): CachedBuffer<B> {
     const cache = this.cache;
     if (cache.buffers > 0) {
-      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.peakLive);
+      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.highWaterLive);
     }
     const required = this.active + this.mapped + cache.bytes + sizeClass;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
@@ -504,7 +520,7 @@ export class CachingAllocator<B> {
       try {
         buffer = this.source.acquire(sizeClass);
       } catch (error) {
-        throw new SystemAllocationError(sizeClass, error);
+        throw systemAllocationFailed(sizeClass, error);
       }
     }
     if (this.onAcquire !== undefined) {
@@ -524,8 +540,7 @@ export class CachingAllocator<B> {
   private ensureResource(): void {
     if (this.liveBuffers + this.cache.buffers + this.mappings < this.resourceLimit) return;
     this.cache.clear();
-    if (this.liveBuffers + this.mappings >= this.resourceLimit)
-      throw new ResourceLimitError(this.resourceLimit);
+    if (this.liveBuffers + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
   }
 
   /**

@@ -34,7 +34,7 @@ export interface BufferSource<B> {
   isAllocationFailure?(error: unknown): boolean;
 }
 
-/** The `code` of a buffer source's refusal to allocate (`NativeAllocationError` of `@nuvec/metal-native`). */
+/** The `code` of a buffer source's refusal to allocate (an `OutOfMemoryError` from a native backend). */
 export const ALLOCATION_FAILED_CODE = "ERR_NUVEC_ALLOCATION_FAILED";
 
 /**

@@ -1,14 +1,13 @@
-import { byteCountProblem } from "@nuvec/stats";
-import { AllocatorArgumentError } from "./errors.js";
+import { ArgumentError, byteCountProblem } from "@nuvec/stats";
 
 /**
  * The allocator's one check of a byte count at its public API (sizes, limits, the source's facts): a
- * non-negative safe integer, else `AllocatorArgumentError` naming the argument. Callers (the Device) rely on
+ * non-negative safe integer, else an `ArgumentError` naming the argument. Callers (the Device) rely on
  * it and do not check again.
  */
 export function checkedByteCount(value: unknown, name: string): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   const problem = byteCountProblem(value, name);
-  if (problem) throw new AllocatorArgumentError(name, problem.message);
+  if (problem) throw new ArgumentError(name, problem.message);
   return value as number;
 }

@@ -1,6 +1,6 @@
 /**
- * Counters beyond MLX's statistics, cumulative since the allocator was made (`resetPeak` does not touch
- * them).
+ * Counters beyond the statistics, cumulative since the allocator was made, except `peakLive`, which
+ * `resetPeak` restarts with every other peak.
  */
 export interface AllocatorCounters {
   /** Requests served from the cache. */
@@ -15,9 +15,11 @@ export interface AllocatorCounters {
   outOfMemoryRefusals: number;
   /** System allocations retried after the source failed and the cache was released. */
   allocationRetries: number;
-  /** The largest `active + cache` seen after any allocation. */
-  peakReserved: number;
-  /** The largest `live` (sum of the size classes of live requests) seen: the workload's high-water mark. */
+  /**
+   * The highest `live` (the sum of the size classes of live requests, whatever block each was served from)
+   * since creation or the last `resetPeak`: the workload's high-water mark, which the bounded policy holds
+   * reserved memory to.
+   */
   peakLive: number;
   /** System buffers held by live allocations. */
   liveBuffers: number;

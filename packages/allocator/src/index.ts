@@ -1,13 +1,16 @@
-// The root of the family, so that one import is enough to catch any nuvec error.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+// The root of the error family and the kinds the allocator throws (every kind is in `@nuvec/stats`).
+export { ArgumentError, FormatError, NuvecError, OutOfMemoryError, StateError } from "@nuvec/stats";
 export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
-// Every class of errors.ts is public.
-export * from "./errors.js";
-export type { AllocatorOptions } from "./options.js";
-export { type AllocatorPolicy, type BoundedRelease, DEFAULT_RESERVE_RATIO } from "./policy.js";
+export {
+  type AllocatorOptions,
+  type AllocatorPolicy,
+  type BoundedRelease,
+  DEFAULT_POLICY,
+  DEFAULT_RESERVE_RATIO,
+} from "./options.js";
 // Every policy name, the default first (tools compare exactly these).
 export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
@@ -24,7 +27,7 @@ export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./se
 // reader is `@nuvec/allocator/node`'s).
 export {
   isTraceEvent,
-  type RecordedTrace,
+  type Trace,
   type TraceAllocate,
   type TraceAllocatorSetup,
   type TraceClearCache,

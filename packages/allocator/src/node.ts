@@ -7,7 +7,8 @@ export {
   replayTraceStream,
   streamTrace,
   streamTraceBatches,
-  type Trace,
   type TraceSource,
   type TraceStreamOptions,
 } from "./node/trace-file.js";
+// The one trace type, the main entry's: readTrace gives what a Device's stopTrace() gives.
+export type { Trace } from "./trace-format.js";

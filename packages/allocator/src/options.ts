@@ -1,13 +1,29 @@
-import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
 import type { SegmentOptions } from "./segments.js";
+
+/**
+ * Which cache policy decides reuse and release: `"bounded"` (the default) keeps reserved memory within
+ * `reserveRatio` of the workload's high-water mark; `"mlx"` is MLX's Metal allocator, decision for decision,
+ * which keeps every freed buffer up to the cache limit; `"segments"` sub-allocates blocks inside large
+ * segments (for discrete GPUs, where every system allocation is a slow driver call; see segments.ts).
+ */
+export type AllocatorPolicy = "bounded" | "mlx" | "segments";
+
+/** Which buffer the bounded policy releases first to stay within its bound. */
+export type BoundedRelease = "least-recent" | "largest";
+
+/** The policy an allocator runs when none is asked for: the one that does not hoard. */
+export const DEFAULT_POLICY: AllocatorPolicy = "bounded";
+
+/** The default of {@link AllocatorOptions.reserveRatio}. */
+export const DEFAULT_RESERVE_RATIO = 1.3;
 
 /** Options of a {@link CachingAllocator}. */
 export interface AllocatorOptions<B> {
   /** Hard limit on `active + mapped`; default `min(1.5·W, 0.95·M)` (floored). */
   memoryLimit?: number;
-  /** The cache is trimmed to at most this; default the device's default memory limit (not `memoryLimit`). */
+  /** The cache is trimmed to at most this; default the memory limit (`memoryLimit` when given), as MLX. */
   cacheLimit?: number;
-  /** The cache policy; default `"mlx"` (`"segments"` needs a source with `range()`). */
+  /** The cache policy; default `"bounded"` (`"mlx"`: MLX's decisions exactly; `"segments"` needs a source with `range()`). */
   policy?: AllocatorPolicy;
   /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
   reserveRatio?: number;

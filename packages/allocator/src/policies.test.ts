@@ -1,6 +1,6 @@
+import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { CachingAllocator } from "./allocator.js";
-import { AllocatorArgumentError } from "./errors.js";
 import { ALLOCATOR_POLICIES } from "./policy-names.js";
 import { CountingBufferSource, replayTrace } from "./replay.js";
 
@@ -29,6 +29,6 @@ describe("ALLOCATOR_POLICIES", () => {
 
   it("is frozen, and a name not in it is refused", () => {
     expect(Object.isFrozen(ALLOCATOR_POLICIES)).toBe(true);
-    expect(() => new CachingAllocator(source(), { policy: "lru" as never })).toThrow(AllocatorArgumentError);
+    expect(() => new CachingAllocator(source(), { policy: "lru" as never })).toThrow(ArgumentError);
   });
 });

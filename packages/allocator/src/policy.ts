@@ -1,21 +1,11 @@
-import { PAGE } from "@nuvec/stats";
+import { ArgumentError, PAGE } from "@nuvec/stats";
 import type { BufferCache } from "./buffer-cache.js";
-import { AllocatorArgumentError } from "./errors.js";
-import type { AllocatorOptions } from "./options.js";
-
-/**
- * Which cache policy decides reuse and release: `"mlx"` is MLX's Metal allocator decision for decision (the
- * default); `"bounded"` keeps reserved memory within `reserveRatio` of the workload's high-water mark;
- * `"segments"` sub-allocates blocks inside large segments (for discrete GPUs, where every system allocation
- * is a slow driver call; see segments.ts).
- */
-export type AllocatorPolicy = "mlx" | "bounded" | "segments";
-
-/** Which buffer the bounded policy releases first to stay within its bound. */
-export type BoundedRelease = "least-recent" | "largest";
-
-/** The default of {@link AllocatorOptions.reserveRatio}. */
-export const DEFAULT_RESERVE_RATIO = 1.3;
+import {
+  type AllocatorOptions,
+  type AllocatorPolicy,
+  DEFAULT_POLICY,
+  DEFAULT_RESERVE_RATIO,
+} from "./options.js";
 
 /**
  * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
@@ -75,27 +65,24 @@ class BoundedPolicy<B> implements CachePolicy<B> {
 /**
  * The policy `options` ask for (`policy`, `reserveRatio`, `boundedRelease`), checked.
  *
- * @throws AllocatorArgumentError for an unknown policy or release order, or a ratio that is not a finite
+ * @throws ArgumentError for an unknown policy or release order, or a ratio that is not a finite
  * number ≥ 1.
  */
 export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> {
-  const policy = options.policy ?? "mlx";
+  const policy = options.policy ?? DEFAULT_POLICY;
   if (policy !== "mlx" && policy !== "bounded" && policy !== "segments") {
-    throw new AllocatorArgumentError(
-      "policy",
-      `policy must be "mlx", "bounded" or "segments", got ${String(policy)}`,
-    );
+    throw new ArgumentError("policy", `policy must be "bounded", "mlx" or "segments", got ${String(policy)}`);
   }
   const reserveRatio = options.reserveRatio ?? DEFAULT_RESERVE_RATIO;
   if (typeof reserveRatio !== "number" || !Number.isFinite(reserveRatio) || reserveRatio < 1) {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "reserveRatio",
       `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
     );
   }
   const boundedRelease = options.boundedRelease ?? "least-recent";
   if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "boundedRelease",
       `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
     );

@@ -1,6 +1,6 @@
+import { FormatError, OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { MiB } from "../test/support.js";
-import { OutOfMemoryError, TraceError } from "./errors.js";
 import { CountingBufferSource, replayTrace } from "./replay.js";
 import type { TraceEvent } from "./trace-format.js";
 
@@ -20,11 +20,12 @@ describe("replayTrace", () => {
     expect(result.header).toBeUndefined();
     expect(result.stats).toMatchObject({
       active: 0,
-      peak: 1024 + 5120,
+      peakActive: 1024 + 5120,
       cache: 1024 + 5120,
       systemAllocations: 2,
     });
-    expect(result.counters).toMatchObject({ cacheHits: 1, cacheMisses: 2, peakReserved: 1024 + 5120 });
+    expect(result.stats.peakReserved).toBe(1024 + 5120);
+    expect(result.counters).toMatchObject({ cacheHits: 1, cacheMisses: 2 });
     expect(result.nsPerEvent).toBeGreaterThanOrEqual(0);
   });
 
@@ -54,8 +55,8 @@ describe("replayTrace", () => {
       cacheLimit: 0,
       memoryLimit: 8 * MiB,
     });
-    expect(result.stats.peakWithMapped).toBe(7 * 16384 + 5120);
-    expect(result.stats.peak).toBe(5120);
+    expect(result.stats.peakActiveWithMapped).toBe(7 * 16384 + 5120);
+    expect(result.stats.peakActive).toBe(5120);
     expect(result.counters).toMatchObject({ systemAllocations: 2, systemReleases: 2, mappings: 0 });
   });
 
@@ -221,8 +222,8 @@ describe("replayTrace", () => {
     ["a bad tag", [["x", 0]], /tag/],
     ["a bad id", [["a", -1, 1]], /id/],
     ["a header after events", [["a", 0, 1], { name: "late" }], /header/],
-  ])("refuses %s with a TraceError", (_name, trace, message) => {
-    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(TraceError);
+  ])("refuses %s with a FormatError", (_name, trace, message) => {
+    expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(FormatError);
     expect(() => replayTrace(trace as unknown as TraceEvent[])).toThrow(message);
   });
 });

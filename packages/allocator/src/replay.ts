@@ -1,10 +1,9 @@
-import { type MemoryStats, PAGE } from "@nuvec/stats";
+import { FormatError, type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
 import type { BufferSource } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
-import { OutOfMemoryError, TraceError } from "./errors.js";
-import type { AllocatorPolicy, BoundedRelease } from "./policy.js";
+import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
 import type { SegmentOptions } from "./segments.js";
 import {
   isByteCount,
@@ -26,7 +25,7 @@ export interface ReplayOptions {
   memoryLimit?: number;
   /** Set right after opening, as `setCacheLimit`. */
   cacheLimit?: number;
-  /** The cache policy; default `"mlx"`. */
+  /** The cache policy; default `"bounded"`, as an allocator's. */
   policy?: AllocatorPolicy;
   /** The bounded policy's ratio; default 1.3. */
   reserveRatio?: number;
@@ -110,14 +109,14 @@ function now(): number {
   return clock === undefined ? Date.now() : clock.now();
 }
 
-function badEvent(index: number, event: unknown, why: string): TraceError {
+function badEvent(index: number, event: unknown, why: string): FormatError {
   let text: string;
   try {
     text = JSON.stringify(event) ?? String(event);
   } catch {
     text = String(event);
   }
-  return new TraceError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
+  return new FormatError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
 }
 
 const UNUSED = 0;
@@ -152,13 +151,13 @@ class IdStates {
     this.#refusals = refusals;
   }
 
-  /** Marks `id` live (its allocate or map event at `index`); a TraceError when it was used before. */
+  /** Marks `id` live (its allocate or map event at `index`); a FormatError when it was used before. */
   open(id: number, index: number, event: unknown): void {
     if (this.get(id) !== UNUSED) throw badEvent(index, event, this.#refusals.reused);
     this.set(id, LIVE);
   }
 
-  /** Marks `id` released (its free or unmap event at `index`); a TraceError unless it is live. */
+  /** Marks `id` released (its free or unmap event at `index`); a FormatError unless it is live. */
   close(id: number, index: number, event: unknown, to = RELEASED): void {
     const state = this.get(id);
     if (state === UNUSED) throw badEvent(index, event, this.#refusals.unknown);
@@ -166,7 +165,7 @@ class IdStates {
     this.set(id, to);
   }
 
-  /** Marks quarantined `id` given back (its "r" event at `index`); a TraceError unless it is quarantined. */
+  /** Marks quarantined `id` given back (its "r" event at `index`); a FormatError unless it is quarantined. */
   giveBack(id: number, index: number, event: unknown): void {
     if (this.get(id) !== QUARANTINED) throw badEvent(index, event, "this id is not quarantined");
     this.set(id, RELEASED);
@@ -242,7 +241,7 @@ export class TraceValidator {
    * Checks the next item: a header object (first item only) or an event. Returns the event, or `undefined`
    * for the header.
    *
-   * @throws TraceError (`ERR_NUVEC_TRACE_EVENT`) naming the event's position, with nothing recorded.
+   * @throws FormatError (`ERR_NUVEC_TRACE_EVENT`) naming the event's position, with nothing recorded.
    */
   check(item: unknown): TraceEvent | undefined {
     const index = this.#index;
@@ -328,7 +327,7 @@ export class TraceReplay {
       pageSize: options.pageSize ?? PAGE,
     });
     this.#allocator = new CachingAllocator(source, {
-      policy: options.policy ?? "mlx",
+      policy: options.policy ?? DEFAULT_POLICY,
       reserveRatio: options.reserveRatio,
       boundedRelease: options.boundedRelease,
       ...(options.segments === undefined ? {} : { segments: options.segments }),
@@ -339,7 +338,7 @@ export class TraceReplay {
     this.#onEvent = options.onEvent;
   }
 
-  /** Applies the next item (the header, first, or an event). @throws TraceError; the allocator's errors. */
+  /** Applies the next item (the header, first, or an event). @throws FormatError; the allocator's errors. */
   apply(item: unknown): void {
     const index = this.#validator.events;
     const event = this.#validator.check(item);
@@ -499,7 +498,7 @@ export function replayOptionsFromHeader(
  * a header object) against a {@link CachingAllocator} over a {@link CountingBufferSource}, and returns the
  * final statistics and counters. Pure: runs anywhere. Events are checked by {@link TraceValidator}.
  *
- * @throws TraceError for an impossible event (unknown id, id reused, bad shape); the allocator's errors.
+ * @throws FormatError for an impossible event (unknown id, id reused, bad shape); the allocator's errors.
  */
 export function replayTrace(
   events: Iterable<TraceEvent | TraceHeader>,

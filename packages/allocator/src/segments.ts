@@ -3,20 +3,19 @@
 // come from the source and blocks are handed out inside them: best fit, split, merged again on free, in two
 // pools (small requests never fragment the large pool's segments), whole idle segments given back to stay
 // within the cache limit, on clearCache() and before a system allocation would fail.
-import { byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
-  AllocatorArgumentError,
-  AllocatorClosedError,
-  BufferTooLargeError,
-  DoubleFreeError,
-  ForeignAllocationError,
-  OutOfMemoryError,
-  ResourceLimitError,
-  SystemAllocationError,
+  allocatorClosed,
+  bufferTooLarge,
+  doubleFree,
+  foreignAllocation,
+  outOfMemory,
+  resourceLimit,
+  systemAllocationFailed,
 } from "./errors.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
 
@@ -79,16 +78,16 @@ function isPowerOfTwo(value: number): boolean {
 export function checkSegmentOptions(options: Partial<SegmentOptions> | undefined): SegmentOptions {
   if (options === undefined) return SEGMENT_DEFAULTS;
   if (options === null || typeof options !== "object") {
-    throw new AllocatorArgumentError("segments", "segments must be an object of byte counts");
+    throw new ArgumentError("segments", "segments must be an object of byte counts");
   }
   const merged = { ...SEGMENT_DEFAULTS, ...options };
   for (const [name, value] of Object.entries(merged)) {
     const problem = byteCountProblem(value, `segments.${name}`);
-    if (problem) throw new AllocatorArgumentError(`segments.${name}`, problem.message);
+    if (problem) throw new ArgumentError(`segments.${name}`, problem.message);
   }
   for (const name of ["blockRounding", "segmentRounding"] as const) {
     if (!isPowerOfTwo(merged[name])) {
-      throw new AllocatorArgumentError(
+      throw new ArgumentError(
         `segments.${name}`,
         `segments.${name} must be a power of two up to 1 GiB, got ${merged[name]}`,
       );
@@ -96,20 +95,20 @@ export function checkSegmentOptions(options: Partial<SegmentOptions> | undefined
   }
   for (const name of ["smallRequest", "smallSegment", "largeSegment"] as const) {
     if (merged[name] === 0 || merged[name] % merged.blockRounding !== 0) {
-      throw new AllocatorArgumentError(
+      throw new ArgumentError(
         `segments.${name}`,
         `segments.${name} must be a positive multiple of blockRounding (${merged.blockRounding}), got ${merged[name]}`,
       );
     }
   }
   if (merged.releaseIdleOnMiss > 3) {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "segments.releaseIdleOnMiss",
       `segments.releaseIdleOnMiss must be 0, 1, 2 or 3, got ${merged.releaseIdleOnMiss}`,
     );
   }
   if (merged.smallSegment < merged.smallRequest) {
-    throw new AllocatorArgumentError(
+    throw new ArgumentError(
       "segments.smallSegment",
       `segments.smallSegment (${merged.smallSegment}) must hold a small request (${merged.smallRequest})`,
     );
@@ -165,8 +164,8 @@ export class SegmentAllocator<B> {
   // Freed blocks whose memory the source still holds for a view moved out of its reach (addQuarantined).
   private quarantined = 0;
   private live = 0;
-  private peak = 0;
-  private peakWithMapped = 0;
+  private peakActive = 0;
+  private peakActiveWithMapped = 0;
   private closed = false;
   private segmentCount = 0;
   private idleOldest: Segment<B> | null = null;
@@ -180,13 +179,16 @@ export class SegmentAllocator<B> {
   private outOfMemoryRefusals = 0;
   private allocationRetries = 0;
   private peakReserved = 0;
+  // The highest `reserved` ever: what releaseIdleOnMiss compares a new segment with. Unlike `peakReserved`,
+  // no statistics reset moves it (reading figures never changes decisions).
+  private highWaterReserved = 0;
   private peakLive = 0;
   private liveBuffers = 0;
   private mappings = 0;
 
   constructor(source: BufferSource<B>, setup: SegmentAllocatorSetup<B>) {
     if (typeof source.range !== "function") {
-      throw new AllocatorArgumentError(
+      throw new ArgumentError(
         "policy",
         'the "segments" policy needs a source that makes ranges of its buffers (range())',
       );
@@ -225,18 +227,18 @@ export class SegmentAllocator<B> {
   }
 
   malloc(bytes: number): Allocation<B> {
-    if (this.closed) throw new AllocatorClosedError("malloc");
+    if (this.closed) throw allocatorClosed("malloc");
     if (!(typeof bytes === "number" && Number.isSafeInteger(bytes) && bytes >= 0)) {
       const problem = byteCountProblem(bytes, "bytes");
-      throw new AllocatorArgumentError("bytes", problem?.message ?? "bytes must be a byte count");
+      throw new ArgumentError("bytes", problem?.message ?? "bytes must be a byte count");
     }
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     const size = this.blockSize(bytes);
-    if (size > this.maxBufferLength) throw new BufferTooLargeError(bytes, this.maxBufferLength);
+    if (size > this.maxBufferLength) throw bufferTooLarge(bytes, this.maxBufferLength);
     const used = this.active + this.mapped + this.quarantined;
     if (used + size > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(size, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(size, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
     const pool = size <= this.smallRequest ? SMALL : LARGE;
     const free = this.pools[pool]!;
@@ -286,8 +288,8 @@ export class SegmentAllocator<B> {
     this.liveBuffers++;
     const active = this.active + block.size;
     this.active = active;
-    if (active > this.peak) this.peak = active;
-    if (active + this.mapped > this.peakWithMapped) this.peakWithMapped = active + this.mapped;
+    if (active > this.peakActive) this.peakActive = active;
+    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
     const live = this.live + size;
     this.live = live;
     if (live > this.peakLive) this.peakLive = live;
@@ -303,12 +305,12 @@ export class SegmentAllocator<B> {
   }
 
   private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    if (this.closed) throw new AllocatorClosedError("free");
-    if (!(allocation instanceof LiveAllocation)) throw new ForeignAllocationError("allocation");
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const block = (allocation as LiveAllocation<B>).record as Block<B> | undefined;
     if (block === undefined) return;
-    if (!(block instanceof Block) || block.owner !== this) throw new ForeignAllocationError("allocation");
-    if (block.allocation !== allocation) throw new DoubleFreeError("allocation");
+    if (!(block instanceof Block) || block.owner !== this) throw foreignAllocation("allocation");
+    if (block.allocation !== allocation) throw doubleFree("allocation");
     block.allocation = null;
     const segment = block.segment;
     segment.live--;
@@ -330,20 +332,22 @@ export class SegmentAllocator<B> {
   }
 
   addMapping(fileLength: number): Mapping {
-    if (this.closed) throw new AllocatorClosedError("add a mapping");
-    const mappedLength = mappingSize(fileLength, this.pageSize);
-    if (mappedLength === undefined) {
-      throw new AllocatorArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
+    if (this.closed) throw allocatorClosed("add a mapping");
+    const allocatedLength = mappingSize(fileLength, this.pageSize);
+    if (allocatedLength === undefined) {
+      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + this.quarantined + mappedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantined + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw new OutOfMemoryError(mappedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
     }
     this.ensureResource();
     this.mappings++;
-    this.mapped += mappedLength;
-    if (this.active + this.mapped > this.peakWithMapped) this.peakWithMapped = this.active + this.mapped;
-    return new LiveMapping(fileLength, mappedLength, this);
+    this.mapped += allocatedLength;
+    if (this.active + this.mapped > this.peakActiveWithMapped) {
+      this.peakActiveWithMapped = this.active + this.mapped;
+    }
+    return new LiveMapping(fileLength, allocatedLength, this);
   }
 
   /**
@@ -353,55 +357,53 @@ export class SegmentAllocator<B> {
    * also part of `cache` (the segment's).
    */
   addQuarantined(bytes: number): void {
-    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     this.quarantined += bytes;
   }
 
   /** The source gave back `bytes` counted by {@link addQuarantined}. */
   removeQuarantined(bytes: number): void {
-    if (this.closed) throw new AllocatorClosedError("count quarantined memory");
+    if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
     if (bytes > this.quarantined) {
-      throw new AllocatorArgumentError(
-        "bytes",
-        `${bytes} bytes are more than the ${this.quarantined} quarantined`,
-      );
+      throw new ArgumentError("bytes", `${bytes} bytes are more than the ${this.quarantined} quarantined`);
     }
     this.quarantined -= bytes;
   }
 
   removeMapping(mapping: Mapping): void {
-    if (this.closed) throw new AllocatorClosedError("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this)
-      throw new ForeignAllocationError("mapping");
-    if (!mapping.live) throw new DoubleFreeError("mapping");
+    if (this.closed) throw allocatorClosed("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
+    if (!mapping.live) throw doubleFree("mapping");
     mapping.live = false;
     this.mappings--;
-    this.mapped -= mapping.mappedLength;
+    this.mapped -= mapping.allocatedLength;
   }
 
   memoryStats(): MemoryStats {
-    if (this.closed) throw new AllocatorClosedError("read the statistics");
+    if (this.closed) throw allocatorClosed("read the statistics");
     return {
       active: this.active,
-      peak: this.peak,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
       activeWithMapped: this.active + this.mapped,
-      peakWithMapped: this.peakWithMapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
       cache: this.reserved - this.active,
+      reserved: this.reserved,
+      peakReserved: this.peakReserved,
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
       wiredLimit: 0,
       wired: 0,
-      mapped: this.mapped,
       wiredMapped: 0,
       quarantined: this.quarantined,
     };
   }
 
   counters(): AllocatorCounters {
-    if (this.closed) throw new AllocatorClosedError("read the counters");
+    if (this.closed) throw allocatorClosed("read the counters");
     return {
       cacheHits: this.cacheHits,
       cacheMisses: this.cacheMisses,
@@ -409,7 +411,6 @@ export class SegmentAllocator<B> {
       systemReleases: this.systemReleases,
       outOfMemoryRefusals: this.outOfMemoryRefusals,
       allocationRetries: this.allocationRetries,
-      peakReserved: this.peakReserved,
       peakLive: this.peakLive,
       liveBuffers: this.liveBuffers,
       cachedBuffers: this.pools[SMALL]!.count + this.pools[LARGE]!.count,
@@ -424,7 +425,7 @@ export class SegmentAllocator<B> {
     largestFreeSmall: number;
     largestFreeLarge: number;
   } {
-    if (this.closed) throw new AllocatorClosedError("read the statistics");
+    if (this.closed) throw allocatorClosed("read the statistics");
     let idle = 0;
     for (let segment = this.idleOldest; segment !== null; segment = segment.idleNewer) idle++;
     return {
@@ -436,13 +437,15 @@ export class SegmentAllocator<B> {
   }
 
   resetPeak(): void {
-    if (this.closed) throw new AllocatorClosedError("reset the peak");
-    this.peak = this.active;
-    this.peakWithMapped = this.active + this.mapped;
+    if (this.closed) throw allocatorClosed("reset the peak");
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.reserved;
+    this.peakLive = this.live;
   }
 
   setMemoryLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the memory limit");
+    if (this.closed) throw allocatorClosed("set the memory limit");
     const previous = this.memoryLimit;
     this.memoryLimit = bytes;
     this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
@@ -450,7 +453,7 @@ export class SegmentAllocator<B> {
   }
 
   setCacheLimit(bytes: number): number {
-    if (this.closed) throw new AllocatorClosedError("set the cache limit");
+    if (this.closed) throw allocatorClosed("set the cache limit");
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;
     const cache = this.reserved - this.active;
@@ -459,7 +462,7 @@ export class SegmentAllocator<B> {
   }
 
   clearCache(): void {
-    if (this.closed) throw new AllocatorClosedError("clear the cache");
+    if (this.closed) throw allocatorClosed("clear the cache");
     this.releaseIdle(Infinity);
   }
 
@@ -545,7 +548,7 @@ export class SegmentAllocator<B> {
     else segmentSize = Math.ceil(size / options.segmentRounding) * options.segmentRounding;
     if (segmentSize > this.maxBufferLength) segmentSize = Math.max(size, this.maxBufferLength);
     if (options.releaseIdleOnMiss === 1) this.releaseIdlePool(pool);
-    else if (options.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.peakReserved) {
+    else if (options.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.highWaterReserved) {
       if (options.releaseIdleOnMiss === 2) this.releaseIdlePool(pool);
       else this.releaseIdlePool(pool, segmentSize);
     }
@@ -568,7 +571,7 @@ export class SegmentAllocator<B> {
       try {
         buffer = this.source.acquire(segmentSize);
       } catch (error) {
-        throw new SystemAllocationError(segmentSize, error);
+        throw systemAllocationFailed(segmentSize, error);
       }
     }
     if (this.onAcquire !== undefined) {
@@ -588,6 +591,7 @@ export class SegmentAllocator<B> {
     this.becomeIdle(segment);
     this.reserved += segmentSize;
     if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
+    if (this.reserved > this.highWaterReserved) this.highWaterReserved = this.reserved;
     return block;
   }
 
@@ -697,7 +701,6 @@ export class SegmentAllocator<B> {
   private ensureResource(): void {
     if (this.segmentCount + this.mappings < this.resourceLimit) return;
     this.releaseIdle(Infinity);
-    if (this.segmentCount + this.mappings >= this.resourceLimit)
-      throw new ResourceLimitError(this.resourceLimit);
+    if (this.segmentCount + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
   }
 }

@@ -10,7 +10,7 @@
 // started (as "a" and "m" events, counted in the header's `opening_events`), so every later free or unmap
 // names an id of this trace. Ids are the recorder's own, keyed by the device's objects, so back-to-back
 // traces never reuse an earlier trace's ids and an object born before the trace is freed under its own id.
-import { TraceError } from "./errors.js";
+import { FormatError } from "@nuvec/stats";
 
 /** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
 export type TraceAllocate = readonly ["a", number, number];
@@ -184,11 +184,11 @@ export class TraceLineParser {
     if (this.#pending !== "") this.#parse(this.#pending, out);
     this.#pending = "";
     if (this.#events === 0)
-      throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
+      throw new FormatError("ERR_NUVEC_TRACE_EMPTY", `trace file ${this.#name} has no events`);
   }
 
   #tooLong(): never {
-    throw new TraceError(
+    throw new FormatError(
       "ERR_NUVEC_TRACE_TOO_LARGE",
       `trace file ${this.#name}, line ${this.#line + 1}: longer than ${this.#maxLineLength} characters (no trace line is)`,
     );
@@ -202,7 +202,7 @@ export class TraceLineParser {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${this.#name}, line ${this.#line}: not JSON (${(error as Error).message})`,
         { cause: error },
@@ -221,7 +221,7 @@ export class TraceLineParser {
       this.#header = value as TraceHeader;
       out.push(this.#header);
     } else {
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${this.#name}, line ${this.#line}: not an event (${EVENT_SHAPES}): ${line.slice(0, 80)}`,
       );
@@ -229,12 +229,26 @@ export class TraceLineParser {
   }
 }
 
-/** A recorded trace: its header and events, and the NDJSON text to save (gzip it to match the shared files). */
-export interface RecordedTrace {
-  readonly header: TraceHeader;
-  readonly events: readonly TraceEvent[];
-  /** The trace as NDJSON text: the header line, then one line per event. */
+/**
+ * A trace: its header (a recorded trace always has one; a file may not) and events, and the NDJSON text to save
+ * (gzip it to match the shared files). What `TraceRecorder.finish()` (a Device's `stopTrace()`) gives and what
+ * `readTrace` reads.
+ */
+export interface Trace {
+  readonly header: TraceHeader | undefined;
+  readonly events: TraceEvent[];
+  /** The trace as NDJSON text: the header line (when there is one), then one line per event. */
   toNdjson(): string;
+}
+
+/** The {@link Trace} of `header` and `events`. */
+export function traceOf(header: TraceHeader | undefined, events: TraceEvent[]): Trace {
+  return {
+    header,
+    events,
+    toNdjson: () =>
+      `${[...(header === undefined ? [] : [header]), ...events].map((line) => JSON.stringify(line)).join("\n")}\n`,
+  };
 }
 
 /** What was live when a trace started: each entry an object of the device and its requested bytes (or length). */
@@ -364,7 +378,7 @@ export class TraceRecorder {
   }
 
   /** The trace so far. */
-  finish(): RecordedTrace {
+  finish(): Trace {
     const events = this.#events.slice();
     const header: TraceHeader = {
       name: this.#name,
@@ -378,10 +392,6 @@ export class TraceRecorder {
       peak_live_bytes: this.#peakLiveBytes,
       ...(this.#allocator === undefined ? {} : { allocator: this.#allocator }),
     };
-    return {
-      header,
-      events,
-      toNdjson: () => `${[header, ...events].map((line) => JSON.stringify(line)).join("\n")}\n`,
-    };
+    return traceOf(header, events);
   }
 }

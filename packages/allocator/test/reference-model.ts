@@ -71,8 +71,8 @@ export class ReferenceModel {
   mapped = 0;
   /** Freed buffers the backend holds for a view moved away: in the limit, never reused. */
   quarantined = 0;
-  peak = 0;
-  peakWithMapped = 0;
+  peakActive = 0;
+  peakActiveWithMapped = 0;
   memoryLimit: number;
   cacheLimit: number;
   gcLimit: number;
@@ -83,7 +83,9 @@ export class ReferenceModel {
   /** Sum of the size classes of live requests, and its high-water mark (the bounded policy's figures). */
   liveBytes = 0;
   peakLive = 0;
-  /** The largest `active + cache` after any allocation. */
+  /** The bounded policy's high-water mark of `liveBytes`: never reset. */
+  highWaterLive = 0;
+  /** The highest `active + cache` (it grows only when an allocation obtains a system buffer). */
   peakReserved = 0;
   /** Cached buffers, least recently cached first. */
   cache: Cached[] = [];
@@ -172,7 +174,7 @@ export class ReferenceModel {
       this.cacheHits += 1;
     } else {
       if (this.bounded) {
-        const bound = this.reserveRatio * Math.max(this.peakLive, this.liveBytes + wanted);
+        const bound = this.reserveRatio * Math.max(this.highWaterLive, this.liveBytes + wanted);
         while (this.cache.length > 0 && this.active + this.cacheBytes + wanted > bound) this.#releaseOne();
       }
       const required = this.active + this.mapped + this.cacheBytes + wanted;
@@ -183,10 +185,11 @@ export class ReferenceModel {
     }
     this.live.set(handed.id, { length: handed.length, sizeClass: wanted });
     this.active += handed.length;
-    this.peak = Math.max(this.peak, this.active);
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
+    this.peakActive = Math.max(this.peakActive, this.active);
+    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
     this.liveBytes += wanted;
     this.peakLive = Math.max(this.peakLive, this.liveBytes);
+    this.highWaterLive = Math.max(this.highWaterLive, this.liveBytes);
     if (this.cacheBytes > this.cacheLimit) this.#releaseCached(this.cacheBytes - this.cacheLimit);
     this.peakReserved = Math.max(this.peakReserved, this.active + this.cacheBytes);
     return { ok: true, value: { id: handed.id, length: handed.length } };
@@ -234,7 +237,7 @@ export class ReferenceModel {
     if (!this.#resourceAvailable()) return { ok: false, refusal: "resource-limit" };
     this.mappings.set(id, mappedLength);
     this.mapped += mappedLength;
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
+    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
     return { ok: true, value: mappedLength };
   }
 
@@ -265,21 +268,25 @@ export class ReferenceModel {
   }
 
   resetPeak(): void {
-    this.peak = this.active;
-    this.peakWithMapped = this.active + this.mapped;
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.active + this.cacheBytes;
+    this.peakLive = this.liveBytes;
   }
 
   stats(): ModelStats {
     return {
       active: this.active,
-      peak: this.peak,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
       activeWithMapped: this.active + this.mapped,
-      peakWithMapped: this.peakWithMapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
       cache: this.cacheBytes,
+      reserved: this.active + this.cacheBytes,
+      peakReserved: this.peakReserved,
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
-      mapped: this.mapped,
       quarantined: this.quarantined,
     };
   }

@@ -77,9 +77,11 @@ export class SegmentsModel {
   mappings = new Map<number, number>();
   active = 0;
   mapped = 0;
-  peak = 0;
-  peakWithMapped = 0;
+  peakActive = 0;
+  peakActiveWithMapped = 0;
   peakReserved = 0;
+  // The highest reserved ever: what releaseIdleOnMiss compares with (no resetPeak moves it).
+  highWaterReserved = 0;
   systemAllocations = 0;
   systemReleases = 0;
   cacheHits = 0;
@@ -163,7 +165,7 @@ export class SegmentsModel {
           : Math.ceil(size / sizes.segmentRounding) * sizes.segmentRounding;
       if (segmentSize > this.facts.maxBufferLength) segmentSize = Math.max(size, this.facts.maxBufferLength);
       if (sizes.releaseIdleOnMiss === 1) this.#releaseIdle(Number.POSITIVE_INFINITY, small);
-      else if (sizes.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.peakReserved)
+      else if (sizes.releaseIdleOnMiss >= 2 && this.reserved + segmentSize > this.highWaterReserved)
         this.#releaseIdle(sizes.releaseIdleOnMiss === 2 ? Number.POSITIVE_INFINITY : segmentSize, small);
       const excess = this.reserved - this.active + segmentSize - size - this.cacheLimit;
       if (excess > 0) this.#releaseIdle(excess);
@@ -184,6 +186,7 @@ export class SegmentsModel {
       this.systemAllocations += 1;
       this.cacheMisses += 1;
       this.peakReserved = Math.max(this.peakReserved, this.reserved);
+      this.highWaterReserved = Math.max(this.highWaterReserved, this.reserved);
       best = { segment, block: segment.blocks[0]! };
     }
     const { segment, block } = best;
@@ -203,8 +206,8 @@ export class SegmentsModel {
     block.state = "live";
     block.request = size;
     this.active += block.size;
-    this.peak = Math.max(this.peak, this.active);
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
+    this.peakActive = Math.max(this.peakActive, this.active);
+    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
     return { ok: true, value: { segment: segment.id, offset: block.offset, length: block.size } };
   }
 
@@ -255,7 +258,7 @@ export class SegmentsModel {
     }
     this.mappings.set(id, mappedLength);
     this.mapped += mappedLength;
-    this.peakWithMapped = Math.max(this.peakWithMapped, this.active + this.mapped);
+    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
     return { ok: true };
   }
 
@@ -280,17 +283,20 @@ export class SegmentsModel {
   }
 
   resetPeak(): void {
-    this.peak = this.active;
-    this.peakWithMapped = this.active + this.mapped;
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.reserved;
   }
 
   stats(): Record<string, number> {
     return {
       active: this.active,
-      peak: this.peak,
+      peakActive: this.peakActive,
       activeWithMapped: this.active + this.mapped,
-      peakWithMapped: this.peakWithMapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
       cache: this.reserved - this.active,
+      reserved: this.reserved,
+      peakReserved: this.peakReserved,
       memoryLimit: this.memoryLimit,
       cacheLimit: this.cacheLimit,
       systemAllocations: this.systemAllocations,
@@ -313,7 +319,6 @@ export class SegmentsModel {
       systemAllocations: this.systemAllocations,
       systemReleases: this.systemReleases,
       outOfMemoryRefusals: this.outOfMemoryRefusals,
-      peakReserved: this.peakReserved,
       liveBuffers: live,
       cachedBuffers: free,
       mappings: this.mappings.size,

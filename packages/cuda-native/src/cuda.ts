@@ -1,7 +1,6 @@
 // The CUDA backend: @nuvec/metal-native's addon wrappers (its `/addon` entry: argument and state checks,
 // typed errors, view bookkeeping, residency sets) over the CUDA addon, plus what only CUDA has: device
 // pointers, copies in and out of device memory, the driver's figures.
-import { NativeArgumentError, NativeReleasedError } from "@nuvec/metal-native";
 import {
   AddonBackend,
   AddonBuffer,
@@ -13,6 +12,7 @@ import {
   type RawMappedFileHandle,
   type RawResidencySetHandle,
 } from "@nuvec/metal-native/addon";
+import { ArgumentError, StateError } from "@nuvec/stats";
 import { checkByteCount, checkCount, checkSource } from "./arguments.js";
 import type { RawCudaAddon, RawCudaBufferHandle, RawCudaFacts, RawCudaMappedFileHandle } from "./raw.js";
 
@@ -39,7 +39,7 @@ export interface CudaMappedFileHandle {
 
 /**
  * A buffer of device memory (`cuMemAlloc`, 256-byte steps up to a 16 KiB page, whole pages beyond). The CPU
- * cannot address it: `contents()` throws a `NativeNotHostVisibleError`; `read` and `write` copy
+ * cannot address it: `contents()` throws an `UnsupportedError` (`ERR_NUVEC_NOT_HOST_VISIBLE`); `read` and `write` copy
  * (`cuMemcpyDtoH` / `cuMemcpyHtoD`). No view is ever handed out, so `detachContents()` has nothing to do.
  */
 export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
@@ -67,7 +67,7 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
     checkSource(source);
     checkByteCount(offset, "offset", this.length);
     if (source.byteLength > this.length - offset) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "source",
         `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
       );
@@ -188,7 +188,7 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
   /**
    * Copies the first `length` bytes of a wired mapped file into a buffer through the mapping's device
    * pointer (`cuMemcpyDtoD`: the GPU's copy engine reads the registered pages). Throws a
-   * `NativeArgumentError` when the mapping is not wired.
+   * `ArgumentError` when the mapping is not wired.
    */
   copyFromMapping(
     buffer: CudaBuffer,
@@ -197,9 +197,10 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
   ): void {
     const bufferHandle = this.handleOf(buffer, "buffer", "buffer", "copyFromMapping");
     const mappingHandle = this.handleOf(mapping, "mapped file", "mapping", "copyFromMapping");
-    if (buffer.released) throw new NativeReleasedError("copyFromMapping(): the buffer was already released");
+    if (buffer.released)
+      throw new StateError("ERR_NUVEC_RELEASED", "copyFromMapping(): the buffer was already released");
     if (mapping.released)
-      throw new NativeReleasedError("copyFromMapping(): the mapped file was already released");
+      throw new StateError("ERR_NUVEC_RELEASED", "copyFromMapping(): the mapped file was already released");
     checkByteCount(length, "length", Math.min(buffer.length, mapping.length));
     callNative(() => this.#addon.copyFromMapping(bufferHandle, mappingHandle, length));
   }

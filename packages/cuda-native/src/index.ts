@@ -7,11 +7,15 @@
  * @packageDocumentation
  */
 
+// The root of the error family and the kinds a backend throws, as @nuvec/metal-native exports them.
 export {
-  NativeNotHostVisibleError,
+  ArgumentError,
   NativeUnavailableError,
-  NuvecArgumentError,
   NuvecError,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
 } from "@nuvec/metal-native";
 export {
   CudaBackend,

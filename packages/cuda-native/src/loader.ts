@@ -5,13 +5,13 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { callNative } from "@nuvec/metal-native/addon";
 import {
-  NativeArgumentError,
+  ArgumentError,
+  describeValue,
   NativeUnavailableError,
   type NativeUnavailableReason,
-} from "@nuvec/metal-native";
-import { callNative } from "@nuvec/metal-native/addon";
-import { describeValue } from "@nuvec/stats";
+} from "@nuvec/stats";
 import { checkDeviceOrdinal } from "./arguments.js";
 import { CudaBackend } from "./cuda.js";
 import type { RawCudaAddon } from "./raw.js";
@@ -123,7 +123,7 @@ const backends = new Map<number, CudaBackend>();
  * The CUDA backend of device `device` (default 0): a `NativeBackend` over device memory, the driver API
  * loaded at run time (`dlopen("libcuda.so.1")`). The same object on every call within a thread.
  *
- * @throws NativeArgumentError for a bad `device` (before the driver is touched).
+ * @throws ArgumentError for a bad `device` (before the driver is touched).
  * @throws NativeUnavailableError where there is no driver, no GPU or no such device (`reason`
  *   `backend-unavailable`), where the addon is not built (`no-prebuilt`: the package ships none; the message
  *   names the build command, `npx @nuvec/cuda-native build`) or does not load (`load-failed`), and off Linux
@@ -131,7 +131,7 @@ const backends = new Map<number, CudaBackend>();
  */
 export function loadCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
   if (typeof options !== "object" || options === null) {
-    throw new NativeArgumentError(
+    throw new ArgumentError(
       "options",
       `options must be an object, got ${typeof options} ${describeValue(options)}`,
     );

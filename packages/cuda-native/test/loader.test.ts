@@ -6,8 +6,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { NativeArgumentError, NativeError, NativeUnavailableError } from "@nuvec/metal-native";
+import { NativeUnavailableError } from "@nuvec/metal-native";
+import { ArgumentError, NuvecError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../native-core/test/support.js";
 import { loadCudaBackend } from "../src/index.js";
 import { findCudaAddon } from "../src/loader.js";
 import { cudaBackend, cudaUnavailableReason } from "./support.js";
@@ -18,15 +20,6 @@ const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 // the tests of the package's own layout cannot run there.
 const inPackage = existsSync(join(packageRoot, "package.json"));
 
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
-
 describe("loadCudaBackend", () => {
   it.each([
     ["-1", { device: -1 }],
@@ -35,20 +28,20 @@ describe("loadCudaBackend", () => {
     ['"0"', { device: "0" }],
     ["0n", { device: 0n }],
     ["null", { device: null }],
-  ])("refuses device %s with NativeArgumentError before touching the driver", (_label, options) => {
+  ])("refuses device %s with ArgumentError before touching the driver", (_label, options) => {
     const error = thrown(() => loadCudaBackend(options as never));
-    expect(error).toBeInstanceOf(NativeArgumentError);
-    expect((error as NativeArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-    expect((error as NativeArgumentError).argument).toBe("device");
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect((error as ArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+    expect((error as ArgumentError).argument).toBe("device");
   });
 
   it.each([
     ["null", null],
     ["a number", 3],
-  ])("refuses options that are %s with NativeArgumentError", (_label, options) => {
+  ])("refuses options that are %s with ArgumentError", (_label, options) => {
     const error = thrown(() => loadCudaBackend(options as never));
-    expect(error).toBeInstanceOf(NativeArgumentError);
-    expect((error as NativeArgumentError).argument).toBe("options");
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect((error as ArgumentError).argument).toBe("options");
   });
 
   it.runIf(cudaBackend === undefined)(
@@ -56,7 +49,7 @@ describe("loadCudaBackend", () => {
     () => {
       const error = thrown(() => loadCudaBackend());
       expect(error).toBeInstanceOf(NativeUnavailableError);
-      expect(error).toBeInstanceOf(NativeError);
+      expect(error).toBeInstanceOf(NuvecError);
       expect((error as NativeUnavailableError).code).toBe("ERR_NUVEC_NATIVE_UNAVAILABLE");
       expect((error as Error).name).toBe("NativeUnavailableError");
       expect((error as Error).message).toMatch(/@nuvec\/cuda-native/);

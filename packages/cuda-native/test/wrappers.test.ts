@@ -2,14 +2,10 @@
 // raw addon (the interface of native/binding.cc, in memory). What runs here is the wrappers' own logic —
 // argument and state checks before any native call, typed errors, handles, ownership — which they take from
 // @nuvec/metal-native/addon; the GPU run (test/cuda.test.ts, the contract suite) covers the real addon.
-import {
-  NativeAllocationError,
-  NativeArgumentError,
-  type NativeCounters,
-  NativeNotHostVisibleError,
-  NativeReleasedError,
-} from "@nuvec/metal-native";
+import type { NativeCounters } from "@nuvec/metal-native";
+import { ArgumentError, type OutOfMemoryError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../native-core/test/support.js";
 import { CudaBackend, CudaBuffer, CudaMappedFile, CudaResidencySet } from "../src/cuda.js";
 import type { RawCudaAddon, RawCudaFacts } from "../src/raw.js";
 
@@ -132,19 +128,10 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
   return { addon, facts, calls };
 }
 
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
-
 function argumentOf(action: () => unknown): string {
   const error = thrown(action);
-  expect(error).toBeInstanceOf(NativeArgumentError);
-  return (error as NativeArgumentError).argument;
+  expect(error).toBeInstanceOf(ArgumentError);
+  return (error as ArgumentError).argument;
 }
 
 function backendOver(fake = fakeAddon()) {
@@ -173,7 +160,7 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
     const handle = buffer.nativeHandle();
     expect(handle).toEqual({ platform: "cuda", devicePointer: expect.any(BigInt), device: 0 });
     expect(Object.isFrozen(handle)).toBe(true);
-    expect(thrown(() => buffer.contents())).toBeInstanceOf(NativeNotHostVisibleError);
+    expect(thrown(() => buffer.contents())).toBeInstanceOf(UnsupportedError);
     buffer.detachContents();
     expect(calls).not.toContain("detachContents");
     expect(buffer.quarantined).toBe(false);
@@ -193,7 +180,7 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
     expect(calls.length).toBe(before);
   });
 
-  it("a released buffer refuses every call with NativeReleasedError, before the addon is called", () => {
+  it("a released buffer refuses every call with StateError, before the addon is called", () => {
     const { backend, calls } = backendOver();
     const buffer = backend.newBuffer(64);
     buffer.release();
@@ -206,16 +193,16 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
       () => buffer.detachContents(),
       () => buffer.release(),
     ]) {
-      expect(thrown(call)).toBeInstanceOf(NativeReleasedError);
+      expect(thrown(call)).toMatchObject({ name: "StateError", code: "ERR_NUVEC_RELEASED" });
     }
     expect(calls.length).toBe(before);
   });
 
-  it("what the addon throws becomes the typed error (out of device memory: NativeAllocationError)", () => {
+  it("what the addon throws becomes the typed error (out of device memory: OutOfMemoryError)", () => {
     const { backend } = backendOver(fakeAddon({ failAllocation: true }));
     const error = thrown(() => backend.newBuffer(4096));
-    expect(error).toBeInstanceOf(NativeAllocationError);
-    expect((error as NativeAllocationError).bytes).toBe(4096);
+    expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+    expect((error as OutOfMemoryError).requested).toBe(4096);
   });
 
   it("mapped files: the CPU reads them; the device pointer only while wired", () => {
@@ -256,7 +243,10 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
     backend.copyFromMapping(buffer, mapping);
     expect(calls).toContain("copyFromMapping true true 100");
     buffer.release();
-    expect(thrown(() => backend.copyFromMapping(buffer, mapping))).toBeInstanceOf(NativeReleasedError);
+    expect(thrown(() => backend.copyFromMapping(buffer, mapping))).toMatchObject({
+      name: "StateError",
+      code: "ERR_NUVEC_RELEASED",
+    });
   });
 
   it("timeDriverAllocFree checks its size and count", () => {

@@ -170,7 +170,7 @@ if (host !== undefined) {
   row(
     "host backend alone: first contents() of its buffer (batch of 256)",
     firstCallOf(
-      () => host.backend.newBuffer(size),
+      () => host.native.backend.newBuffer(size),
       (buffer) => buffer.release(),
     ),
   );
@@ -233,8 +233,8 @@ if (host !== undefined) {
       1500,
     ],
     [
-      "mapFile(64 KiB) + contents() + release()",
-      "const f = context.device.mapFile(context.path); f.contents(); f.release();",
+      "mapFile(64 KiB) + contents() + free()",
+      "const f = context.device.mapFile(context.path); f.contents(); f.free();",
       undefined,
     ],
   ];
@@ -419,7 +419,11 @@ function replayProgram(events, deviceOptions) {
   const counters = device.counters();
   for (const buffer of buffers) buffer?.free();
   device.close();
-  return { systemAllocations: stats.systemAllocations, cacheHits: counters.cacheHits, peak: stats.peak };
+  return {
+    systemAllocations: stats.systemAllocations,
+    cacheHits: counters.cacheHits,
+    peakActive: stats.peakActive,
+  };
 }
 
 function perEvent(replay, events, milliseconds) {
@@ -454,7 +458,7 @@ console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const { name, events } of traces) {
   const policy = replayTrace(events, DEFAULT);
   const program = replayProgram(events, {});
-  for (const figure of ["systemAllocations", "cacheHits", "peak"]) {
+  for (const figure of ["systemAllocations", "cacheHits", "peakActive"]) {
     const expected = figure === "cacheHits" ? policy.counters.cacheHits : policy.stats[figure];
     if (program[figure] !== expected)
       throw new Error(`${name}: the program's ${figure} ${program[figure]} ≠ ${expected}`);

@@ -10,7 +10,7 @@ describe("allocator conformance scenarios through the Device over the mock", () 
     "scenario %i",
     (_index, scenario) => {
       const backend = new MockBackend({ ...scenarioFacts(scenario), realFiles: false });
-      const device = Device.open({ backend });
+      const device = Device.open({ backend, policy: "mlx" });
       replayScenario(device, scenario, (id, length) => {
         backend.addFile(`file-${id}`, length);
         return `file-${id}`;

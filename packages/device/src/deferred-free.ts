@@ -1,16 +1,14 @@
 // Frees deferred with `{ after: promise }` (see FreeOptions): the option's check, and running the free once
 // the promise settles without ever turning a failure into an unhandled rejection.
-import { DeviceArgumentError } from "./errors.js";
+
+import { ArgumentError } from "@nuvec/stats";
 import type { FreeOptions } from "./options.js";
 
 /** Checks `free`/`release` options: `after`, when given, must be a thenable (a promise). */
 export function checkFreeOptions(options: unknown, operation: string): PromiseLike<unknown> | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== "object") {
-    throw new DeviceArgumentError(
-      "options",
-      `${operation}: options must be an object, got ${String(options)}`,
-    );
+    throw new ArgumentError("options", `${operation}: options must be an object, got ${String(options)}`);
   }
   const after = (options as FreeOptions).after;
   if (after === undefined) return undefined;
@@ -19,7 +17,7 @@ export function checkFreeOptions(options: unknown, operation: string): PromiseLi
     after === null ||
     typeof (after as { then?: unknown }).then !== "function"
   ) {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       "after",
       `${operation}: after must be a promise (a thenable), got ${after === null ? "null" : typeof after}`,
     );

@@ -3,15 +3,11 @@
 // user's handle and, with the views it handed out, what the safety net watches: the state must not reference
 // the DeviceBuffer, or a dropped buffer would never be collected.
 import type { Allocation } from "@nuvec/allocator";
-import type { NativeBuffer, NativeMemoryHandle } from "@nuvec/metal-native";
-import type { Device } from "./device.js";
-import {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  MemoryNotHostVisibleError,
-} from "./errors.js";
-import type { DeviceMemoryHandle, FreeOptions } from "./options.js";
+import type { NativeBuffer } from "@nuvec/metal-native";
+import { ArgumentError } from "@nuvec/stats";
+import { bufferFreed, deviceClosed, notHostVisible } from "./errors.js";
+import type { HandleOwner } from "./handle-owner.js";
+import type { FreeOptions } from "./options.js";
 
 /**
  * @internal The state behind one `malloc`, kept apart from its {@link DeviceBuffer} so that the safety net
@@ -85,18 +81,6 @@ function isDetached(buffer: ArrayBuffer): boolean {
   }
 }
 
-/** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
-function nullHandle(device: Device): NativeMemoryHandle {
-  const backend = device.backend;
-  const platform = backend.platform;
-  if (platform === "cuda") {
-    const ordinal = (backend as { device?: unknown }).device;
-    return { platform, devicePointer: 0n, device: typeof ordinal === "number" ? ordinal : 0 };
-  }
-  const pointers = platform === "metal" || platform === "mock" ? { metalBuffer: 0n, gpuAddress: 0n } : {};
-  return { platform, address: 0n, ...pointers } as NativeMemoryHandle;
-}
-
 // The Device reaches a DeviceBuffer's internals through these (set in the class's static block), so that
 // they are no members of the public class.
 let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
@@ -121,8 +105,8 @@ export function ownerOfView(view: ArrayBuffer): DeviceBuffer | undefined {
  * A block of device memory from {@link Device.malloc}. Free it with `free()` (or `using`); a buffer dropped
  * without `free()` is given back by a safety net, but only once no view over it is reachable.
  */
-export class DeviceBuffer {
-  readonly #device: Device;
+export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
+  readonly #device: Owner;
   readonly #state: BufferState;
   // The views handed out since malloc, held until free(): the native addon holds them only weakly, and a
   // view collected before free() (its finalizer pending) cannot be told from one moved away by transfer(),
@@ -143,14 +127,14 @@ export class DeviceBuffer {
   }
 
   /** @internal Made by {@link Device.malloc}. */
-  constructor(device: Device, state: BufferState) {
+  constructor(device: Owner, state: BufferState) {
     this.#device = device;
     this.#state = state;
   }
 
   /** The bytes asked for. */
   get length(): number {
-    return this.#state.allocation.requested;
+    return this.#state.allocation.length;
   }
 
   /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
@@ -164,7 +148,7 @@ export class DeviceBuffer {
   }
 
   /** The device this buffer belongs to. */
-  get device(): Device {
+  get device(): Owner {
     return this.#device;
   }
 
@@ -176,7 +160,7 @@ export class DeviceBuffer {
   contents(): ArrayBuffer {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
-    if (this.#device.backend.hostVisible === false) throw new MemoryNotHostVisibleError("contents()");
+    if (this.#device.native.backend.hostVisible === false) throw notHostVisible("contents()");
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);
@@ -198,7 +182,7 @@ export class DeviceBuffer {
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     this.#check("write()");
     if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "source",
         "write(source): source must be an ArrayBuffer or an ArrayBuffer view",
       );
@@ -228,23 +212,6 @@ export class DeviceBuffer {
     if (native === undefined || length === 0) return new Uint8Array(0);
     if (native.read !== undefined) return native.read(offset, length);
     return new Uint8Array(this.#viewOf(native), offset, length).slice();
-  }
-
-  /**
-   * Where the memory is, for a runtime's native code (a kernel): the backend's pointers (`address`; on Metal
-   * `metalBuffer` and `gpuAddress`) with `length` and `allocatedLength`. Frozen; valid until the buffer is
-   * freed (with `{ after }`: until that promise settles). A 0-byte buffer's pointers are all `0n`. Throws
-   * `BufferFreedError` after `free()`.
-   */
-  nativeHandle(): DeviceMemoryHandle {
-    this.#check("nativeHandle()");
-    const allocation = this.#state.allocation;
-    const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#device);
-    return Object.freeze({
-      ...native,
-      length: allocation.requested,
-      allocatedLength: allocation.allocatedLength,
-    });
   }
 
   /**
@@ -285,14 +252,14 @@ export class DeviceBuffer {
   }
 
   #check(operation: string): void {
-    if (this.#device.closed) throw new DeviceClosedError(operation);
-    if (!this.#state.live) throw new BufferFreedError(operation);
+    if (this.#device.closed) throw deviceClosed(operation);
+    if (!this.#state.live) throw bufferFreed(operation);
   }
 
   /** `offset` and `length` must be whole numbers with `offset + length ≤ this.length`. */
   #checkSpan(operation: string, offset: unknown, length: unknown): void {
     if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "offset",
         `${operation}: offset must be a whole number from 0 to ${this.length}, got ${String(offset)}`,
       );
@@ -303,7 +270,7 @@ export class DeviceBuffer {
       length < 0 ||
       length > this.length - offset
     ) {
-      throw new DeviceArgumentError(
+      throw new ArgumentError(
         "length",
         `${operation}: ${String(length)} bytes at offset ${offset} do not fit in a ${this.length}-byte buffer`,
       );

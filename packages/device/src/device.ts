@@ -11,22 +11,23 @@ import {
 } from "@nuvec/metal-native";
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
+import { ArgumentError } from "@nuvec/stats";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
 import {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  ForeignBufferError,
-  MappingReleasedError,
-  TraceRecordingError,
-  WiredLimitError,
+  bufferFreed,
+  deviceClosed,
+  foreignBuffer,
+  mappingFreed,
+  traceRecording,
+  wiredLimitTooLarge,
 } from "./errors.js";
 import { DeviceFigures } from "./figures.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
-import { checkMetalOptions, metalResidencySetPointers } from "./metal-options.js";
+import { checkMetalOptions } from "./metal-options.js";
+import { DeviceNative } from "./native-access.js";
 import {
   checkByteCount,
   checkOpenOptions,
@@ -40,7 +41,7 @@ import {
 import { allocatorOver, residencyOver } from "./parts.js";
 import { Quarantine } from "./quarantine.js";
 import { SafetyNet } from "./safety-net.js";
-import { type DeviceTrace, TraceRecorder, traceOpening } from "./trace.js";
+import { type Trace, TraceRecorder, traceOpening } from "./trace.js";
 import { WiringWarning } from "./wiring-warning.js";
 
 /**
@@ -64,8 +65,9 @@ export class Device {
   // Runs what may wire memory, and warns once when the platform refuses.
   readonly #wiring: WiringWarning;
   #trace: TraceRecorder | undefined;
-  // Every residency set made (Residency keeps them until close), for residencySetHandles().
+  // Every residency set made (Residency keeps them until close), for native.residencySets().
   readonly #residencySets: NativeResidencySet[] = [];
+  readonly #native: DeviceNative;
 
   private constructor(backend: NativeBackend, options: DeviceOptions, maxPercentPerSet: string | undefined) {
     this.#backend = backend;
@@ -80,6 +82,7 @@ export class Device {
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
     this.#quarantine = new Quarantine(this.#allocator);
+    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -94,7 +97,7 @@ export class Device {
     const backend = options.backend ?? loadNativeBackend();
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
-      throw new WiredLimitError(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
+      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
     const device = new Device(backend, options, maxPercentPerSet);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
@@ -107,19 +110,22 @@ export class Device {
     return this.#closed;
   }
 
-  /** The native backend this device runs on. */
-  get backend(): NativeBackend {
-    return this.#backend;
+  /**
+   * The surface for runtime authors: the native backend, where a buffer's or mapped file's memory is
+   * (`native.handle(buffer)`), the Metal residency sets (`native.residencySets()`).
+   */
+  get native(): DeviceNative {
+    return this.#native;
   }
 
   /**
-   * A buffer of `bytes` bytes: a cached one when one fits (MLX's policy), else a new system buffer.
-   * `0` gives an empty buffer, counted nowhere. Throws `OutOfMemoryError` past the memory limit (nothing
+   * A buffer of `bytes` bytes: a cached one when one fits (the policy decides which), else a new system buffer.
+   * `0` gives an empty buffer, counted nowhere. Throws an `OutOfMemoryError` past the memory limit (nothing
    * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
    * max buffer length (the allocator checks `bytes`).
    */
-  malloc(bytes: number): DeviceBuffer {
-    if (this.#closed) throw new DeviceClosedError("malloc()");
+  malloc(bytes: number): DeviceBuffer<Device> {
+    if (this.#closed) throw deviceClosed("malloc()");
     if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
@@ -133,13 +139,19 @@ export class Device {
   }
 
   /**
-   * Frees `buffer` (same as `buffer.free(options)`). Double free, a buffer of another device: typed errors.
-   * `{ after: promise }` defers giving the memory back until the promise settles (see {@link FreeOptions}).
+   * Frees a buffer (to the cache or the system) or a mapped file (unmapped): the same as `handle.free(options)`.
+   * Double free, a handle of another device: typed errors. `{ after: promise }` defers giving the memory back
+   * until the promise settles (see {@link FreeOptions}).
    */
-  free(buffer: DeviceBuffer, options?: FreeOptions): void {
-    this.#checkOwn(buffer, buffer instanceof DeviceBuffer, "free");
+  free(handle: DeviceBuffer | MappedFile, options?: FreeOptions): void {
+    if (handle instanceof MappedFile) {
+      this.#freeMappedFile(handle, options);
+      return;
+    }
+    this.#checkOwn(handle, handle instanceof DeviceBuffer);
+    const buffer = handle;
     const state = bufferState(buffer);
-    if (!state.live) throw new BufferFreedError("free()");
+    if (!state.live) throw bufferFreed("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
     if (after === undefined) this.#freeState(state);
     else this.#deferFree(state, after);
@@ -149,7 +161,7 @@ export class Device {
 
   /**
    * A free that waits for `after`: the buffer is dead to JavaScript now (views detached, every use a
-   * BufferFreedError), but its memory stays out of the cache, and counted in `active`, until the promise
+   * StateError), but its memory stays out of the cache, and counted in `active`, until the promise
    * settles either way — a kernel may still be reading or writing it. Settling after close() gives the
    * memory straight back to the system (the allocator is gone).
    */
@@ -237,10 +249,11 @@ export class Device {
   /**
    * Maps the file at `path` without a copy (private copy-on-write: writes never reach the file), charged in
    * `mapped` at its length rounded up to the backend's pages and wired as a mapped file when the wired
-   * limit allows. Refused with `OutOfMemoryError` past the memory limit (the file is unmapped again).
+   * limit allows. Refused with an `OutOfMemoryError` past the memory limit (the file is unmapped again). Free it
+   * with `file.free()` (or `using`).
    */
-  mapFile(path: string): MappedFile {
-    if (this.#closed) throw new DeviceClosedError("mapFile()");
+  mapFile(path: string): MappedFile<Device> {
+    if (this.#closed) throw deviceClosed("mapFile()");
     checkPath(path);
     if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const native = this.#backend.mapFile(path);
@@ -258,14 +271,11 @@ export class Device {
     return file;
   }
 
-  /**
-   * Releases a mapped file (same as `file.release(options)`). `{ after: promise }` defers the unmapping until
-   * the promise settles (see {@link FreeOptions}).
-   */
-  releaseMapping(file: MappedFile, options?: FreeOptions): void {
-    this.#checkOwn(file, file instanceof MappedFile, "releaseMapping");
-    if (file.released) throw new MappingReleasedError("release()");
-    const after = checkFreeOptions(options, "release()");
+  /** `free()` of a mapped file: unmapped now, or once `{ after }` settles. */
+  #freeMappedFile(file: MappedFile, options: FreeOptions | undefined): void {
+    this.#checkOwn(file, true);
+    if (file.freed) throw mappingFreed("free()");
+    const after = checkFreeOptions(options, "free()");
     if (after !== undefined) {
       this.#deferUnmap(file, after);
       return;
@@ -288,7 +298,7 @@ export class Device {
       },
       () => {
         state.native.release();
-        this.#figures.settledAfterClose(0, state.mapping.mappedLength);
+        this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
       },
     );
   }
@@ -316,7 +326,10 @@ export class Device {
     return this.#figures.counters();
   }
 
-  /** Sets `peak = active` and `peakWithMapped = active + mapped` (MLX sets 0; see the README). */
+  /**
+   * Restarts every peak at its quantity's value now: `peakActive`, `peakActiveWithMapped`, `peakReserved` and
+   * `counters().peakLive` (PyTorch's `reset_peak_memory_stats`; MLX sets its one peak to 0).
+   */
   resetPeak(): void {
     this.#ensureOpen("resetPeak()");
     this.#allocator.resetPeak();
@@ -345,15 +358,15 @@ export class Device {
   /**
    * Sets how many bytes of buffers and mapped files are kept wired (resident); returns the previous limit.
    * Waiting buffers are wired while they fit, or wired ones are unwired until under the new limit. Refused
-   * above the recommended working set, as MLX. The limit is residency's capacity.
+   * above the recommended working set, as MLX. The limit is residency's `wiredLimit`.
    */
   setWiredLimit(bytes: number): number {
     this.#ensureOpen("setWiredLimit()");
     checkByteCount(bytes, "bytes");
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
-    if (bytes > maximum) throw new WiredLimitError(bytes, maximum);
-    const previous = this.#residency.capacity;
-    this.#wiring.watch(() => this.#residency.resize(bytes), bytes > 0);
+    if (bytes > maximum) throw wiredLimitTooLarge(bytes, maximum);
+    const previous = this.#residency.wiredLimit;
+    this.#wiring.watch(() => this.#residency.setWiredLimit(bytes), bytes > 0);
     this.#trace?.limit("wired", bytes);
     return previous;
   }
@@ -400,21 +413,10 @@ export class Device {
     };
   }
 
-  /**
-   * Metal: the `id<MTLResidencySet>`s nuvec uses now, as pointers (not retained), for a runtime with several
-   * command queues to attach them itself (`[queue addResidencySet:]`). The list only grows, when residency
-   * needs a new set (each holds up to `max(W·pct/100, 64 MiB)`, at most 32 sets; the first is made at
-   * open), and is empty after close(): read it again after raising the wired limit. Empty on backends
-   * without Metal residency sets (the host, the mock).
-   */
-  residencySetHandles(): bigint[] {
-    return this.#closed ? [] : metalResidencySetPointers(this.#residencySets);
-  }
-
-  /** Starts recording every allocation, free, mapping and limit change (see {@link DeviceTrace}). */
+  /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
-    if (this.#trace) throw new TraceRecordingError("startTrace(): a trace is already being recorded");
+    if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, {
       ...traceOpening(this.#liveBuffers, this.#mappings),
       allocator: this.#allocator.replaySetup(),
@@ -422,8 +424,8 @@ export class Device {
   }
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
-  stopTrace(): DeviceTrace {
-    if (!this.#trace) throw new TraceRecordingError("stopTrace(): no trace is being recorded");
+  stopTrace(): Trace {
+    if (!this.#trace) throw traceRecording("stopTrace(): no trace is being recorded");
     const trace = this.#trace.finish();
     this.#trace = undefined;
     return trace;
@@ -431,7 +433,7 @@ export class Device {
 
   /**
    * Releases everything: live buffers (their views detached), cached buffers, mapped files and residency
-   * sets. Idempotent. Every later use of the device or its buffers throws `DeviceClosedError`. Frees deferred
+   * sets. Idempotent. Every later use of the device or its buffers throws `StateError` (`ERR_NUVEC_DEVICE_CLOSED`). Frees deferred
    * with `{ after }` are the exception: each one's memory goes back to the system when its promise settles
    * (a kernel may still be using it); until then it stays in the last `memoryStats()` (`active`, `mapped`)
    * and in `counters().pendingFrees`.
@@ -459,19 +461,18 @@ export class Device {
   }
 
   /**
-   * The checks of a handle given back by `method` (`free`, `releaseMapping`), in order: of the right class
-   * (`isHandle`), of this device, the device still open.
+   * The checks of a handle given to `free`, in order: a buffer or mapped file (`isHandle`), of this device,
+   * the device still open.
    */
-  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean, method: "free" | "releaseMapping"): void {
+  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean): void {
     if (!isHandle) {
-      const [argument, type] = method === "free" ? ["buffer", "DeviceBuffer"] : ["file", "MappedFile"];
-      throw new DeviceArgumentError(argument, `${method}(${argument}): ${argument} must be a ${type}`);
+      throw new ArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
     }
-    if (handle.device !== this) throw new ForeignBufferError(`${method}()`);
-    if (this.#closed) throw new DeviceClosedError(`${method}()`);
+    if (handle.device !== this) throw foreignBuffer("free()");
+    if (this.#closed) throw deviceClosed("free()");
   }
 
   #ensureOpen(operation: string): void {
-    if (this.#closed) throw new DeviceClosedError(operation);
+    if (this.#closed) throw deviceClosed(operation);
   }
 }

@@ -36,7 +36,7 @@ export class DeviceFigures {
     const residency = this.#residency;
     stats.wired = residency.wired;
     stats.wiredMapped = residency.wiredMapped;
-    stats.wiredLimit = residency.capacity;
+    stats.wiredLimit = residency.wiredLimit;
     return stats;
   }
 
@@ -66,6 +66,7 @@ export class DeviceFigures {
     const final = this.#final;
     if (final === undefined) return;
     final.stats.active -= bufferBytes;
+    final.stats.reserved -= bufferBytes;
     final.stats.mapped -= mappedBytes;
     final.stats.activeWithMapped -= bufferBytes + mappedBytes;
     if (bufferBytes > 0) {

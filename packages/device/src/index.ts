@@ -1,41 +1,27 @@
-// The allocator's errors reach Device users unchanged: re-exported so one import is enough.
+// The allocator's names a Device user meets.
+export type { AllocatorPolicy, BoundedRelease, TraceEvent, TraceHeader } from "@nuvec/allocator";
+// What a Device user needs to read its statistics and catch its errors, so that `npm install @nuvec/device`
+// is the whole install.
 export {
-  AllocatorArgumentError,
-  AllocatorError,
-  type AllocatorPolicy,
-  type BoundedRelease,
-  BufferTooLargeError,
-  OutOfMemoryError,
-  ResourceLimitError,
-  SystemAllocationError,
-  type TraceEvent,
-  type TraceHeader,
-} from "@nuvec/allocator";
-// What a Device user needs to read its statistics, so that `npm install @nuvec/device` is the whole install.
-export {
+  ArgumentError,
   emptyMemoryStats,
+  FormatError,
   type FormatMemoryStatsOptions,
   formatBytes,
   formatMemoryStats,
   type MemoryStats,
-  NuvecArgumentError,
+  NativeUnavailableError,
   NuvecError,
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
 } from "@nuvec/stats";
 export { Device } from "./device.js";
 export { DeviceBuffer } from "./device-buffer.js";
-export {
-  BufferFreedError,
-  DeviceArgumentError,
-  DeviceClosedError,
-  DeviceError,
-  type DeviceErrorCode,
-  ForeignBufferError,
-  MappingReleasedError,
-  MemoryNotHostVisibleError,
-  TraceRecordingError,
-  WiredLimitError,
-} from "./errors.js";
 export { MappedFile } from "./mapped-file.js";
+export { DeviceNative } from "./native-access.js";
 export type {
   DeviceCounters,
   DeviceInfo,
@@ -44,4 +30,12 @@ export type {
   FreeOptions,
   MetalOptions,
 } from "./options.js";
-export type { DeviceTrace } from "./trace.js";
+export {
+  type MappedSafetensors,
+  mapSafetensors,
+  readSafetensorsHeader,
+  SAFETENSORS_DTYPE_BYTES,
+  type SafetensorsHeader,
+  type SafetensorsTensor,
+} from "./safetensors.js";
+export type { Trace } from "./trace.js";

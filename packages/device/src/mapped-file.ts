@@ -1,9 +1,9 @@
 // A file mapped without a copy by Device.mapFile, and the state the Device keeps for it.
 import type { Mapping } from "@nuvec/allocator";
 import type { NativeMappedFile } from "@nuvec/metal-native";
-import type { Device } from "./device.js";
-import { DeviceClosedError, MappingReleasedError } from "./errors.js";
-import type { DeviceMemoryHandle, FreeOptions } from "./options.js";
+import { deviceClosed, mappingFreed } from "./errors.js";
+import type { HandleOwner } from "./handle-owner.js";
+import type { FreeOptions } from "./options.js";
 
 /** @internal What the Device keeps for a mapped file: the backend's mapping and the allocator's account. */
 export interface MappedFileState {
@@ -22,8 +22,8 @@ export function mappedFileState(file: MappedFile): MappedFileState {
 }
 
 /** A file mapped without a copy by {@link Device.mapFile}: read-only by convention (writes stay private). */
-export class MappedFile {
-  readonly #device: Device;
+export class MappedFile<Owner extends HandleOwner = HandleOwner> {
+  readonly #device: Owner;
   readonly #state: MappedFileState;
 
   static {
@@ -31,7 +31,7 @@ export class MappedFile {
   }
 
   /** @internal Made by {@link Device.mapFile}. */
-  constructor(device: Device, native: NativeMappedFile, mapping: Mapping) {
+  constructor(device: Owner, native: NativeMappedFile, mapping: Mapping) {
     this.#device = device;
     this.#state = { native, mapping, live: true };
   }
@@ -47,55 +47,41 @@ export class MappedFile {
   }
 
   /** The bytes charged in `mapped`: the length rounded up to the system's pages. */
-  get mappedLength(): number {
-    return this.#state.mapping.mappedLength;
+  get allocatedLength(): number {
+    return this.#state.mapping.allocatedLength;
   }
 
-  /** True once released. */
-  get released(): boolean {
+  /** True once freed (unmapped). */
+  get freed(): boolean {
     return !this.#state.live;
   }
 
   /** The device this mapping belongs to. */
-  get device(): Device {
+  get device(): Owner {
     return this.#device;
   }
 
-  /** The file's bytes without a copy; detached when the mapping is released. */
+  /** The file's bytes without a copy (`length` bytes); detached when the file is freed. */
   contents(): ArrayBuffer {
     this.#check("contents()");
     return this.#state.native.contents();
   }
 
   /**
-   * Where the mapping is: its `address` is the file's first byte (see {@link DeviceBuffer.nativeHandle});
-   * `allocatedLength` is the mapped length. Throws `MappingReleasedError` after `release()`.
+   * Unmaps the file (same as `device.free(file, options)`). A second call throws. `{ after: promise }`: views
+   * are detached now, the file is unmapped once the promise settles (see {@link FreeOptions}).
    */
-  nativeHandle(): DeviceMemoryHandle {
-    this.#check("nativeHandle()");
-    const native = this.#state.native;
-    return Object.freeze({
-      ...native.nativeHandle(),
-      length: native.length,
-      allocatedLength: native.mappedLength,
-    });
+  free(options?: FreeOptions): void {
+    this.#device.free(this, options);
   }
 
-  /**
-   * Unmaps the file. A second call throws. `{ after: promise }`: views are detached now, the file is
-   * unmapped once the promise settles (see {@link FreeOptions}).
-   */
-  release(options?: FreeOptions): void {
-    this.#device.releaseMapping(this, options);
-  }
-
-  /** `using file = device.mapFile(path)` releases it at the end of the scope. */
+  /** `using file = device.mapFile(path)` frees it at the end of the scope (no error if already freed). */
   [Symbol.dispose](): void {
-    if (this.#state.live && !this.#device.closed) this.#device.releaseMapping(this);
+    if (this.#state.live && !this.#device.closed) this.#device.free(this);
   }
 
   #check(operation: string): void {
-    if (this.#device.closed) throw new DeviceClosedError(operation);
-    if (!this.#state.live) throw new MappingReleasedError(operation);
+    if (this.#device.closed) throw deviceClosed(operation);
+    if (!this.#state.live) throw mappingFreed(operation);
   }
 }

@@ -1,14 +1,14 @@
-// The Device's Metal interop: `Device.open`'s `metal` option (the runtime's command queue and GPU, checked
-// against the backend before the Device makes anything on it), and the residency sets a runtime may attach.
-import type { NativeBackend, NativeResidencySet } from "@nuvec/metal-native";
-import { DeviceArgumentError } from "./errors.js";
+// `Device.open`'s `metal` option: the runtime's command queue and GPU, checked against the backend before the
+// Device makes anything on it.
+import type { NativeBackend } from "@nuvec/metal-native";
+import { ArgumentError } from "@nuvec/stats";
 import type { MetalOptions } from "./options.js";
 
 /** Checks one pointer of the `metal` option: a bigint in (0, 2^64). */
 function checkPointerOption(value: unknown, name: string): void {
   if (value === undefined) return;
   if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
-    throw new DeviceArgumentError(name, `${name} must be a non-zero 64-bit pointer given as a bigint`);
+    throw new ArgumentError(name, `${name} must be a non-zero 64-bit pointer given as a bigint`);
   }
 }
 
@@ -18,7 +18,7 @@ function checkPointerOption(value: unknown, name: string): void {
  */
 export function checkMetalOptions(metal: unknown, backend: NativeBackend): void {
   if (metal === null || typeof metal !== "object") {
-    throw new DeviceArgumentError("metal", "Device.open(options): metal must be an object");
+    throw new ArgumentError("metal", "Device.open(options): metal must be an object");
   }
   const { commandQueue, device } = metal as MetalOptions;
   checkPointerOption(commandQueue, "metal.commandQueue");
@@ -29,7 +29,7 @@ export function checkMetalOptions(metal: unknown, backend: NativeBackend): void 
   ];
   if (given.length === 0) return;
   if (backend.platform !== "metal") {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       given[0] as string,
       `Device.open(): ${given.join(" and ")} ${given.length > 1 ? "are" : "is"} for the Metal backend; ` +
         `this device runs on the ${backend.platform} backend, which has no Metal queue or device`,
@@ -37,25 +37,13 @@ export function checkMetalOptions(metal: unknown, backend: NativeBackend): void 
   }
   if (device === undefined) return;
   if (backend.checkMetalDevice === undefined) {
-    throw new DeviceArgumentError("metal.device", "Device.open(): this Metal backend cannot check a device");
+    throw new ArgumentError("metal.device", "Device.open(): this Metal backend cannot check a device");
   }
   try {
     backend.checkMetalDevice(device);
   } catch (error) {
-    throw new DeviceArgumentError(
-      "metal.device",
-      `Device.open(): metal.device: ${(error as Error).message}`,
-      { cause: error },
-    );
+    throw new ArgumentError("metal.device", `Device.open(): metal.device: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
-}
-
-/** The `id<MTLResidencySet>` pointers of `sets` (not retained); none for sets of other backends. */
-export function metalResidencySetPointers(sets: readonly NativeResidencySet[]): bigint[] {
-  const pointers: bigint[] = [];
-  for (const set of sets) {
-    const pointer = set.metalResidencySet;
-    if (pointer !== undefined) pointers.push(pointer);
-  }
-  return pointers;
 }

@@ -3,8 +3,7 @@
 // working set).
 import type { AllocatorCounters, AllocatorPolicy, BoundedRelease, SegmentOptions } from "@nuvec/allocator";
 import type { DeviceFacts, NativeBackend, NativeCounters, NativeMemoryHandle } from "@nuvec/metal-native";
-import { byteCountProblem, describeValue } from "@nuvec/stats";
-import { DeviceArgumentError } from "./errors.js";
+import { ArgumentError, byteCountProblem, describeValue } from "@nuvec/stats";
 
 /** Options of {@link Device.open}. Limits left out keep MLX's defaults. */
 export interface DeviceOptions {
@@ -12,14 +11,15 @@ export interface DeviceOptions {
   backend?: NativeBackend;
   /** The hard limit on `active + mapped` (default `min(1.5·W, 0.95·memory)`). */
   memoryLimit?: number;
-  /** The cache is trimmed to this many bytes (default: the memory limit). */
+  /** The cache is trimmed to this many bytes (default: the memory limit, `memoryLimit` when given, as MLX). */
   cacheLimit?: number;
   /** Bytes kept wired (resident); default 0, as MLX: nothing wired until asked. */
   wiredLimit?: number;
   /**
-   * The cache policy: `"mlx"` (MLX's decisions exactly; the default on Metal and the host), `"bounded"`, or
-   * `"segments"` (blocks inside large segments, for discrete GPUs; the default on CUDA). `"segments"` needs
-   * a backend with `newBufferRange`.
+   * The cache policy: `"bounded"` (reserved memory held within `reserveRatio` of the live peak; the default
+   * on Metal and the host), `"mlx"` (MLX's decisions exactly, every freed buffer kept up to the cache limit),
+   * or `"segments"` (blocks inside large segments, for discrete GPUs; the default on CUDA). `"segments"`
+   * needs a backend with `newBufferRange`.
    */
   policy?: AllocatorPolicy;
   /** For the `"segments"` policy: its sizes (any left out keep `SEGMENT_DEFAULTS` of `@nuvec/allocator`). */
@@ -51,7 +51,7 @@ export interface DeviceOptions {
    * `id<MTLCommandQueue>`): nuvec's residency sets are attached to it instead of the addon's private queue
    * (and removed from it before they are released), so the runtime's command buffers see them. `device` (an
    * `id<MTLDevice>`): checked to be the GPU nuvec's buffers come from. Refused on other backends with a
-   * {@link DeviceArgumentError} naming the option.
+   * `ArgumentError` naming the option.
    */
   metal?: MetalOptions;
 }
@@ -64,7 +64,7 @@ export interface MetalOptions {
   device?: bigint;
 }
 
-/** Options of `buffer.free()` and `mappedFile.release()`. */
+/** Options of `free()`: `buffer.free()`, `mappedFile.free()`, `device.free(handle)`. */
 export interface FreeOptions {
   /**
    * Free only once this promise settles (fulfilled or rejected): views are detached at once, but the memory
@@ -76,9 +76,9 @@ export interface FreeOptions {
 }
 
 /**
- * A {@link NativeMemoryHandle} (the backend's pointers) with the allocation's lengths: what a runtime's
- * native code needs to run a kernel on nuvec memory. Frozen; valid until the buffer is freed (or the file
- * released), and after a deferred free until its promise settles.
+ * A {@link NativeMemoryHandle} (the backend's pointers) with the allocation's lengths, from
+ * `device.native.handle(target)`: what a runtime's native code needs to run a kernel on nuvec memory. Frozen;
+ * valid until the buffer or file is freed, and after a deferred free until its promise settles.
  */
 export type DeviceMemoryHandle = NativeMemoryHandle & {
   /** Bytes the caller may use: the bytes asked for (buffers) or the file's length (mapped files). */
@@ -138,7 +138,7 @@ export function isTimerInterval(value: unknown): value is number {
 /** Refuses a keep-alive interval a timer would not honour, naming the argument. */
 export function checkTimerInterval(value: unknown, name: string): asserts value is number {
   if (!isTimerInterval(value)) {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       name,
       `${name} must be a positive number of at most ${MAX_TIMER_MILLISECONDS}, got ${String(value)}`,
     );
@@ -147,12 +147,12 @@ export function checkTimerInterval(value: unknown, name: string): asserts value 
 
 /**
  * A byte count where the Device is the public boundary (the wired limit: residency trusts its caller), refused
- * with a {@link DeviceArgumentError} like every other argument. Sizes the allocator receives (malloc, the
+ * with a `ArgumentError` like every other argument. Sizes the allocator receives (malloc, the
  * memory and cache limits) are checked there, once.
  */
 export function checkByteCount(value: unknown, name: string): asserts value is number {
   const problem = byteCountProblem(value, name);
-  if (problem) throw new DeviceArgumentError(name, problem.message);
+  if (problem) throw new ArgumentError(name, problem.message);
 }
 
 /**
@@ -162,7 +162,7 @@ export function checkByteCount(value: unknown, name: string): asserts value is n
 export function residencySetMaxPercentText(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > 100) {
-    throw new DeviceArgumentError(
+    throw new ArgumentError(
       "residencySetMaxPercent",
       `residencySetMaxPercent must be a whole number from 0 to 100 (percent of the working set; 0 or 100: one set), got ${describeValue(value)}`,
     );
@@ -176,7 +176,7 @@ export function residencySetMaxPercentText(value: unknown): string | undefined {
  */
 export function checkOpenOptions(options: unknown): string | undefined {
   if (options === null || typeof options !== "object") {
-    throw new DeviceArgumentError("options", "Device.open(options): options must be an object");
+    throw new ArgumentError("options", "Device.open(options): options must be an object");
   }
   const { residencyKeepAliveMilliseconds, wiredLimit, residencySetMaxPercent } = options as DeviceOptions;
   if (residencyKeepAliveMilliseconds !== undefined)
@@ -188,9 +188,6 @@ export function checkOpenOptions(options: unknown): string | undefined {
 /** `mapFile`'s check of its path: a non-empty string (the backend checks the rest, such as a NUL byte). */
 export function checkPath(path: unknown): asserts path is string {
   if (typeof path !== "string" || path.length === 0) {
-    throw new DeviceArgumentError(
-      "path",
-      `mapFile(path): path must be a non-empty string, got ${String(path)}`,
-    );
+    throw new ArgumentError("path", `mapFile(path): path must be a non-empty string, got ${String(path)}`);
   }
 }

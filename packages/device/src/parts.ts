@@ -46,10 +46,10 @@ export function allocatorOver(
 
 /**
  * The policy a Device runs when `options.policy` is left out: `"segments"` on CUDA (device memory, where
- * every system allocation is a slow driver call), MLX's `"mlx"` elsewhere.
+ * every system allocation is a slow driver call), `"bounded"` elsewhere.
  */
 export function defaultPolicy(backend: NativeBackend): AllocatorPolicy {
-  return backend.platform === "cuda" && backend.newBufferRange !== undefined ? "segments" : "mlx";
+  return backend.platform === "cuda" && backend.newBufferRange !== undefined ? "segments" : "bounded";
 }
 
 /**

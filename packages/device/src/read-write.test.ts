@@ -8,17 +8,10 @@ import type {
   NativeMappedFile,
   NativeResidencySet,
 } from "@nuvec/metal-native";
-import { NativeNotHostVisibleError } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
+import { ArgumentError, type NuvecError, StateError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
-import {
-  BufferFreedError,
-  Device,
-  DeviceArgumentError,
-  DeviceClosedError,
-  type DeviceError,
-  MemoryNotHostVisibleError,
-} from "./index.js";
+import { Device } from "./index.js";
 
 const GIB = 1024 ** 3;
 
@@ -72,7 +65,7 @@ class DeviceMemoryMock implements NativeBackend {
         return inner.released;
       },
       contents(): ArrayBuffer {
-        throw new NativeNotHostVisibleError("contents(): device memory");
+        throw new UnsupportedError("ERR_NUVEC_NOT_HOST_VISIBLE", "contents(): device memory");
       },
       detachContents: () => inner.detachContents(),
       nativeHandle: () => ({ platform: "cuda", devicePointer: 0x1000n, device: 0 }),
@@ -110,7 +103,7 @@ class DeviceMemoryMock implements NativeBackend {
 
 function expectDeviceError(
   action: () => unknown,
-  type: abstract new (...args: never[]) => DeviceError,
+  type: abstract new (...args: never[]) => NuvecError,
   code: string,
 ) {
   let caught: unknown;
@@ -120,8 +113,8 @@ function expectDeviceError(
     caught = error;
   }
   expect(caught).toBeInstanceOf(type);
-  expect((caught as DeviceError).code).toBe(code);
-  return caught as DeviceError;
+  expect((caught as NuvecError).code).toBe(code);
+  return caught as NuvecError;
 }
 
 describe("DeviceBuffer.write and read on host-visible memory", () => {
@@ -168,14 +161,14 @@ describe("DeviceBuffer.write and read on host-visible memory", () => {
     ["offset 1.5", 1.5, 4],
     ["offset past the end", 65, 0],
     ["a source past the end", 62, 4],
-  ])("write with %s is a DeviceArgumentError and writes nothing", (_label, offset, length) => {
+  ])("write with %s is an ArgumentError and writes nothing", (_label, offset, length) => {
     using device = hostDevice();
     const buffer = device.malloc(64);
     buffer.write(new Uint8Array(64));
     const before = device.counters();
     expectDeviceError(
       () => buffer.write(new Uint8Array(length).fill(0xff), offset),
-      DeviceArgumentError,
+      ArgumentError,
       "ERR_NUVEC_INVALID_ARGUMENT",
     );
     expect(buffer.read()).toEqual(new Uint8Array(64));
@@ -187,15 +180,15 @@ describe("DeviceBuffer.write and read on host-visible memory", () => {
     ["a string", "abc"],
     ["an array", [1, 2]],
     ["undefined", undefined],
-  ])("write of %s is a DeviceArgumentError", (_label, source) => {
+  ])("write of %s is an ArgumentError", (_label, source) => {
     using device = hostDevice();
     const buffer = device.malloc(64);
     const error = expectDeviceError(
       () => buffer.write(source as unknown as Uint8Array),
-      DeviceArgumentError,
+      ArgumentError,
       "ERR_NUVEC_INVALID_ARGUMENT",
     );
-    expect((error as DeviceArgumentError).argument).toBe("source");
+    expect((error as ArgumentError).argument).toBe("source");
   });
 
   it.each([
@@ -203,37 +196,33 @@ describe("DeviceBuffer.write and read on host-visible memory", () => {
     ["a length past the end", 60, 5],
     ["a negative length", 0, -1],
     ["a fractional length", 0, 0.5],
-  ])("read with %s is a DeviceArgumentError", (_label, offset, length) => {
+  ])("read with %s is an ArgumentError", (_label, offset, length) => {
     using device = hostDevice();
     const buffer = device.malloc(64);
-    expectDeviceError(() => buffer.read(offset, length), DeviceArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
+    expectDeviceError(() => buffer.read(offset, length), ArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
   });
 
-  it("after free or close: BufferFreedError, DeviceClosedError", () => {
+  it("after free or close: StateError, StateError", () => {
     const device = hostDevice();
     const buffer = device.malloc(64);
     buffer.free();
-    expectDeviceError(() => buffer.read(), BufferFreedError, "ERR_NUVEC_BUFFER_FREED");
-    expectDeviceError(() => buffer.write(new Uint8Array(1)), BufferFreedError, "ERR_NUVEC_BUFFER_FREED");
+    expectDeviceError(() => buffer.read(), StateError, "ERR_NUVEC_BUFFER_FREED");
+    expectDeviceError(() => buffer.write(new Uint8Array(1)), StateError, "ERR_NUVEC_BUFFER_FREED");
     const live = device.malloc(64);
     device.close();
-    expectDeviceError(() => live.read(), DeviceClosedError, "ERR_NUVEC_DEVICE_CLOSED");
+    expectDeviceError(() => live.read(), StateError, "ERR_NUVEC_DEVICE_CLOSED");
   });
 });
 
 describe("memory that is not host-visible", () => {
-  it("contents() and bytes() are refused with MemoryNotHostVisibleError; counters unchanged", () => {
+  it("contents() and bytes() are refused with UnsupportedError; counters unchanged", () => {
     const backend = new DeviceMemoryMock();
     using device = Device.open({ backend });
     const buffer = device.malloc(4096);
     const before = device.counters();
-    const error = expectDeviceError(
-      () => buffer.contents(),
-      MemoryNotHostVisibleError,
-      "ERR_NUVEC_NOT_HOST_VISIBLE",
-    );
+    const error = expectDeviceError(() => buffer.contents(), UnsupportedError, "ERR_NUVEC_NOT_HOST_VISIBLE");
     expect(error.message).toMatch(/not host-visible/);
-    expectDeviceError(() => buffer.bytes(), MemoryNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+    expectDeviceError(() => buffer.bytes(), UnsupportedError, "ERR_NUVEC_NOT_HOST_VISIBLE");
     expect(device.counters()).toEqual(before);
   });
 

@@ -1,11 +1,10 @@
 // The trace recorder lives in @nuvec/allocator (its trace-format module owns the format, the reader and the
-// writer); the Device keeps importing it from here, under the names it always had, with what a trace it
-// starts opens with.
+// writer); here is what a trace the Device starts opens with.
 import type { TraceOpening } from "@nuvec/allocator";
 import type { LiveBuffers } from "./live-buffers.js";
 import type { MappedFile } from "./mapped-file.js";
 
-export { type RecordedTrace as DeviceTrace, type TraceOpening, TraceRecorder } from "@nuvec/allocator";
+export { type Trace, type TraceOpening, TraceRecorder } from "@nuvec/allocator";
 
 /**
  * @internal What a trace started now opens with, so that it replays on its own: the live buffers, oldest first, at

@@ -5,11 +5,11 @@ import type { NativeBackend } from "@nuvec/metal-native";
 /** Watches wiring calls for one Device and warns, once, when the platform refused some. */
 export class WiringWarning {
   readonly #backend: NativeBackend;
-  readonly #residency: { readonly wired: number; readonly capacity: number };
+  readonly #residency: { readonly wired: number; readonly wiredLimit: number };
   #warned = false;
 
-  /** `residency` is the Device's: its `wired` is what it asked the platform to wire, `capacity` the limit. */
-  constructor(backend: NativeBackend, residency: { readonly wired: number; readonly capacity: number }) {
+  /** `residency` is the Device's: its `wired` is what it asked the platform to wire, `wiredLimit` the limit. */
+  constructor(backend: NativeBackend, residency: { readonly wired: number; readonly wiredLimit: number }) {
     this.#backend = backend;
     this.#residency = residency;
   }
@@ -19,7 +19,7 @@ export class WiringWarning {
    * grows), one process warning says so, with the backend's advice. Skipped (no native call) while nothing
    * may be wired (`mayWire`, by default a wired limit above 0) or once warned.
    */
-  watch(body: () => void, mayWire = this.#residency.capacity > 0): void {
+  watch(body: () => void, mayWire = this.#residency.wiredLimit > 0): void {
     if (this.#warned || !mayWire) {
       body();
       return;

@@ -48,7 +48,7 @@ describe.skipIf(host === undefined)("conformance scenarios on the host backend",
     (index, scenario) => {
       const backend = host as NativeBackend;
       const before = backend.counters();
-      const device = Device.open({ backend: asScenarioDevice(backend, scenario) });
+      const device = Device.open({ backend: asScenarioDevice(backend, scenario), policy: "mlx" });
       replayScenario(device, scenario, (id, length) => sparseFile(`${index}-${id}.bin`, length));
       device.close();
       const after = backend.counters();

@@ -43,7 +43,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
       };
       const device = Device.open();
       const backendFigures = () => {
-        const counters = device.backend.counters();
+        const counters = device.native.backend.counters();
         return {
           quarantined: counters.quarantinedBytes,
           abandoned: counters.abandonedBytes,
@@ -93,7 +93,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open({ memoryLimit: 16 * MIB });
     device.startTrace("quarantine");
-    const backendBefore = device.backend.counters().quarantinedBytes ?? Number.NaN;
+    const backendBefore = device.native.backend.counters().quarantinedBytes ?? Number.NaN;
     let moved: ArrayBuffer[] = [];
     for (let index = 0; index < 16; index += 1) {
       const buffer = device.malloc(MIB);
@@ -102,7 +102,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
       buffer.free();
       expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: (index + 1) * MIB });
     }
-    expect((device.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(16 * MIB);
+    expect((device.native.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(16 * MIB);
     // Past the limit by what is quarantined alone: the typed refusal names it, and nothing changes.
     const stats = device.memoryStats();
     const counters = device.counters();
@@ -128,7 +128,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
       await nextTurn();
     }
     expect(device.memoryStats()).toMatchObject({ active: 0, quarantined: 0 });
-    expect((device.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(0);
+    expect((device.native.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(0);
     // The trace says what happened: 16 quarantines, then 16 give-backs; replayed, the same refusal.
     const trace = device.stopTrace();
     const tags = trace.events.map((event) => event[0]).join("");
@@ -215,7 +215,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     device.mapFile(path);
     for (let index = 0; index < 100; index += 1) device.malloc(1000 * (index + 1));
     device.close();
-    const backend = device.backend.counters();
+    const backend = device.native.backend.counters();
     expect(backend.buffersMade).toBe(backend.buffersReleased);
     expect(backend.mappingsMade).toBe(backend.mappingsReleased);
     expect(status("VmLck")).toBe(lockedBefore);

@@ -2,20 +2,16 @@
 // settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
 // real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
 // around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import {
-  BufferFreedError,
-  Device,
-  DeviceArgumentError,
-  DeviceClosedError,
-  type DeviceMemoryHandle,
-  MappingReleasedError,
-} from "../src/index.js";
+import { ArgumentError } from "@nuvec/stats";
+import { afterAll, describe, expect, it } from "vitest";
+import { readOwnMemory } from "../../native-core/test/support.js";
+import { Device, type DeviceMemoryHandle } from "../src/index.js";
+import { captureWarnings } from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -37,23 +33,6 @@ function writeFile(bytes: Uint8Array): string {
 function pattern(length: number, seed: number): Uint8Array {
   const bytes = new Uint8Array(length);
   for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed) & 0xff;
-  return bytes;
-}
-
-/** Reads this process's memory at `address` through /proc/self/mem (not through any view). */
-function readOwnMemory(address: bigint, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  const descriptor = openSync("/proc/self/mem", "r");
-  try {
-    let done = 0;
-    while (done < length) {
-      const read = readSync(descriptor, bytes, done, length - done, Number(address) + done);
-      if (read === 0) throw new Error(`nothing to read at ${address}`);
-      done += read;
-    }
-  } finally {
-    closeSync(descriptor);
-  }
   return bytes;
 }
 
@@ -93,48 +72,54 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a buffer's handle: frozen, the backend's platform, lengths, and a cache hit gives the same address", () => {
       const { backend, device } = open();
       const buffer = device.malloc(1000);
-      const handle = buffer.nativeHandle();
+      const handle = device.native.handle(buffer);
       expect(Object.isFrozen(handle)).toBe(true);
       expect(handle).toMatchObject({ platform: backend.platform, length: 1000, allocatedLength: 1024 });
       expect(cpuAddress(handle)).toBeGreaterThan(0n);
       buffer.free();
       const again = device.malloc(1000);
       expect(device.counters().cacheHits).toBe(1);
-      expect(cpuAddress(again.nativeHandle())).toBe(cpuAddress(handle));
+      expect(cpuAddress(device.native.handle(again))).toBe(cpuAddress(handle));
       device.close();
     });
 
-    it("after free() nativeHandle() throws BufferFreedError; after close() DeviceClosedError", () => {
+    it("after free() nativeHandle() throws StateError; after close() StateError", () => {
       const { device } = open();
       const buffer = device.malloc(64);
       buffer.free();
-      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
+      expect(() => device.native.handle(buffer)).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
+      );
       const other = device.malloc(64);
       device.close();
-      expect(() => other.nativeHandle()).toThrow(DeviceClosedError);
+      expect(() => device.native.handle(other)).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
+      );
     });
 
     it("a 0-byte buffer's handle has a null address", () => {
       const { device } = open();
-      const handle = device.malloc(0).nativeHandle();
+      const handle = device.native.handle(device.malloc(0));
       expect(handle).toMatchObject({ address: 0n, length: 0, allocatedLength: 0 });
       device.close();
     });
 
-    it("a mapped file's handle: its length and mapped length; MappingReleasedError after release", () => {
+    it("a mapped file's handle: its length and mapped length; StateError after release", () => {
       const { backend, device } = open();
       const content = pattern(10_000, 7);
       const file = device.mapFile(writeFile(content));
-      const handle = file.nativeHandle();
+      const handle = device.native.handle(file);
       expect(Object.isFrozen(handle)).toBe(true);
       expect(handle).toMatchObject({
         platform: backend.platform,
         length: 10_000,
-        allocatedLength: file.mappedLength,
+        allocatedLength: file.allocatedLength,
       });
       if (realMemory) expect(readOwnMemory(cpuAddress(handle), content.length)).toEqual(content);
-      file.release();
-      expect(() => file.nativeHandle()).toThrow(MappingReleasedError);
+      file.free();
+      expect(() => device.native.handle(file)).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
+      );
       device.close();
     });
 
@@ -144,7 +129,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         const buffer = device.malloc(50_000);
         const bytes = pattern(50_000, 3);
         buffer.bytes().set(bytes);
-        expect(readOwnMemory(cpuAddress(buffer.nativeHandle()), bytes.length)).toEqual(bytes);
+        expect(readOwnMemory(cpuAddress(device.native.handle(buffer)), bytes.length)).toEqual(bytes);
         device.close();
       });
     }
@@ -156,20 +141,26 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const buffer = device.malloc(100_000);
       const view = buffer.bytes();
       view.fill(7);
-      const address = cpuAddress(buffer.nativeHandle());
+      const address = cpuAddress(device.native.handle(buffer));
       const active = device.memoryStats().active;
       const kernel = deferred();
       buffer.free({ after: kernel.promise });
 
       expect(view.byteLength).toBe(0); // detached at once
-      expect(() => buffer.contents()).toThrow(BufferFreedError);
-      expect(() => buffer.nativeHandle()).toThrow(BufferFreedError);
-      expect(() => buffer.free()).toThrow(BufferFreedError);
+      expect(() => buffer.contents()).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
+      );
+      expect(() => device.native.handle(buffer)).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
+      );
+      expect(() => buffer.free()).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
+      );
       expect(device.memoryStats().active).toBe(active);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, liveBuffers: 1, cachedBuffers: 0 });
 
       const other = device.malloc(100_000); // the same size class
-      expect(cpuAddress(other.nativeHandle())).not.toBe(address);
+      expect(cpuAddress(device.native.handle(other))).not.toBe(address);
       expect(device.counters().cacheMisses).toBe(2);
       if (realMemory) expect(readOwnMemory(address, 4)).toEqual(new Uint8Array([7, 7, 7, 7]));
 
@@ -179,7 +170,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(device.memoryStats().active).toBe(other.allocatedLength);
       const reused = device.malloc(100_000);
       expect(device.counters().cacheHits).toBe(1);
-      expect(cpuAddress(reused.nativeHandle())).toBe(address);
+      expect(cpuAddress(device.native.handle(reused))).toBe(address);
       device.close();
       const counters = backend.counters();
       expect(counters.buffersReleased - counters.buffersMade).toBeLessThanOrEqual(0);
@@ -188,7 +179,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a rejected promise frees too (and is not reported as unhandled by the device)", async () => {
       const { device } = open();
       const buffer = device.malloc(4096);
-      const address = cpuAddress(buffer.nativeHandle());
+      const address = cpuAddress(device.native.handle(buffer));
       const kernel = deferred();
       buffer.free({ after: kernel.promise });
       kernel.promise.catch(() => {}); // the runtime handles its own kernel's failure
@@ -196,7 +187,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       await settled();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
-      expect(cpuAddress(device.malloc(4096).nativeHandle())).toBe(address);
+      expect(cpuAddress(device.native.handle(device.malloc(4096)))).toBe(address);
       device.close();
     });
 
@@ -233,11 +224,11 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       await settled();
       expect(device.counters().pendingFrees).toBe(1);
       expect(device.memoryStats().active).toBe(8192);
-      expect(cpuAddress(device.malloc(8192).nativeHandle())).toBeGreaterThan(0n);
+      expect(cpuAddress(device.native.handle(device.malloc(8192)))).toBeGreaterThan(0n);
       expect(device.counters().cacheHits).toBe(0);
     });
 
-    it("a bad `after` is a DeviceArgumentError and changes nothing", () => {
+    it("a bad `after` is an ArgumentError and changes nothing", () => {
       const { device } = open();
       const buffer = device.malloc(300);
       const before = { stats: device.memoryStats(), counters: device.counters() };
@@ -250,10 +241,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
             return caught;
           }
         })();
-        expect(error).toBeInstanceOf(DeviceArgumentError);
-        expect((error as DeviceArgumentError).argument).toBe("after");
+        expect(error).toBeInstanceOf(ArgumentError);
+        expect((error as ArgumentError).argument).toBe("after");
       }
-      expect(() => buffer.free(7 as never)).toThrow(DeviceArgumentError);
+      expect(() => buffer.free(7 as never)).toThrow(ArgumentError);
       expect({ stats: device.memoryStats(), counters: device.counters() }).toEqual(before);
       expect(buffer.freed).toBe(false);
       buffer.free({}); // no `after`: an ordinary free
@@ -268,9 +259,11 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const mapped = device.memoryStats().mapped;
       const released = backend.counters().mappingsReleased;
       const kernel = deferred();
-      file.release({ after: kernel.promise });
+      file.free({ after: kernel.promise });
       expect(view.byteLength).toBe(0);
-      expect(() => file.contents()).toThrow(MappingReleasedError);
+      expect(() => file.contents()).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
+      );
       expect(device.memoryStats().mapped).toBe(mapped);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, mappings: 1 });
       expect(backend.counters().mappingsReleased).toBe(released);
@@ -292,7 +285,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       device.malloc(2000).free(); // cached, released by close()
       const kernel = deferred();
       pending.free({ after: kernel.promise });
-      file.release({ after: kernel.promise });
+      file.free({ after: kernel.promise });
       device.close();
 
       const closed = backend.counters();
@@ -304,10 +297,12 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       );
       expect(device.memoryStats()).toMatchObject({
         active: pending.allocatedLength,
-        mapped: file.mappedLength,
+        mapped: file.allocatedLength,
       });
       expect(device.counters().pendingFrees).toBe(2);
-      expect(() => device.malloc(10)).toThrow(DeviceClosedError);
+      expect(() => device.malloc(10)).toThrow(
+        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
+      );
 
       kernel.resolve();
       await settled();
@@ -322,7 +317,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
   });
 
   describe("Metal options", () => {
-    it("are refused with a DeviceArgumentError naming them, and nothing is made", () => {
+    it("are refused with an ArgumentError naming them, and nothing is made", () => {
       const backend = makeBackend();
       const before = backend.counters();
       for (const [metal, argument] of [
@@ -340,8 +335,8 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
             return caught;
           }
         })();
-        expect(error).toBeInstanceOf(DeviceArgumentError);
-        expect((error as DeviceArgumentError).argument).toBe(argument);
+        expect(error).toBeInstanceOf(ArgumentError);
+        expect((error as ArgumentError).argument).toBe(argument);
       }
       expect(backend.counters()).toEqual(before);
     });
@@ -350,7 +345,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const { device } = open();
       device.setWiredLimit(1 << 20);
       expect(device.info().residencySets).toBeGreaterThan(0);
-      expect(device.residencySetHandles()).toEqual([]);
+      expect(device.native.residencySets()).toEqual([]);
       device.close();
     });
   });
@@ -363,22 +358,16 @@ describe("a deferred free that fails when it settles", () => {
     const device = Device.open({ backend, wiredLimit: 1 << 20 });
     const file = device.mapFile("/weights.bin");
     const kernel = deferred();
-    file.release({ after: kernel.promise });
+    file.free({ after: kernel.promise });
     backend.close(); // the runtime's test tears the backend down first: unwiring the file will throw
     // Captured and checked here, not printed.
-    const warnings: Array<{ message: string; options: unknown }> = [];
-    const emitWarning = vi.spyOn(process, "emitWarning").mockImplementation(((
-      message: string,
-      options: unknown,
-    ) => {
-      warnings.push({ message: String(message), options });
-    }) as typeof process.emitWarning);
+    const { warnings, restore } = captureWarnings();
     try {
       kernel.resolve();
       await settled();
       await settled();
     } finally {
-      emitWarning.mockRestore();
+      restore();
     }
     expect(warnings.map((warning) => warning.options)).toEqual([{ code: "NUVEC_DEFERRED_FREE_FAILED" }]);
     expect(warnings[0]?.message).toMatch(/^nuvec: a deferred free failed: /);
@@ -438,13 +427,13 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
     expect(checkedDevices).toEqual([0xde71cen]);
     device.setWiredLimit(256 * 1024 ** 2);
     for (let index = 0; index < 3; index += 1) device.malloc(100 * 1024 ** 2);
-    const handles = device.residencySetHandles();
+    const handles = device.native.residencySets();
     expect(handles.length).toBe(device.info().residencySets);
     expect(handles.length).toBeGreaterThan(1);
     expect(attached.map((entry) => entry.queue)).toEqual(handles.map(() => 0x9_0000n));
     expect(attached.map((entry) => entry.set)).toEqual(handles);
     device.close();
-    expect(device.residencySetHandles()).toEqual([]);
+    expect(device.native.residencySets()).toEqual([]);
   });
 
   it("without a queue, sets go to the backend's own queue", () => {

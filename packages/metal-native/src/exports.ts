@@ -1,5 +1,5 @@
-// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the root of the error
-// family, so that one import is enough to catch any nuvec error, this package's errors, and the interface.
+// What both entries (`@nuvec/metal-native` and `@nuvec/metal-native/mock`) export: the root of the error family
+// and the kinds a backend throws (every kind is in `@nuvec/stats`), and the interface.
 
 export type {
   BackendPlatform,
@@ -16,12 +16,12 @@ export type {
   NativeResidencySet,
 } from "@nuvec/native-core";
 export {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeReleasedError,
-  NativeSystemError,
+  ArgumentError,
   NativeUnavailableError,
-} from "@nuvec/native-core";
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
+  type NativeUnavailableReason,
+  NuvecError,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";

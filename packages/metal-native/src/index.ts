@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 
-export { deviceFacts, NativeNotHostVisibleError, type NativeUnavailableReason } from "@nuvec/native-core";
+export { deviceFacts } from "@nuvec/native-core";
 export { NativeAddonBuffer, NativeAddonMappedFile, NativeAddonResidencySet } from "./addon/handles.js";
 export { loadNativeBackend } from "./addon/loader.js";
 export { NativeAddonBackend } from "./addon/native-backend.js";

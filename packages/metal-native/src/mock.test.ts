@@ -4,32 +4,14 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NativeBackend } from "@nuvec/native-core";
+import { ArgumentError, type OutOfMemoryError, SystemCallError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
-import {
-  MOCK_DEFAULTS,
-  MockBackend,
-  MockBuffer,
-  MockMappedFile,
-  MockResidencySet,
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeReleasedError,
-  NativeSystemError,
-} from "./mock.js";
+import { thrown } from "../../native-core/test/support.js";
+import { MOCK_DEFAULTS, MockBackend, MockBuffer, MockMappedFile, MockResidencySet } from "./mock.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
-
-/** Calls `action`, expects it to throw, and returns the error. */
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
 
 describe("MockBackend facts", () => {
   it("default to a 16 GiB Apple silicon Mac", () => {
@@ -99,10 +81,10 @@ describe("MockBackend facts", () => {
     ["callLogLimit", { callLogLimit: 0.5 }],
     ["name", { name: "" }],
     ["supportsResidencySets", { supportsResidencySets: "yes" as unknown as boolean }],
-  ])("a bad %s option throws NativeArgumentError naming it", (argument, options) => {
+  ])("a bad %s option throws ArgumentError naming it", (argument, options) => {
     const error = thrown(() => new MockBackend(options));
-    expect(error).toBeInstanceOf(NativeArgumentError);
-    expect((error as NativeArgumentError).argument).toBe(argument);
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect((error as ArgumentError).argument).toBe(argument);
   });
 });
 
@@ -115,16 +97,16 @@ describe("MockBackend buffers", () => {
     expect(mock.newBuffer(16_385).allocatedSize).toBe(32_768);
   });
 
-  it("large buffers need no memory; their contents() throws NativeAllocationError naming realMemoryUpTo", () => {
+  it("large buffers need no memory; their contents() throws OutOfMemoryError naming realMemoryUpTo", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(mock.maxBufferLength);
     expect(buffer).toBeInstanceOf(MockBuffer);
     expect(buffer.allocatedSize).toBe(8 * GIB);
     expect(mock.counters().bufferBytes).toBe(8 * GIB);
     const error = thrown(() => buffer.contents());
-    expect(error).toBeInstanceOf(NativeAllocationError);
-    expect((error as NativeAllocationError).code).toBe("ERR_NUVEC_ALLOCATION_FAILED");
-    expect((error as NativeAllocationError).bytes).toBe(8 * GIB);
+    expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+    expect((error as OutOfMemoryError).code).toBe("ERR_NUVEC_ALLOCATION_FAILED");
+    expect((error as OutOfMemoryError).requested).toBe(8 * GIB);
     expect((error as Error).message).toMatch(/realMemoryUpTo/);
     expect(buffer.hasMemory).toBe(false);
     buffer.release();
@@ -134,11 +116,15 @@ describe("MockBackend buffers", () => {
   it("gives real memory up to realMemoryUpTo exactly", () => {
     const mock = new MockBackend({ realMemoryUpTo: 64 * KIB });
     expect(mock.newBuffer(64 * KIB).contents().byteLength).toBe(64 * KIB);
-    expect(() => mock.newBuffer(64 * KIB + 1).contents()).toThrow(NativeAllocationError);
+    expect(() => mock.newBuffer(64 * KIB + 1).contents()).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
+    );
     const everything = new MockBackend({ realMemoryUpTo: Number.POSITIVE_INFINITY });
     expect(everything.newBuffer(32 * MIB).contents().byteLength).toBe(32 * MIB);
     const nothing = new MockBackend({ realMemoryUpTo: 0 });
-    expect(() => nothing.newBuffer(1).contents()).toThrow(NativeAllocationError);
+    expect(() => nothing.newBuffer(1).contents()).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
+    );
   });
 
   it("makes memory lazily, zero-filled, the same ArrayBuffer until detached", () => {
@@ -177,8 +163,8 @@ describe("MockBackend fault injection: buffers", () => {
     mock.newBuffer(100);
     const before = mock.counters();
     const error = thrown(() => mock.newBuffer(200));
-    expect(error).toBeInstanceOf(NativeAllocationError);
-    expect((error as NativeAllocationError).bytes).toBe(200);
+    expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+    expect((error as OutOfMemoryError).requested).toBe(200);
     expect(mock.counters()).toEqual(before);
     expect(mock.newBuffer(200).length).toBe(200);
     expect(mock.bufferAttempts).toBe(3);
@@ -191,8 +177,10 @@ describe("MockBackend fault injection: buffers", () => {
     mock.newBuffer(1);
     const next = mock.bufferAttempts + 1;
     mock.failAllocation = (_bytes, attempt) => attempt === next;
-    expect(() => mock.newBuffer(-1)).toThrow(NativeArgumentError);
-    expect(() => mock.newBuffer(5)).toThrow(NativeAllocationError);
+    expect(() => mock.newBuffer(-1)).toThrow(ArgumentError);
+    expect(() => mock.newBuffer(5)).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
+    );
     expect(() => mock.newBuffer(5)).not.toThrow();
   });
 
@@ -219,7 +207,9 @@ describe("MockBackend fault injection: buffers", () => {
       },
     });
     mock.newBuffer(MIB);
-    expect(() => mock.newBuffer(2 * GIB)).toThrow(NativeAllocationError);
+    expect(() => mock.newBuffer(2 * GIB)).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
+    );
     mock.failAllocation = undefined;
     mock.newBuffer(2 * GIB);
     expect(seen).toEqual([
@@ -255,7 +245,9 @@ describe("MockBackend virtual files and mapping faults", () => {
     const mapping = mock.mapFile("/models/huge.bin");
     expect(mapping.mappedLength).toBe(40 * GIB + 16_384);
     expect(mock.counters().mappedBytes).toBe(40 * GIB + 16_384);
-    expect(() => mapping.contents()).toThrow(NativeAllocationError);
+    expect(() => mapping.contents()).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
+    );
     mock.addFile("/models/small.bin", 100);
     expect(new Uint8Array(mock.mapFile("/models/small.bin").contents())).toEqual(new Uint8Array(100));
   });
@@ -263,8 +255,8 @@ describe("MockBackend virtual files and mapping faults", () => {
   it("an empty virtual file fails like an empty real one: mmap EINVAL", () => {
     const mock = new MockBackend();
     mock.addFile("/empty", 0);
-    const error = thrown(() => mock.mapFile("/empty")) as NativeSystemError;
-    expect(error).toBeInstanceOf(NativeSystemError);
+    const error = thrown(() => mock.mapFile("/empty")) as SystemCallError;
+    expect(error).toBeInstanceOf(SystemCallError);
     expect([error.syscall, error.errno, error.errnoNumber, error.path]).toEqual([
       "mmap",
       "EINVAL",
@@ -290,16 +282,16 @@ describe("MockBackend virtual files and mapping faults", () => {
     mock.addFile(thisFile, Uint8Array.of(1));
     expect(mock.mapFile(thisFile).length).toBe(1);
     const hermetic = new MockBackend({ realFiles: false });
-    const error = thrown(() => hermetic.mapFile(thisFile)) as NativeSystemError;
+    const error = thrown(() => hermetic.mapFile(thisFile)) as SystemCallError;
     expect([error.syscall, error.errno, error.path]).toEqual(["open", "ENOENT", thisFile]);
   });
 
   it("addFile checks its arguments", () => {
     const mock = new MockBackend();
-    expect(() => mock.addFile("/a", -1)).toThrow(NativeArgumentError);
-    expect(() => mock.addFile("/a", 1.5)).toThrow(NativeArgumentError);
-    expect(() => mock.addFile("/a", "text" as unknown as number)).toThrow(NativeArgumentError);
-    expect(() => mock.addFile(1 as unknown as string, 1)).toThrow(NativeArgumentError);
+    expect(() => mock.addFile("/a", -1)).toThrow(ArgumentError);
+    expect(() => mock.addFile("/a", 1.5)).toThrow(ArgumentError);
+    expect(() => mock.addFile("/a", "text" as unknown as number)).toThrow(ArgumentError);
+    expect(() => mock.addFile(1 as unknown as string, 1)).toThrow(ArgumentError);
   });
 
   it("failMapping returning true makes a path fail (default mmap ENOMEM), changing no counter", () => {
@@ -308,8 +300,8 @@ describe("MockBackend virtual files and mapping faults", () => {
     mock.addFile("/b", 10);
     mock.failMapping = (path) => path === "/a";
     const before = mock.counters();
-    const error = thrown(() => mock.mapFile("/a")) as NativeSystemError;
-    expect(error).toBeInstanceOf(NativeSystemError);
+    const error = thrown(() => mock.mapFile("/a")) as SystemCallError;
+    expect(error).toBeInstanceOf(SystemCallError);
     expect([error.code, error.syscall, error.errno, error.errnoNumber, error.path]).toEqual([
       "ERR_NUVEC_SYSTEM",
       "mmap",
@@ -321,7 +313,7 @@ describe("MockBackend virtual files and mapping faults", () => {
     expect(mock.mapFile("/b").length).toBe(10);
     mock.failMapping = (path) =>
       /\.safetensors$/.test(path) ? { syscall: "open", errno: "EACCES" } : undefined;
-    const denied = thrown(() => mock.mapFile("/x.safetensors")) as NativeSystemError;
+    const denied = thrown(() => mock.mapFile("/x.safetensors")) as SystemCallError;
     expect([denied.syscall, denied.errno, denied.errnoNumber]).toEqual(["open", "EACCES", 13]);
     expect(mock.mapFile("/a").length).toBe(10); // replaced the earlier fault
   });
@@ -336,8 +328,8 @@ describe("MockBackend virtual files and mapping faults", () => {
     });
     mock.addFile("/a", 1);
     mock.mapFile("/a");
-    expect(() => mock.mapFile("/a")).toThrow(NativeSystemError);
-    expect(() => mock.mapFile(5 as unknown as string)).toThrow(NativeArgumentError);
+    expect(() => mock.mapFile("/a")).toThrow(SystemCallError);
+    expect(() => mock.mapFile(5 as unknown as string)).toThrow(ArgumentError);
     mock.mapFile("/a");
     expect(seen).toEqual([
       ["/a", 1],
@@ -411,18 +403,14 @@ describe("MockResidencySet", () => {
     expect(mock.counters().wiredBytes).toBe(2 * 16_384);
   });
 
-  it("refuses allocations of another backend or anything else with NativeArgumentError", () => {
+  it("refuses allocations of another backend or anything else with ArgumentError", () => {
     const mock = new MockBackend();
     const other = new MockBackend();
     const set = mock.newResidencySet() as MockResidencySet;
-    expect(() => set.add(other.newBuffer(10))).toThrow(NativeArgumentError);
-    expect(() => set.remove(other.newBuffer(10))).toThrow(NativeArgumentError);
-    expect(() => set.add({ length: 1, allocatedSize: 1 } as unknown as MockBuffer)).toThrow(
-      NativeArgumentError,
-    );
-    expect(() => mock.attachResidencySet(other.newResidencySet() as MockResidencySet)).toThrow(
-      NativeArgumentError,
-    );
+    expect(() => set.add(other.newBuffer(10))).toThrow(ArgumentError);
+    expect(() => set.remove(other.newBuffer(10))).toThrow(ArgumentError);
+    expect(() => set.add({ length: 1, allocatedSize: 1 } as unknown as MockBuffer)).toThrow(ArgumentError);
+    expect(() => mock.attachResidencySet(other.newResidencySet() as MockResidencySet)).toThrow(ArgumentError);
   });
 
   it("records attachments", () => {
@@ -519,12 +507,14 @@ describe("MockBackend call log", () => {
   it("records every call with its target, argument and outcome", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(300);
-    expect(() => mock.newBuffer(-5)).toThrow(NativeArgumentError);
+    expect(() => mock.newBuffer(-5)).toThrow(ArgumentError);
     buffer.contents();
     const set = mock.newResidencySet() as MockResidencySet;
     set.add(buffer);
     buffer.release();
-    expect(() => buffer.release()).toThrow(NativeReleasedError);
+    expect(() => buffer.release()).toThrow(
+      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
+    );
     expect(
       mock.calls.map(({ sequence, call, target, argument, outcome, errorCode }) => [
         sequence,
@@ -567,7 +557,7 @@ describe("MockBackend call log", () => {
 });
 
 describe("MockBackend.close", () => {
-  it("releases every set, mapping and buffer, detaching views; later calls throw NativeReleasedError", () => {
+  it("releases every set, mapping and buffer, detaching views; later calls throw StateError", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(100);
     const view = new Uint8Array(buffer.contents());
@@ -582,9 +572,15 @@ describe("MockBackend.close", () => {
     expect(mock.closed).toBe(true);
     expect([buffer.released, mapping.released, set.released, view.byteLength]).toEqual([true, true, true, 0]);
     expect(mock.counters()).toMatchObject({ bufferBytes: 0, mappedBytes: 0, wiredBytes: 0 });
-    expect(() => mock.newBuffer(1)).toThrow(NativeReleasedError);
-    expect(() => mock.mapFile("/a")).toThrow(NativeReleasedError);
-    expect(() => mock.newResidencySet()).toThrow(NativeReleasedError);
+    expect(() => mock.newBuffer(1)).toThrow(
+      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
+    );
+    expect(() => mock.mapFile("/a")).toThrow(
+      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
+    );
+    expect(() => mock.newResidencySet()).toThrow(
+      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
+    );
   });
 });
 

@@ -2,29 +2,12 @@
 // on Linux, its Metal layer on macOS (.github/workflows/macos.yml; never run on the machines it was written on).
 // NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
-import { closeSync, openSync, readSync } from "node:fs";
 import { describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { describe } from "vitest";
+import { readOwnMemory } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
 import { canLockWithoutLimit, lockLimit } from "./host-support.js";
-
-/** Reads this process's memory at `address` through /proc/self/mem: around every view, as a kernel would. */
-function readOwnMemory(address: bigint, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  const descriptor = openSync("/proc/self/mem", "r");
-  try {
-    let done = 0;
-    while (done < length) {
-      const read = readSync(descriptor, bytes, done, length - done, Number(address) + done);
-      if (read === 0) throw new Error(`/proc/self/mem: nothing to read at ${address + BigInt(done)}`);
-      done += read;
-    }
-  } finally {
-    closeSync(descriptor);
-  }
-  return bytes;
-}
 
 const addonFile = process.env.NUVEC_CONTRACT_ADDON;
 const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => loadNativeBackend();

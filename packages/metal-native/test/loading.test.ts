@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { NativeUnavailableError } from "@nuvec/native-core";
+import { NativeUnavailableError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { ADDON_FILE_NAME, detectLinuxLibc, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";

@@ -1,5 +1,5 @@
 // What is published: the two entries of the package share one copy of the error classes, in ESM and in
-// CommonJS alike, so that `instanceof NativeError` holds whichever entry an error came from; and the shared
+// CommonJS alike, so that `instanceof NuvecError` holds whichever entry an error came from; and the shared
 // native core travels inside the package.
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -12,21 +12,21 @@ describe("packaging", () => {
   it("CommonJS: the main entry and ./mock share the error classes", () => {
     const main = require("../dist/index.cjs");
     const mock = require("../dist/mock.cjs");
-    expect(mock.NativeError).toBe(main.NativeError);
-    expect(mock.NativeArgumentError).toBe(main.NativeArgumentError);
+    expect(mock.NuvecError).toBe(main.NuvecError);
+    expect(mock.ArgumentError).toBe(main.ArgumentError);
     let caught: unknown;
     try {
       new mock.MockBackend().newBuffer(-1);
     } catch (error) {
       caught = error;
     }
-    expect(caught).toBeInstanceOf(main.NativeError);
+    expect(caught).toBeInstanceOf(main.NuvecError);
   });
 
   it("ESM: the main entry and ./mock share the error classes", async () => {
     const main = await import("../dist/index.js");
     const mock = await import("../dist/mock.js");
-    expect(mock.NativeError).toBe(main.NativeError);
+    expect(mock.NuvecError).toBe(main.NuvecError);
   });
 });
 

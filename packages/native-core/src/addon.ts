@@ -1,7 +1,7 @@
 /**
  * `@nuvec/native-core/addon`: a {@link NativeBackend} over a Node-API addon built from the shared N-API layer
  * (native/napi/): handle classes for buffers, mapped files and residency sets, every argument and state
- * checked before native code runs, and what the addon throws turned into the `NativeError` classes. A
+ * checked before native code runs, and what the addon throws turned into the error kinds of `@nuvec/stats`. A
  * backend subclasses them for what differs (where memory is, calls of its own). `@nuvec/metal-native`
  * exports it as `@nuvec/metal-native/addon`, which `@nuvec/cuda-native` builds on.
  *

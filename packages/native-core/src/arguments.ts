@@ -1,7 +1,6 @@
 // Argument checks shared by every backend (the addon wrapper and the mock), so that all
 // refuse the same values with the same errors before anything changes — and before native code runs.
-import { byteCountProblem, describeValue } from "@nuvec/stats";
-import { NativeArgumentError } from "./errors.js";
+import { ArgumentError, byteCountProblem, describeValue } from "@nuvec/stats";
 
 /** Checks a buffer length: a positive safe integer no larger than `maxBufferLength`. */
 export function checkBufferLength(bytes: unknown, maxBufferLength: number): number {
@@ -10,21 +9,18 @@ export function checkBufferLength(bytes: unknown, maxBufferLength: number): numb
     maximum: maxBufferLength,
     maximumName: "maxBufferLength",
   });
-  if (problem) throw new NativeArgumentError("bytes", problem.message);
+  if (problem) throw new ArgumentError("bytes", problem.message);
   return bytes as number;
 }
 
 /** Checks a file path: a non-empty string without NUL characters (which the system would cut short). */
 export function checkPath(path: unknown): string {
   if (typeof path !== "string") {
-    throw new NativeArgumentError("path", `path must be a string, got ${typeof path} ${describeValue(path)}`);
+    throw new ArgumentError("path", `path must be a string, got ${typeof path} ${describeValue(path)}`);
   }
-  if (path.length === 0) throw new NativeArgumentError("path", "path must not be empty");
+  if (path.length === 0) throw new ArgumentError("path", "path must not be empty");
   if (path.includes("\0")) {
-    throw new NativeArgumentError(
-      "path",
-      `path must not contain a NUL character, got ${JSON.stringify(path)}`,
-    );
+    throw new ArgumentError("path", `path must not contain a NUL character, got ${JSON.stringify(path)}`);
   }
   return path;
 }
@@ -33,7 +29,7 @@ export function checkPath(path: unknown): string {
 export function checkOptionalPointer(value: unknown, name: string): asserts value is bigint | undefined {
   if (value === undefined) return;
   if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
-    throw new NativeArgumentError(
+    throw new ArgumentError(
       name,
       `${name} must be a non-zero 64-bit pointer given as a bigint, got ${describeValue(value)}`,
     );

@@ -1,25 +1,24 @@
 // What every backend's buffer ranges share: the check of a range's place in its segment, and where a
 // range's memory is for native code (the segment's pointers moved by the offset).
-import { byteCountProblem } from "@nuvec/stats";
-import { NativeArgumentError } from "./errors.js";
+import { ArgumentError, byteCountProblem } from "@nuvec/stats";
 import type { NativeMemoryHandle } from "./types.js";
 
 /**
  * Checks `offset` and `length` of a range of a `segmentLength`-byte buffer: whole numbers, `length ≥ 1`,
- * `offset + length ≤ segmentLength`; else a {@link NativeArgumentError} naming the argument.
+ * `offset + length ≤ segmentLength`; else an {@link ArgumentError} naming the argument.
  */
 export function checkRange(offset: unknown, length: unknown, segmentLength: number): void {
   const offsetProblem = byteCountProblem(offset, "offset", {
     maximum: segmentLength - 1,
     maximumName: "the segment's length less one",
   });
-  if (offsetProblem) throw new NativeArgumentError("offset", offsetProblem.message);
+  if (offsetProblem) throw new ArgumentError("offset", offsetProblem.message);
   const lengthProblem = byteCountProblem(length, "length", {
     minimum: 1,
     maximum: segmentLength - (offset as number),
     maximumName: "the bytes after offset",
   });
-  if (lengthProblem) throw new NativeArgumentError("length", lengthProblem.message);
+  if (lengthProblem) throw new ArgumentError("length", lengthProblem.message);
 }
 
 /**

@@ -201,8 +201,8 @@ export interface NativeBackend extends DeviceFacts {
    * on the range alone, and `release()` gives back the range only. The segment's memory lives while any of
    * its ranges does: a segment released before its ranges is freed once the last of them is released.
    * Each range has views of its own: detaching them leaves the segment's and other ranges' views alone.
-   * Throws a `NativeArgumentError` for a segment of another backend, a range itself, or a range outside
-   * it, and a `NativeReleasedError` for a released segment. Optional: a backend without it runs no
+   * Throws an `ArgumentError` for a segment of another backend, a range itself, or a range outside
+   * it, and a `StateError` (`ERR_NUVEC_RELEASED`) for a released segment. Optional: a backend without it runs no
    * sub-allocating policy.
    */
   newBufferRange?(segment: NativeBuffer, offset: number, length: number): NativeBuffer;
@@ -214,12 +214,12 @@ export interface NativeBackend extends DeviceFacts {
   /**
    * Attaches a set to the device's command queue (Metal's `addResidencySet:`; host: nothing to do). Metal:
    * `commandQueue` (an `id<MTLCommandQueue>` as a pointer) attaches it to that queue instead, and the set is
-   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   * removed from it before it is released; other backends refuse a queue with a `ArgumentError`.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void;
   /**
    * Metal only: checks that `device` (an `id<MTLDevice>` as a pointer) is the GPU this backend's buffers
-   * come from, so that a runtime's kernels can bind them; throws a `NativeArgumentError` otherwise. Absent
+   * come from, so that a runtime's kernels can bind them; throws a `ArgumentError` otherwise. Absent
    * on backends without Metal.
    */
   checkMetalDevice?(device: bigint): void;

@@ -5,15 +5,9 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { NuvecErrorCode as NativeErrorCode } from "@nuvec/stats";
+import { ArgumentError, NuvecError, StateError, SystemCallError, UnsupportedError } from "@nuvec/stats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type TestContext } from "vitest";
-import {
-  NativeArgumentError,
-  NativeError,
-  type NativeErrorCode,
-  NativeNotHostVisibleError,
-  NativeReleasedError,
-  NativeSystemError,
-} from "../src/errors.js";
 import { deviceFacts } from "../src/facts.js";
 import type {
   NativeAllocation,
@@ -23,6 +17,7 @@ import type {
   NativeMemoryHandle,
   NativeResidencySet,
 } from "../src/types.js";
+import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeNativeBackendContract}. */
 export interface NativeBackendContractOptions {
@@ -76,41 +71,20 @@ const BAD_SIZES: ReadonlyArray<readonly [string, unknown]> = [
   ["{}", {}],
 ];
 
-/** Deterministic bytes (a linear congruential generator), so failures reproduce. */
-function patternBytes(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let state = seed >>> 0 || 1;
-  for (let index = 0; index < length; index += 1) {
-    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
-    bytes[index] = state >>> 24;
-  }
-  return bytes;
-}
-
 function roundUpToPages(length: number, pageSize: number): number {
   return Math.ceil(length / pageSize) * pageSize;
 }
 
-/** Calls `action`, expects it to throw, and returns the error. */
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
-
-/** Expects `action` to throw a {@link NativeError} of class `type` with `code`; returns it. */
-function expectNativeError<T extends NativeError>(
+/** Expects `action` to throw a {@link NuvecError} of class `type` with `code`; returns it. */
+function expectNativeError<T extends NuvecError>(
   action: () => unknown,
   type: abstract new (...args: never[]) => T,
   code: NativeErrorCode,
 ): T {
   const error = thrown(action);
-  expect(error).toBeInstanceOf(NativeError);
+  expect(error).toBeInstanceOf(NuvecError);
   expect(error).toBeInstanceOf(type);
-  expect((error as NativeError).code).toBe(code);
+  expect((error as NuvecError).code).toBe(code);
   return error as T;
 }
 
@@ -178,7 +152,7 @@ export function describeNativeBackendContract(
         try {
           handle.release();
         } catch (error) {
-          if (!(error instanceof NativeReleasedError)) throw error; // a set the test released already
+          if (!(error instanceof StateError && error.code === "ERR_NUVEC_RELEASED")) throw error; // a set the test released already
         }
       }
     });
@@ -312,7 +286,7 @@ export function describeNativeBackendContract(
         () => {
           const buffer = newBuffer(backend.pageSize);
           const before = backend.counters();
-          expectNativeError(() => buffer.contents(), NativeNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+          expectNativeError(() => buffer.contents(), UnsupportedError, "ERR_NUVEC_NOT_HOST_VISIBLE");
           expect(backend.counters()).toEqual(before);
           expect(buffer.released).toBe(false);
         },
@@ -346,16 +320,12 @@ export function describeNativeBackendContract(
     // ------------------------------------------------------------------ detaching
 
     describe("detaching", () => {
-      it.runIf(!hostVisible)("after release, read and write throw NativeReleasedError", () => {
+      it.runIf(!hostVisible)("after release, read and write throw StateError", () => {
         const buffer = newBuffer(1024);
         writeBytes(buffer, patternBytes(1024, 1));
         buffer.release();
-        expectNativeError(() => buffer.read?.(0, 1), NativeReleasedError, "ERR_NUVEC_RELEASED");
-        expectNativeError(
-          () => buffer.write?.(new Uint8Array(1), 0),
-          NativeReleasedError,
-          "ERR_NUVEC_RELEASED",
-        );
+        expectNativeError(() => buffer.read?.(0, 1), StateError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.write?.(new Uint8Array(1), 0), StateError, "ERR_NUVEC_RELEASED");
       });
 
       it.runIf(hostVisible)(
@@ -447,7 +417,7 @@ export function describeNativeBackendContract(
         expect(view.byteLength).toBe(0);
         expect(new Uint8Array(mapping.contents())).toEqual(content);
         mapping.release();
-        expectNativeError(() => mapping.detachContents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => mapping.detachContents(), StateError, "ERR_NUVEC_RELEASED");
       });
 
       it("releasing a mapping detaches its views", () => {
@@ -466,50 +436,47 @@ export function describeNativeBackendContract(
     // ------------------------------------------------------------------ misuse
 
     describe("misuse is a typed error", () => {
-      it("releasing a buffer twice throws NativeReleasedError and changes no counter", () => {
+      it("releasing a buffer twice throws StateError and changes no counter", () => {
         const buffer = newBuffer(100);
         buffer.release();
         const before = backend.counters();
-        expectNativeError(() => buffer.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.release(), StateError, "ERR_NUVEC_RELEASED");
         expect(backend.counters()).toEqual(before);
       });
 
-      it("contents() and detachContents() after release throw NativeReleasedError", () => {
+      it("contents() and detachContents() after release throw StateError", () => {
         const buffer = newBuffer(backend.pageSize);
         buffer.release();
-        expectNativeError(() => buffer.contents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
-        expectNativeError(() => buffer.detachContents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.contents(), StateError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.detachContents(), StateError, "ERR_NUVEC_RELEASED");
       });
 
-      it("a mapping released twice or read after release throws NativeReleasedError", () => {
+      it("a mapping released twice or read after release throws StateError", () => {
         const mapping = mapFile(writeTemporaryFile(patternBytes(10, 1)));
         mapping.release();
         const before = backend.counters();
-        expectNativeError(() => mapping.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
-        expectNativeError(() => mapping.contents(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => mapping.release(), StateError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => mapping.contents(), StateError, "ERR_NUVEC_RELEASED");
         expect(backend.counters()).toEqual(before);
       });
 
-      it.each(BAD_SIZES)(
-        "newBuffer(%s) throws NativeArgumentError before anything changes",
-        (_label, bytes) => {
-          const before = backend.counters();
-          const error = expectNativeError(
-            () => backend.newBuffer(bytes as number),
-            NativeArgumentError,
-            "ERR_NUVEC_INVALID_ARGUMENT",
-          );
-          expect(error.argument).toBe("bytes");
-          expect(backend.counters()).toEqual(before);
-        },
-      );
+      it.each(BAD_SIZES)("newBuffer(%s) throws ArgumentError before anything changes", (_label, bytes) => {
+        const before = backend.counters();
+        const error = expectNativeError(
+          () => backend.newBuffer(bytes as number),
+          ArgumentError,
+          "ERR_NUVEC_INVALID_ARGUMENT",
+        );
+        expect(error.argument).toBe("bytes");
+        expect(backend.counters()).toEqual(before);
+      });
 
-      it("newBuffer above maxBufferLength throws NativeArgumentError before anything changes", () => {
+      it("newBuffer above maxBufferLength throws ArgumentError before anything changes", () => {
         const before = backend.counters();
         const bytes = backend.maxBufferLength + 1;
         const error = expectNativeError(
           () => backend.newBuffer(bytes),
-          NativeArgumentError,
+          ArgumentError,
           "ERR_NUVEC_INVALID_ARGUMENT",
         );
         expect(error.argument).toBe("bytes");
@@ -520,11 +487,11 @@ export function describeNativeBackendContract(
         ["a number", 12],
         ["undefined", undefined],
         ["a path with a NUL character", "/tmp/a\0b"],
-      ])("mapFile of %s throws NativeArgumentError before anything changes", (_label, path) => {
+      ])("mapFile of %s throws ArgumentError before anything changes", (_label, path) => {
         const before = backend.counters();
         const error = expectNativeError(
           () => backend.mapFile(path as string),
-          NativeArgumentError,
+          ArgumentError,
           "ERR_NUVEC_INVALID_ARGUMENT",
         );
         expect(error.argument).toBe("path");
@@ -591,7 +558,7 @@ export function describeNativeBackendContract(
 
       function expectSystemError(path: string, syscall: string, errno: string): void {
         const before = backend.counters();
-        const error = expectNativeError(() => backend.mapFile(path), NativeSystemError, "ERR_NUVEC_SYSTEM");
+        const error = expectNativeError(() => backend.mapFile(path), SystemCallError, "ERR_NUVEC_SYSTEM");
         expect({ syscall: error.syscall, errno: error.errno, path: error.path }).toEqual({
           syscall,
           errno,
@@ -601,21 +568,21 @@ export function describeNativeBackendContract(
         expect(backend.counters()).toEqual(before);
       }
 
-      it("a missing file: NativeSystemError open ENOENT with the path", () => {
+      it("a missing file: SystemCallError open ENOENT with the path", () => {
         expectSystemError(join(directory, "does-not-exist.bin"), "open", "ENOENT");
       });
 
-      it("an empty file: NativeSystemError mmap EINVAL with the path", () => {
+      it("an empty file: SystemCallError mmap EINVAL with the path", () => {
         expectSystemError(writeTemporaryFile(new Uint8Array(0)), "mmap", "EINVAL");
       });
 
-      it("a directory: NativeSystemError open EISDIR with the path", () => {
+      it("a directory: SystemCallError open EISDIR with the path", () => {
         const path = join(directory, "a-directory");
         mkdirSync(path, { recursive: true });
         expectSystemError(path, "open", "EISDIR");
       });
 
-      it("an unreadable file: NativeSystemError open EACCES with the path", (context) => {
+      it("an unreadable file: SystemCallError open EACCES with the path", (context) => {
         if (process.getuid?.() === 0) context.skip("root reads any file");
         if (process.platform === "win32") context.skip("no POSIX permissions");
         const path = writeTemporaryFile(patternBytes(10, 2));
@@ -731,7 +698,7 @@ export function describeNativeBackendContract(
         expect(wiredBytes()).toBe(start);
       });
 
-      it("releasing a set unwires everything; any later call throws NativeReleasedError", (context) => {
+      it("releasing a set unwires everything; any later call throws StateError", (context) => {
         const set = newResidencySet(context);
         const buffer = newBuffer(backend.pageSize);
         const start = wiredBytes();
@@ -750,15 +717,15 @@ export function describeNativeBackendContract(
           () => set.release(),
           () => backend.attachResidencySet(set),
         ];
-        for (const call of calls) expectNativeError(call, NativeReleasedError, "ERR_NUVEC_RELEASED");
+        for (const call of calls) expectNativeError(call, StateError, "ERR_NUVEC_RELEASED");
         expect(wiredBytes()).toBe(start);
       });
 
-      it("adding a released buffer throws NativeReleasedError", (context) => {
+      it("adding a released buffer throws StateError", (context) => {
         const set = newResidencySet(context);
         const buffer = newBuffer(backend.pageSize);
         buffer.release();
-        expectNativeError(() => set.add(buffer), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => set.add(buffer), StateError, "ERR_NUVEC_RELEASED");
         set.commit();
         expect(set.allocationCount).toBe(0);
       });
@@ -838,13 +805,13 @@ export function describeNativeBackendContract(
         }
       });
 
-      it("nativeHandle() after release throws NativeReleasedError, for buffers and mappings", () => {
+      it("nativeHandle() after release throws StateError, for buffers and mappings", () => {
         const buffer = backend.newBuffer(64);
         buffer.release();
-        expectNativeError(() => buffer.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => buffer.nativeHandle(), StateError, "ERR_NUVEC_RELEASED");
         const mapping = backend.mapFile(writeTemporaryFile(patternBytes(10, 4)));
         mapping.release();
-        expectNativeError(() => mapping.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => mapping.nativeHandle(), StateError, "ERR_NUVEC_RELEASED");
       });
 
       const readMemory = options.readMemory;
@@ -893,7 +860,7 @@ export function describeNativeBackendContract(
         const before = backend.counters();
         const error = expectNativeError(
           () => backend.attachResidencySet(set, 0x1000n),
-          NativeArgumentError,
+          ArgumentError,
           "ERR_NUVEC_INVALID_ARGUMENT",
         );
         expect(error.argument).toBe("commandQueue");
@@ -946,8 +913,7 @@ export function describeNativeBackendContract(
           expect(readBytes(segment, 2047, 1)[0]).toBe(9);
         }
         if (hostVisible) expect(second.contents().byteLength).toBe(2048);
-        else
-          expectNativeError(() => second.contents(), NativeNotHostVisibleError, "ERR_NUVEC_NOT_HOST_VISIBLE");
+        else expectNativeError(() => second.contents(), UnsupportedError, "ERR_NUVEC_NOT_HOST_VISIBLE");
       });
 
       it("a segment released while a range lives keeps its memory until the range is released", (context) => {
@@ -1000,27 +966,23 @@ export function describeNativeBackendContract(
         ] as const) {
           expectNativeError(
             () => backend.newBufferRange?.(segment, offset, length),
-            NativeArgumentError,
+            ArgumentError,
             "ERR_NUVEC_INVALID_ARGUMENT",
           );
         }
         const range = newRange(segment, 0, 4096);
         expectNativeError(
           () => backend.newBufferRange?.(range, 0, 512),
-          NativeArgumentError,
+          ArgumentError,
           "ERR_NUVEC_INVALID_ARGUMENT",
         );
         const released = backend.newBuffer(4096);
         released.release();
-        expectNativeError(
-          () => backend.newBufferRange?.(released, 0, 512),
-          NativeReleasedError,
-          "ERR_NUVEC_RELEASED",
-        );
+        expectNativeError(() => backend.newBufferRange?.(released, 0, 512), StateError, "ERR_NUVEC_RELEASED");
         const once = newRange(segment, 4096, 4096);
         once.release();
-        expectNativeError(() => once.release(), NativeReleasedError, "ERR_NUVEC_RELEASED");
-        expectNativeError(() => once.nativeHandle(), NativeReleasedError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => once.release(), StateError, "ERR_NUVEC_RELEASED");
+        expectNativeError(() => once.nativeHandle(), StateError, "ERR_NUVEC_RELEASED");
       });
     });
 

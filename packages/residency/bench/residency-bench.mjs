@@ -34,7 +34,7 @@ function backend() {
 /** A manager on a 64 GiB working set (5 %: 3.2 GiB per set) holding `count` wired allocations of `size`. */
 function filled(count, size, capacity = 64 * GiB) {
   const residency = new Residency(backend(), { workingSet: 64 * GiB, maxPercentPerSet: null });
-  residency.resize(capacity);
+  residency.setWiredLimit(capacity);
   const items = Array.from({ length: count }, () => ({ size }));
   for (const item of items) residency.insert(item, false);
   return { residency, items };
@@ -70,8 +70,8 @@ const bench = new Bench({ time: 1000, warmupTime: 200 });
 for (const count of [1000, 10_000]) {
   const { residency } = filled(count, MiB);
   let grow = false;
-  bench.add(`resize 0 ↔ ${count} MiB over ${count.toLocaleString("en")} allocations of 1 MiB`, () => {
-    residency.resize(grow ? count * MiB : 0);
+  bench.add(`setWiredLimit 0 ↔ ${count} MiB over ${count.toLocaleString("en")} allocations of 1 MiB`, () => {
+    residency.setWiredLimit(grow ? count * MiB : 0);
     grow = !grow;
   });
 }

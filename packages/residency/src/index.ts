@@ -1,11 +1,5 @@
-// The root of the family, so that one import is enough to catch any nuvec error.
-export { NuvecArgumentError, NuvecError } from "@nuvec/stats";
-export {
-  ResidencyArgumentError,
-  ResidencyError,
-  type ResidencyErrorCode,
-  ResidencyStateError,
-} from "./errors.js";
+// The root of the error family and the kinds residency throws (every kind is in `@nuvec/stats`).
+export { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 export { Residency } from "./residency.js";
 export {
   DEFAULT_MAX_PERCENT_PER_SET,

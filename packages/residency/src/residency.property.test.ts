@@ -7,7 +7,7 @@ import { MAX_RESIDENCY_SETS } from "./set-cap.js";
 type Operation =
   | { kind: "insert"; key: number; size: number; mapped: boolean }
   | { kind: "erase"; key: number }
-  | { kind: "resize"; capacity: number }
+  | { kind: "resize"; wiredLimit: number }
   | { kind: "refresh" }
   | { kind: "setCap"; bytes: number };
 
@@ -26,7 +26,7 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("erase" as const), key: fc.nat(KEYS - 1) }) },
   {
     weight: 3,
-    arbitrary: fc.record({ kind: fc.constant("resize" as const), capacity: fc.nat(1500) }),
+    arbitrary: fc.record({ kind: fc.constant("resize" as const), wiredLimit: fc.nat(1500) }),
   },
   { weight: 1, arbitrary: fc.constant({ kind: "refresh" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("setCap" as const), bytes: fc.nat(120) }) },
@@ -80,8 +80,8 @@ describe("Residency under random operations (fast-check)", () => {
                 break;
               }
               case "resize":
-                residency.resize(step.capacity);
-                expect(residency.wired).toBeLessThanOrEqual(step.capacity);
+                residency.setWiredLimit(step.wiredLimit);
+                expect(residency.wired).toBeLessThanOrEqual(step.wiredLimit);
                 break;
               case "refresh":
                 residency.refresh();
@@ -102,7 +102,7 @@ describe("Residency under random operations (fast-check)", () => {
             }
             expect(residency.wired).toBe(wired);
             expect(residency.wiredMapped).toBe(wiredMapped);
-            expect(residency.wired).toBeLessThanOrEqual(residency.capacity);
+            expect(residency.wired).toBeLessThanOrEqual(residency.wiredLimit);
             expect(residency.tracked).toBe(items.size);
 
             // The backend holds, committed, exactly what the manager counts in each set.
@@ -145,7 +145,7 @@ describe("Residency under random operations (fast-check)", () => {
       fc.property(
         fc.array(fc.record({ size: fc.nat(100), mapped: fc.boolean() }), { maxLength: 60 }),
         fc.nat(3000),
-        (entries, capacity) => {
+        (entries, wiredLimit) => {
           const residency = new Residency(new FakeBackend(), { workingSet: 0, maxPercentPerSet: null });
           residency.setCap(150);
           const items = entries.map((entry, index) => {
@@ -153,8 +153,8 @@ describe("Residency under random operations (fast-check)", () => {
             residency.insert(item, entry.mapped);
             return item;
           });
-          residency.resize(capacity);
-          const room = capacity - residency.wired;
+          residency.setWiredLimit(wiredLimit);
+          const room = wiredLimit - residency.wired;
           for (const item of items) {
             if (!residency.isWired(item)) expect(item.size).toBeGreaterThan(room);
           }

@@ -1,3 +1,4 @@
+import { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import {
   allocation,
@@ -5,7 +6,6 @@ import {
   FakeBackend,
   type FakeBackendOptions,
 } from "../test/fake-backend.js";
-import { ResidencyArgumentError, ResidencyError, ResidencyStateError } from "./errors.js";
 import { Residency } from "./residency.js";
 import { MAX_RESIDENCY_SETS } from "./set-cap.js";
 import type { ResidencySetHandle } from "./types.js";
@@ -13,11 +13,11 @@ import type { ResidencySetHandle } from "./types.js";
 const GiB = 1024 ** 3;
 
 /** A manager over a fresh fake backend; `cap` set through the test hook when given. */
-function make(options: FakeBackendOptions & { cap?: number; capacity?: number } = {}) {
+function make(options: FakeBackendOptions & { cap?: number; wiredLimit?: number } = {}) {
   const backend = new FakeBackend(options);
   const residency = new Residency(backend, { workingSet: 64 * GiB, maxPercentPerSet: null });
   if (options.cap !== undefined) residency.setCap(options.cap);
-  if (options.capacity !== undefined) residency.resize(options.capacity);
+  if (options.wiredLimit !== undefined) residency.setWiredLimit(options.wiredLimit);
   return { backend, residency };
 }
 
@@ -34,7 +34,7 @@ function snapshot(residency: Residency<FakeAllocation>) {
   return {
     wired: residency.wired,
     wiredMapped: residency.wiredMapped,
-    capacity: residency.capacity,
+    wiredLimit: residency.wiredLimit,
     setCount: residency.setCount,
     setBytes: residency.setBytes(),
     tracked: residency.tracked,
@@ -47,7 +47,7 @@ describe("construction", () => {
     const { backend, residency } = make();
     expect(residency.supported).toBe(true);
     expect(residency.setCount).toBe(1);
-    expect(residency.capacity).toBe(0);
+    expect(residency.wiredLimit).toBe(0);
     expect(residency.wired).toBe(0);
     expect(residency.setBytes()).toEqual([0]);
     expect(backend.log).toEqual([
@@ -62,9 +62,7 @@ describe("construction", () => {
     "refuses a working set of %s",
     (workingSet) => {
       const backend = new FakeBackend();
-      expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(
-        ResidencyArgumentError,
-      );
+      expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(ArgumentError);
       expect(backend.creationAttempts).toBe(0);
     },
   );
@@ -72,20 +70,20 @@ describe("construction", () => {
 
 describe("choose: the seed's choice of set", () => {
   it("takes the first set with room", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     const [a, b, c, d] = insertAll(residency, [60, 60, 40, 30]);
     expect([a, b, c, d].map((item) => residency.setIndexOf(item!))).toEqual([0, 1, 0, 1]);
     expect(residency.setBytes()).toEqual([100, 90]);
   });
 
   it("fits exactly at the cap", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [100, 1]);
     expect(residency.setBytes()).toEqual([100, 1]);
   });
 
   it("gives an allocation larger than the cap a set of its own", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     const [, big, small] = insertAll(residency, [100, 500, 10]);
     expect(residency.setIndexOf(big!)).toBe(1);
     expect(residency.setBytes()).toEqual([100, 500, 10]);
@@ -93,13 +91,13 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("puts the first allocation larger than the cap in a new set, not in the empty set 0", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [150]);
     expect(residency.setBytes()).toEqual([0, 150]);
   });
 
   it("reuses the first emptied set after set 0, never set 0 itself", () => {
-    const { residency, backend } = make({ cap: 100, capacity: GiB });
+    const { residency, backend } = make({ cap: 100, wiredLimit: GiB });
     const [a, b] = insertAll(residency, [60, 60, 60]);
     residency.erase(a!);
     residency.erase(b!);
@@ -115,7 +113,7 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("prefers a set with room over an emptied one", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     const [, b] = insertAll(residency, [60, 60, 60]);
     residency.erase(b!); // set 1 is emptied, but set 0 still has room for 30
     const x = allocation("x", 30);
@@ -125,7 +123,7 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("makes new sets up to 32, then takes the emptiest (the first of equals)", () => {
-    const { residency, backend } = make({ cap: 10, capacity: GiB });
+    const { residency, backend } = make({ cap: 10, wiredLimit: GiB });
     // Sizes 11…41 fit nowhere: each gets a new set, 1 to 31 (set 0 stays empty, never "emptied").
     insertAll(
       residency,
@@ -148,7 +146,7 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("takes the first of equally empty sets", () => {
-    const { residency } = make({ cap: 10, capacity: GiB });
+    const { residency } = make({ cap: 10, wiredLimit: GiB });
     insertAll(
       residency,
       Array.from({ length: MAX_RESIDENCY_SETS - 1 }, () => 11),
@@ -161,7 +159,11 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("falls back to the emptiest when making a set fails part way, and tries again next time", () => {
-    const { residency, backend } = make({ cap: 10, capacity: GiB, failCreation: (attempt) => attempt === 3 });
+    const { residency, backend } = make({
+      cap: 10,
+      wiredLimit: GiB,
+      failCreation: (attempt) => attempt === 3,
+    });
     const [a, b, c] = insertAll(residency, [11, 12, 13]);
     expect([a, b, c].map((item) => residency.setIndexOf(item!))).toEqual([1, 2, 0]);
     expect(residency.supported).toBe(true);
@@ -174,7 +176,11 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("keeps using the emptiest while every creation fails", () => {
-    const { residency, backend } = make({ cap: 10, capacity: GiB, failCreation: (attempt) => attempt >= 1 });
+    const { residency, backend } = make({
+      cap: 10,
+      wiredLimit: GiB,
+      failCreation: (attempt) => attempt >= 1,
+    });
     const [a, b, c] = insertAll(residency, [11, 12, 13]);
     expect([a, b, c].map((item) => residency.setIndexOf(item!))).toEqual([0, 0, 0]);
     expect(residency.setCount).toBe(1);
@@ -184,14 +190,14 @@ describe("choose: the seed's choice of set", () => {
   it("uses one set when the cap is 0", () => {
     const backend = new FakeBackend();
     const residency = new Residency(backend, { workingSet: 64 * GiB, maxPercentPerSet: "100" });
-    residency.resize(64 * GiB);
+    residency.setWiredLimit(64 * GiB);
     insertAll(residency, [10 * GiB, 20 * GiB, 1]);
     expect(residency.setBytes()).toEqual([30 * GiB + 1]);
     expect(backend.creationAttempts).toBe(1);
   });
 
   it("puts everything in set 0 once the cap is set to 0, even with other sets made and set 0 over", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [100, 100]);
     residency.setCap(0);
     const [x] = insertAll(residency, [5]);
@@ -200,7 +206,7 @@ describe("choose: the seed's choice of set", () => {
   });
 
   it("applies a new cap to later placements only", () => {
-    const { residency } = make({ cap: 100, capacity: GiB });
+    const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [90]);
     residency.setCap(50);
     const [x] = insertAll(residency, [40]);
@@ -210,8 +216,8 @@ describe("choose: the seed's choice of set", () => {
 });
 
 describe("insert", () => {
-  it("wires while wired + size ≤ capacity, and commits the set once", () => {
-    const { residency, backend } = make({ capacity: 100 });
+  it("wires while wired + size ≤ wiredLimit, and commits the set once", () => {
+    const { residency, backend } = make({ wiredLimit: 100 });
     backend.resetCounters();
     const [a, b] = insertAll(residency, [60, 40]);
     expect(residency.wired).toBe(100);
@@ -221,7 +227,7 @@ describe("insert", () => {
   });
 
   it("leaves an allocation past the limit waiting: tracked, not wired, nothing committed", () => {
-    const { residency, backend } = make({ capacity: 100 });
+    const { residency, backend } = make({ wiredLimit: 100 });
     insertAll(residency, [60, 40]);
     backend.resetCounters();
     const c = allocation("c", 1);
@@ -235,7 +241,7 @@ describe("insert", () => {
   });
 
   it("lets a smaller allocation in after a larger one waits", () => {
-    const { residency } = make({ capacity: 100 });
+    const { residency } = make({ wiredLimit: 100 });
     const [, big, small] = insertAll(residency, [60, 50, 40]);
     expect(residency.isWired(big!)).toBe(false);
     expect(residency.isWired(small!)).toBe(true);
@@ -251,7 +257,7 @@ describe("insert", () => {
   });
 
   it("commits a set made for the insert twice: once when made, once for the insert", () => {
-    const { residency, backend } = make({ cap: 10, capacity: GiB });
+    const { residency, backend } = make({ cap: 10, wiredLimit: GiB });
     backend.resetCounters();
     insertAll(residency, [20]);
     expect(backend.commits()).toEqual([0, 2]);
@@ -267,11 +273,11 @@ describe("insert", () => {
   });
 
   it("reads the size once; the totals use the recorded size", () => {
-    const { residency, backend } = make({ capacity: 1000 });
+    const { residency, backend } = make({ wiredLimit: 1000 });
     const [a] = insertAll(residency, [100]);
     a!.size = 999; // what a buggy backend might report later: never read again
-    residency.resize(50);
-    residency.resize(1000);
+    residency.setWiredLimit(50);
+    residency.setWiredLimit(1000);
     residency.refresh();
     expect(residency.wired).toBe(100);
     residency.erase(a!);
@@ -281,7 +287,7 @@ describe("insert", () => {
   });
 
   it("refuses an allocation inserted twice, changing nothing", () => {
-    const { residency, backend } = make({ capacity: 1000 });
+    const { residency, backend } = make({ wiredLimit: 1000 });
     const [a] = insertAll(residency, [100]);
     const before = snapshot(residency);
     backend.resetCounters();
@@ -292,10 +298,10 @@ describe("insert", () => {
         return caught;
       }
     })();
-    expect(error).toBeInstanceOf(ResidencyStateError);
-    expect(error).toBeInstanceOf(ResidencyError);
-    expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
-    expect((error as Error).name).toBe("ResidencyStateError");
+    expect(error).toBeInstanceOf(StateError);
+    expect(error).toBeInstanceOf(NuvecError);
+    expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
+    expect((error as Error).name).toBe("StateError");
     expect(snapshot(residency)).toEqual(before);
     expect(backend.log).toEqual([]);
     expect(backend.sizeReads.get(a!)).toBe(1);
@@ -304,12 +310,12 @@ describe("insert", () => {
   it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], [2 ** 53], ["12"], [undefined], [12n]])(
     "refuses a size of %s from the backend, changing nothing",
     (size) => {
-      const { residency, backend } = make({ capacity: 1000 });
+      const { residency, backend } = make({ wiredLimit: 1000 });
       insertAll(residency, [100]);
       const before = snapshot(residency);
       backend.resetCounters();
       const bad = allocation("bad", size as number);
-      expect(() => residency.insert(bad, false)).toThrow(ResidencyArgumentError);
+      expect(() => residency.insert(bad, false)).toThrow(ArgumentError);
       expect(() => residency.insert(bad, false)).toThrow(
         /allocatedSize must be a (number of bytes|non-negative safe integer)/,
       );
@@ -320,14 +326,14 @@ describe("insert", () => {
   );
 
   it("accepts -0 as 0", () => {
-    const { residency } = make({ capacity: 10 });
+    const { residency } = make({ wiredLimit: 10 });
     const [a] = insertAll(residency, [-0]);
     expect(Object.is(residency.wired, 0)).toBe(true);
     expect(residency.isWired(a!)).toBe(true);
   });
 
   it("keys allocations by identity", () => {
-    const { residency } = make({ capacity: 1000 });
+    const { residency } = make({ wiredLimit: 1000 });
     const a = allocation("same", 10);
     const twin = allocation("same", 10);
     residency.insert(a, false);
@@ -341,7 +347,7 @@ describe("insert", () => {
 
 describe("erase", () => {
   it("unwires a wired allocation and commits its set once", () => {
-    const { residency, backend } = make({ cap: 100, capacity: 1000 });
+    const { residency, backend } = make({ cap: 100, wiredLimit: 1000 });
     const [a, b] = insertAll(residency, [60, 60]);
     backend.resetCounters();
     residency.erase(b!);
@@ -355,7 +361,7 @@ describe("erase", () => {
   });
 
   it("forgets a waiting allocation without a commit", () => {
-    const { residency, backend } = make({ capacity: 10 });
+    const { residency, backend } = make({ wiredLimit: 10 });
     const [, waiting] = insertAll(residency, [10, 5]);
     backend.resetCounters();
     residency.erase(waiting!);
@@ -364,17 +370,17 @@ describe("erase", () => {
   });
 
   it("refuses an allocation never inserted, or erased already, changing nothing", () => {
-    const { residency, backend } = make({ capacity: 1000 });
+    const { residency, backend } = make({ wiredLimit: 1000 });
     const [a] = insertAll(residency, [100]);
     residency.erase(a!);
     const before = snapshot(residency);
     backend.resetCounters();
     for (const item of [a!, allocation("stranger", 1)]) {
-      expect(() => residency.erase(item)).toThrow(ResidencyStateError);
+      expect(() => residency.erase(item)).toThrow(StateError);
       try {
         residency.erase(item);
       } catch (error) {
-        expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_NOT_TRACKED");
+        expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_NOT_TRACKED");
       }
     }
     expect(snapshot(residency)).toEqual(before);
@@ -382,24 +388,24 @@ describe("erase", () => {
   });
 
   it("lets an erased allocation be inserted again, at the end of the insertion order", () => {
-    const { residency } = make({ capacity: 1000 });
+    const { residency } = make({ wiredLimit: 1000 });
     const [a, b] = insertAll(residency, [10, 20]);
     residency.erase(a!);
     residency.insert(a!, false);
-    residency.resize(15); // shrink: unwire in insertion order, b first now
+    residency.setWiredLimit(15); // shrink: unwire in insertion order, b first now
     expect(residency.isWired(b!)).toBe(false);
     expect(residency.isWired(a!)).toBe(true);
     expect(residency.wired).toBe(10);
   });
 });
 
-describe("resize", () => {
+describe("setWiredLimit", () => {
   it("grows: wires waiting allocations in insertion order, each that still fits", () => {
     const { residency, backend } = make({ cap: 25 });
     const [a, b, c, d] = insertAll(residency, [10, 20, 30, 5]);
     expect(residency.wired).toBe(0);
     backend.resetCounters();
-    residency.resize(40);
+    residency.setWiredLimit(40);
     expect([a, b, c, d].map((item) => residency.isWired(item!))).toEqual([true, true, false, true]);
     expect(residency.wired).toBe(35);
     expect([a, b, d].map((item) => residency.setIndexOf(item!))).toEqual([0, 1, 0]);
@@ -412,20 +418,20 @@ describe("resize", () => {
   it("grows again: the allocation that did not fit joins when it does", () => {
     const { residency, backend } = make();
     const [, , c] = insertAll(residency, [10, 20, 30, 5]);
-    residency.resize(40);
+    residency.setWiredLimit(40);
     backend.resetCounters();
-    residency.resize(65);
+    residency.setWiredLimit(65);
     expect(residency.isWired(c!)).toBe(true);
     expect(residency.wired).toBe(65);
     expect(backend.commits()).toEqual([1]);
   });
 
   it("shrinks: unwires in insertion order until within the limit, one commit per changed set", () => {
-    const { residency, backend } = make({ cap: 30, capacity: 1000 });
+    const { residency, backend } = make({ cap: 30, wiredLimit: 1000 });
     const [a, b, c, d] = insertAll(residency, [10, 20, 30, 5]);
     expect(residency.setBytes()).toEqual([30, 30, 5]);
     backend.resetCounters();
-    residency.resize(25);
+    residency.setWiredLimit(25);
     expect([a, b, c, d].map((item) => residency.isWired(item!))).toEqual([false, false, false, true]);
     expect(residency.wired).toBe(5);
     expect(residency.setBytes()).toEqual([0, 0, 5]);
@@ -434,79 +440,79 @@ describe("resize", () => {
   });
 
   it("stops unwiring as soon as the total is within the limit", () => {
-    const { residency, backend } = make({ capacity: 1000 });
+    const { residency, backend } = make({ wiredLimit: 1000 });
     const [a, b, c] = insertAll(residency, [10, 20, 30]);
     backend.resetCounters();
-    residency.resize(40);
+    residency.setWiredLimit(40);
     expect([a, b, c].map((item) => residency.isWired(item!))).toEqual([false, false, true]);
     expect(residency.wired).toBe(30);
     expect(backend.commits()).toEqual([1]);
   });
 
   it("does nothing but store the limit when it equals the wired total, or nothing waits", () => {
-    const { residency, backend } = make({ capacity: 1000 });
+    const { residency, backend } = make({ wiredLimit: 1000 });
     insertAll(residency, [10, 20]);
     backend.resetCounters();
-    residency.resize(30);
-    residency.resize(2000);
-    expect(residency.capacity).toBe(2000);
+    residency.setWiredLimit(30);
+    residency.setWiredLimit(2000);
+    expect(residency.wiredLimit).toBe(2000);
     expect(backend.log).toEqual([]);
   });
 
-  it("keeps wired ≤ capacity after a shrink to 0", () => {
-    const { residency, backend } = make({ cap: 15, capacity: 1000 });
+  it("keeps wired ≤ wiredLimit after a shrink to 0", () => {
+    const { residency, backend } = make({ cap: 15, wiredLimit: 1000 });
     insertAll(residency, [10, 10, 10]);
-    residency.resize(0);
+    residency.setWiredLimit(0);
     expect(residency.wired).toBe(0);
     expect(backend.committedBytes()).toEqual([0, 0, 0]);
   });
 
   it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], [2 ** 53], ["1"], [null]])(
     "refuses a limit of %s, changing nothing",
-    (capacity) => {
-      const { residency, backend } = make({ capacity: 100 });
+    (wiredLimit) => {
+      const { residency, backend } = make({ wiredLimit: 100 });
       insertAll(residency, [60, 60]);
       const before = snapshot(residency);
       backend.resetCounters();
       let error: unknown;
       try {
-        residency.resize(capacity as number);
+        residency.setWiredLimit(wiredLimit as number);
       } catch (caught) {
         error = caught;
       }
-      expect(error).toBeInstanceOf(ResidencyArgumentError);
-      expect((error as ResidencyArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-      expect((error as ResidencyArgumentError).argument).toBe("capacity");
+      expect(error).toBeInstanceOf(ArgumentError);
+      expect((error as ArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+      expect((error as ArgumentError).argument).toBe("bytes");
       expect(snapshot(residency)).toEqual(before);
       expect(backend.log).toEqual([]);
     },
   );
 
   it("accepts -0 as 0", () => {
-    const { residency } = make({ capacity: 100 });
-    residency.resize(-0);
-    expect(Object.is(residency.capacity, 0)).toBe(true);
+    const { residency } = make({ wiredLimit: 100 });
+    residency.setWiredLimit(-0);
+    expect(Object.is(residency.wiredLimit, 0)).toBe(true);
   });
 });
 
 describe("wiredMapped", () => {
   it("counts the wired bytes of allocations inserted as mapped", () => {
-    const { residency } = make({ capacity: 1000 });
+    const { residency } = make({ wiredLimit: 1000 });
     const mapped = allocation("mapped", 100);
     const plain = allocation("plain", 50);
     residency.insert(mapped, true);
     residency.insert(plain, false);
     expect([residency.wired, residency.wiredMapped]).toEqual([150, 100]);
-    residency.resize(60); // the mapped one was inserted first: it leaves first
+    residency.setWiredLimit(60); // the mapped one was inserted first: it leaves first
     expect([residency.wired, residency.wiredMapped]).toEqual([50, 0]);
-    residency.resize(1000);
+    residency.setWiredLimit(1000);
     expect([residency.wired, residency.wiredMapped]).toEqual([150, 100]);
     residency.erase(mapped);
     expect([residency.wired, residency.wiredMapped]).toEqual([50, 0]);
   });
 
   it("does not count a mapped allocation while it waits", () => {
-    const { residency } = make({ capacity: 10 });
+    const { residency } = make({ wiredLimit: 10 });
     residency.insert(allocation("mapped", 100), true);
     expect(residency.wiredMapped).toBe(0);
   });
@@ -514,7 +520,7 @@ describe("wiredMapped", () => {
 
 describe("refresh", () => {
   it("renews the request of non-empty sets only, without commits", () => {
-    const { residency, backend } = make({ cap: 100, capacity: 1000 });
+    const { residency, backend } = make({ cap: 100, wiredLimit: 1000 });
     const [, b] = insertAll(residency, [60, 60, 60]);
     residency.erase(b!);
     backend.resetCounters();
@@ -540,8 +546,8 @@ describe("setCap", () => {
     expect(residency.maxBytesPerSet).toBe(1);
     residency.setCap(0);
     expect(residency.maxBytesPerSet).toBe(0);
-    expect(() => residency.setCap(-1)).toThrow(ResidencyArgumentError);
-    expect(() => residency.setCap(0.5)).toThrow(ResidencyArgumentError);
+    expect(() => residency.setCap(-1)).toThrow(ArgumentError);
+    expect(() => residency.setCap(0.5)).toThrow(ArgumentError);
     expect(residency.maxBytesPerSet).toBe(0);
   });
 });
@@ -553,8 +559,8 @@ describe("without residency support", () => {
     const a = allocation("a", 100);
     residency.insert(a, true);
     residency.insert(a, true); // not tracked, so not "twice"
-    residency.resize(1000);
-    expect(residency.capacity).toBe(1000);
+    residency.setWiredLimit(1000);
+    expect(residency.wiredLimit).toBe(1000);
     residency.refresh();
     residency.erase(a);
     residency.erase(allocation("never", 1));
@@ -564,8 +570,8 @@ describe("without residency support", () => {
     expect([residency.wired, residency.wiredMapped, residency.tracked]).toEqual([0, 0, 0]);
     expect(residency.setBytes()).toEqual([]);
     expect(backend.sizeReads.size).toBe(0);
-    expect(() => residency.resize(-1)).toThrow(ResidencyArgumentError); // a bad argument is still one
-    expect(residency.capacity).toBe(1000);
+    expect(() => residency.setWiredLimit(-1)).toThrow(ArgumentError); // a bad argument is still one
+    expect(residency.wiredLimit).toBe(1000);
   }
 
   it("does nothing on a backend without residency sets (and never asks for one)", () => {
@@ -587,7 +593,7 @@ describe("without residency support", () => {
 
 describe("close", () => {
   it("unwires everything, commits each changed set once, ends residency and releases every set", () => {
-    const { residency, backend } = make({ cap: 100, capacity: 130 });
+    const { residency, backend } = make({ cap: 100, wiredLimit: 130 });
     insertAll(residency, [60, 60, 60, 10]); // sets [70, 60]; 60 waits
     expect(residency.setBytes()).toEqual([70, 60]);
     backend.resetCounters();
@@ -608,7 +614,7 @@ describe("close", () => {
   });
 
   it("makes every later call throw a closed error; closing again does nothing", () => {
-    const { residency, backend } = make({ capacity: 100 });
+    const { residency, backend } = make({ wiredLimit: 100 });
     const [a] = insertAll(residency, [10]);
     residency.close();
     backend.resetCounters();
@@ -616,7 +622,7 @@ describe("close", () => {
     const calls: (() => unknown)[] = [
       () => residency.insert(allocation("x", 1), false),
       () => residency.erase(a!),
-      () => residency.resize(10),
+      () => residency.setWiredLimit(10),
       () => residency.refresh(),
       () => residency.setCap(10),
       () => residency.setBytes(),
@@ -631,8 +637,8 @@ describe("close", () => {
       } catch (caught) {
         error = caught;
       }
-      expect(error).toBeInstanceOf(ResidencyStateError);
-      expect((error as ResidencyError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
+      expect(error).toBeInstanceOf(StateError);
+      expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
     }
     expect(backend.log).toEqual([]);
   });
@@ -654,7 +660,7 @@ describe("close", () => {
       },
       { workingSet: GiB, maxPercentPerSet: null },
     );
-    residency.resize(100);
+    residency.setWiredLimit(100);
     residency.insert({}, false);
     residency.close();
     expect(calls).toEqual(["commit", "request", "attach", "add", "commit", "remove", "commit"]);
@@ -663,6 +669,6 @@ describe("close", () => {
   it("closes an unsupported manager", () => {
     const residency = new Residency(new FakeBackend({ supportsResidencySets: false }), { workingSet: 0 });
     residency.close();
-    expect(() => residency.resize(1)).toThrow(ResidencyStateError);
+    expect(() => residency.setWiredLimit(1)).toThrow(StateError);
   });
 });

@@ -1,4 +1,5 @@
-import { assertBytes, ResidencyStateError } from "./errors.js";
+import { StateError } from "@nuvec/stats";
+import { assertBytes } from "./errors.js";
 import { MAX_RESIDENCY_SETS, maxPercentPerSetFromEnvironment, residencySetCap } from "./set-cap.js";
 import type { ResidencyBackend, ResidencyOptions, ResidencySetHandle } from "./types.js";
 
@@ -34,7 +35,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   readonly #placements = new Map<A, Placement>();
   #supported: boolean;
   #cap: number;
-  #capacity = 0;
+  #wiredLimit = 0;
   #wired = 0;
   #wiredMapped = 0;
   #closed = false;
@@ -43,7 +44,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * A manager over `backend` for a GPU of `options.workingSet` bytes. Makes the first set right away (as
    * the seed does); if that fails, the manager is unsupported.
    *
-   * @throws ResidencyArgumentError when `options.workingSet` is not a non-negative safe integer.
+   * @throws ArgumentError when `options.workingSet` is not a non-negative safe integer.
    */
   constructor(backend: ResidencyBackend<A, S>, options: ResidencyOptions) {
     assertBytes(options?.workingSet, "workingSet");
@@ -60,7 +61,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
     return this.#supported;
   }
 
-  /** Bytes wired now (the sizes read at insert of every wired allocation); never more than {@link capacity}. */
+  /** Bytes wired now (the sizes read at insert of every wired allocation); never more than {@link wiredLimit}. */
   get wired(): number {
     return this.#wired;
   }
@@ -71,8 +72,8 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   }
 
   /** The wired limit in bytes (0 until {@link resize}; MLX's default wires nothing). */
-  get capacity(): number {
-    return this.#capacity;
+  get wiredLimit(): number {
+    return this.#wiredLimit;
   }
 
   /** Residency sets made so far (they are kept until {@link close}, even when emptied). */
@@ -97,17 +98,17 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
 
   /**
    * Tracks a new allocation (`mapped`: it is a mapped file's, counted in {@link wiredMapped} too). Its size
-   * is read from the backend now, once. It is wired, and its set committed, if `wired + size ≤ capacity`;
+   * is read from the backend now, once. It is wired, and its set committed, if `wired + size ≤ wiredLimit`;
    * otherwise it waits. A no-op when unsupported.
    *
-   * @throws ResidencyStateError when the allocation is already tracked, or after {@link close}.
-   * @throws ResidencyArgumentError when the backend reports a size that is not a non-negative safe integer.
+   * @throws StateError when the allocation is already tracked, or after {@link close}.
+   * @throws ArgumentError when the backend reports a size that is not a non-negative safe integer.
    */
   insert(allocation: A, mapped: boolean): void {
     this.#assertOpen();
     if (!this.#supported) return;
     if (this.#placements.has(allocation)) {
-      throw new ResidencyStateError(
+      throw new StateError(
         "ERR_NUVEC_RESIDENCY_ALREADY_TRACKED",
         "this allocation is already tracked by the residency manager (inserted twice)",
       );
@@ -116,7 +117,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
     assertBytes(size, "allocatedSize");
     const placement: Placement = { size: size === 0 ? 0 : size, mapped: mapped === true, set: undefined };
     // Wire before tracking: should the backend throw in `add`, the allocation is not left half-recorded.
-    const index = this.#wired + size <= this.#capacity ? this.#wire(allocation, placement) : undefined;
+    const index = this.#wired + size <= this.#wiredLimit ? this.#wire(allocation, placement) : undefined;
     this.#placements.set(allocation, placement);
     if (index !== undefined) this.#sets[index]!.handle.commit();
   }
@@ -125,14 +126,14 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * Stops tracking an allocation, before it is released: if it was wired, it leaves its set and that set is
    * committed. A no-op when unsupported.
    *
-   * @throws ResidencyStateError when the allocation is not tracked, or after {@link close}.
+   * @throws StateError when the allocation is not tracked, or after {@link close}.
    */
   erase(allocation: A): void {
     this.#assertOpen();
     if (!this.#supported) return;
     const placement = this.#placements.get(allocation);
     if (placement === undefined) {
-      throw new ResidencyStateError(
+      throw new StateError(
         "ERR_NUVEC_RESIDENCY_NOT_TRACKED",
         "this allocation is not tracked by the residency manager (never inserted, or erased already)",
       );
@@ -147,32 +148,32 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * fits; when it shrinks below {@link wired}, wired allocations leave, in insertion order, until the total
    * is within the limit. Each set that changed is committed once. When unsupported, only stores the limit.
    *
-   * @throws ResidencyArgumentError when `capacity` is not a non-negative safe integer.
-   * @throws ResidencyStateError after {@link close}.
+   * @throws ArgumentError when `bytes` is not a non-negative safe integer.
+   * @throws StateError after {@link close}.
    */
-  resize(capacity: number): void {
+  setWiredLimit(bytes: number): void {
     this.#assertOpen();
-    assertBytes(capacity, "capacity");
-    this.#capacity = capacity === 0 ? 0 : capacity;
+    assertBytes(bytes, "bytes");
+    this.#wiredLimit = bytes === 0 ? 0 : bytes;
     if (!this.#supported) return;
     const changed = new Set<number>();
-    if (this.#wired < capacity) {
-      let room = capacity - this.#wired;
+    if (this.#wired < bytes) {
+      let room = bytes - this.#wired;
       for (const [allocation, placement] of this.#placements) {
         if (placement.set === undefined && placement.size <= room) {
           room -= placement.size;
           changed.add(this.#wire(allocation, placement));
         }
       }
-    } else if (this.#wired > capacity) {
+    } else if (this.#wired > bytes) {
       for (const [allocation, placement] of this.#placements) {
-        if (this.#wired <= capacity) break;
+        if (this.#wired <= bytes) break;
         const index = this.#unwire(allocation, placement);
         if (index !== undefined) changed.add(index);
       }
     }
     // Commit once per changed set, after all the adds and removes: a commit is where Metal does the work
-    // (and the host backend its mlock/munlock calls), so a resize over thousands of allocations costs as
+    // (and the host backend its mlock/munlock calls), so a change of the limit over thousands of allocations costs as
     // many commits as sets it touched, not one per allocation.
     this.#sets.forEach((set, index) => {
       if (changed.has(index)) set.handle.commit();
@@ -183,7 +184,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * Renews the residency request of every set that holds something: macOS may let a set's allocations go
    * after the GPU idles, despite the standing request. A no-op when unsupported.
    *
-   * @throws ResidencyStateError after {@link close}.
+   * @throws StateError after {@link close}.
    */
   refresh(): void {
     this.#assertOpen();
@@ -196,8 +197,8 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    * Sets the per-set cap for later placements, in bytes, without the 64 MiB floor (0: one set). A test
    * hook, as MLX's `set_max_bytes_per_set`: allocations already placed stay where they are.
    *
-   * @throws ResidencyArgumentError when `bytes` is not a non-negative safe integer.
-   * @throws ResidencyStateError after {@link close}.
+   * @throws ArgumentError when `bytes` is not a non-negative safe integer.
+   * @throws StateError after {@link close}.
    */
   setCap(bytes: number): void {
     this.#assertOpen();
@@ -234,7 +235,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   /**
    * Unwires and forgets every allocation, then ends the residency of every set and releases it (each when
    * the handle has `endResidency` / `release`). Calling it again does nothing; any other call afterwards
-   * throws a {@link ResidencyStateError} with code `ERR_NUVEC_RESIDENCY_CLOSED`. The counters read 0.
+   * throws a {@link StateError} with code `ERR_NUVEC_RESIDENCY_CLOSED`. The counters read 0.
    */
   close(): void {
     if (this.#closed) return;
@@ -315,7 +316,7 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
 
   #assertOpen(): void {
     if (this.#closed) {
-      throw new ResidencyStateError(
+      throw new StateError(
         "ERR_NUVEC_RESIDENCY_CLOSED",
         "the residency manager is closed: make a new one to wire again",
       );

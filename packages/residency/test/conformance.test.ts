@@ -35,7 +35,7 @@ function stateOf(residency: Residency<FakeAllocation, FakeSet>): State {
     wired: residency.wired,
     wiredMapped: residency.wiredMapped,
     sets: residency.setCount,
-    capacity: residency.capacity,
+    capacity: residency.wiredLimit,
     setBytes: residency.setBytes(),
   };
 }
@@ -67,7 +67,7 @@ describe("conformance: residency-scenarios.json", () => {
             residency.erase(allocations.get(operation[1])!);
             break;
           case "resize":
-            residency.resize(operation[1]);
+            residency.setWiredLimit(operation[1]);
             break;
           case "refresh":
             residency.refresh();

@@ -1,83 +1,178 @@
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { NuvecArgumentError, NuvecError } from "./errors.js";
+import * as errors from "./errors.js";
+import {
+  ArgumentError,
+  ERROR_CODES,
+  FormatError,
+  NativeUnavailableError,
+  NuvecError,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "./errors.js";
 
 const require = createRequire(import.meta.url);
 
-class FamilyStateError extends NuvecError {}
-class ForeignError extends Error {
-  readonly code = "ERR_NUVEC_INVALID_ARGUMENT";
+/** The seven kinds, each made with one of its codes. */
+function oneOfEach(from: typeof errors) {
+  return {
+    ArgumentError: new from.ArgumentError("bytes", "bad"),
+    StateError: new from.StateError("ERR_NUVEC_BUFFER_FREED", "freed"),
+    OutOfMemoryError: new from.OutOfMemoryError("ERR_NUVEC_OUT_OF_MEMORY", "oom"),
+    SystemCallError: new from.SystemCallError("open failed", {
+      syscall: "open",
+      errno: "ENOENT",
+      errnoNumber: 2,
+    }),
+    NativeUnavailableError: new from.NativeUnavailableError("no addon"),
+    FormatError: new from.FormatError("ERR_NUVEC_TRACE_CORRUPT", "corrupt"),
+    UnsupportedError: new from.UnsupportedError("ERR_NUVEC_NOT_HOST_VISIBLE", "device memory"),
+  };
 }
-/** An argument class of another branch of the family, as a package's `…ArgumentError` is. */
-class BranchArgumentError extends FamilyStateError {
-  readonly argument = "bytes";
-}
-NuvecArgumentError.adopt(BranchArgumentError);
 
-describe("NuvecError", () => {
-  it("carries code, name, message and cause", () => {
+describe("the error family", () => {
+  it("is a root and seven kinds, each with its own registered brand", () => {
+    const kinds = [
+      ArgumentError,
+      StateError,
+      OutOfMemoryError,
+      SystemCallError,
+      NativeUnavailableError,
+      FormatError,
+      UnsupportedError,
+    ];
+    expect(kinds.map((kind) => kind.name).sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    expect(NuvecError.brand).toBe(Symbol.for("nuvec.error"));
+    for (const kind of kinds)
+      expect((kind as unknown as { brand: symbol }).brand).toBe(Symbol.for(`nuvec.error.${kind.name}`));
+  });
+
+  it("carries code, name, message, cause and each kind's fields", () => {
     const cause = new Error("inner");
-    const error = new FamilyStateError("ERR_NUVEC_X", "refused", { cause });
+    const error = new OutOfMemoryError("ERR_NUVEC_OUT_OF_MEMORY", "refused", {
+      requested: 4,
+      active: 1,
+      mapped: 2,
+      limit: 3,
+      cause,
+    });
     expect(error).toBeInstanceOf(Error);
-    expect(error.code).toBe("ERR_NUVEC_X");
-    expect(error.name).toBe("FamilyStateError");
-    expect(error.message).toBe("refused");
-    expect(error.cause).toBe(cause);
-  });
-
-  it("isInstance and instanceof hold for the family only", () => {
-    const error = new FamilyStateError("ERR_NUVEC_X", "refused");
-    expect(NuvecError.isInstance(error)).toBe(true);
-    expect(FamilyStateError.isInstance(error)).toBe(true);
-    expect(error instanceof NuvecError).toBe(true);
-    expect(NuvecArgumentError.isInstance(error)).toBe(false);
-    for (const other of [
-      new ForeignError("x"),
-      new Error("x"),
-      { code: "ERR_NUVEC_X" },
-      null,
-      undefined,
-      "x",
-      1,
-    ]) {
-      expect(NuvecError.isInstance(other)).toBe(false);
-      expect(other instanceof NuvecError).toBe(false);
-    }
-    expect(FamilyStateError.isInstance(new NuvecError("ERR_NUVEC_X", "base"))).toBe(false);
-  });
-
-  it("the argument error names its argument; adopted classes are argument errors", () => {
-    const error = new NuvecArgumentError("bytes", "bytes must be a byte count");
-    expect(error.code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-    expect(error.argument).toBe("bytes");
-    expect(new NuvecArgumentError("bytes", "too large", { code: "ERR_NUVEC_BUFFER_TOO_LARGE" }).code).toBe(
-      "ERR_NUVEC_BUFFER_TOO_LARGE",
+    expect(error).toMatchObject({
+      code: "ERR_NUVEC_OUT_OF_MEMORY",
+      name: "OutOfMemoryError",
+      message: "refused",
+    });
+    expect(error).toMatchObject({ requested: 4, active: 1, mapped: 2, limit: 3, cause });
+    const argument = new ArgumentError("bytes", "too large", {
+      code: "ERR_NUVEC_BUFFER_TOO_LARGE",
+      requested: 9,
+      maximum: 8,
+    });
+    expect(argument).toMatchObject({
+      argument: "bytes",
+      code: "ERR_NUVEC_BUFFER_TOO_LARGE",
+      requested: 9,
+      maximum: 8,
+    });
+    expect(new ArgumentError("path", "empty").code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+    const system = new SystemCallError("open failed", {
+      syscall: "open",
+      errno: "ENOENT",
+      errnoNumber: 2,
+      path: "/x",
+    });
+    expect(system).toMatchObject({
+      code: "ERR_NUVEC_SYSTEM",
+      syscall: "open",
+      errno: "ENOENT",
+      errnoNumber: 2,
+      path: "/x",
+    });
+    expect(new NativeUnavailableError("no addon").reason).toBe("load-failed");
+    expect(new NativeUnavailableError("no GPU", { reason: "backend-unavailable" }).reason).toBe(
+      "backend-unavailable",
     );
-    const branch = new BranchArgumentError("ERR_NUVEC_INVALID_ARGUMENT", "bad");
-    expect(branch).toBeInstanceOf(NuvecArgumentError);
-    expect(branch).toBeInstanceOf(FamilyStateError);
-    expect(NuvecArgumentError.isInstance(branch)).toBe(true);
-    expect(new FamilyStateError("ERR_NUVEC_X", "x")).not.toBeInstanceOf(NuvecArgumentError);
+  });
+
+  it("instanceof holds for the kind that made an error and the root only", () => {
+    const made = oneOfEach(errors);
+    for (const [name, error] of Object.entries(made)) {
+      expect(error instanceof NuvecError).toBe(true);
+      for (const [other, kind] of Object.entries(errors)) {
+        if (typeof kind !== "function" || !Object.hasOwn(ERROR_CODES, other)) continue;
+        expect(error instanceof (kind as typeof NuvecError), `${name} instanceof ${other}`).toBe(
+          other === name,
+        );
+      }
+    }
+    for (const other of [new Error("x"), { code: "ERR_NUVEC_X" }, null, undefined, "x", 1]) {
+      expect(other instanceof NuvecError).toBe(false);
+      expect(other instanceof ArgumentError).toBe(false);
+    }
+    // A brand alone is not enough: the root's brand must be there too.
+    const forged = { [Symbol.for("nuvec.error.StateError")]: true };
+    expect(forged instanceof StateError).toBe(false);
+  });
+
+  it("a runtime's own class extending a kind is matched by its prototype chain, and is still the kind", () => {
+    class TensorShapeError extends ArgumentError {}
+    const error = new TensorShapeError("shape", "bad shape");
+    expect(error).toBeInstanceOf(TensorShapeError);
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error).toBeInstanceOf(NuvecError);
+    expect(new ArgumentError("shape", "x")).not.toBeInstanceOf(TensorShapeError);
+    expect(error.name).toBe("TensorShapeError");
   });
 });
 
-describe("NuvecError across builds (ESM dist, CommonJS dist, the sources: three copies of the classes)", () => {
-  it("an error of one copy is an instance of every other copy's class", async () => {
-    const esm = (await import("../dist/index.js")) as typeof import("./errors.js");
-    const cjs = require("../dist/index.cjs") as typeof import("./errors.js");
+describe("across builds (ESM dist, CommonJS dist, the sources: three copies of the classes)", () => {
+  it("an error of one copy is an instance of the same kind of every other copy, and of no other kind", async () => {
+    const esm = (await import("../dist/index.js")) as typeof errors;
+    const cjs = require("../dist/index.cjs") as typeof errors;
     expect(esm.NuvecError).not.toBe(cjs.NuvecError);
-    const copies = [esm, cjs, { NuvecError, NuvecArgumentError }];
+    const copies = [esm, cjs, errors];
     for (const from of copies) {
-      const argumentError = new from.NuvecArgumentError("path", "empty path");
-      const plain = new from.NuvecError("ERR_NUVEC_X", "x");
-      for (const to of copies) {
-        expect(argumentError instanceof to.NuvecError).toBe(true);
-        expect(argumentError instanceof to.NuvecArgumentError).toBe(true);
-        expect(to.NuvecArgumentError.isInstance(argumentError)).toBe(true);
-        expect(plain instanceof to.NuvecError).toBe(true);
-        expect(to.NuvecError.isInstance(plain)).toBe(true);
-        expect(plain instanceof to.NuvecArgumentError).toBe(false);
+      for (const [name, error] of Object.entries(oneOfEach(from))) {
+        for (const to of copies) {
+          expect(error instanceof to.NuvecError).toBe(true);
+          for (const kind of Object.keys(ERROR_CODES)) {
+            const target = to[kind as keyof typeof errors] as typeof NuvecError;
+            expect(error instanceof target, `${name} instanceof ${kind}`).toBe(kind === name);
+          }
+        }
       }
     }
+  });
+});
+
+describe("docs/ERRORS.md", () => {
+  const text = readFileSync(new URL("../../../docs/ERRORS.md", import.meta.url), "utf8");
+  /** The class table's rows: class → codes. */
+  const rows = new Map(
+    [...text.matchAll(/^\| `(\w+Error)` +\|[^|]*\| ([^|]*)\|/gm)].map((match) => [
+      match[1] as string,
+      [...(match[2] as string).matchAll(/`(ERR_NUVEC_\w+)`/g)].map((code) => code[1]),
+    ]),
+  );
+  /** The code table's rows, in order. */
+  const explained = [...text.matchAll(/^\| `(ERR_NUVEC_\w+)` +\|/gm)].map((match) => match[1]);
+
+  it("lists every kind with exactly its codes, and the root", () => {
+    expect(rows.has("NuvecError")).toBe(true);
+    for (const [kind, codes] of Object.entries(ERROR_CODES)) expect(rows.get(kind), kind).toEqual([...codes]);
+    expect([...rows.keys()].sort()).toEqual(["NuvecError", ...Object.keys(ERROR_CODES)].sort());
+  });
+
+  it("explains every code once", () => {
+    expect([...explained].sort()).toEqual(Object.values(ERROR_CODES).flat().sort());
+  });
+
+  it("names no code that is not one", () => {
+    const all = new Set(Object.values(ERROR_CODES).flat());
+    for (const [, code] of text.matchAll(/`(ERR_NUVEC_\w+)`/g))
+      expect(all.has(code as never), code).toBe(true);
   });
 });

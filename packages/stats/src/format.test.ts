@@ -28,7 +28,7 @@ describe("formatMemoryStats", () => {
   const stats = {
     ...emptyMemoryStats(),
     active: 1610612736,
-    peak: 2 * 1024 ** 3,
+    peakActive: 2 * 1024 ** 3,
     cache: 512,
     systemAllocations: 42,
     memoryLimit: 12 * 1024 ** 3,
@@ -61,6 +61,6 @@ describe("emptyMemoryStats", () => {
     const stats = emptyMemoryStats();
     expect(Object.keys(stats).sort()).toEqual([...MEMORY_STATS_FIELDS].sort());
     expect(Object.values(stats).every((value) => value === 0)).toBe(true);
-    expect(MEMORY_STATS_FIELDS).toHaveLength(13);
+    expect(MEMORY_STATS_FIELDS).toHaveLength(15);
   });
 });

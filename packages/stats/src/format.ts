@@ -29,17 +29,19 @@ export function formatBytes(bytes: number): string {
 }
 
 const DESCRIPTIONS: Record<keyof MemoryStats, string> = {
-  active: "live buffers (size classes)",
-  peak: "highest active since reset",
+  active: "live buffers (what each is charged)",
+  peakActive: "highest active since reset",
+  mapped: "memory-mapped files (pages)",
   activeWithMapped: "active + mapped",
-  peakWithMapped: "highest active + mapped since reset",
+  peakActiveWithMapped: "highest active + mapped since reset",
   cache: "freed buffers kept for reuse",
+  reserved: "active + cache",
+  peakReserved: "highest reserved since reset",
   memoryLimit: "hard limit on active + mapped + quarantined",
   cacheLimit: "cache trimmed to this",
   systemAllocations: "buffers obtained from the system",
   wiredLimit: "wired up to this",
   wired: "kept resident, mapped included",
-  mapped: "memory-mapped files (pages)",
   wiredMapped: "part of wired that is mapped",
   quarantined: "freed, held for a view moved away",
 };

@@ -1,4 +1,21 @@
-export { NuvecArgumentError, NuvecError } from "./errors.js";
+export {
+  ArgumentError,
+  type ArgumentErrorCode,
+  ERROR_CODES,
+  FormatError,
+  type FormatErrorCode,
+  NativeUnavailableError,
+  type NativeUnavailableReason,
+  NuvecError,
+  type NuvecErrorCode,
+  OutOfMemoryError,
+  type OutOfMemoryErrorCode,
+  StateError,
+  type StateErrorCode,
+  SystemCallError,
+  UnsupportedError,
+  type UnsupportedErrorCode,
+} from "./errors.js";
 export { type FormatMemoryStatsOptions, formatBytes, formatMemoryStats } from "./format.js";
 export { emptyMemoryStats, MEMORY_STATS_FIELDS, type MemoryStats } from "./memory-stats.js";
 export {

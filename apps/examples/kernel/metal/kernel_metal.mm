@@ -1,5 +1,5 @@
 // The Metal version of the example kernel (macOS): the same `scale`, as a compute kernel on the GPU, bound
-// to a nuvec buffer by its `metalBuffer` (DeviceBuffer.nativeHandle()) and run on the runtime's own command
+// to a nuvec buffer by its `metalBuffer` (device.native.handle(buffer)) and run on the runtime's own command
 // queue — the queue given to `Device.open({ metal: { commandQueue } })`, so nuvec's residency sets are
 // attached where this kernel runs. The promise settles in the command buffer's completion handler (through
 // a thread-safe function back to JavaScript): that is the promise to pass to `buffer.free({ after })`.

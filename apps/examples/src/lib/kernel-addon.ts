@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DeviceArgumentError } from "@nuvec/device";
+import { ArgumentError } from "@nuvec/device";
 
 /** The raw addon (kernel/kernel.cc). */
 interface RawKernelAddon {
@@ -28,7 +28,7 @@ export interface MetalKernels {
   scale(metalBuffer: bigint, count: number, factor: number, commandQueue: bigint): Promise<void>;
 }
 
-/** The example kernels over `count` float32 values at `address` (a `nativeHandle().address`). */
+/** The example kernels over `count` float32 values at `address` (a `device.native.handle(buffer).address`). */
 export interface KernelAddon {
   /** `data[i] *= factor` for `i < count`, off the JavaScript thread; resolves when done. */
   scale(address: bigint, count: number, factor: number): Promise<void>;
@@ -50,14 +50,14 @@ function examplesRoot(): string {
 
 function checkAddress(address: unknown): asserts address is bigint {
   if (typeof address !== "bigint" || address <= 0n || address >= 1n << 64n) {
-    throw new DeviceArgumentError("address", "address must be a non-zero 64-bit pointer as a bigint");
+    throw new ArgumentError("address", "address must be a non-zero 64-bit pointer as a bigint");
   }
-  if (address % 4n !== 0n) throw new DeviceArgumentError("address", "address must be aligned for float32");
+  if (address % 4n !== 0n) throw new ArgumentError("address", "address must be aligned for float32");
 }
 
 function checkCount(count: unknown): asserts count is number {
   if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
-    throw new DeviceArgumentError("count", `count must be a non-negative safe integer, got ${String(count)}`);
+    throw new ArgumentError("count", `count must be a non-negative safe integer, got ${String(count)}`);
   }
 }
 
@@ -89,10 +89,7 @@ export function loadKernelAddon(): KernelAddon {
             checkCount(count);
             checkAddress(commandQueue);
             if (typeof factor !== "number" || !Number.isFinite(factor)) {
-              throw new DeviceArgumentError(
-                "factor",
-                `factor must be a finite number, got ${String(factor)}`,
-              );
+              throw new ArgumentError("factor", `factor must be a finite number, got ${String(factor)}`);
             }
             await scaleMetal.call(raw, metalBuffer, count, factor, commandQueue);
           },
@@ -103,7 +100,7 @@ export function loadKernelAddon(): KernelAddon {
       checkAddress(address);
       checkCount(count);
       if (typeof factor !== "number" || !Number.isFinite(factor)) {
-        throw new DeviceArgumentError("factor", `factor must be a finite number, got ${String(factor)}`);
+        throw new ArgumentError("factor", `factor must be a finite number, got ${String(factor)}`);
       }
       await raw.scale(address, count, factor);
     },

@@ -113,7 +113,7 @@ function apply(run: Run, event: readonly unknown[], workingSet: number): number 
       return 0;
     }
     case "u":
-      take(mappings, event[1] as number)?.release();
+      take(mappings, event[1] as number)?.free();
       return 0;
     case "l":
       if (event[1] === "memory") device.setMemoryLimit(event[2] as number);
@@ -134,7 +134,7 @@ function apply(run: Run, event: readonly unknown[], workingSet: number): number 
  * Replays `batches` (arrays of trace items: an optional header object, then events) under every policy of
  * `options.policies` in one pass. Every device is closed before it returns or throws.
  *
- * @throws TraceError for an impossible event (from the validator); a policy name the allocator refuses.
+ * @throws FormatError for an impossible event (from the validator); a policy name the allocator refuses.
  */
 export async function replayPolicies(
   batches: AsyncIterable<readonly unknown[]> | Iterable<readonly unknown[]>,
@@ -180,7 +180,7 @@ export async function replayPolicies(
         stats,
         cacheHits: counters.cacheHits,
         systemAllocations: stats.systemAllocations,
-        peakReserved: counters.peakReserved,
+        peakReserved: stats.peakReserved,
         peakLive: counters.peakLive,
         outOfMemoryRefusals: run.refused,
         // The loop's time (reading excluded) shared equally among the policies replayed together.
@@ -196,7 +196,7 @@ export async function replayPolicies(
   } finally {
     for (const run of runs) {
       for (const buffer of run.buffers) buffer?.free();
-      for (const mapping of run.mappings) mapping?.release();
+      for (const mapping of run.mappings) mapping?.free();
       run.device.close();
     }
   }

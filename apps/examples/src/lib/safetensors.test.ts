@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readSafetensorsHeader } from "@nuvec/device";
 import { afterAll, describe, expect, it } from "vitest";
-import { decoderModel, parseSafetensors, SafetensorsFormatError, writeSafetensors } from "./safetensors.js";
+import { decoderModel, writeSafetensors } from "./safetensors.js";
 
 const folder = mkdtempSync(join(tmpdir(), "nuvec-safetensors-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
@@ -22,7 +23,7 @@ describe("safetensors", () => {
     const length = writeSafetensors(path, tensors);
     const bytes = readFileSync(path);
     expect(bytes.length).toBe(length);
-    const header = parseSafetensors(arrayBufferOf(bytes));
+    const header = readSafetensorsHeader(arrayBufferOf(bytes));
     expect(header.headerLength % 8).toBe(0);
     expect(header.metadata.writer).toBe("nuvec demo");
     expect(
@@ -42,30 +43,5 @@ describe("safetensors", () => {
     const bytes = tensors.reduce((sum, tensor) => sum + tensor.shape.reduce((p, d) => p * d, 1) * 2, 0);
     expect(bytes).toBeGreaterThan(0.6 * target);
     expect(bytes).toBeLessThan(1.4 * target);
-  });
-
-  it.each([
-    ["too short", new Uint8Array(4)],
-    ["header longer than the file", new Uint8Array([255, 0, 0, 0, 0, 0, 0, 0, 123])],
-  ])("refuses a file that is %s", (_name, bytes) => {
-    expect(() => parseSafetensors(arrayBufferOf(bytes))).toThrow(SafetensorsFormatError);
-  });
-
-  it("refuses a header that is not JSON, or offsets that do not match the shape", () => {
-    const make = (json: string) => {
-      const body = Buffer.from(json);
-      const prefix = Buffer.alloc(8);
-      prefix.writeBigUInt64LE(BigInt(body.length));
-      return arrayBufferOf(Buffer.concat([prefix, body, Buffer.alloc(64)]));
-    };
-    expect(() => parseSafetensors(make("{not json"))).toThrow(/not JSON/);
-    expect(() => parseSafetensors(make('{"x":{"dtype":"F16","shape":[4],"data_offsets":[0,4]}}'))).toThrow(
-      /do not match/,
-    );
-    expect(() => parseSafetensors(make('{"x":{"dtype":"Q4","shape":[4],"data_offsets":[0,4]}}'))).toThrow(
-      /bad dtype/,
-    );
-    const path = join(folder, "bad.safetensors");
-    writeFileSync(path, "");
   });
 });

@@ -10,7 +10,7 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { TraceError } from "@nuvec/allocator";
+import { FormatError } from "@nuvec/allocator";
 
 /** The largest snapshot read (the file, or what a gzipped one inflates to). */
 export const MAX_SNAPSHOT_BYTES = 1024 ** 3;
@@ -90,8 +90,8 @@ export interface TorchWorkload {
   peakReserved: number;
 }
 
-function corrupt(path: string, why: string): TraceError {
-  return new TraceError(
+function corrupt(path: string, why: string): FormatError {
+  return new FormatError(
     "ERR_NUVEC_TRACE_CORRUPT",
     `${path} is not a readable PyTorch memory snapshot: ${why}`,
   );
@@ -136,15 +136,15 @@ function readBytes(path: string, limit: number): Buffer {
   try {
     const stats = statSync(path);
     if (!stats.isFile()) {
-      throw new TraceError("ERR_NUVEC_TRACE_NOT_A_FILE", `${path} is not a regular file`);
+      throw new FormatError("ERR_NUVEC_TRACE_NOT_A_FILE", `${path} is not a regular file`);
     }
     size = stats.size;
   } catch (error) {
-    if (error instanceof TraceError) throw error;
-    throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read ${path}: ${(error as Error).message}`);
+    if (error instanceof FormatError) throw error;
+    throw new FormatError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read ${path}: ${(error as Error).message}`);
   }
   if (size > limit) {
-    throw new TraceError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${size} bytes, over ${limit}`);
+    throw new FormatError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${size} bytes, over ${limit}`);
   }
   const bytes = readFileSync(path);
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
@@ -153,7 +153,7 @@ function readBytes(path: string, limit: number): Buffer {
     return gunzipSync(bytes, { maxOutputLength: limit });
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new TraceError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} inflates to more than ${limit} bytes`);
+      throw new FormatError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} inflates to more than ${limit} bytes`);
     }
     throw corrupt(path, `bad gzip data (${(error as Error).message})`);
   }
@@ -201,7 +201,7 @@ function frameLabel(frames: unknown): string {
  * the device with the most trace entries). `maxBytes` (default {@link MAX_SNAPSHOT_BYTES}) bounds the file
  * and what a gzipped one inflates to.
  *
- * @throws TraceError: `ERR_NUVEC_TRACE_CORRUPT` for anything but a well-formed snapshot (a truncated file, a
+ * @throws FormatError: `ERR_NUVEC_TRACE_CORRUPT` for anything but a well-formed snapshot (a truncated file, a
  * pickle naming any global but `collections.OrderedDict`, a byte string longer than 64 KiB, a trace entry
  * of the wrong shape); `ERR_NUVEC_TRACE_TOO_LARGE` past `maxBytes`; `ERR_NUVEC_TRACE_EMPTY`
  * when the device's trace has no allocation; `ERR_NUVEC_TRACE_NOT_FOUND` / `ERR_NUVEC_TRACE_NOT_A_FILE`.
@@ -240,7 +240,7 @@ export function readTorchSnapshot(
   }
   const entries = device === undefined ? undefined : traces[device];
   if (device === undefined || !Array.isArray(entries) || entries.length === 0) {
-    throw new TraceError(
+    throw new FormatError(
       "ERR_NUVEC_TRACE_EMPTY",
       `${path}: ${device === undefined ? "no device has" : `device ${device} has no`} trace entries (devices with some: ${devices.join(", ") || "none"}); was _record_memory_history() called before the workload?`,
     );
@@ -329,7 +329,7 @@ export function readTorchSnapshot(
   });
   counts.liveAtEnd = live.size;
   if (events.length === 0) {
-    throw new TraceError("ERR_NUVEC_TRACE_EMPTY", `${path}: device ${device}'s trace has no allocation`);
+    throw new FormatError("ERR_NUVEC_TRACE_EMPTY", `${path}: device ${device}'s trace has no allocation`);
   }
 
   // PyTorch's reserved memory: what its segments of this device hold when the snapshot was taken, less what

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGzip, gzipSync } from "node:zlib";
+import { FormatError } from "@nuvec/stats";
 import { afterAll, describe, expect, it } from "vitest";
-import { TraceError } from "../errors.js";
 import { readTrace, replayTraceFile, replayTraceStream, streamTrace } from "../node.js";
 import { replayTrace } from "../replay.js";
 import type { TraceEvent } from "../trace-format.js";
@@ -104,7 +104,7 @@ describe("hostile: impossible id histories are refused by every replay", () => {
         await caught(() => replayTraceStream(write("ids.ndjson.gz", gzipSync(text)))),
       ];
       for (const error of errors) {
-        expect(error).toBeInstanceOf(TraceError);
+        expect(error).toBeInstanceOf(FormatError);
         expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_EVENT", message: expect.stringMatching(why) });
       }
     },
@@ -135,7 +135,7 @@ describe("hostile: files that are not regular files", () => {
   for (const [reader, read] of readers) {
     it.each(targets)(`${reader} refuses %s with ERR_NUVEC_TRACE_NOT_A_FILE`, async (_name, path) => {
       const error = await caught(() => read(path));
-      expect(error).toBeInstanceOf(TraceError);
+      expect(error).toBeInstanceOf(FormatError);
       expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_NOT_A_FILE" });
     });
   }
@@ -164,7 +164,7 @@ describe("hostile: gzip bombs and endless lines", () => {
     const path = await oneLineBomb("bomb.ndjson.gz", 64);
     for (const read of [() => readTrace(path), () => replayTraceStream(path)]) {
       const error = await caught(read);
-      expect(error).toBeInstanceOf(TraceError);
+      expect(error).toBeInstanceOf(FormatError);
       expect(error).toMatchObject({
         code: "ERR_NUVEC_TRACE_TOO_LARGE",
         message: expect.stringMatching(/line 2/),

@@ -26,13 +26,19 @@ describe("readTrace", () => {
         ["f", 0],
       ],
     };
-    expect(readTrace(write("tiny.ndjson.gz", gzipSync(text)))).toEqual(expected);
-    expect(readTrace(write("tiny.ndjson", text))).toEqual(expected);
-    expect(readTrace(write("tiny-gz-without-suffix", gzipSync(text)))).toEqual(expected);
+    for (const trace of [
+      readTrace(write("tiny.ndjson.gz", gzipSync(text))),
+      readTrace(write("tiny.ndjson", text)),
+      readTrace(write("tiny-gz-without-suffix", gzipSync(text))),
+    ]) {
+      expect(trace).toMatchObject(expected);
+      // The same Trace a recording gives: its NDJSON is the file's text.
+      expect(trace.toNdjson()).toBe(text);
+    }
   });
 
   it("accepts a trace without a header and with CRLF line ends", () => {
-    expect(readTrace(write("bare.ndjson", '["a",0,1]\r\n["f",0]\r\n'))).toEqual({
+    expect(readTrace(write("bare.ndjson", '["a",0,1]\r\n["f",0]\r\n'))).toMatchObject({
       header: undefined,
       events: [
         ["a", 0, 1],
@@ -79,13 +85,13 @@ describe("readTrace", () => {
       /line 2/,
     ],
     ["a negative size", () => write("negative.ndjson", '["a",0,-1]\n'), "ERR_NUVEC_TRACE_CORRUPT", /line 1/],
-  ])("refuses %s with a clear TraceError", (_name, makePath, code, message) => {
+  ])("refuses %s with a clear FormatError", (_name, makePath, code, message) => {
     const path = makePath();
     expect(() => readTrace(path)).toThrow(message);
     try {
       readTrace(path);
     } catch (error) {
-      expect(error).toMatchObject({ name: "TraceError", code });
+      expect(error).toMatchObject({ name: "FormatError", code });
     }
   });
 });

@@ -14,24 +14,18 @@ import {
 import { pipeline, Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip, gunzipSync } from "node:zlib";
-import { TraceError } from "../errors.js";
+import { FormatError } from "@nuvec/stats";
 import { type ReplayOptions, type ReplayResult, TraceReplay } from "../replay.js";
 import {
   DEFAULT_MAX_LINE_LENGTH,
+  type Trace,
   type TraceEvent,
   type TraceHeader,
   TraceLineParser,
+  traceOf,
 } from "../trace-format.js";
 
 export { DEFAULT_MAX_LINE_LENGTH } from "../trace-format.js";
-
-/** A trace read from a file. */
-export interface Trace {
-  /** The header object of the first line, if the file has one. */
-  header: TraceHeader | undefined;
-  /** Every event, in order. */
-  events: TraceEvent[];
-}
 
 /** How a trace is read as a stream. */
 export interface TraceStreamOptions {
@@ -54,7 +48,7 @@ export interface TraceStreamOptions {
 function openTraceFile(path: string): { fd: number; size: number } {
   const fail = (error: unknown): never => {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new TraceError(
+    throw new FormatError(
       "ERR_NUVEC_TRACE_NOT_FOUND",
       code === "ENOENT" || code === "ENOTDIR"
         ? `trace file not found: ${path}`
@@ -63,7 +57,7 @@ function openTraceFile(path: string): { fd: number; size: number } {
     );
   };
   const notAFile = () =>
-    new TraceError(
+    new FormatError(
       "ERR_NUVEC_TRACE_NOT_A_FILE",
       `trace file ${path} is not a regular file (a FIFO, device or directory cannot be a trace)`,
     );
@@ -72,7 +66,7 @@ function openTraceFile(path: string): { fd: number; size: number } {
     if (!statSync(path).isFile()) throw notAFile();
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (error) {
-    if (error instanceof TraceError) throw error;
+    if (error instanceof FormatError) throw error;
     return fail(error);
   }
   const stats = fstatSync(fd);
@@ -90,7 +84,7 @@ const isGzip = (bytes: Uint8Array) => bytes.length >= 2 && bytes[0] === 0x1f && 
  * plain NDJSON. For large traces use {@link streamTrace} or {@link replayTraceStream}, whose memory is bounded;
  * this refuses text longer than the longest string Node.js can make.
  *
- * @throws TraceError with code `ERR_NUVEC_TRACE_NOT_FOUND` (missing or unreadable),
+ * @throws FormatError with code `ERR_NUVEC_TRACE_NOT_FOUND` (missing or unreadable),
  * `ERR_NUVEC_TRACE_NOT_A_FILE` (a FIFO, device or directory), `ERR_NUVEC_TRACE_EMPTY` (no events),
  * `ERR_NUVEC_TRACE_TOO_LARGE` (too large to hold, or a line longer than 1 MiB) or `ERR_NUVEC_TRACE_CORRUPT`
  * (bad gzip, bad JSON, or a line that is no event; the message names the line).
@@ -98,7 +92,7 @@ const isGzip = (bytes: Uint8Array) => bytes.length >= 2 && bytes[0] === 0x1f && 
 export function readTrace(path: string): Trace {
   const limit = bufferConstants.MAX_STRING_LENGTH;
   const tooLarge = (cause?: unknown) =>
-    new TraceError(
+    new FormatError(
       "ERR_NUVEC_TRACE_TOO_LARGE",
       `trace file ${path} is larger than readTrace can hold (${limit} characters): read it with streamTrace or replayTraceStream`,
       { cause },
@@ -116,7 +110,7 @@ export function readTrace(path: string): Trace {
       bytes = gunzipSync(bytes, { maxOutputLength: limit });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(error);
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${path} is not valid gzip: ${(error as Error).message}`,
         { cause: error },
@@ -128,7 +122,7 @@ export function readTrace(path: string): Trace {
   parser.push(bytes.toString("utf8"), items);
   parser.end(items);
   const header = parser.header;
-  return { header, events: (header === undefined ? items : items.slice(1)) as TraceEvent[] };
+  return traceOf(header, (header === undefined ? items : items.slice(1)) as TraceEvent[]);
 }
 
 /** A source of trace bytes: a path, or a stream / async iterable of chunks (gzipped or not). */
@@ -139,7 +133,7 @@ export type TraceSource = string | AsyncIterable<Uint8Array>;
  * with bounded memory: one chunk of input and at most one line pending, whatever the trace's length. Lines
  * are checked as {@link readTrace} checks them; id histories are checked by the replay (`TraceValidator`).
  *
- * @throws TraceError as {@link readTrace} (from the iteration), after which the input is closed.
+ * @throws FormatError as {@link readTrace} (from the iteration), after which the input is closed.
  */
 export async function* streamTraceBatches(
   source: TraceSource,
@@ -158,7 +152,7 @@ export async function* streamTraceBatches(
       got = readSync(fd, magic, 0, 2, 0);
     } catch (error) {
       closeSync(fd);
-      throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${source}: ${error}`, {
+      throw new FormatError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${source}: ${error}`, {
         cause: error,
       });
     }
@@ -199,16 +193,16 @@ export async function* streamTraceBatches(
       if (items.length > 0) yield items;
     }
   } catch (error) {
-    if (error instanceof TraceError) throw error;
+    if (error instanceof FormatError) throw error;
     const code = (error as NodeJS.ErrnoException).code ?? "";
     if (gzip && code.startsWith("Z_")) {
-      throw new TraceError(
+      throw new FormatError(
         "ERR_NUVEC_TRACE_CORRUPT",
         `trace file ${name} is not valid gzip: ${(error as Error).message}`,
         { cause: error },
       );
     }
-    throw new TraceError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${name}: ${error}`, {
+    throw new FormatError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read trace file ${name}: ${error}`, {
       cause: error,
     });
   } finally {

@@ -188,26 +188,26 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       name: "releaseMapping of another device's file",
       act: ({ device, other }) => {
         const file = other.mapFile(paths.file);
-        return () => device.releaseMapping(file);
+        return () => device.free(file);
       },
     },
     { name: "free(undefined)", act: ({ device }) => device.free(undefined as never) },
     { name: "free({})", act: ({ device }) => device.free({} as never) },
     { name: "free(ArrayBuffer)", act: ({ device }) => device.free(new ArrayBuffer(8) as never) },
-    { name: "releaseMapping(null)", act: ({ device }) => device.releaseMapping(null as never) },
+    { name: "releaseMapping(null)", act: ({ device }) => device.free(null as never) },
     {
       name: "release twice",
       act: ({ device }) => {
         const file = device.mapFile(paths.file);
-        file.release();
-        return () => file.release();
+        file.free();
+        return () => file.free();
       },
     },
     {
       name: "mapping contents() after release",
       act: ({ device }) => {
         const file = device.mapFile(paths.file);
-        file.release();
+        file.free();
         return () => file.contents();
       },
     },
@@ -234,7 +234,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
         name: `release({ after: ${kind} })`,
         act: ({ device }) => {
           const file = device.mapFile(paths.file);
-          return () => file.release({ after } as never);
+          return () => file.free({ after } as never);
         },
       },
     );
@@ -252,7 +252,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       act: ({ device }) => {
         const buffer = device.malloc(1000);
         buffer.free();
-        return () => buffer.nativeHandle();
+        return () => device.native.handle(buffer);
       },
     },
     {
@@ -260,15 +260,15 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       act: ({ device }) => {
         const buffer = device.malloc(1000);
         buffer.free({ after: Promise.resolve() });
-        return () => buffer.nativeHandle();
+        return () => device.native.handle(buffer);
       },
     },
     {
       name: "mapping nativeHandle() after release",
       act: ({ device }) => {
         const file = device.mapFile(paths.file);
-        file.release();
-        return () => file.nativeHandle();
+        file.free();
+        return () => device.native.handle(file);
       },
     },
   );
@@ -312,7 +312,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ["free", (device, buffer) => device.free(buffer)],
     ["buffer.free", (_device, buffer) => buffer.free()],
     ["buffer.contents", (_device, buffer) => buffer.contents()],
-    ["file.release", (_device, _buffer, file) => file.release()],
+    ["file.release", (_device, _buffer, file) => file.free()],
     ["file.contents", (_device, _buffer, file) => file.contents()],
     ["setMemoryLimit", (device) => device.setMemoryLimit(MIB)],
     ["setCacheLimit", (device) => device.setCacheLimit(MIB)],
@@ -501,7 +501,7 @@ describe("a file truncated after it was mapped", () => {
     const file = device.mapFile(path);
     truncateSync(path, 100);
     expect(device.memoryStats().mapped).toBe(MIB);
-    file.release();
+    file.free();
     expect(device.memoryStats().mapped).toBe(0);
     expect(backend.counters().mappedBytes).toBe(0);
     device.close();
@@ -518,7 +518,7 @@ describe("a file truncated after it was mapped", () => {
       truncateSync(path, 100);
       // Reading past the new end would raise SIGBUS in this process: that is left to the child below.
       expect(device.memoryStats().mapped).toBe(MIB);
-      file.release();
+      file.free();
       expect(device.memoryStats().mapped).toBe(0);
       expect(device.counters().backend.mappedBytes).toBe(before.mappedBytes);
       device.close();

@@ -199,10 +199,12 @@ function checkWorld(
   sameFigures(
     {
       active: stats.active,
-      peak: stats.peak,
+      peakActive: stats.peakActive,
       activeWithMapped: stats.activeWithMapped,
-      peakWithMapped: stats.peakWithMapped,
+      peakActiveWithMapped: stats.peakActiveWithMapped,
       cache: stats.cache,
+      reserved: stats.reserved,
+      peakReserved: stats.peakReserved,
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
       systemAllocations: stats.systemAllocations,
@@ -459,7 +461,7 @@ class MapFileCommand implements Command {
     } else {
       const file = world.device.mapFile(source.path);
       expect(file.length).toBe(source.bytes.byteLength);
-      expect(file.mappedLength).toBe(outcome.value);
+      expect(file.allocatedLength).toBe(outcome.value);
       world.files.push({ file, modelId: id, source: source.bytes });
     }
     checkWorld(model, world, this.name, world.files.at(-1));
@@ -482,8 +484,8 @@ class ReleaseCommand implements Command {
     const [live] = world.files.splice(pickIndex(world.files.length, this.pick), 1);
     const view = new Uint8Array(live!.file.contents());
     model.release(live!.modelId);
-    live!.file.release();
-    sameValue(live!.file.released, true, "released");
+    live!.file.free();
+    sameValue(live!.file.freed, true, "released");
     sameValue(view.byteLength, 0, "a released file's view");
     world.stale.push(view);
     checkWorld(model, world, this.name);
@@ -738,8 +740,12 @@ function fuzzRuns(shape: Shape, numRuns: number, seed: number, path: string | un
         nextMappingId: 1,
         moved: [],
       };
-      const model = new DeviceModel(shape.facts);
-      if (shape.memoryLimit !== undefined) model.setMemoryLimit(shape.memoryLimit);
+      // The Device's default policy; a memory limit given at open is also where the cache limit starts.
+      const model = new DeviceModel(shape.facts, { policy: "bounded" });
+      if (shape.memoryLimit !== undefined) {
+        model.setMemoryLimit(shape.memoryLimit);
+        model.setCacheLimit(shape.memoryLimit);
+      }
       try {
         fc.modelRun(() => ({ model, real: world }), commands);
         checkWorld(model, world, `${shape.name}: end of run`, undefined, true);

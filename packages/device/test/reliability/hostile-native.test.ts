@@ -176,10 +176,10 @@ describe.skipIf(skipReason !== undefined)(
       expect(result.refusals).toHaveLength(1);
       expect(result.refusals[0]).toMatchObject({
         device: "second",
-        name: "SystemAllocationError",
-        cause: "NativeAllocationError",
+        name: "OutOfMemoryError",
+        cause: "OutOfMemoryError",
       });
-      expect(result.mapRefusal?.name).toBe("NativeAllocationError");
+      expect(result.mapRefusal?.name).toBe("OutOfMemoryError");
       expect(result.jsWorked).toBe(true);
       expect(result.liveAfter).toBe(0);
       figures.twoDevices = `two Devices held ${result.first} + ${result.second} buffers (process limit ${result.limit}); the second was refused with ${result.refusals[0]?.name}`;

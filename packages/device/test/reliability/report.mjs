@@ -76,7 +76,7 @@ lines.push(
   "",
   "| fault | injected | outcome |",
   "| --- | ---: | --- |",
-  `| system allocation fails (mock) | ${number(faults.allocationFaultsInjected)} | ${number(faults.allocationFaultsRetried)} survived by the retry after clearing the cache; ${number(faults.allocationFaultsRefused)} failed twice → \`SystemAllocationError\`, only the cache changed, nothing counted twice |`,
+  `| system allocation fails (mock) | ${number(faults.allocationFaultsInjected)} | ${number(faults.allocationFaultsRetried)} survived by the retry after clearing the cache; ${number(faults.allocationFaultsRefused)} failed twice → \`OutOfMemoryError\` (\`ERR_NUVEC_SYSTEM_ALLOCATION_FAILED\`), only the cache changed, nothing counted twice |`,
   `| residency set creation fails (mock) | ${number(faults.residencySetFaults)} | part way: later buffers share the emptiest set; from the start: residency unsupported, the limit stored |`,
   `| wiring fails (mock) | ${number(faults.wiringFaultsInjected)} | counted, never thrown; the device kept working |`,
   `| RLIMIT_MEMLOCK 64 KiB, CAP_IPC_LOCK dropped (host, child process) | ${number(faults.hostWiringFailures)} | ${faults.hostMemlockChild ?? "not run"} |`,

@@ -91,7 +91,11 @@ function run(open: () => Opened, list: Step[]): void {
     resourceLimit: backend.resourceLimit,
     pageSize: backend.pageSize,
   });
-  if (memoryLimit !== undefined) model.setMemoryLimit(memoryLimit);
+  if (memoryLimit !== undefined) {
+    // Opened with a memory limit: the cache limit defaults to it, as the Device's does.
+    model.setMemoryLimit(memoryLimit);
+    model.setCacheLimit(memoryLimit);
+  }
   const start = backend.counters();
   const live: LiveBlock[] = [];
   const mapped: { file: MappedFile; id: number }[] = [];
@@ -169,7 +173,7 @@ function run(open: () => Opened, list: Step[]): void {
         case "unmap": {
           if (mapped.length === 0) break;
           const [entry] = mapped.splice(step.pick % mapped.length, 1);
-          entry!.file.release();
+          entry!.file.free();
           model.release(entry!.id);
           break;
         }

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
+import { vi } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -91,4 +92,22 @@ export function recordFigures(section: string, figures: Record<string, unknown>)
 export function tracePaths(): string[] {
   const traces = resolve(packageDirectory, "../../fixtures/traces");
   return ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((name) => join(traces, `${name}.ndjson.gz`));
+}
+
+/**
+ * Captures the process warnings emitted from now on instead of printing them (a test checks them); `restore()`
+ * puts `process.emitWarning` back.
+ */
+export function captureWarnings(): {
+  warnings: Array<{ message: string; options: unknown }>;
+  restore(): void;
+} {
+  const warnings: Array<{ message: string; options: unknown }> = [];
+  const emitWarning = vi.spyOn(process, "emitWarning").mockImplementation(((
+    message: string,
+    options: unknown,
+  ) => {
+    warnings.push({ message: String(message), options });
+  }) as typeof process.emitWarning);
+  return { warnings, restore: () => emitWarning.mockRestore() };
 }

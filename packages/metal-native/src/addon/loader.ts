@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { NativeUnavailableError, type NativeUnavailableReason } from "@nuvec/native-core";
+import { NativeUnavailableError, type NativeUnavailableReason } from "@nuvec/stats";
 import { ADDON_FILE_NAME, PREBUILT_PACKAGES, packageRoot, platformKey } from "../platforms.js";
 import { NativeAddonBackend } from "./native-backend.js";
 import type { RawMetalAddon } from "./raw-metal.js";

@@ -1,4 +1,4 @@
-import { checkOptionalPointer, NativeArgumentError } from "@nuvec/native-core";
+import { checkOptionalPointer } from "@nuvec/native-core";
 import {
   AddonBackend,
   callNative,
@@ -7,6 +7,7 @@ import {
   type RawMappedFileHandle,
   type RawResidencySetHandle,
 } from "@nuvec/native-core/addon";
+import { ArgumentError } from "@nuvec/stats";
 import { NativeAddonBuffer, NativeAddonMappedFile, NativeAddonResidencySet } from "./handles.js";
 import type {
   RawMetalAddon,
@@ -41,12 +42,11 @@ export class NativeAddonBackend extends AddonBackend<
 
   /**
    * Metal: checks that `device` (a runtime's `id<MTLDevice>`) is the GPU the buffers come from; a
-   * {@link NativeArgumentError} otherwise, and always on the host (no Metal device).
+   * `ArgumentError` otherwise, and always on the host (no Metal device).
    */
   checkMetalDevice(device: bigint): void {
     checkOptionalPointer(device, "device");
-    if (device === undefined)
-      throw new NativeArgumentError("device", "checkMetalDevice(): device is required");
+    if (device === undefined) throw new ArgumentError("device", "checkMetalDevice(): device is required");
     callNative(() => this.#addon.checkMetalDevice(device));
   }
 

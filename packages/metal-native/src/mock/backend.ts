@@ -1,14 +1,13 @@
 import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "@nuvec/native-core";
 import {
+  allocationFailed,
   BackendFacts,
   checkBufferLength,
   checkPath,
   checkRange,
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeReleasedError,
+  releasedError,
 } from "@nuvec/native-core";
-import { describeValue, mappingSize } from "@nuvec/stats";
+import { ArgumentError, describeValue, mappingSize } from "@nuvec/stats";
 import { MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
@@ -59,7 +58,7 @@ export interface MockBackendOptions {
   supportsResidencySets?: boolean;
   /**
    * Buffers and mappings of up to this many bytes get real memory (an `ArrayBuffer`, made at the first
-   * `contents()`); larger ones have none and their `contents()` throws a {@link NativeAllocationError}.
+   * `contents()`); larger ones have none and their `contents()` throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
    * Default 16 MiB; `Infinity` gives real memory to everything.
    */
   realMemoryUpTo?: number;
@@ -118,34 +117,34 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   #nextMappingId = 1;
   #nextSetId = 1;
 
-  /** A pretend device; every option is checked and a bad one throws a {@link NativeArgumentError}. */
+  /** A pretend device; every option is checked and a bad one throws a `ArgumentError`. */
   constructor(options: MockBackendOptions = {}) {
     const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
     const pageSize = optionalPositiveInteger(options.pageSize, "pageSize", MOCK_DEFAULTS.pageSize);
     if (!isPowerOfTwo(pageSize)) {
-      throw new NativeArgumentError("pageSize", `pageSize must be a power of two, got ${pageSize}`);
+      throw new ArgumentError("pageSize", `pageSize must be a power of two, got ${pageSize}`);
     }
     const name = options.name ?? `Mock device (${Math.round((memorySize / GIB) * 100) / 100} GiB)`;
     if (typeof name !== "string" || name === "") {
-      throw new NativeArgumentError("name", `name must be a non-empty string, got ${describeValue(name)}`);
+      throw new ArgumentError("name", `name must be a non-empty string, got ${describeValue(name)}`);
     }
     const supportsResidencySets = options.supportsResidencySets ?? MOCK_DEFAULTS.supportsResidencySets;
     if (typeof supportsResidencySets !== "boolean") {
-      throw new NativeArgumentError("supportsResidencySets", "supportsResidencySets must be a boolean");
+      throw new ArgumentError("supportsResidencySets", "supportsResidencySets must be a boolean");
     }
     const realMemoryUpTo = options.realMemoryUpTo ?? MOCK_DEFAULTS.realMemoryUpTo;
     if (
       realMemoryUpTo !== Number.POSITIVE_INFINITY &&
       !(Number.isSafeInteger(realMemoryUpTo) && realMemoryUpTo >= 0)
     ) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "realMemoryUpTo",
         `realMemoryUpTo must be a non-negative safe integer or Infinity, got ${describeValue(realMemoryUpTo)}`,
       );
     }
     const callLogLimit = options.callLogLimit ?? MOCK_DEFAULTS.callLogLimit;
     if (!Number.isSafeInteger(callLogLimit) || callLogLimit < 0) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "callLogLimit",
         `callLogLimit must be a non-negative safe integer, got ${describeValue(callLogLimit)}`,
       );
@@ -184,9 +183,9 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   // ---------------------------------------------------------------- buffers
 
   /**
-   * A pretend buffer of `bytes` bytes, `0 < bytes ≤ maxBufferLength` (else a {@link NativeArgumentError},
+   * A pretend buffer of `bytes` bytes, `0 < bytes ≤ maxBufferLength` (else a `ArgumentError`,
    * with nothing changed). Its `allocatedSize` is `bytes` rounded up to whole pages from one page on, `bytes`
-   * below a page. An injected fault throws a {@link NativeAllocationError}.
+   * below a page. An injected fault throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
    */
   newBuffer(bytes: number): MockBuffer {
     return this.#core.run("newBuffer", undefined, typeof bytes === "number" ? bytes : undefined, () => {
@@ -195,7 +194,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
       this.#bufferAttempts += 1;
       const attempt = this.#bufferAttempts;
       if (this.failAllocation?.(bytes, attempt) === true) {
-        throw new NativeAllocationError(
+        throw allocationFailed(
           bytes,
           `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
         );
@@ -211,8 +210,8 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /**
    * A range of `length` bytes of `segment` from `offset` (see `NativeBackend.newBufferRange`): a
-   * {@link NativeArgumentError} for a segment of another backend or a range outside it, a
-   * {@link NativeReleasedError} for a released segment.
+   * {@link ArgumentError} for a segment of another backend or a range outside it, a
+   * `StateError` (`ERR_NUVEC_RELEASED`) for a released segment.
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): MockBufferRange {
     return this.#core.run(
@@ -222,13 +221,10 @@ export class MockBackend extends BackendFacts implements NativeBackend {
       () => {
         this.#core.assertOpen("newBufferRange()");
         const notOurs = () =>
-          new NativeArgumentError(
-            "segment",
-            "newBufferRange(): the segment must be a buffer of this backend",
-          );
+          new ArgumentError("segment", "newBufferRange(): the segment must be a buffer of this backend");
         if (!(segment instanceof MockBuffer)) throw notOurs();
         if (segment.released) {
-          throw new NativeReleasedError("newBufferRange(): the segment was already released");
+          throw releasedError("newBufferRange(): the segment was already released");
         }
         if (!this.#core.allocations.has(segment)) throw notOurs();
         checkRange(offset, length, segment.length);
@@ -269,7 +265,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * Maps a virtual file (see {@link addFile}) or, failing that, the real file at `path` (read through
    * `node:fs`, loaded on first use). Fails like the host layer: a missing file `open`/`ENOENT`, a directory
    * `open`/`EISDIR`, an unreadable file `open`/`EACCES`, an empty file `mmap`/`EINVAL`, each a
-   * {@link NativeSystemError} with the path. `mappedLength` is the length rounded up to pages.
+   * `SystemCallError` with the path. `mappedLength` is the length rounded up to pages.
    */
   mapFile(path: string): MockMappedFile {
     return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {
@@ -341,26 +337,23 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /**
    * Records that `set` (a live set of this backend) is attached to the pretend command queue. A
-   * `commandQueue` is refused with a {@link NativeArgumentError}: the mock has no Metal queues.
+   * `commandQueue` is refused with a `ArgumentError`: the mock has no Metal queues.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
     const label = set instanceof MockResidencySet ? set.label : undefined;
     this.#core.run("attachResidencySet", label, undefined, () => {
       this.#core.assertOpen("attachResidencySet()");
       if (commandQueue !== undefined) {
-        throw new NativeArgumentError(
+        throw new ArgumentError(
           "commandQueue",
           "attachResidencySet(): the mock backend has no Metal command queues to attach a set to",
         );
       }
       if (!(set instanceof MockResidencySet) || !this.#madeSets.has(set)) {
-        throw new NativeArgumentError(
-          "set",
-          "attachResidencySet(): the set was not made by this mock backend",
-        );
+        throw new ArgumentError("set", "attachResidencySet(): the set was not made by this mock backend");
       }
       if (set.released) {
-        throw new NativeReleasedError(`attachResidencySet(): ${set.label} was already released`);
+        throw releasedError(`attachResidencySet(): ${set.label} was already released`);
       }
       this.#core.attachments.set(set, set.attachments + 1);
     });
@@ -437,7 +430,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /**
    * Releases every live residency set, mapping and buffer (detaching their views) and closes the backend:
-   * later calls on it throw {@link NativeReleasedError}. Closing twice does nothing.
+   * later calls on it throw `StateError` (`ERR_NUVEC_RELEASED`). Closing twice does nothing.
    */
   close(): void {
     if (this.#core.closed) return;

@@ -1,5 +1,5 @@
 import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
-import { NativeAllocationError, NativeReleasedError, offsetHandle } from "@nuvec/native-core";
+import { allocationFailed, offsetHandle, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -47,15 +47,15 @@ export class MockBuffer implements NativeBuffer {
 
   /**
    * The buffer's bytes (`length` of them, zeros at first) as an `ArrayBuffer`, the same one on every call
-   * until it is detached. Throws a {@link NativeAllocationError} for a buffer larger than the backend's
-   * `realMemoryUpTo`, and a {@link NativeReleasedError} after release.
+   * until it is detached. Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
+   * `realMemoryUpTo`, and a `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
   contents(): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
-          throw new NativeAllocationError(
+          throw allocationFailed(
             this.length,
             `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
@@ -91,7 +91,7 @@ export class MockBuffer implements NativeBuffer {
     });
   }
 
-  /** Gives the pretend memory back and detaches every view. A second call throws {@link NativeReleasedError}. */
+  /** Gives the pretend memory back and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
     this.#core.run("buffer.release", this.label, undefined, () => {
       this.#assertLive("release");
@@ -131,7 +131,7 @@ export class MockBuffer implements NativeBuffer {
 
   #assertLive(method: string): void {
     if (this.#released) {
-      throw new NativeReleasedError(`${this.label}.${method}(): the buffer was already released`);
+      throw releasedError(`${this.label}.${method}(): the buffer was already released`);
     }
   }
 }
@@ -176,7 +176,7 @@ export class MockBufferRange implements NativeBuffer {
       this.#assertLive("contents");
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
-          throw new NativeAllocationError(
+          throw allocationFailed(
             this.length,
             `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
@@ -219,7 +219,7 @@ export class MockBufferRange implements NativeBuffer {
 
   #assertLive(method: string): void {
     if (this.#released) {
-      throw new NativeReleasedError(`${this.label}.${method}(): the buffer range was already released`);
+      throw releasedError(`${this.label}.${method}(): the buffer range was already released`);
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { NativeErrorCode } from "@nuvec/native-core";
+import type { NuvecErrorCode } from "@nuvec/stats";
 
 /** The calls a {@link MockBackend} records, named as `handle.method` for calls on a handle. */
 export type MockCallName =
@@ -28,8 +28,8 @@ export type MockCallName =
   | "close";
 
 /**
- * How a recorded call ended: `"ok"`; `"rejected"` when it threw a {@link NativeArgumentError} or a
- * {@link NativeReleasedError} before anything changed; `"failed"` when the pretend system failed (an injected
+ * How a recorded call ended: `"ok"`; `"rejected"` when it threw a `ArgumentError` or a
+ * `StateError` (`ERR_NUVEC_RELEASED`) before anything changed; `"failed"` when the pretend system failed (an injected
  * or simulated allocation, mapping or system-call failure, or a residency set that could not be made).
  */
 export type MockCallOutcome = "ok" | "rejected" | "failed";
@@ -47,7 +47,7 @@ export interface MockCall {
   /** How it ended. */
   readonly outcome: MockCallOutcome;
   /** The thrown error's `code`, when it threw. */
-  readonly errorCode: NativeErrorCode | undefined;
+  readonly errorCode: NuvecErrorCode | undefined;
 }
 
 /** Lifetime totals of every call, by name (not reset by `clearCalls`). */
@@ -99,7 +99,7 @@ export class MockCallLog {
     target: string | undefined,
     argument: number | string | undefined,
     outcome: MockCallOutcome,
-    errorCode?: NativeErrorCode,
+    errorCode?: NuvecErrorCode,
   ): void {
     this.#sequence += 1;
     this.#counts[call] += 1;

@@ -1,5 +1,6 @@
 import type { NativeAllocation, NativeCounters } from "@nuvec/native-core";
-import { NativeArgumentError, NativeError, NativeReleasedError } from "@nuvec/native-core";
+import { releasedError } from "@nuvec/native-core";
+import { ArgumentError, NuvecError } from "@nuvec/stats";
 import type { MockCallLog, MockCallName } from "./calls.js";
 
 /** Decides whether wiring an allocation fails: `true` for all, a predicate for some. */
@@ -66,7 +67,7 @@ export class MockCore {
     try {
       result = body();
     } catch (error) {
-      const code = error instanceof NativeError ? error.code : undefined;
+      const code = error instanceof NuvecError ? error.code : undefined;
       const rejected = code === "ERR_NUVEC_INVALID_ARGUMENT" || code === "ERR_NUVEC_RELEASED";
       this.log.record(call, target, argument, rejected ? "rejected" : "failed", code);
       throw error;
@@ -75,18 +76,18 @@ export class MockCore {
     return result;
   }
 
-  /** Throws a {@link NativeReleasedError} once the backend is closed. */
+  /** Throws a `StateError` (`ERR_NUVEC_RELEASED`) once the backend is closed. */
   assertOpen(what: string): void {
-    if (this.closed) throw new NativeReleasedError(`${what}: the mock backend is closed`);
+    if (this.closed) throw releasedError(`${what}: the mock backend is closed`);
   }
 
   /**
    * Checks that `allocation` is a live-or-released buffer or mapping of this backend; throws a
-   * {@link NativeArgumentError} for anything else.
+   * `ArgumentError` for anything else.
    */
   assertOwnAllocation(allocation: unknown, what: string): asserts allocation is MockAllocationLike {
     if (!this.isOwnAllocation(allocation)) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "allocation",
         `${what}: the allocation is not a buffer or mapped file of this mock backend`,
       );

@@ -1,8 +1,7 @@
 // The mock's files: the virtual ones a test adds, and real ones read through node:fs, failing as the host
 // layer fails (the same syscalls and errno names).
 
-import { NativeArgumentError } from "@nuvec/native-core";
-import { describeValue } from "@nuvec/stats";
+import { ArgumentError, describeValue } from "@nuvec/stats";
 import { fromFileSystemError, nodeFileSystem, systemError } from "./support.js";
 
 /** A file's content as the mock maps it. */
@@ -15,11 +14,11 @@ export interface MockFile {
 /** A virtual file from `addFile`'s arguments: the bytes (copied) or a length of zeros; checked. */
 export function virtualFile(path: string, content: Uint8Array | number): MockFile {
   if (typeof path !== "string") {
-    throw new NativeArgumentError("path", `path must be a string, got ${describeValue(path)}`);
+    throw new ArgumentError("path", `path must be a string, got ${describeValue(path)}`);
   }
   if (typeof content === "number") {
     if (!Number.isSafeInteger(content) || content < 0) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "content",
         `content must be bytes or a non-negative safe integer length, got ${describeValue(content)}`,
       );
@@ -27,12 +26,12 @@ export function virtualFile(path: string, content: Uint8Array | number): MockFil
     return { bytes: undefined, length: content };
   }
   if (content instanceof Uint8Array) return { bytes: content.slice(), length: content.byteLength };
-  throw new NativeArgumentError("content", "content must be a Uint8Array or a length");
+  throw new ArgumentError("content", "content must be a Uint8Array or a length");
 }
 
 /**
  * The real file at `path`: its bytes when it is at most `realMemoryUpTo` long, else only its length (read as
- * zeros). Throws the host layer's {@link NativeSystemError}s (open, fstat, read; EISDIR, ENODEV).
+ * zeros). Throws the host layer's `SystemCallError`s (open, fstat, read; EISDIR, ENODEV).
  */
 export function readRealFile(path: string, realMemoryUpTo: number): MockFile {
   const fs = nodeFileSystem(path);

@@ -119,7 +119,7 @@ describe.skipIf(process.platform === "win32")("mapFile of what is not a regular 
     );
     expect(child.signal).toBeNull();
     expect(JSON.parse(child.stdout)).toEqual({
-      name: "NativeSystemError",
+      name: "SystemCallError",
       code: "ERR_NUVEC_SYSTEM",
       syscall: "mmap",
       errno: "ENODEV",

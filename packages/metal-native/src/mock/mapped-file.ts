@@ -1,5 +1,5 @@
 import type { MockMemoryHandle, NativeMappedFile } from "@nuvec/native-core";
-import { NativeAllocationError, NativeReleasedError } from "@nuvec/native-core";
+import { allocationFailed, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -56,17 +56,17 @@ export class MockMappedFile implements NativeMappedFile {
 
   /**
    * The file's bytes (`length` of them) as an `ArrayBuffer`, the same one on every call, detached on release.
-   * Throws a {@link NativeAllocationError} for a file larger than the backend's `realMemoryUpTo`, and a
-   * {@link NativeReleasedError} after release.
+   * Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a file larger than the backend's `realMemoryUpTo`, and a
+   * `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
   contents(): ArrayBuffer {
     return this.#core.run("mappedFile.contents", this.label, undefined, () => {
       if (this.#released) {
-        throw new NativeReleasedError(`${this.label}.contents(): the mapping was already released`);
+        throw releasedError(`${this.label}.contents(): the mapping was already released`);
       }
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
-          throw new NativeAllocationError(
+          throw allocationFailed(
             this.length,
             `${this.label}.contents(): the mock gives real memory only to mappings of up to ` +
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), ${JSON.stringify(this.path)} has ${this.length}`,
@@ -85,7 +85,7 @@ export class MockMappedFile implements NativeMappedFile {
   detachContents(): void {
     this.#core.run("mappedFile.detachContents", this.label, undefined, () => {
       if (this.#released) {
-        throw new NativeReleasedError(`${this.label}.detachContents(): the mapping was already released`);
+        throw releasedError(`${this.label}.detachContents(): the mapping was already released`);
       }
       if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory, this.length);
     });
@@ -95,17 +95,17 @@ export class MockMappedFile implements NativeMappedFile {
   nativeHandle(): MockMemoryHandle {
     return this.#core.run("mappedFile.nativeHandle", this.label, undefined, () => {
       if (this.#released) {
-        throw new NativeReleasedError(`${this.label}.nativeHandle(): the mapping was already released`);
+        throw releasedError(`${this.label}.nativeHandle(): the mapping was already released`);
       }
       return mockMemoryHandle("mapping", this.id);
     });
   }
 
-  /** Unmaps the pretend file and detaches every view. A second call throws {@link NativeReleasedError}. */
+  /** Unmaps the pretend file and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
     this.#core.run("mappedFile.release", this.label, undefined, () => {
       if (this.#released) {
-        throw new NativeReleasedError(`${this.label}.release(): the mapping was already released`);
+        throw releasedError(`${this.label}.release(): the mapping was already released`);
       }
       this.#released = true;
       if (this.#memory !== undefined) detachArrayBuffer(this.#memory, this.length);

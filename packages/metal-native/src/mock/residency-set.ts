@@ -1,5 +1,5 @@
 import type { NativeAllocation, NativeResidencySet } from "@nuvec/native-core";
-import { NativeReleasedError } from "@nuvec/native-core";
+import { releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 
 /** How often each method of one {@link MockResidencySet} was called (rejected calls included). */
@@ -109,7 +109,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   /**
    * Adds an allocation of this backend (effective at the next `commit`; adding twice is adding once).
-   * Throws a {@link NativeArgumentError} for a foreign allocation and a {@link NativeReleasedError} for a
+   * Throws a `ArgumentError` for a foreign allocation and a `StateError` (`ERR_NUVEC_RELEASED`) for a
    * released one or after the set's release.
    */
   add(allocation: NativeAllocation): void {
@@ -118,7 +118,7 @@ export class MockResidencySet implements NativeResidencySet {
       this.#assertLive("add");
       this.#core.assertOwnAllocation(allocation, `${this.label}.add()`);
       if (allocation.released) {
-        throw new NativeReleasedError(`${this.label}.add(): ${allocation.label} was already released`);
+        throw releasedError(`${this.label}.add(): ${allocation.label} was already released`);
       }
       this.#staged.add(allocation);
     });
@@ -174,7 +174,7 @@ export class MockResidencySet implements NativeResidencySet {
     });
   }
 
-  /** Ends residency and frees the set; further calls throw {@link NativeReleasedError}. */
+  /** Ends residency and frees the set; further calls throw `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
     this.#core.run("residencySet.release", this.label, undefined, () => {
       this.#assertLive("release");
@@ -209,7 +209,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   #assertLive(method: string): void {
     if (this.#released) {
-      throw new NativeReleasedError(`${this.label}.${method}(): the residency set was already released`);
+      throw releasedError(`${this.label}.${method}(): the residency set was already released`);
     }
   }
 

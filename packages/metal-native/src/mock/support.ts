@@ -1,10 +1,11 @@
+import { systemCallError } from "@nuvec/native-core";
 import {
-  NativeArgumentError,
-  NativeError,
-  NativeSystemError,
+  ArgumentError,
+  describeValue,
   NativeUnavailableError,
-} from "@nuvec/native-core";
-import { describeValue } from "@nuvec/stats";
+  NuvecError,
+  type SystemCallError,
+} from "@nuvec/stats";
 
 /**
  * Whether `buffer` is detached already: moved away by its holder (`postMessage`/`structuredClone` transfer,
@@ -31,13 +32,10 @@ export function detachArrayBuffer(buffer: ArrayBuffer, expectedLength: number): 
   return structuredClone(buffer, { transfer: [buffer] });
 }
 
-/** Checks a positive safe integer option or argument; throws a {@link NativeArgumentError} naming it. */
+/** Checks a positive safe integer option or argument; throws a `ArgumentError` naming it. */
 export function assertPositiveInteger(value: unknown, name: string): asserts value is number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {
-    throw new NativeArgumentError(
-      name,
-      `${name} must be a positive safe integer, got ${describeValue(value)}`,
-    );
+    throw new ArgumentError(name, `${name} must be a positive safe integer, got ${describeValue(value)}`);
   }
 }
 
@@ -111,15 +109,10 @@ export function errnoNumber(errno: string): number {
   return constants?.[errno] ?? PORTABLE_ERRNO[errno] ?? -1;
 }
 
-/** A {@link NativeSystemError} as the host layer would throw it: `<syscall> <path>: <errno>`. */
-export function systemError(
-  syscall: string,
-  errno: string,
-  path: string,
-  detail?: string,
-): NativeSystemError {
+/** A `SystemCallError` as the host layer would throw it: `<syscall> <path>: <errno>`. */
+export function systemError(syscall: string, errno: string, path: string, detail?: string): SystemCallError {
   const because = detail === undefined ? "" : ` (${detail})`;
-  return new NativeSystemError(
+  return systemCallError(
     syscall,
     errno,
     errnoNumber(errno),
@@ -128,9 +121,9 @@ export function systemError(
   );
 }
 
-/** Turns an error thrown by `node:fs` into a {@link NativeSystemError}; other errors pass through. */
+/** Turns an error thrown by `node:fs` into a `SystemCallError`; other errors pass through. */
 export function fromFileSystemError(error: unknown, syscall: string, path: string): unknown {
-  if (error instanceof NativeError) return error;
+  if (error instanceof NuvecError) return error;
   const code = (error as { code?: unknown } | undefined)?.code;
   if (typeof code !== "string" || !code.startsWith("E")) return error;
   const message = (error as { message?: unknown }).message;

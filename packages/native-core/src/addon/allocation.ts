@@ -1,4 +1,4 @@
-import { NativeReleasedError } from "../errors.js";
+import { releasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
@@ -88,8 +88,8 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   /** Where the memory is, as this addon says it: what `nativeHandle()` gives, frozen. */
   protected abstract memoryHandle(): Handle;
 
-  /** Throws a {@link NativeReleasedError} naming `method` once released. */
+  /** Throws a `StateError` (`ERR_NUVEC_RELEASED`) naming `method` once released. */
   protected assertLive(method: string): void {
-    if (this.#released) throw new NativeReleasedError(`${method}(): the ${this.#noun} was already released`);
+    if (this.#released) throw releasedError(`${method}(): the ${this.#noun} was already released`);
   }
 }

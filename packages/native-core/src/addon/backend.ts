@@ -1,5 +1,6 @@
+import { ArgumentError } from "@nuvec/stats";
 import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
-import { NativeArgumentError, NativeReleasedError } from "../errors.js";
+import { releasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
 import { checkRange } from "../range.js";
 import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
@@ -40,7 +41,7 @@ export abstract class AddonBackend<
     this.#addon = addon;
   }
 
-  /** A new buffer of `bytes` bytes. Throws a `NativeArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
+  /** A new buffer of `bytes` bytes. Throws a `ArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
   newBuffer(bytes: number): TBuffer {
     checkBufferLength(bytes, this.maxBufferLength);
     return callNative(() => this.wrapBuffer(new this.#addon.NativeBufferHandle(bytes)));
@@ -52,17 +53,14 @@ export abstract class AddonBackend<
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): NativeBuffer {
     if (!(segment instanceof AddonBuffer) || segment.owner !== this || segment.isRange) {
-      throw new NativeArgumentError(
-        "segment",
-        "newBufferRange(): the segment must be a buffer of this backend",
-      );
+      throw new ArgumentError("segment", "newBufferRange(): the segment must be a buffer of this backend");
     }
-    if (segment.released) throw new NativeReleasedError("newBufferRange(): the segment was already released");
+    if (segment.released) throw releasedError("newBufferRange(): the segment was already released");
     checkRange(offset, length, segment.length);
     return this.wrapRange(segment as TBuffer, offset, length);
   }
 
-  /** Maps a whole file private and copy-on-write. Throws a `NativeSystemError` for a file that cannot be. */
+  /** Maps a whole file private and copy-on-write. Throws a `SystemCallError` for a file that cannot be. */
   mapFile(path: string): TMappedFile {
     checkPath(path);
     return callNative(() => this.wrapMappedFile(new this.#addon.NativeMappedFileHandle(path), path));
@@ -82,15 +80,12 @@ export abstract class AddonBackend<
   /**
    * Attaches a set to the device's command queue (Metal's `addResidencySet:`; nothing to do elsewhere).
    * Metal: `commandQueue` (a runtime's `id<MTLCommandQueue>`) instead of the addon's own queue, the set
-   * removed from it before it is released; other backends refuse a queue with a `NativeArgumentError`.
+   * removed from it before it is released; other backends refuse a queue with a `ArgumentError`.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
     checkOptionalPointer(commandQueue, "commandQueue");
     if (!(set instanceof AddonResidencySet)) {
-      throw new NativeArgumentError(
-        "set",
-        "attachResidencySet(): the set must be a residency set of this backend",
-      );
+      throw new ArgumentError("set", "attachResidencySet(): the set must be a residency set of this backend");
     }
     const raw = set.handleFor(this);
     if (commandQueue === undefined) {
@@ -98,7 +93,7 @@ export abstract class AddonBackend<
       return;
     }
     if (this.platform !== "metal") {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "commandQueue",
         `attachResidencySet(): the ${this.platform} backend has no Metal command queue`,
       );
@@ -144,7 +139,7 @@ export abstract class AddonBackend<
 
   /**
    * The addon handle of `value` when it is a `kind` this backend made, for a call of the subclass's own
-   * addon that takes handles; else a `NativeArgumentError` naming `argument` and `method`.
+   * addon that takes handles; else a `ArgumentError` naming `argument` and `method`.
    */
   protected handleOf(
     value: unknown,

@@ -1,4 +1,5 @@
-import { NativeArgumentError, NativeNotHostVisibleError, NativeReleasedError } from "../errors.js";
+import { ArgumentError } from "@nuvec/stats";
+import { notHostVisible, releasedError } from "../errors.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import type { AddonBuffer } from "./buffer.js";
@@ -43,7 +44,7 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
   /** The range's memory as an `ArrayBuffer`: refused where the CPU cannot address it. */
   contents(): ArrayBuffer {
     this.assertLive("contents");
-    throw new NativeNotHostVisibleError(
+    throw notHostVisible(
       "contents(): this buffer is device memory, which the CPU cannot address: copy with read() and write()",
     );
   }
@@ -66,21 +67,21 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
     this.segment.rangeReleased();
   }
 
-  /** Throws a {@link NativeReleasedError} naming `method` once released. */
+  /** Throws a `StateError` (`ERR_NUVEC_RELEASED`) naming `method` once released. */
   protected assertLive(method: string): void {
-    if (this.#released) throw new NativeReleasedError(`${method}(): the buffer range was already released`);
+    if (this.#released) throw releasedError(`${method}(): the buffer range was already released`);
   }
 
-  /** Checks `offset`/`length` of a copy against the range (a {@link NativeArgumentError} naming it). */
+  /** Checks `offset`/`length` of a copy against the range (a {@link ArgumentError} naming it). */
   protected checkSpan(offset: number, length: number, method: string): void {
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "offset",
         `${method}(): offset must be a whole number from 0 to ${this.length}`,
       );
     }
     if (!Number.isSafeInteger(length) || length < 0 || length > this.length - offset) {
-      throw new NativeArgumentError(
+      throw new ArgumentError(
         "length",
         `${method}(): ${length} bytes at offset ${offset} do not fit in a ${this.length}-byte range`,
       );

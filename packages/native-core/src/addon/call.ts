@@ -1,12 +1,5 @@
-import {
-  NativeAllocationError,
-  NativeArgumentError,
-  NativeError,
-  NativeNotHostVisibleError,
-  NativeReleasedError,
-  NativeSystemError,
-  NativeUnavailableError,
-} from "../errors.js";
+import { ArgumentError, NativeUnavailableError, NuvecError } from "@nuvec/stats";
+import { allocationFailed, notHostVisible, releasedError, systemCallError } from "../errors.js";
 
 /** The fields of an error the addon throws (native/binding.cc's typed errors). */
 interface RawError {
@@ -22,16 +15,16 @@ interface RawError {
 
 /** Turns an error thrown by an addon into the matching class of errors.ts; anything else passes through. */
 function typedError(error: unknown): unknown {
-  if (error instanceof NativeError || typeof error !== "object" || error === null) return error;
+  if (error instanceof NuvecError || typeof error !== "object" || error === null) return error;
   const raw = error as RawError;
   const message = typeof raw.message === "string" ? raw.message : String(error);
   switch (raw.code) {
     case "ERR_NUVEC_INVALID_ARGUMENT":
-      return new NativeArgumentError(typeof raw.argument === "string" ? raw.argument : "argument", message);
+      return new ArgumentError(typeof raw.argument === "string" ? raw.argument : "argument", message);
     case "ERR_NUVEC_RELEASED":
-      return new NativeReleasedError(message);
+      return releasedError(message);
     case "ERR_NUVEC_SYSTEM":
-      return new NativeSystemError(
+      return systemCallError(
         String(raw.syscall),
         String(raw.errno),
         typeof raw.errnoNumber === "number" ? raw.errnoNumber : 0,
@@ -39,14 +32,14 @@ function typedError(error: unknown): unknown {
         typeof raw.path === "string" ? raw.path : undefined,
       );
     case "ERR_NUVEC_ALLOCATION_FAILED":
-      return new NativeAllocationError(typeof raw.bytes === "number" ? raw.bytes : 0, message, {
+      return allocationFailed(typeof raw.bytes === "number" ? raw.bytes : 0, message, {
         cause: error,
       });
     case "ERR_NUVEC_NATIVE_UNAVAILABLE":
       // The addon loaded: what it lacks is the device (no GPU, no driver, no residency sets).
       return new NativeUnavailableError(message, { cause: error, reason: "backend-unavailable" });
     case "ERR_NUVEC_NOT_HOST_VISIBLE":
-      return new NativeNotHostVisibleError(message);
+      return notHostVisible(message);
     default:
       return error;
   }
@@ -54,7 +47,7 @@ function typedError(error: unknown): unknown {
 
 /**
  * Runs a call into a nuvec addon: the one place where what it throws (a plain `Error` with a `code`)
- * becomes the matching `NativeError` class; anything else passes through unchanged.
+ * becomes the matching `NuvecError` class; anything else passes through unchanged.
  */
 export function callNative<T>(body: () => T): T {
   try {

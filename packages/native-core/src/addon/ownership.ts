@@ -1,4 +1,4 @@
-import { NativeArgumentError } from "../errors.js";
+import { ArgumentError } from "@nuvec/stats";
 import { AddonAllocation } from "./allocation.js";
 import type { AddonBackend } from "./backend.js";
 import { AddonBuffer } from "./buffer.js";
@@ -16,7 +16,7 @@ const CLASS_OF_KIND = {
 } as const;
 
 /**
- * The addon handle of `value` when it is a `kind` that `owner` made, else a {@link NativeArgumentError}
+ * The addon handle of `value` when it is a `kind` that `owner` made, else a `ArgumentError`
  * naming `argument` (`"<method>(): the <argument> must be a <kind> of this backend"`): the one check that an
  * allocation handed to a backend, or to one of its residency sets, is its own.
  */
@@ -28,5 +28,5 @@ export function ownedHandle(
   method: string,
 ): RawAllocationHandle {
   if (value instanceof CLASS_OF_KIND[kind] && value.owner === owner) return value.raw;
-  throw new NativeArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
+  throw new ArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
 }

@@ -1,4 +1,5 @@
-import { NativeArgumentError, NativeReleasedError } from "../errors.js";
+import { ArgumentError } from "@nuvec/stats";
+import { releasedError } from "../errors.js";
 import type { NativeAllocation, NativeResidencySet } from "../types.js";
 import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
@@ -52,7 +53,7 @@ export abstract class AddonResidencySet implements NativeResidencySet {
   add(allocation: NativeAllocation): void {
     this.#assertLive("add");
     const raw = ownedHandle(this.owner, allocation, "buffer or mapped file", "allocation", "add");
-    if (allocation.released) throw new NativeReleasedError("add(): the allocation was already released");
+    if (allocation.released) throw releasedError("add(): the allocation was already released");
     callNative(() => this.raw.add(raw));
   }
 
@@ -89,22 +90,18 @@ export abstract class AddonResidencySet implements NativeResidencySet {
   }
 
   /**
-   * @internal This set's handle for `owner`'s `attachResidencySet`: a {@link NativeArgumentError} when it is
-   * another backend's, a {@link NativeReleasedError} once released.
+   * @internal This set's handle for `owner`'s `attachResidencySet`: a `ArgumentError` when it is
+   * another backend's, a `StateError` (`ERR_NUVEC_RELEASED`) once released.
    */
   handleFor(owner: AddonBackend): RawResidencySetHandle {
     if (this.owner !== owner) {
-      throw new NativeArgumentError(
-        "set",
-        "attachResidencySet(): the set must be a residency set of this backend",
-      );
+      throw new ArgumentError("set", "attachResidencySet(): the set must be a residency set of this backend");
     }
-    if (this.#released)
-      throw new NativeReleasedError("attachResidencySet(): the residency set was already released");
+    if (this.#released) throw releasedError("attachResidencySet(): the residency set was already released");
     return this.raw;
   }
 
   #assertLive(method: string): void {
-    if (this.#released) throw new NativeReleasedError(`${method}(): the residency set was already released`);
+    if (this.#released) throw releasedError(`${method}(): the residency set was already released`);
   }
 }

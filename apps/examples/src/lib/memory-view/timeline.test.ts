@@ -57,7 +57,9 @@ describe("the view's timelines on every trace of the repository", () => {
           const active = columns.active[index] as ColumnSeries;
           const reserved = columns.reserved[index] as ColumnSeries;
           // No trace here resets the peak, so the reported peaks are over the whole trace.
-          expect(highest(active), `${outcome.policy} peak at ${width} columns`).toBe(outcome.stats.peak);
+          expect(highest(active), `${outcome.policy} peak at ${width} columns`).toBe(
+            outcome.stats.peakActive,
+          );
           expect(highest(reserved), `${outcome.policy} peak reserved`).toBe(outcome.peakReserved);
           expect(lastDrawn(active)).toBe(outcome.stats.active);
           expect(lastDrawn(reserved)).toBe(outcome.stats.active + outcome.stats.cache);

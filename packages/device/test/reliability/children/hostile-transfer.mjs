@@ -55,7 +55,7 @@ await (async () => {
   writeFileSync(path, new Uint8Array(MIB).fill(0x37));
   const file = device.mapFile(path);
   const moved = new Uint8Array(file.contents().transfer());
-  file.release();
+  file.free();
   let sum = 0;
   for (let index = 0; index < moved.length; index += 4096) sum += moved[index];
   report.mappedRelease = { readBack: sum === 0x37 * (moved.length / 4096) };

@@ -19,7 +19,7 @@ device.setWiredLimit(2 * MIB);
 device.refreshResidency();
 const again = { counters: device.counters().backend, locked: vmLck() };
 const firstByte = new Uint8Array(file.contents())[0];
-file.release();
+file.free();
 device.close();
 console.log(
   JSON.stringify({ first, again, firstByte, after: device.counters().backend, lockedAfter: vmLck() }),

@@ -17,7 +17,7 @@ device.setWiredLimit(64 * MIB);
 const vmLckWired = vmLck();
 const counters = device.counters();
 const wiringFailures = counters.backend.wiringFailures;
-const lastWiringError = device.backend.lastWiringError;
+const lastWiringError = device.native.backend.lastWiringError;
 
 // Keeps working: writes read back, frees, reuse from the cache, refresh (fails again, never throws).
 let worked = true;
@@ -32,7 +32,7 @@ for (let round = 0; round < 50; round += 1) {
 device.refreshResidency();
 for (const buffer of buffers) buffer.free();
 device.close();
-const after = device.backend.counters();
+const after = device.native.backend.counters();
 console.log(
   JSON.stringify({
     wiringFailures,
