@@ -341,7 +341,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(backend.counters()).toEqual(before);
     });
 
-    it("residencySetHandles() is empty without Metal residency sets", () => {
+    it("native.residencySets() is empty without Metal residency sets", () => {
       const { device } = open();
       device.setWiredLimit(1 << 20);
       expect(device.info().residencySets).toBeGreaterThan(0);

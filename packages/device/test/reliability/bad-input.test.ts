@@ -185,7 +185,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       },
     },
     {
-      name: "releaseMapping of another device's file",
+      name: "free() of another device's file",
       act: ({ device, other }) => {
         const file = other.mapFile(paths.file);
         return () => device.free(file);
@@ -194,7 +194,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     { name: "free(undefined)", act: ({ device }) => device.free(undefined as never) },
     { name: "free({})", act: ({ device }) => device.free({} as never) },
     { name: "free(ArrayBuffer)", act: ({ device }) => device.free(new ArrayBuffer(8) as never) },
-    { name: "releaseMapping(null)", act: ({ device }) => device.free(null as never) },
+    { name: "free(null)", act: ({ device }) => device.free(null as never) },
     {
       name: "release twice",
       act: ({ device }) => {
