@@ -140,6 +140,18 @@ async function freePort() {
   });
 }
 
+/**
+ * The environment verdaccio reaches registry.npmjs.org with: where npm is configured with certificate
+ * authorities of its own (`cafile`, as behind a proxy that signs with a private authority), Node.js must trust
+ * them too, or every proxied package reads as missing.
+ */
+function uplinkEnvironment() {
+  if (process.env.NODE_EXTRA_CA_CERTS) return process.env;
+  const cafile = run("npm", ["config", "get", "cafile"]).output.trim();
+  if (!cafile || cafile === "null" || cafile === "undefined" || !existsSync(cafile)) return process.env;
+  return { ...process.env, NODE_EXTRA_CA_CERTS: cafile };
+}
+
 /** Starts verdaccio with its storage in `folder`; resolves with its URL and the child process once it answers. */
 async function startRegistry(folder) {
   const port = await freePort();
@@ -171,7 +183,7 @@ async function startRegistry(folder) {
   const output = [];
   const child = spawn(process.execPath, [verdaccio(), "--config", config, "--listen", `127.0.0.1:${port}`], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: quietEnvironment(),
+    env: quietEnvironment(uplinkEnvironment()),
   });
   child.stdout.on("data", (chunk) => output.push(chunk));
   child.stderr.on("data", (chunk) => output.push(chunk));
