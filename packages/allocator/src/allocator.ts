@@ -2,7 +2,7 @@ import { ArgumentError, allocationSize, type MemoryStats, mappingSize } from "@n
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
-import { checkedByteCount } from "./byte-count.js";
+import { checkedByteCount, type QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
   allocatorClosed,
@@ -44,7 +44,7 @@ export class CachingAllocator<B> {
   private active = 0;
   private mapped = 0;
   // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).
-  private quarantined = 0;
+  private readonly quarantine: QuarantineCount = { bytes: 0 };
   private live = 0;
   private peakActive = 0;
   private peakActiveWithMapped = 0;
@@ -120,6 +120,7 @@ export class CachingAllocator<B> {
             segments: checkSegmentOptions(options.segments),
             onAcquire: options.onAcquire,
             onRelease: options.onRelease,
+            quarantine: this.quarantine,
           })
         : undefined;
   }
@@ -192,10 +193,10 @@ export class CachingAllocator<B> {
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
       throw bufferTooLarge(bytes, this.maxBufferLength);
     }
-    const used = this.active + this.mapped + this.quarantined;
+    const used = this.active + this.mapped + this.quarantine.bytes;
     if (used + sizeClass > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw outOfMemory(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
     }
 
     const cache = this.cache;
@@ -304,13 +305,9 @@ export class CachingAllocator<B> {
    * @throws ArgumentError for a bad byte count (nothing changed); StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   addQuarantined(bytes: number): void {
-    if (this.segments !== undefined) {
-      this.segments.addQuarantined(bytes);
-      return;
-    }
     if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
-    this.quarantined += bytes;
+    this.quarantine.bytes += bytes;
   }
 
   /**
@@ -320,16 +317,15 @@ export class CachingAllocator<B> {
    * StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   removeQuarantined(bytes: number): void {
-    if (this.segments !== undefined) {
-      this.segments.removeQuarantined(bytes);
-      return;
-    }
     if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
-    if (bytes > this.quarantined) {
-      throw new ArgumentError("bytes", `${bytes} bytes are more than the ${this.quarantined} quarantined`);
+    if (bytes > this.quarantine.bytes) {
+      throw new ArgumentError(
+        "bytes",
+        `${bytes} bytes are more than the ${this.quarantine.bytes} quarantined`,
+      );
     }
-    this.quarantined -= bytes;
+    this.quarantine.bytes -= bytes;
   }
 
   /**
@@ -347,9 +343,9 @@ export class CachingAllocator<B> {
     if (allocatedLength === undefined) {
       throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + this.quarantined + allocatedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
     }
     this.ensureResource();
     this.mappings++;
@@ -401,7 +397,7 @@ export class CachingAllocator<B> {
       wiredLimit: 0,
       wired: 0,
       wiredMapped: 0,
-      quarantined: this.quarantined,
+      quarantined: this.quarantine.bytes,
     };
   }
 

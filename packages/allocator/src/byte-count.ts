@@ -11,3 +11,11 @@ export function checkedByteCount(value: unknown, name: string): number {
   if (problem) throw new ArgumentError(name, problem.message);
   return value as number;
 }
+
+/**
+ * Bytes of freed buffers the source still holds for a view moved out of its reach, counted against the
+ * memory limit. One object, shared by the allocator (which counts) and the segments policy (which checks).
+ */
+export interface QuarantineCount {
+  bytes: number;
+}

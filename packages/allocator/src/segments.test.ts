@@ -205,6 +205,26 @@ describe("the segments policy", () => {
     expect(allocator.counters().outOfMemoryRefusals).toBe(1);
   });
 
+  it("quarantined bytes (the allocator's count) are in the figures and the limit of the policy", () => {
+    const { allocator } = make();
+    allocator.setMemoryLimit(4 * MiB);
+    const moved = allocator.malloc(2 * MiB);
+    allocator.freeWithoutCaching(moved);
+    allocator.addQuarantined(2 * MiB);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, quarantined: 2 * MiB });
+    const before = allocator.memoryStats();
+    expect(() => allocator.malloc(2 * MiB + 1)).toThrow(
+      expect.objectContaining({ name: "OutOfMemoryError", quarantined: 2 * MiB }),
+    );
+    expect(() => allocator.addMapping(2 * MiB + 1)).toThrow(
+      expect.objectContaining({ quarantined: 2 * MiB }),
+    );
+    expect(allocator.memoryStats()).toEqual({ ...before });
+    allocator.removeQuarantined(2 * MiB);
+    expect(allocator.memoryStats().quarantined).toBe(0);
+    expect(allocator.malloc(2 * MiB + 1).length).toBe(2 * MiB + 1);
+  });
+
   it("a block freed without caching is never handed out again; its segment goes back once nothing else is live", () => {
     const { source, allocator } = make();
     const escaped = allocator.malloc(4096);

@@ -6,7 +6,7 @@
 import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
-import { checkedByteCount } from "./byte-count.js";
+import type { QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
   allocatorClosed,
@@ -131,6 +131,8 @@ export interface SegmentAllocatorSetup<B> {
   segments: SegmentOptions;
   onAcquire: ((buffer: B) => void) | undefined;
   onRelease: ((buffer: B) => void) | undefined;
+  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
+  quarantine: QuarantineCount;
 }
 
 /**
@@ -161,8 +163,7 @@ export class SegmentAllocator<B> {
   private reserved = 0;
   private active = 0;
   private mapped = 0;
-  // Freed blocks whose memory the source still holds for a view moved out of its reach (addQuarantined).
-  private quarantined = 0;
+  private readonly quarantine: QuarantineCount;
   private live = 0;
   private peakActive = 0;
   private peakActiveWithMapped = 0;
@@ -208,6 +209,7 @@ export class SegmentAllocator<B> {
     this.pageSize = setup.pageSize;
     this.onAcquire = setup.onAcquire;
     this.onRelease = setup.onRelease;
+    this.quarantine = setup.quarantine;
   }
 
   /** Above `reserved + mapped + new segment` reaching this, idle segments go back before a new one is made. */
@@ -235,10 +237,10 @@ export class SegmentAllocator<B> {
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     const size = this.blockSize(bytes);
     if (size > this.maxBufferLength) throw bufferTooLarge(bytes, this.maxBufferLength);
-    const used = this.active + this.mapped + this.quarantined;
+    const used = this.active + this.mapped + this.quarantine.bytes;
     if (used + size > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw outOfMemory(size, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(size, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
     }
     const pool = size <= this.smallRequest ? SMALL : LARGE;
     const free = this.pools[pool]!;
@@ -337,9 +339,9 @@ export class SegmentAllocator<B> {
     if (allocatedLength === undefined) {
       throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + this.quarantined + allocatedLength > this.memoryLimit) {
+    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantined);
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
     }
     this.ensureResource();
     this.mappings++;
@@ -348,28 +350,6 @@ export class SegmentAllocator<B> {
       this.peakActiveWithMapped = this.active + this.mapped;
     }
     return new LiveMapping(fileLength, allocatedLength, this);
-  }
-
-  /**
-   * Counts `bytes` of a block freed with {@link freeWithoutCaching} that the source still holds (a view moved
-   * away reaches it): in `quarantined`, and against the memory limit, until {@link removeQuarantined} says the
-   * source gave it back. Such a block is never handed out again; while its segment is held, its bytes are
-   * also part of `cache` (the segment's).
-   */
-  addQuarantined(bytes: number): void {
-    if (this.closed) throw allocatorClosed("count quarantined memory");
-    checkedByteCount(bytes, "bytes");
-    this.quarantined += bytes;
-  }
-
-  /** The source gave back `bytes` counted by {@link addQuarantined}. */
-  removeQuarantined(bytes: number): void {
-    if (this.closed) throw allocatorClosed("count quarantined memory");
-    checkedByteCount(bytes, "bytes");
-    if (bytes > this.quarantined) {
-      throw new ArgumentError("bytes", `${bytes} bytes are more than the ${this.quarantined} quarantined`);
-    }
-    this.quarantined -= bytes;
   }
 
   removeMapping(mapping: Mapping): void {
@@ -398,7 +378,7 @@ export class SegmentAllocator<B> {
       wiredLimit: 0,
       wired: 0,
       wiredMapped: 0,
-      quarantined: this.quarantined,
+      quarantined: this.quarantine.bytes,
     };
   }
 
