@@ -188,6 +188,7 @@ const APPROVED = {
     "RawMappedFileHandle",
     "RawResidencySetHandle",
     "callNative",
+    "nativeBinaryDefect",
   ],
   "@nuvec/device": [
     "AllocatorPolicy",
