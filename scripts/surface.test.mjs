@@ -79,6 +79,7 @@ const APPROVED = {
     "StateError",
     "StateErrorCode",
     "SystemCallError",
+    "Teardown",
     "UnsupportedError",
     "UnsupportedErrorCode",
     "allocationSize",
