@@ -56,6 +56,10 @@ export class Device {
   // allocator's (`liveBuffers`, `mappings`).
   readonly #liveBuffers = new LiveBuffers();
   readonly #mappings = new Set<MappedFile>();
+  // Frees and unmaps deferred with `{ after }` whose promise has not settled: still counted (`active`,
+  // `mapped`), so a trace started now opens with them.
+  readonly #pendingFrees = new Set<BufferState>();
+  readonly #pendingUnmaps = new Set<MappedFile>();
   readonly #safetyNet: SafetyNet | undefined;
   readonly #figures: DeviceFigures;
   // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
@@ -170,9 +174,11 @@ export class Device {
     if (native !== undefined && state.viewsHandedOut) native.detachContents();
     state.live = false;
     this.#liveBuffers.unlink(state);
+    this.#pendingFrees.add(state);
     this.#settleLater(
       after,
       () => {
+        this.#pendingFrees.delete(state);
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
         else {
@@ -181,6 +187,7 @@ export class Device {
         }
       },
       () => {
+        this.#pendingFrees.delete(state);
         if (native === undefined) return;
         native.release();
         this.#figures.settledAfterClose(state.allocation.allocatedLength, 0);
@@ -290,13 +297,16 @@ export class Device {
     state.native.detachContents();
     state.live = false;
     this.#mappings.delete(file);
+    this.#pendingUnmaps.add(file);
     this.#settleLater(
       after,
       () => {
+        this.#pendingUnmaps.delete(file);
         this.#unmap(file);
         this.#trace?.unmap(file);
       },
       () => {
+        this.#pendingUnmaps.delete(file);
         state.native.release();
         this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
       },
@@ -422,7 +432,11 @@ export class Device {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, {
-      ...traceOpening(this.#liveBuffers, this.#mappings),
+      ...traceOpening(this.#liveBuffers, this.#mappings, {
+        buffers: this.#pendingFrees,
+        mappings: this.#pendingUnmaps,
+        quarantined: this.#quarantine.held(),
+      }),
       allocator: this.#allocator.replaySetup(),
     });
   }
