@@ -209,14 +209,16 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
    */
   mapMemory(space: CudaBuffer, offset: number, length: number): void {
     const handle = this.handleOf(space, "buffer", "space", "mapMemory");
-    if (space.released) throw new StateError("ERR_NUVEC_RELEASED", "mapMemory(): the space was already released");
+    if (space.released)
+      throw new StateError("ERR_NUVEC_RELEASED", "mapMemory(): the space was already released");
     callNative(() => this.#addon.mapMemory(handle, offset, length));
   }
 
   /** Unmaps and frees exactly one earlier {@link mapMemory} range (after the device finished its work). */
   unmapMemory(space: CudaBuffer, offset: number, length: number): void {
     const handle = this.handleOf(space, "buffer", "space", "unmapMemory");
-    if (space.released) throw new StateError("ERR_NUVEC_RELEASED", "unmapMemory(): the space was already released");
+    if (space.released)
+      throw new StateError("ERR_NUVEC_RELEASED", "unmapMemory(): the space was already released");
     callNative(() => this.#addon.unmapMemory(handle, offset, length));
   }
 

@@ -27,7 +27,9 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       range.write(bytes);
       expect(Buffer.from(range.read()).equals(Buffer.from(bytes))).toBe(true);
       const base = (space.nativeHandle() as { devicePointer: bigint }).devicePointer;
-      expect((range.nativeHandle() as { devicePointer: bigint }).devicePointer).toBe(base + BigInt(granule + 512));
+      expect((range.nativeHandle() as { devicePointer: bigint }).devicePointer).toBe(
+        base + BigInt(granule + 512),
+      );
       range.release();
       backend.unmapMemory(space, granule, 2 * granule);
       expect(backend.memoryInfo().free).toBe(before);
@@ -71,7 +73,9 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       expect(stats.reserved % granule).toBe(0);
       expect(stats.reserved).toBeGreaterThanOrEqual(stats.active);
       buffers.forEach((buffer, index) => {
-        expect(Buffer.from(buffer.read()).equals(Buffer.from(patternBytes(sizes[index]!, index + 1)))).toBe(true);
+        expect(Buffer.from(buffer.read()).equals(Buffer.from(patternBytes(sizes[index]!, index + 1)))).toBe(
+          true,
+        );
       });
       for (const buffer of buffers) buffer.free();
       // The same requests again find their memory mapped: no system allocation, nothing more reserved.
