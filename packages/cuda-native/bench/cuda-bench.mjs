@@ -220,17 +220,22 @@ function addressSpaces() {
     }
     space.release();
     const pairs = 20;
-    let start = performance.now();
+    const start = performance.now();
     for (let index = 0; index < pairs; index++) backend.newBuffer(bytes).release();
     const allocNs = ((performance.now() - start) * 1e6) / pairs;
     rows.push({ bytes, mapNs: mapNs / count, unmapNs: unmapNs / count, allocFreeNs: allocNs });
   }
-  publish("addressSpaces", rows, "mapMemory / unmapMemory against newBuffer + release (ns per call)", (row) => ({
-    MiB: row.bytes / MIB,
-    "mapMemory ns": Math.round(row.mapNs),
-    "unmapMemory ns": Math.round(row.unmapNs),
-    "newBuffer+release ns": Math.round(row.allocFreeNs),
-  }));
+  publish(
+    "addressSpaces",
+    rows,
+    "mapMemory / unmapMemory against newBuffer + release (ns per call)",
+    (row) => ({
+      MiB: row.bytes / MIB,
+      "mapMemory ns": Math.round(row.mapNs),
+      "unmapMemory ns": Math.round(row.unmapNs),
+      "newBuffer+release ns": Math.round(row.allocFreeNs),
+    }),
+  );
 }
 
 function traces() {
