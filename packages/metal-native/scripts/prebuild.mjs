@@ -21,9 +21,18 @@
 // whyNotHere(target), exported, says why this machine cannot build a target's binary or run its contract
 // suite (`pnpm release` reports and skips those packages).
 import { spawnSync } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { temporaryFolder } from "../../../scripts/temporary.mjs";
 import { contractRunner } from "./run-contract.mjs";
@@ -197,6 +206,12 @@ async function main() {
   else if (target in ZIG_TARGETS) await buildWithZig(ZIG_TARGETS[target], out);
   else if (target === "darwin-arm64") buildOnMac(out);
   else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
+  // The addon's SHA-256 beside it, packed with it: the loader refuses an installed binary that differs from
+  // what was packed (a damaged download or copy) before the dynamic loader maps it.
+  writeFileSync(
+    `${out}.sha256`,
+    `${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${basename(out)}\n`,
+  );
   console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${out}`);
   if (runContract)
     run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);

@@ -5,6 +5,7 @@
 // child must exit normally with NativeUnavailableError (`damaged`, naming the file): the dynamic loader
 // would die of SIGBUS on a truncated file.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   cpSync,
   existsSync,
@@ -149,6 +150,52 @@ describe.runIf(runs)("a damaged addon: a typed error in a process that lives on"
       const absent = loadInChild(installedCopy());
       expect(absent.error).toMatchObject({ reason: "not-installed" });
       expect(absent.error?.message).toContain("is not installed");
+    },
+  );
+
+  /** A copy with the platform package holding `bytes` and, unless `null`, `checksum` as its `.sha256`. */
+  function withPrebuilt(bytes: Buffer, checksum: string | null): { root: string; file: string } {
+    const root = installedCopy();
+    const prebuilt = join(root, "..", (prebuiltName as string).split("/")[1] as string);
+    mkdirSync(prebuilt);
+    writeFileSync(join(prebuilt, "package.json"), JSON.stringify({ name: prebuiltName, version: "0.0.0" }));
+    const file = join(prebuilt, ADDON_FILE_NAME);
+    writeFileSync(file, bytes);
+    if (checksum !== null) writeFileSync(`${file}.sha256`, checksum);
+    return { root, file };
+  }
+  const packedSum = `${createHash("sha256").update(addon).digest("hex")}  ${ADDON_FILE_NAME}\n`;
+
+  it.runIf(prebuiltName !== undefined).each([
+    ["in the ELF header's flags", 48],
+    ["in the program headers", 64 + 56 + 8],
+    ["in the dynamic symbols", 1024],
+    ["in the code", Math.floor(addon.length / 3)],
+    ["in the last byte", addon.length - 1],
+  ])(
+    "the prebuilt package's addon with one byte changed %s: damaged by its packed SHA-256, never loaded",
+    (_label, offset) => {
+      const changed = Buffer.from(addon);
+      changed[offset] = (changed[offset] as number) ^ 0x5a;
+      const { root, file } = withPrebuilt(changed, packedSum);
+      const outcome = loadInChild(root);
+      expect(outcome.signal, outcome.stderr).toBeNull();
+      expect(outcome.status, outcome.stderr).toBe(0);
+      expect(outcome.error).toMatchObject({ reason: "damaged", path: file });
+      expect(outcome.error?.message).toMatch(
+        /is damaged: its SHA-256 is [0-9a-f]{64}, not [0-9a-f]{64} as it was packed/,
+      );
+      expect(outcome.error?.message).toContain("Reinstall it");
+    },
+  );
+
+  it.runIf(prebuiltName !== undefined)(
+    "the prebuilt package's whole addon with its SHA-256 loads; a checksum file that holds none is damaged",
+    () => {
+      const whole = withPrebuilt(addon, packedSum);
+      expect(loadInChild(whole.root).loaded).toBe(true);
+      const garbled = withPrebuilt(addon, "not a checksum\n");
+      expect(loadInChild(garbled.root).error?.message).toContain(".sha256 holds no SHA-256");
     },
   );
 

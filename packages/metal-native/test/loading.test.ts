@@ -46,7 +46,12 @@ describe("platform packages", () => {
       expect(fields.os).toEqual([os]);
       expect(fields.cpu).toEqual([cpu]);
       expect(fields.libc).toEqual(libc === undefined ? undefined : [libc === "gnu" ? "glibc" : libc]);
-      expect(fields.files).toEqual([ADDON_FILE_NAME, "README.md", "CHANGELOG.md"]);
+      expect(fields.files).toEqual([
+        ADDON_FILE_NAME,
+        `${ADDON_FILE_NAME}.sha256`,
+        "README.md",
+        "CHANGELOG.md",
+      ]);
       expect(fields.scripts.prepack).toBe(`node ../metal-native/scripts/prebuild.mjs ${key}`);
     },
   );

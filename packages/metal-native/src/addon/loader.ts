@@ -2,7 +2,7 @@
 // workspace's, or what `npx @nuvec/metal-native build` made), then the prebuilt package of this platform (an
 // optional dependency, see platforms.ts). Nothing is decided from file times (package managers do not
 // preserve them).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { nativeBinaryDefect } from "@nuvec/native-core/addon";
@@ -68,8 +68,8 @@ function firstLine(error: unknown): string {
  * (`nativeBinaryDefect`): a damaged file is refused before the dynamic loader maps it, which could otherwise
  * die of SIGBUS on a segment past the end of a truncated file.
  */
-function loadAddonFile(file: string): { addon: RawMetalAddon } | Failure {
-  const defect = nativeBinaryDefect(file);
+function loadAddonFile(file: string, sha256?: string): { addon: RawMetalAddon } | Failure {
+  const defect = nativeBinaryDefect(file, process.platform, sha256);
   if (defect !== undefined) return { reason: "damaged", what: `${file} is damaged: ${defect}`, path: file };
   try {
     const addon = createRequire(import.meta.url)(file) as RawMetalAddon;
@@ -114,10 +114,7 @@ export function findMetalAddon(
     localFailure = result;
   }
   const packageName = PREBUILT_PACKAGES[key];
-  const also =
-    localFailure === undefined
-      ? ""
-      : `; the source build ${localFailure.what.replace(`${local} `, `${local}: `)}`;
+  const also = localFailure === undefined ? "" : `; the source build ${localFailure.what}`;
   // A damaged source build with nothing else to fall back on is the failure to report.
   const orLocal = (failure: Failure): Failure =>
     localFailure?.reason === "damaged"
@@ -170,7 +167,18 @@ export function findMetalAddon(
       ),
     };
   }
-  const result = loadAddonFile(file);
+  // The SHA-256 the package was packed with, beside the binary (a package without one is checked by its
+  // header alone).
+  const packed = packedDigest(`${file}.sha256`);
+  if (packed !== undefined && "defect" in packed) {
+    return {
+      error: unavailable(
+        { reason: "damaged", what: `${file} is damaged: ${packed.defect}${also}`, path: file, reinstall },
+        root,
+      ),
+    };
+  }
+  const result = loadAddonFile(file, packed?.sha256);
   if ("addon" in result) return result;
   return {
     error: unavailable(
@@ -182,6 +190,25 @@ export function findMetalAddon(
       root,
     ),
   };
+}
+
+/**
+ * The SHA-256 in a platform package's `<addon>.sha256` (sha256sum's format), `undefined` when there is no
+ * such file, or what is wrong with it.
+ */
+function packedDigest(file: string): { sha256: string } | { defect: string } | undefined {
+  let text: string;
+  try {
+    const stats = statSync(file);
+    if (!stats.isFile()) return { defect: `its checksum ${file} is not a file` };
+    if (stats.size > 4096) return { defect: `its checksum ${file} is ${stats.size} bytes, not a checksum` };
+    text = readFileSync(file, "latin1").slice(0, 200);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { defect: `its checksum ${file} cannot be read (${(error as NodeJS.ErrnoException).code})` };
+  }
+  const sha256 = /^([0-9a-f]{64})\b/i.exec(text)?.[1];
+  return sha256 === undefined ? { defect: `its checksum ${file} holds no SHA-256` } : { sha256 };
 }
 
 /** The loader's search for this very copy of the package on this machine. */

@@ -5,6 +5,7 @@
 // segment lies inside it. This guards against a damaged file (an interrupted download or copy, a full disk,
 // a file overwritten in place); a file changed between this check and the load is not covered.
 
+import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 
 /** The binary format a platform's dynamic loader reads. */
@@ -245,6 +246,20 @@ function checkMachO(file: Reader): void {
   }
 }
 
+/** The SHA-256 of the file behind `fd`, `size` bytes long, read in 1 MiB chunks. */
+function digest(fd: number, size: number): string {
+  const hash = createHash("sha256");
+  const chunk = Buffer.alloc(Math.min(size, 1 << 20));
+  let offset = 0;
+  while (offset < size) {
+    const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - offset), offset);
+    if (read === 0) throw new Defect(`it is truncated: reading it stopped at byte ${offset}`);
+    hash.update(chunk.subarray(0, read));
+    offset += read;
+  }
+  return hash.digest("hex");
+}
+
 /**
  * What is wrong with the native binary at `file` for `platform`'s dynamic loader, or `undefined` when it can
  * be handed to it: the file is a regular file, starts with the platform's format (ELF; Mach-O on macOS), and
@@ -252,10 +267,16 @@ function checkMachO(file: Reader): void {
  * `p_offset + p_filesz`, the section header table and each section; Mach-O: the load commands, each segment's
  * `fileoff + filesize`, the symbol table and link-edit data, each slice of a universal file). Opens without
  * blocking (a FIFO is refused, not waited on) and reads only the header and tables.
+ *
+ * The header check cannot see a damaged byte inside a segment (a flipped bit in the code or the dynamic
+ * symbols, which the dynamic loader may follow into a crash). Where the file's SHA-256 is known (`sha256`,
+ * 64 hexadecimal digits: a prebuilt package ships its binary's), the whole file is hashed too, and a file that
+ * differs is refused.
  */
 export function nativeBinaryDefect(
   file: string,
   platform: NodeJS.Platform = process.platform,
+  sha256?: string,
 ): string | undefined {
   const format = formatOf(platform);
   if (format === undefined) return undefined;
@@ -295,6 +316,11 @@ export function nativeBinaryDefect(
             ? `it is truncated to ${stats.size} bytes, shorter than a Mach-O header`
             : "it is not a Mach-O bundle (no Mach-O magic number)";
       checkMachO(reader);
+    }
+    if (sha256 !== undefined) {
+      const actual = digest(fd, stats.size);
+      if (actual !== sha256.toLowerCase())
+        return `its SHA-256 is ${actual}, not ${sha256.toLowerCase()} as it was packed (changed or damaged since)`;
     }
     return undefined;
   } catch (error) {
