@@ -65,6 +65,7 @@ export class Device {
   // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
   readonly #quarantine: Quarantine;
   #closed = false;
+  #closing = false;
   readonly #keepAlive = new KeepAliveTimer();
   // Runs what may wire memory, and warns once when the platform refuses.
   readonly #wiring: WiringWarning;
@@ -459,7 +460,10 @@ export class Device {
    * and in `counters().pendingFrees`.
    */
   close(): void {
-    if (this.#closed) return;
+    // A close from inside a step of this one (a backend's release or a hook calling close()) returns at once:
+    // the outer close finishes the work.
+    if (this.#closed || this.#closing) return;
+    this.#closing = true;
     // Every step runs even when one throws (a backend's release, an onRelease hook, a residency set): the
     // device ends closed, nothing is left half released, and the first failure is rethrown once all ran
     // (later ones attached as its `suppressed`).

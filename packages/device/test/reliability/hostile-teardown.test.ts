@@ -121,6 +121,33 @@ describe("hostile: a step of Device.close() throws (was: closed stayed false, th
   });
 });
 
+describe("hostile: close() called again from inside close() (a release that closes the device)", () => {
+  it("the inner call returns at once; the outer one releases everything once", () => {
+    const backend = new MockBackend();
+    const newBuffer = MockBackend.prototype.newBuffer;
+    let device: Device | undefined;
+    let inner = 0;
+    backend.newBuffer = function (this: MockBackend, bytes: number) {
+      const buffer = newBuffer.call(this, bytes);
+      const release = buffer.release.bind(buffer);
+      buffer.release = () => {
+        inner += 1;
+        device?.close();
+        release();
+      };
+      return buffer;
+    };
+    device = Device.open({ backend });
+    device.malloc(MIB);
+    device.malloc(2 * MIB);
+    device.malloc(MIB).free();
+    expect(() => device?.close()).not.toThrow();
+    expect(inner).toBe(3);
+    expect(device.closed).toBe(true);
+    expect(live(backend)).toEqual({ buffers: 0, mappings: 0, sets: 0 });
+  });
+});
+
 describe("hostile: a residency handle throws inside Residency.close() (was: sets after it never released)", () => {
   it("every set's release runs, the counters read 0, the first failure comes out", () => {
     const backend = new MockBackend();
