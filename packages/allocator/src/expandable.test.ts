@@ -55,10 +55,17 @@ class SpaceSource extends TestSource {
     super.release(buffer);
   }
 
+  liveRanges = 0;
+
   range(segment: TestBuffer, offset: number, length: number): TestBuffer {
     if (segment === this.space && !this.covered(offset, length))
       throw new Error("a range on unmapped memory");
+    this.liveRanges++;
     return { serial: -2, length };
+  }
+
+  releaseRange(_range: TestBuffer): void {
+    this.liveRanges--;
   }
 
   mappedBytes(): number {
