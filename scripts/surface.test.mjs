@@ -121,6 +121,7 @@ const APPROVED = {
     "TraceEvent",
     "TraceFree",
     "TraceHeader",
+    "TraceIdMap",
     "TraceLimit",
     "TraceMap",
     "TraceOpening",
