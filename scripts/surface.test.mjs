@@ -125,6 +125,7 @@ const APPROVED = {
     "TraceEvent",
     "TraceFree",
     "TraceHeader",
+    "TraceIdMap",
     "TraceLimit",
     "TraceMap",
     "TraceOpening",

@@ -567,6 +567,8 @@ export class SegmentAllocator<B> {
   private splits(block: Block<B>, size: number): boolean {
     const rest = block.size - size;
     if (block.segment.pool === SMALL) return rest >= this.rounding;
+    // An expandable segment's tail is address space, never a cached block to keep whole.
+    if (block.segment.pages !== null && block.after === null) return rest > this.smallRequest;
     return rest > this.smallRequest && block.size < this.maxSplitSize;
   }
 
