@@ -10,7 +10,7 @@ export interface TemporaryFolder {
 
 /**
  * Makes a temporary folder named `prefix…` that is removed when the program ends, however it ends (a normal
- * end, an error, SIGINT, SIGTERM, SIGHUP, SIGKILL): a guardian process in a session of its own removes it
+ * end, an error, SIGINT, SIGTERM, SIGHUP, SIGKILL): a guardian process detached with setsid removes it
  * once the pipe from this process closes.
  */
 export declare function temporaryFolder(prefix: string): TemporaryFolder;
