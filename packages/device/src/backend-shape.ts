@@ -12,7 +12,14 @@ import { ArgumentError, describeValue } from "@nuvec/stats";
 
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
 const METHODS = ["newBuffer", "mapFile", "newResidencySet", "attachResidencySet", "counters"] as const;
-const OPTIONAL_METHODS = ["newBufferRange", "checkMetalDevice"] as const;
+const OPTIONAL_METHODS = [
+  "newBufferRange",
+  "checkMetalDevice",
+  // Address spaces (the segments policy's expandable segment): all three with `mapGranularity`, or none.
+  "reserveAddressSpace",
+  "mapMemory",
+  "unmapMemory",
+] as const;
 const SIZES = [
   "memorySize",
   "recommendedMaxWorkingSetSize",
@@ -76,6 +83,19 @@ export function checkedBackend(backend: unknown): NativeBackend {
       throw bad(member, `must be a non-negative safe integer, got ${describeValue(value)}`);
     }
     shape[member] = value;
+  }
+  // The unit of an address space's maps, with the three methods above (a power of two).
+  const granularity = read(backend, "mapGranularity");
+  if (granularity !== undefined) {
+    if (
+      typeof granularity !== "number" ||
+      !Number.isSafeInteger(granularity) ||
+      granularity <= 0 ||
+      2 ** Math.round(Math.log2(granularity)) !== granularity
+    ) {
+      throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(granularity)}`);
+    }
+    shape.mapGranularity = granularity;
   }
   const name = read(backend, "name");
   if (typeof name !== "string") throw bad("name", `must be a string, got ${describeValue(name)}`);
