@@ -43,6 +43,7 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   Platform& platform = PlatformOf(env, state);
   WiringCounters wiring = platform.wiringCounters();
   const Counters& counters = state.counters;
+  state.SettleEndedViews();
   const FreedCounters& freed = *platform.freed;
   const AbandonedTotals abandoned = ProcessAbandoned();
   // In the order the TypeScript type lists them.
@@ -111,10 +112,12 @@ void SecureAttachedViews(const Teardown& teardown) {
   std::shared_ptr<ViewRegistry> views = teardown.views.lock();
   if (!state || !views) return;
   Napi::HandleScope scope(teardown.env);
-  for (auto& [id, list] : views->byAllocation) {
-    for (auto& view : list) {
-      Napi::ArrayBuffer buffer = view.buffer.Value();
-      if (!buffer.IsEmpty() && !buffer.IsDetached()) state->ViewDetachedByUs(id, view.viewId);
+  // Backing stores need no securing: their deleters tell which views live on (AddonState::TearDown).
+  if (!views->backingStores) {
+    for (auto& [id, list] : views->byAllocation) {
+      for (auto& view : list) {
+        if (view.ref->Attached(teardown.env) != nullptr) state->ViewDetachedByUs(id, view.viewId);
+      }
     }
   }
   views->byAllocation.clear();
@@ -180,6 +183,12 @@ void SecureViews(const Napi::CallbackInfo& info) { SecureNewViews(info.Env()); }
 }  // namespace
 
 void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
+  // Views: V8's backing stores where this build may use them on this Node, else Node-API's (views.h).
+  const char* refused = BackingStoreViewsRefused(env);
+  if (refused == nullptr) {
+    data->views->backingStores = true;
+    data->state->viewLedger = std::make_shared<ViewLedger>();
+  }
   Napi::Function buffer = BufferHandle::Define(env, data->features);
   Napi::Function mappedFile = MappedFileHandle::Define(env, data->features);
   Napi::Function residencySet = ResidencySetHandle::Define(env);
@@ -206,6 +215,9 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
   exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
+  // How views are made here, and why not the faster way when they are not (tests, benchmarks).
+  exports.Set("viewMechanism", Napi::String::New(env, refused == nullptr ? "backing-store" : "node-api"));
+  if (refused != nullptr) exports.Set("viewMechanismReason", Napi::String::New(env, refused));
 }
 
 }  // namespace nuvec
