@@ -308,6 +308,8 @@ export class Device {
     this.#residency.erase(state.native);
     this.#allocator.removeMapping(state.mapping);
     state.native.release();
+    // A view moved away keeps the mapping: counted in `quarantined` until its last holder drops it.
+    this.#quarantine.hold(state.native, state.mapping.allocatedLength, undefined);
     state.live = false;
     this.#mappings.delete(file);
   }

@@ -136,7 +136,7 @@ uint64_t AddonState::ViewCreated(uint64_t id) {
   uint64_t viewId = ++lastViewId_;
   auto found = allocations_.find(id);
   if (found != allocations_.end()) {
-    found->second.views.emplace(viewId, ViewState::kHandedOut);
+    found->second.views.emplace_back(viewId, ViewState::kHandedOut);
     found->second.handedOutViews += 1;
   }
   return viewId;
@@ -146,7 +146,7 @@ void AddonState::ViewDetachedByUs(uint64_t id, uint64_t viewId) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return;
   OwnedAllocation& owned = found->second;
-  auto view = owned.views.find(viewId);
+  auto view = owned.FindView(viewId);
   if (view == owned.views.end() || view->second != ViewState::kHandedOut) return;
   owned.views.erase(view);
   owned.handedOutViews -= 1;
@@ -172,7 +172,7 @@ void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return;
   OwnedAllocation& owned = found->second;
-  auto view = owned.views.find(viewId);
+  auto view = owned.FindView(viewId);
   if (view == owned.views.end()) return;
   bool escaped = view->second == ViewState::kEscaped;
   owned.views.erase(view);

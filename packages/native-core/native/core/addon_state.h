@@ -187,8 +187,16 @@ struct OwnedAllocation {
   bool handleCollected = false;
   uint32_t handedOutViews = 0;  // the views in kHandedOut
   uint32_t escapedViews = 0;    // the views in kEscaped
-  // The views that may still reach the memory (handed out or escaped, their finalizer not run), by view id.
-  std::unordered_map<uint64_t, ViewState> views;
+  // The views that may still reach the memory (handed out or escaped, not ended), by view id: a few at most
+  // (a view we detach leaves at once), so a vector searched from the newest end, not a hash map that
+  // allocates a node per view.
+  std::vector<std::pair<uint64_t, ViewState>> views;
+  std::vector<std::pair<uint64_t, ViewState>>::iterator FindView(uint64_t viewId) {
+    for (auto view = views.end(); view != views.begin();) {
+      if ((--view)->first == viewId) return view;
+    }
+    return views.end();
+  }
 };
 
 class AddonState {

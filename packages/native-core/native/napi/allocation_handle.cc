@@ -164,7 +164,13 @@ void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64
         UncoveredViewGone(views, view.viewId);
       }
     }
-    views.byAllocation.erase(found);
+    // Backing stores: the list stays for the next views (no allocation per view); it goes on release or
+    // collection. Node-API: the teardown reaches the views of every listed allocation, so none stays.
+    if (views.backingStores) {
+      found->second.clear();
+    } else {
+      views.byAllocation.erase(found);
+    }
   }
   state.SettleEndedViews();
 }
@@ -239,10 +245,13 @@ void AllocationHandle::Release(const Napi::CallbackInfo& info, const char* what)
   // Detach first: no view may outlive the memory (an escaped one keeps it, quarantined).
   DetachViews(info.Env());
   released = true;
+  DataOf(info.Env()).views->byAllocation.erase(id);
   state->HandleDone(id, true);
 }
 
 void AllocationHandle::Collected() {
+  // Backing stores: the list of a collected handle's views goes (their ends still come through the ledger).
+  if (auto registry = views.lock(); registry && registry->backingStores) registry->byAllocation.erase(id);
   if (!released && state) {
     state->SettleEndedViews();
     state->HandleDone(id, false);

@@ -100,6 +100,7 @@ void SecureNewViews(Napi::Env env);
 class AllocationHandle {
  public:
   std::shared_ptr<AddonState> state;
+  std::weak_ptr<ViewRegistry> views;
   uint64_t id = 0;
   bool released = true;
   double length = 0;
@@ -194,6 +195,7 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
       size_t length = CheckRange(env, info[2], "length", memory->length() - offset);
       if (length == 0) ThrowArgument(env, "length", "a range has at least one byte");
       handle_.state = data.state;
+      handle_.views = data.views;
       handle_.length = static_cast<double>(length);
       handle_.allocatedSize = static_cast<double>(length);
       handle_.id = data.state->AddRange(parent->id, offset, length);
@@ -206,6 +208,7 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
     if (!allocation) ThrowFailure(env, failure, Kind::kNames.argument, bytes);
     handle_.state = data.state;
+    handle_.views = data.views;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
     handle_.id = data.state->AddAllocation(std::move(allocation), Kind::kNames.mapped);

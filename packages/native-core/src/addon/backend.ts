@@ -118,6 +118,15 @@ export abstract class AddonBackend<
     }
   }
 
+  /**
+   * How this backend's addon makes views: `"backing-store"` (V8's BackingStore API, where the addon was
+   * built for this Node.js major) or `"node-api"` (external ArrayBuffers, everywhere else); see the
+   * native-core DECISIONS.md.
+   */
+  get viewMechanism(): "backing-store" | "node-api" {
+    return this.#addon.viewMechanism ?? "node-api";
+  }
+
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
   get lastWiringError(): string | undefined {
     return this.#addon.lastWiringError();

@@ -1,3 +1,4 @@
+import { checkViewLength } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
@@ -46,14 +47,16 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   }
 
   /**
-   * The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release;
-   * where the CPU cannot address it, the addon's typed refusal. Throws after release.
+   * The first `length` bytes (default: all) as an external `ArrayBuffer` (no copy; the same one while it
+   * lives), detached on release; where the CPU cannot address it, the addon's typed refusal. Throws after
+   * release.
    */
-  contents(): ArrayBuffer {
+  contents(length: number = this.length): ArrayBuffer {
     this.assertLive("contents");
+    if (length !== this.length) checkViewLength(length, this.length);
     // Held here only to the end of the job (job-views.ts): a strong reference kept longer would keep alive
     // whatever the caller ties to the view (the Device's owner of it) for as long as this buffer is cached.
-    const contents = this.view();
+    const contents = this.view(length);
     this.#viewsHandedOut = true;
     return contents;
   }

@@ -25,6 +25,14 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
     this.mappedLength = raw.mappedLength;
   }
 
+  /**
+   * After `release()`, the bytes the addon still holds for a view moved away (the mapped length), 0 once
+   * its last holder drops it; 0 before release.
+   */
+  get quarantinedBytes(): number {
+    return this.released ? (this.raw.quarantinedBytes ?? 0) : 0;
+  }
+
   /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */
   contents(): ArrayBuffer {
     this.assertLive("contents");
