@@ -3,7 +3,7 @@
 // NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
 import { describeNativeBackendContract } from "@nuvec/native-core/contract";
-import { describe } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readOwnMemory } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
@@ -14,6 +14,13 @@ const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => l
 const which = addonFile ? ` from ${addonFile}` : "";
 
 if (process.platform === "linux") {
+  // Built from source here, so for this Node.js major: views are V8 backing stores (the fallback's suite is
+  // contract-host-node-api.test.ts).
+  describe.runIf(!addonFile && !process.env.NUVEC_VIEWS)("the addon built here", () => {
+    it("makes its views as V8 backing stores", () => {
+      expect(loadNativeBackend().viewMechanism).toBe("backing-store");
+    });
+  });
   describeNativeBackendContract(`host addon (real memory, mlock)${which}`, openBackend, {
     realMemory: true,
     // Past RLIMIT_MEMLOCK wiring fails, unless the process may lock without limit (root, CAP_IPC_LOCK): then

@@ -44,6 +44,7 @@ const unitTests: Record<string, string[]> = {
     "residency sets",
     "teardown",
     "ranges",
+    "view ledger",
     "counters",
   ],
   wiring_residency_set: ["wiring follows the request", "failures"],

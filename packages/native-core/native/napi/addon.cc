@@ -93,6 +93,21 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
   if (failure.failed()) ThrowArgument(env, "commandQueue", failure.message);
 }
 
+// viewBookkeeping(): what the addon keeps for views, to show that it does not grow with the number of views
+// made: view records in the state, views listed for detaching (and the allocations listing them).
+Napi::Value ViewBookkeeping(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  data.state->SettleEndedViews();
+  size_t listed = 0;
+  for (const auto& entry : data.views->byAllocation) listed += entry.second.size();
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("records", static_cast<double>(data.state->ViewRecordCount()));
+  object.Set("listed", static_cast<double>(listed));
+  object.Set("listingAllocations", static_cast<double>(data.views->byAllocation.size()));
+  return object;
+}
+
 // Nothing: what a call across N-API costs, for the benchmark.
 Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
 
@@ -215,6 +230,7 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
   exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
+  exports.Set("viewBookkeeping", Napi::Function::New<ViewBookkeeping>(env, "viewBookkeeping"));
   // How views are made here, and why not the faster way when they are not (tests, benchmarks).
   exports.Set("viewMechanism", Napi::String::New(env, refused == nullptr ? "backing-store" : "node-api"));
   if (refused != nullptr) exports.Set("viewMechanismReason", Napi::String::New(env, refused));

@@ -16,6 +16,7 @@ import type {
   RawFacts,
   RawMappedFileHandle,
   RawResidencySetHandle,
+  ViewBookkeeping,
 } from "./raw.js";
 import { AddonResidencySet } from "./residency-set.js";
 
@@ -125,6 +126,14 @@ export abstract class AddonBackend<
    */
   get viewMechanism(): "backing-store" | "node-api" {
     return this.#addon.viewMechanism ?? "node-api";
+  }
+
+  /**
+   * @internal What the addon keeps for views (tests that it does not grow with the views made); `undefined`
+   * from an addon that does not say.
+   */
+  viewBookkeeping(): ViewBookkeeping | undefined {
+    return this.#addon.viewBookkeeping?.();
   }
 
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */

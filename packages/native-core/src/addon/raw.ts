@@ -58,6 +58,16 @@ export interface RawFacts {
   supportsResidencySets: boolean;
 }
 
+/** What an addon keeps for views: counts that must not grow with the number of views made. */
+export interface ViewBookkeeping {
+  /** Views on record in the ownership state (handed out and attached, or moved away, not yet ended). */
+  readonly records: number;
+  /** Views listed for detaching on release. */
+  readonly listed: number;
+  /** Allocations with such a list. */
+  readonly listingAllocations: number;
+}
+
 /** The addon's module: its handle classes and the calls every backend makes. */
 export interface RawAddon {
   NativeBufferHandle: new (bytes: number) => RawBufferHandle;
@@ -73,4 +83,6 @@ export interface RawAddon {
   readonly viewMechanism?: "backing-store" | "node-api";
   /** Why not backing stores, when not. */
   readonly viewMechanismReason?: string;
+  /** What the addon keeps for views (see {@link ViewBookkeeping}). */
+  viewBookkeeping?(): ViewBookkeeping;
 }
