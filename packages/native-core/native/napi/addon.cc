@@ -234,6 +234,7 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   // How views are made here, and why not the faster way when they are not (tests, benchmarks).
   exports.Set("viewMechanism", Napi::String::New(env, refused == nullptr ? "backing-store" : "node-api"));
   if (refused != nullptr) exports.Set("viewMechanismReason", Napi::String::New(env, refused));
+  exports.Set("viewMechanismBuiltFor", Napi::Number::New(env, BackingStoreViewsBuiltFor()));
 }
 
 }  // namespace nuvec

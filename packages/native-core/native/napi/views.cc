@@ -98,6 +98,8 @@ bool StayLoaded() {
 
 }  // namespace
 
+int BackingStoreViewsBuiltFor() { return NODE_MAJOR_VERSION; }
+
 const char* BackingStoreViewsRefused(napi_env env) {
   const char* chosen = std::getenv("NUVEC_VIEWS");
   if (chosen != nullptr && std::string(chosen) == "node-api") return "NUVEC_VIEWS=node-api";
@@ -125,6 +127,8 @@ std::unique_ptr<ViewRef> MakeBackingStoreView(napi_env env, void* data, size_t l
 }
 
 #else  // !NUVEC_BACKING_STORE_VIEWS
+
+int BackingStoreViewsBuiltFor() { return 0; }
 
 const char* BackingStoreViewsRefused(napi_env) { return "not built in"; }
 

@@ -34,6 +34,9 @@ class ViewRef {
 // major than the headers it was compiled with, or NUVEC_VIEWS=node-api in the environment.
 const char* BackingStoreViewsRefused(napi_env env);
 
+// The Node.js major whose V8 headers the BackingStore mechanism was compiled against, 0 when it was not.
+int BackingStoreViewsBuiltFor();
+
 // A view of `length` bytes at `data` whose backing store reports (id, viewId) to `ledger` when it goes.
 // Only where BackingStoreViewsRefused() is nullptr. nullptr and no view when V8 refuses.
 std::unique_ptr<ViewRef> MakeBackingStoreView(napi_env env, void* data, size_t length,
