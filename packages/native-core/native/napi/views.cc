@@ -12,8 +12,14 @@
 #if defined(__linux__) && defined(_LIBCPP_VERSION)
 #define NUVEC_BACKING_STORE_VIEWS 0  // libc++'s std::shared_ptr is not libstdc++'s, which Node's V8 takes
 #elif defined(__has_include)
-#if __has_include(<v8.h>) && __has_include(<node_version.h>)
+#if __has_include(<v8.h>) && __has_include(<v8-version.h>) && __has_include(<node_version.h>)
+#include <v8-version.h>
+// V8 13 (Node.js 24) needs C++20, and the addon is C++17 (native_core.gypi).
+#if V8_MAJOR_VERSION >= 13 && __cplusplus < 202002L
+#define NUVEC_BACKING_STORE_VIEWS 0
+#else
 #define NUVEC_BACKING_STORE_VIEWS 1
+#endif
 #else
 #define NUVEC_BACKING_STORE_VIEWS 0
 #endif
