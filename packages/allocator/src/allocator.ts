@@ -13,6 +13,7 @@ import {
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
+import { isMappingSource } from "./expandable.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { type CachePolicy, cachePolicyFor } from "./policy.js";
@@ -117,7 +118,7 @@ export class CachingAllocator<B> {
             maxBufferLength: this.maxBufferLength,
             resourceLimit: this.resourceLimit,
             pageSize: this.pageSize,
-            segments: checkSegmentOptions(options.segments),
+            segments: checkSegmentOptions(options.segments, isMappingSource(source)),
             onAcquire: options.onAcquire,
             onRelease: options.onRelease,
             quarantine: this.quarantine,
@@ -143,6 +144,9 @@ export class CachingAllocator<B> {
       maxBufferLength: this.maxBufferLength,
       resourceLimit: this.resourceLimit,
       pageSize: this.pageSize,
+      ...(this.segments?.mapGranularity === undefined
+        ? {}
+        : { mapGranularity: this.segments.mapGranularity }),
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
       fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,

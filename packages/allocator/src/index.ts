@@ -4,6 +4,7 @@ export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
+export type { MappingSource } from "./expandable.js";
 export {
   type AllocatorOptions,
   type AllocatorPolicy,
@@ -15,6 +16,7 @@ export {
 export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
   CountingBufferSource,
+  CountingMappingSource,
   type ReplayOptions,
   type ReplayResult,
   replayOptionsFromHeader,
@@ -22,7 +24,12 @@ export {
   TraceReplay,
   TraceValidator,
 } from "./replay.js";
-export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
+export {
+  checkSegmentOptions,
+  EXPANDABLE_SEGMENT_DEFAULTS,
+  SEGMENT_DEFAULTS,
+  type SegmentOptions,
+} from "./segments.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {
