@@ -1,8 +1,8 @@
 import { releasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import { atEndOfJob } from "./job-views.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawAllocationHandle } from "./raw.js";
 
 /**
@@ -17,7 +17,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   /** @internal */
   readonly raw: RawAllocationHandle;
   /** @internal */
-  readonly owner: AddonBackend;
+  readonly owner: AddonOwner;
   readonly #noun: string;
   #released = false;
   // The last view handed out, held until the end of the job or until it is detached (job-views.ts).
@@ -25,7 +25,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   #heldForJob = false;
 
   /** Wraps a handle that `owner`'s addon made; `noun` names it in messages (`"buffer"`, `"mapped file"`). */
-  protected constructor(raw: RawAllocationHandle, owner: AddonBackend, noun: string) {
+  protected constructor(raw: RawAllocationHandle, owner: AddonOwner, noun: string) {
     this.raw = raw;
     this.owner = owner;
     this.#noun = noun;

@@ -8,6 +8,7 @@ import { AddonBuffer } from "./buffer.js";
 import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
 import type { AddonMappedFile } from "./mapped-file.js";
+import type { AddonOwner } from "./owner.js";
 import { type AllocationKind, ownedHandle } from "./ownership.js";
 import type {
   RawAddon,
@@ -32,7 +33,7 @@ export abstract class AddonBackend<
     TResidencySet extends AddonResidencySet = AddonResidencySet,
   >
   extends BackendFacts
-  implements NativeBackend
+  implements NativeBackend, AddonOwner
 {
   readonly #addon: RawAddon;
 

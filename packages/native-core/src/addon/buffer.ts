@@ -2,8 +2,8 @@ import { checkViewLength } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawBufferHandle } from "./raw.js";
 
 /**
@@ -24,7 +24,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   #releaseWaiting = false;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
-  protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
+  protected constructor(raw: RawBufferHandle, owner: AddonOwner) {
     super(raw, owner, "buffer");
   }
 
@@ -125,7 +125,7 @@ export class NativeAddonBufferRange extends AddonBuffer {
   readonly offset: number;
 
   /** Made by {@link NativeAddonBackend.newBufferRange} (arguments checked there). */
-  constructor(raw: RawBufferHandle, segment: AddonBuffer, offset: number, owner: AddonBackend) {
+  constructor(raw: RawBufferHandle, segment: AddonBuffer, offset: number, owner: AddonOwner) {
     super(raw, owner);
     this.segment = segment;
     this.offset = offset;
