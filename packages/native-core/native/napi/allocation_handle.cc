@@ -122,11 +122,24 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
           ? MakeBackingStoreView(env, allocation->data(), length, state->viewLedger, id, viewId, &buffer)
           : MakeNodeApiView(env, data, state, id, allocation->data(), length, viewId, &buffer);
   if (!ref) {
-    // No view exists: its record goes (a backing store made and dropped reports its own end too).
+    // No view exists: its record goes (a backing store made and dropped reports its own end too), and what
+    // the engine threw (Node-API refuses buffers over its limit, 4 GiB on Node.js 20) becomes our error.
     state->ViewDetachedByUs(id, viewId);
     state->SettleEndedViews();
-    Napi::Error::New(env, "contents(): the JavaScript engine refused to make the view").ThrowAsJavaScriptException();
-    return env.Undefined();
+    std::string why = "the JavaScript engine refused it";
+    napi_value pending = nullptr;
+    if (napi_get_and_clear_last_exception(env, &pending) == napi_ok && pending != nullptr) {
+      Napi::Value thrown(env, pending);
+      if (thrown.IsObject()) {
+        Napi::Value message = thrown.As<Napi::Object>().Get("message");
+        if (message.IsString()) why = message.As<Napi::String>().Utf8Value();
+      }
+    }
+    Napi::Error error = MakeError(env, kAllocationFailed,
+                                  "contents(): no view of " + std::to_string(length) + " bytes could be made (" +
+                                      why + ")");
+    error.Set("bytes", Napi::Number::New(env, static_cast<double>(length)));
+    throw error;
   }
   // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
   registry.byAllocation[id].push_back(HandedOutView{std::move(ref), viewId, length});
