@@ -22,6 +22,10 @@ ViewLedger::~ViewLedger() {
 }
 
 void ViewLedger::ViewGone(uint64_t id, uint64_t viewId) {
+  if (std::this_thread::get_id() == owner_ && !orphaned_) {  // orphaned_ is read on its own thread only
+    local_.push_back(ViewEnd{id, viewId});
+    return;
+  }
   OrphanGroup freed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -47,8 +51,11 @@ void ViewLedger::ViewGone(uint64_t id, uint64_t viewId) {
 
 void ViewLedger::TakeEnds(std::vector<ViewEnd>* ends) {
   ends->clear();
+  ends->swap(local_);
+  if (queued_.load(std::memory_order_acquire) == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  ends->swap(ends_);
+  ends->insert(ends->end(), ends_.begin(), ends_.end());
+  ends_.clear();
   queued_.store(0, std::memory_order_release);
 }
 

@@ -36,6 +36,7 @@
 #include <vector>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "platform.h"
@@ -91,7 +92,8 @@ struct OrphanGroup {
 // group's last view frees it, on whatever thread that is. Shared (shared_ptr) by the state and every view.
 class ViewLedger {
  public:
-  ViewLedger() = default;
+  // Made on the environment's thread: its ends need no lock.
+  ViewLedger() : owner_(std::this_thread::get_id()) {}
   ViewLedger(const ViewLedger&) = delete;
   ViewLedger& operator=(const ViewLedger&) = delete;
   ~ViewLedger();
@@ -99,7 +101,7 @@ class ViewLedger {
   // Any thread: the view's backing store is gone.
   void ViewGone(uint64_t id, uint64_t viewId);
   // The environment's thread: whether an end may be queued (a relaxed read: a miss is seen next call).
-  bool MayHaveEnds() const { return queued_.load(std::memory_order_acquire) != 0; }
+  bool MayHaveEnds() const { return !local_.empty() || queued_.load(std::memory_order_acquire) != 0; }
   // The environment's thread: the ends queued so far, moved into `ends` (cleared first).
   void TakeEnds(std::vector<ViewEnd>* ends);
   // The environment's thread, at its teardown: `settle` is given the ends still queued and returns what
@@ -109,7 +111,9 @@ class ViewLedger {
   void Orphan(Settle settle) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<ViewEnd> ends;
-    ends.swap(ends_);
+    ends.swap(local_);
+    ends.insert(ends.end(), ends_.begin(), ends_.end());
+    ends_.clear();
     queued_.store(0, std::memory_order_release);
     std::vector<OrphanGroup> groups = settle(ends);
     orphaned_ = true;
@@ -124,10 +128,14 @@ class ViewLedger {
  private:
   void AdoptLocked(OrphanGroup group);
 
+  const std::thread::id owner_;
+  // Ends on the environment's own thread (a detach, a sweep there): only that thread touches them. A deleter
+  // runs inside V8 (a detach, a collection), never while the state applies or takes ends.
+  std::vector<ViewEnd> local_;
   mutable std::mutex mutex_;
   std::atomic<size_t> queued_{0};
-  std::vector<ViewEnd> ends_;
-  bool orphaned_ = false;
+  std::vector<ViewEnd> ends_;  // from other threads, under the lock
+  bool orphaned_ = false;      // written by the environment's thread only, under the lock
   // Orphaned groups by a key of their own, and the key of each view that still reaches one.
   uint64_t lastGroup_ = 0;
   std::unordered_map<uint64_t, std::pair<OrphanGroup, size_t>> orphans_;  // group, views left

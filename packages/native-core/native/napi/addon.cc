@@ -99,7 +99,7 @@ Napi::Value ViewBookkeeping(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AddonData& data = DataOf(env);
   data.state->SettleEndedViews();
-  size_t listed = 0;
+  size_t listed = data.views->handleListed;
   for (const auto& entry : data.views->byAllocation) listed += entry.second.size();
   Napi::Object object = Napi::Object::New(env);
   object.Set("records", static_cast<double>(data.state->ViewRecordCount()));

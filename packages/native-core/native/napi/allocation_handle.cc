@@ -104,15 +104,19 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
   AddonData& data = DataOf(env);
   ViewRegistry& registry = *data.views;
   state->SettleEndedViews();
-  std::vector<HandedOutView>& views = registry.byAllocation[id];
+  // Backing stores: the handle's own list (nothing else needs it). Node-API: the environment's, which its
+  // teardown reaches.
+  std::vector<HandedOutView>& views = registry.backingStores ? ownViews : registry.byAllocation[id];
   // The same ArrayBuffer while it lives: a new one costs a native object and a weak handle.
   for (auto& view : views) {
     if (view.length != length) continue;
     if (napi_value buffer = view.ref->Attached(env)) return Napi::Value(env, buffer);
   }
   // Collected or detached ones are forgotten here; the state still knows of them until they end.
+  size_t listed = views.size();
   views.erase(std::remove_if(views.begin(), views.end(), [env](auto& view) { return view.ref->Attached(env) == nullptr; }),
               views.end());
+  if (registry.backingStores) registry.handleListed -= listed - views.size();
   // Node-API: the views made since the sentinel that are still attached are covered before this one is made.
   if (!registry.backingStores) SecureNewViews(env);
   uint64_t viewId = state->ViewCreated(id);
@@ -141,9 +145,14 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
     error.Set("bytes", Napi::Number::New(env, static_cast<double>(length)));
     throw error;
   }
-  // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
-  registry.byAllocation[id].push_back(HandedOutView{std::move(ref), viewId, length});
-  if (!registry.backingStores) registry.uncoveredAttached += 1;
+  if (registry.backingStores) {
+    ownViews.push_back(HandedOutView{std::move(ref), viewId, length});
+    registry.handleListed += 1;
+  } else {
+    // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
+    registry.byAllocation[id].push_back(HandedOutView{std::move(ref), viewId, length});
+    registry.uncoveredAttached += 1;
+  }
   return Napi::Value(env, buffer);
 }
 
@@ -170,20 +179,11 @@ void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64
   if (found != views.byAllocation.end()) {
     for (auto& view : found->second) {
       if (!view.ref->Detach(env)) continue;
-      // Node-API: nothing reaches the memory through it now. A backing store says so itself (its deleter
-      // ran, unless the store lives on elsewhere: then the view escaped), settled below.
-      if (!views.backingStores) {
-        state.ViewDetachedByUs(id, view.viewId);
-        UncoveredViewGone(views, view.viewId);
-      }
+      // Nothing reaches the memory through it now.
+      state.ViewDetachedByUs(id, view.viewId);
+      UncoveredViewGone(views, view.viewId);
     }
-    // Backing stores: the list stays for the next views (no allocation per view); it goes on release or
-    // collection. Node-API: the teardown reaches the views of every listed allocation, so none stays.
-    if (views.backingStores) {
-      found->second.clear();
-    } else {
-      views.byAllocation.erase(found);
-    }
+    views.byAllocation.erase(found);
   }
   state.SettleEndedViews();
 }
@@ -193,7 +193,16 @@ void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64
 // so the memory is quarantined (see addon_state.h). Returns whether a view escaped and still exists: such
 // an allocation must never be reused.
 bool AllocationHandle::DetachViews(Napi::Env env) {
-  DetachAllViews(env, *DataOf(env).views, *state, id);
+  ViewRegistry& registry = *DataOf(env).views;
+  if (registry.backingStores) {
+    // A backing store says itself whether it lives on elsewhere (its deleter ran, or the view escaped).
+    for (auto& view : ownViews) view.ref->Detach(env);
+    registry.handleListed -= ownViews.size();
+    ownViews.clear();
+    state->SettleEndedViews();
+  } else {
+    DetachAllViews(env, registry, *state, id);
+  }
   return state->SettleViews(id);
 }
 
@@ -263,8 +272,9 @@ void AllocationHandle::Release(const Napi::CallbackInfo& info, const char* what)
 }
 
 void AllocationHandle::Collected() {
-  // Backing stores: the list of a collected handle's views goes (their ends still come through the ledger).
-  if (auto registry = views.lock(); registry && registry->backingStores) registry->byAllocation.erase(id);
+  // The list of a collected handle's views goes (a backing store's end still comes through the ledger).
+  if (auto registry = views.lock()) registry->handleListed -= ownViews.size();
+  ownViews.clear();
   if (!released && state) {
     state->SettleEndedViews();
     state->HandleDone(id, false);

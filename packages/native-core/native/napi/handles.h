@@ -42,8 +42,10 @@ struct HandedOutView {
 struct ViewRegistry {
   std::unordered_map<uint64_t, std::vector<HandedOutView>> byAllocation;
   // Views are V8 backing stores reporting to the state's ViewLedger (views.h), rather than Node-API
-  // external ArrayBuffers with finalizers; then there is no teardown sentinel.
+  // external ArrayBuffers with finalizers; then there is no teardown sentinel, and each handle lists its own
+  // views (AllocationHandle::ownViews, counted here) instead of byAllocation.
   bool backingStores = false;
+  size_t handleListed = 0;
   // The generation of the newest teardown sentinel (RenewTeardownSentinel): only its finalizer acts.
   uint64_t sentinel = 0;
   // The newest view id the sentinel covers (made before it), and how many views made since may still be
@@ -101,6 +103,8 @@ class AllocationHandle {
  public:
   std::shared_ptr<AddonState> state;
   std::weak_ptr<ViewRegistry> views;
+  // Backing stores: the views this handle made that may still be attached (Node-API: the registry's).
+  std::vector<HandedOutView> ownViews;
   uint64_t id = 0;
   bool released = true;
   double length = 0;
