@@ -15,7 +15,6 @@ const METHODS = ["newBuffer", "mapFile", "newResidencySet", "attachResidencySet"
 const OPTIONAL_METHODS = [
   "newBufferRange",
   "checkMetalDevice",
-  // Address spaces (the segments policy's expandable segment): all three with `mapGranularity`, or none.
   "reserveAddressSpace",
   "mapMemory",
   "unmapMemory",
@@ -84,19 +83,6 @@ export function checkedBackend(backend: unknown): NativeBackend {
     }
     shape[member] = value;
   }
-  // The unit of an address space's maps, with the three methods above (a power of two).
-  const granularity = read(backend, "mapGranularity");
-  if (granularity !== undefined) {
-    if (
-      typeof granularity !== "number" ||
-      !Number.isSafeInteger(granularity) ||
-      granularity <= 0 ||
-      2 ** Math.round(Math.log2(granularity)) !== granularity
-    ) {
-      throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(granularity)}`);
-    }
-    shape.mapGranularity = granularity;
-  }
   const name = read(backend, "name");
   if (typeof name !== "string") throw bad("name", `must be a string, got ${describeValue(name)}`);
   shape.name = name;
@@ -115,6 +101,25 @@ export function checkedBackend(backend: unknown): NativeBackend {
     throw bad("hostVisible", `must be a boolean when given, got ${describeValue(hostVisible)}`);
   }
   if (hostVisible !== undefined) shape.hostVisible = hostVisible;
+  // Address spaces: a granularity (a power of two) with all three calls, or none of them.
+  const mapGranularity = read(backend, "mapGranularity");
+  const spaceCalls = ["reserveAddressSpace", "mapMemory", "unmapMemory"].filter((member) => member in shape);
+  if (mapGranularity !== undefined) {
+    if (
+      typeof mapGranularity !== "number" ||
+      !Number.isSafeInteger(mapGranularity) ||
+      mapGranularity <= 0 ||
+      (mapGranularity & (mapGranularity - 1)) !== 0
+    ) {
+      throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(mapGranularity)}`);
+    }
+    if (spaceCalls.length !== 3) {
+      throw bad("mapGranularity", "is given without reserveAddressSpace, mapMemory and unmapMemory");
+    }
+    shape.mapGranularity = mapGranularity;
+  } else {
+    for (const member of spaceCalls) delete shape[member];
+  }
   // CUDA's device ordinal, which a 0-byte buffer's handle names.
   const ordinal = platform === "cuda" ? read(backend, "device") : undefined;
   if (typeof ordinal === "number") shape.device = ordinal;

@@ -1,8 +1,8 @@
 import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
-import { allocationFailed, offsetHandle, releasedError } from "@nuvec/native-core";
+import { allocationFailed, checkViewLength, offsetHandle, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
-import { detachArrayBuffer } from "./support.js";
+import { detachArrayBuffer, viewOfLength } from "./support.js";
 
 /**
  * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
@@ -46,13 +46,15 @@ export class MockBuffer implements NativeBuffer {
   }
 
   /**
-   * The buffer's bytes (`length` of them, zeros at first) as an `ArrayBuffer`, the same one on every call
-   * until it is detached. Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
+   * The buffer's first `length` bytes (default: all, zeros at first) as an `ArrayBuffer`, the same one on
+   * every call with that length until it is detached (a view of another length detaches it: see
+   * `viewOfLength`). Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
    * `realMemoryUpTo`, and a `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
-  contents(): ArrayBuffer {
+  contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
+      checkViewLength(length, this.length);
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
           throw allocationFailed(
@@ -61,8 +63,8 @@ export class MockBuffer implements NativeBuffer {
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
           );
         }
-        this.#memory = new ArrayBuffer(this.length);
       }
+      this.#memory = viewOfLength(this.#memory, length);
       return this.#memory;
     });
   }
@@ -170,10 +172,14 @@ export class MockBufferRange implements NativeBuffer {
     return this.#released;
   }
 
-  /** The range's bytes (its own in the mock: see the class), the same `ArrayBuffer` until detached. */
-  contents(): ArrayBuffer {
+  /**
+   * The range's first `length` bytes (default: all; its own in the mock: see the class), the same
+   * `ArrayBuffer` until detached.
+   */
+  contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
+      checkViewLength(length, this.length);
       if (this.#memory === undefined) {
         if (this.length > this.#core.realMemoryUpTo) {
           throw allocationFailed(
@@ -182,8 +188,8 @@ export class MockBufferRange implements NativeBuffer {
               `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
           );
         }
-        this.#memory = new ArrayBuffer(this.length);
       }
+      this.#memory = viewOfLength(this.#memory, length);
       return this.#memory;
     });
   }
