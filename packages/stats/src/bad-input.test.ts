@@ -57,6 +57,10 @@ const BAD_CALLS: Readonly<Record<string, readonly Call[]>> = {
       () => stats.formatMemoryStats(emptyMemoryStats(), null as never),
     ],
   ],
+  Teardown: [
+    ["new Teardown().run(1)", "step", () => new stats.Teardown().run(1 as never)],
+    ["new Teardown().run(null)", "step", () => new stats.Teardown().run(null as never)],
+  ],
   // Functions that take no argument a caller can get wrong, or report a problem instead of throwing.
   byteCountProblem: [],
   describeValue: [],

@@ -3,6 +3,9 @@
 // left the rest unreleased and the object half open ("closed" still false), so a retry could not finish it
 // either.
 
+import { ArgumentError } from "./errors.js";
+import { describeValue } from "./size.js";
+
 /**
  * Collects the failures of the steps of a teardown, so that every step runs: `run(step)` catches what the
  * step throws, `finish()` rethrows once they all ran.
@@ -16,8 +19,15 @@
 export class Teardown {
   readonly #failures: unknown[] = [];
 
-  /** Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on. */
+  /**
+   * Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on.
+   *
+   * @throws ArgumentError when `step` is not a function (a mistake of the caller's, not a failed step).
+   */
   run(step: () => void): void {
+    if (typeof step !== "function") {
+      throw new ArgumentError("step", `Teardown.run(): step must be a function, got ${describeValue(step)}`);
+    }
     try {
       step();
     } catch (error) {
