@@ -1,6 +1,6 @@
 // One way for every teardown (close, dispose, clearing a cache) to survive a step that throws: run every
-// step, remember what failed, and report once everything ran. A teardown that stopped at its first failure
-// left the rest unreleased and the object half open ("closed" still false), so a retry could not finish it
+// step, remember what failed, and report once everything ran. A teardown that stops at its first failure
+// leaves the rest unreleased and the object half open ("closed" still false), which a retry cannot finish
 // either.
 
 import { ArgumentError } from "./errors.js";
