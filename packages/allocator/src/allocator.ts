@@ -4,6 +4,7 @@ import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount, type QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import { allocatorClosed } from "./errors.js";
+import { isMappingSource } from "./expandable.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
@@ -84,7 +85,10 @@ export class CachingAllocator<B> {
     };
     this.engine =
       cachePolicy.name === "segments"
-        ? new SegmentAllocator<B>(source, { ...limits, segments: checkSegmentOptions(options.segments) })
+        ? new SegmentAllocator<B>(source, {
+            ...limits,
+            segments: checkSegmentOptions(options.segments, isMappingSource(source)),
+          })
         : new SizeClassAllocator<B>(source, { ...limits, cachePolicy });
   }
 
@@ -96,6 +100,7 @@ export class CachingAllocator<B> {
   replaySetup(): TraceAllocatorSetup {
     const stats = this.memoryStats();
     const segments = this.segmentOptions;
+    const mapGranularity = this.engine instanceof SegmentAllocator ? this.engine.mapGranularity : undefined;
     return {
       policy: this.policyName,
       reserveRatio: this.facts.reserveRatio,
@@ -106,6 +111,7 @@ export class CachingAllocator<B> {
       maxBufferLength: this.facts.maxBufferLength,
       resourceLimit: this.facts.resourceLimit,
       pageSize: this.facts.pageSize,
+      ...(mapGranularity === undefined ? {} : { mapGranularity }),
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
       fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,

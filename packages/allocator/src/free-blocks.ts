@@ -1,5 +1,6 @@
 // The free blocks of one pool of the segments policy, ordered for best fit: the smallest free block at
 // least as large as a request, found without a scan.
+import type { MappedPages } from "./expandable.js";
 
 /**
  * A block of a segment: a range of bytes `[offset, offset + size)`, live (handed out), free (in its pool's
@@ -57,6 +58,11 @@ export class Segment<B> {
   idleNewer: Segment<B> | null = null;
   idleOlder: Segment<B> | null = null;
   idle = false;
+  /**
+   * An expandable segment's mapped pages (its `size` is address space then, not memory); `null` for a
+   * segment that is memory throughout.
+   */
+  pages: MappedPages<B> | null = null;
 
   constructor(buffer: B, size: number, pool: number) {
     this.buffer = buffer;

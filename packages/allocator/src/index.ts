@@ -4,6 +4,7 @@ export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
+export type { MappingSource } from "./expandable.js";
 export {
   type AllocatorOptions,
   type AllocatorPolicy,
@@ -15,6 +16,7 @@ export {
 export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
   CountingBufferSource,
+  CountingMappingSource,
   type ReplayOptions,
   type ReplayResult,
   replayOptionsFromHeader,

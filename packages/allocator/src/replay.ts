@@ -39,6 +39,11 @@ export interface ReplayOptions {
   resourceLimit?: number;
   /** Default 16 KiB. */
   pageSize?: number;
+  /**
+   * The map granularity of a device that maps memory into reserved address space (CUDA's): the segments
+   * policy's large pool is then expandable, as on that device. Default: none.
+   */
+  mapGranularity?: number;
   /** `"throw"` (default) stops at the first refusal; `"skip"` counts it and ignores that id's free. */
   outOfMemory?: "throw" | "skip";
   /** Called after every event, with its position among the events (the header excluded). */
@@ -99,6 +104,41 @@ export class CountingBufferSource implements BufferSource<number> {
 
   range(_segment: number, _offset: number, _length: number): number {
     return -++this.ranges;
+  }
+}
+
+/**
+ * A {@link CountingBufferSource} that also reserves address space and maps memory into it, as a CUDA device
+ * does: the segments policy's large pool is then one expandable segment. Map calls count as `acquired`,
+ * unmaps as `released`.
+ */
+export class CountingMappingSource extends CountingBufferSource {
+  /** The unit of map offsets and lengths. */
+  readonly mapGranularity: number;
+  /** Address ranges reserved so far. */
+  reservations = 0;
+
+  constructor(facts: ConstructorParameters<typeof CountingBufferSource>[0] & { mapGranularity: number }) {
+    super(facts);
+    this.mapGranularity = facts.mapGranularity;
+  }
+
+  reserve(_capacity: number): number {
+    this.reservations++;
+    return -1e15 - this.reservations;
+  }
+
+  map(_space: number, _offset: number, _length: number): void {
+    this.acquired++;
+  }
+
+  unmap(_space: number, _offset: number, _length: number): void {
+    this.released++;
+  }
+
+  override release(buffer: number): void {
+    if (buffer <= -1e15) return;
+    super.release(buffer);
   }
 }
 
@@ -319,13 +359,17 @@ export class TraceReplay {
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
   constructor(options: ReplayOptions = {}) {
     const workingSet = options.workingSet ?? DEFAULT_WORKING_SET;
-    const source = new CountingBufferSource({
+    const facts = {
       workingSet,
       memorySize: options.memorySize ?? 2 * workingSet,
       maxBufferLength: options.maxBufferLength ?? Number.MAX_SAFE_INTEGER,
       resourceLimit: options.resourceLimit ?? 499_000,
       pageSize: options.pageSize ?? PAGE,
-    });
+    };
+    const source =
+      options.mapGranularity === undefined
+        ? new CountingBufferSource(facts)
+        : new CountingMappingSource({ ...facts, mapGranularity: options.mapGranularity });
     this.#allocator = new CachingAllocator(source, {
       policy: options.policy ?? DEFAULT_POLICY,
       reserveRatio: options.reserveRatio,
@@ -483,6 +527,7 @@ export function replayOptionsFromHeader(
     maxBufferLength: setup.maxBufferLength,
     resourceLimit: setup.resourceLimit,
     pageSize: setup.pageSize,
+    ...(setup.mapGranularity === undefined ? {} : { mapGranularity: setup.mapGranularity }),
     memoryLimit: setup.memoryLimit,
     cacheLimit: setup.cacheLimit,
     policy: setup.policy,
