@@ -1,6 +1,7 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it, vi } from "vitest";
+import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
 import { ownerOfView } from "./device-buffer.js";
 import { Device, type DeviceBuffer, OutOfMemoryError } from "./index.js";
 
@@ -125,20 +126,17 @@ describe("malloc and free", () => {
     );
   });
 
-  it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], ["12"], [12n], [undefined]])(
-    "refuses malloc(%s) with a typed error and changes nothing",
-    (bytes) => {
-      const { device } = mockDevice();
-      device.malloc(100).free();
-      const before = device.memoryStats();
-      const counters = device.counters();
-      expect(() => device.malloc(bytes as number)).toThrow(
-        expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
-      );
-      expect(device.memoryStats()).toEqual(before);
-      expect(device.counters()).toEqual(counters);
-    },
-  );
+  it.each(BAD_BYTE_COUNTS)("refuses malloc(%s) with a typed error and changes nothing", (_label, bytes) => {
+    const { device } = mockDevice();
+    device.malloc(100).free();
+    const before = device.memoryStats();
+    const counters = device.counters();
+    expect(() => device.malloc(bytes as number)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
+    );
+    expect(device.memoryStats()).toEqual(before);
+    expect(device.counters()).toEqual(counters);
+  });
 
   it("refuses a request above the device's max buffer length with ArgumentError, nothing changed", () => {
     const { device } = mockDevice({ maxBufferLength: 64 * MIB });

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { allocationSize, assertByteCount, mappingSize, PAGE, SMALL } from "./size.js";
+import { BAD_BYTE_COUNTS } from "../test/bad-byte-counts.js";
+import { allocationSize, assertByteCount, byteCountProblem, mappingSize, PAGE, SMALL } from "./size.js";
 
 describe("allocationSize", () => {
   it.each([
@@ -154,6 +155,19 @@ describe("mappingSize", () => {
 });
 
 describe("assertByteCount", () => {
+  it.each(BAD_BYTE_COUNTS)(
+    "refuses %s: a TypeError for what is not a number, else a RangeError",
+    (_label, value) => {
+      const problem = byteCountProblem(value, "bytes");
+      expect(problem?.message).toMatch(
+        /^bytes must be a (number of bytes|non-negative safe integer number of bytes), got /,
+      );
+      expect(() => assertByteCount(value, "bytes")).toThrow(
+        typeof value === "number" ? RangeError : TypeError,
+      );
+    },
+  );
+
   it("names the argument", () => {
     expect(() => assertByteCount(-5, "bytes")).toThrow(/bytes.*-5/);
     expect(() => assertByteCount("5", "limit")).toThrow(/limit must be a number.*"5"/);
