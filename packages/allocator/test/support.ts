@@ -10,15 +10,7 @@ export const fixturesDir = resolve(repoRoot, "fixtures");
 export const tracesDir = resolve(fixturesDir, "traces");
 export const conformanceFile = resolve(fixturesDir, "conformance/allocator-scenarios.json");
 
-/** Calls `action`, expects it to throw, and returns the error. */
-export function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
+export { thrown } from "../../stats/test/thrown.js";
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
