@@ -9,7 +9,7 @@ import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
 import { afterAll, describe, expect, it } from "vitest";
-import { readOwnMemory } from "../../native-core/test/support.js";
+import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import { captureWarnings } from "./reliability/support.js";
 
@@ -28,12 +28,6 @@ function writeFile(bytes: Uint8Array): string {
   const path = join(folder, `file-${fileNumber}.bin`);
   writeFileSync(path, bytes);
   return path;
-}
-
-function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed) & 0xff;
-  return bytes;
 }
 
 /** A promise and the functions that settle it. */
