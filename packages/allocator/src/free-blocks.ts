@@ -63,6 +63,12 @@ export class Segment<B> {
    * segment that is memory throughout.
    */
   pages: MappedPages<B> | null = null;
+  /**
+   * An expandable segment's last block while it is free: the rest of the address space, kept out of the
+   * pool (its size changes with every block cut from it or merged back, which would churn the pool's sizes;
+   * and being the largest, best fit would take it last anyway).
+   */
+  tail: Block<B> | null = null;
 
   constructor(buffer: B, size: number, pool: number) {
     this.buffer = buffer;

@@ -24,7 +24,12 @@ export {
   TraceReplay,
   TraceValidator,
 } from "./replay.js";
-export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
+export {
+  checkSegmentOptions,
+  EXPANDABLE_SEGMENT_DEFAULTS,
+  SEGMENT_DEFAULTS,
+  type SegmentOptions,
+} from "./segments.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {

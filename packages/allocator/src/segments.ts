@@ -313,6 +313,15 @@ export class SegmentAllocator<B> {
         this.cacheHits++;
       }
     }
+    // Nothing free fits: an expandable segment's tail, the address space after its last block.
+    if (block === null && pool === LARGE && this.space?.tail != null) {
+      const tail = this.space.tail;
+      if (tail.size >= size && used + this.handedOut(tail, size) <= this.memoryLimit) {
+        this.unstore(tail);
+        block = tail;
+        this.cacheHits++;
+      }
+    }
     const hit = block !== null;
     if (block === null) {
       block = this.newSegmentBlock(size, pool);
@@ -325,7 +334,7 @@ export class SegmentAllocator<B> {
       try {
         this.mapPages(pages, block.offset, length);
       } catch (error) {
-        free.put(block);
+        this.store(block);
         if (hit) this.cacheHits--;
         else this.cacheMisses--;
         throw error;
@@ -343,7 +352,7 @@ export class SegmentAllocator<B> {
         made = this.source.range(block.segment.buffer, block.offset, length);
       } catch (error) {
         // A hit's block goes back to its pool; a new segment stays, idle, its block free.
-        free.put(block);
+        this.store(block);
         if (hit) this.cacheHits--;
         else this.cacheMisses--;
         throw error;
@@ -559,7 +568,25 @@ export class SegmentAllocator<B> {
     if (block.after !== null) block.after.before = rest;
     block.after = rest;
     block.size = size;
-    this.pools[block.segment.pool]!.put(rest);
+    this.store(rest);
+  }
+
+  /** A free block into its pool, or an expandable segment's last block into its tail. */
+  private store(block: Block<B>): void {
+    const segment = block.segment;
+    if (segment.pages !== null && block.after === null) {
+      segment.tail = block;
+      block.free = true;
+    } else this.pools[segment.pool]!.put(block);
+  }
+
+  /** Takes a free block out of its pool or tail. */
+  private unstore(block: Block<B>): void {
+    const segment = block.segment;
+    if (segment.tail === block) {
+      segment.tail = null;
+      block.free = false;
+    } else this.pools[segment.pool]!.take(block);
   }
 
   /**
@@ -568,10 +595,9 @@ export class SegmentAllocator<B> {
    * common case) hands it out again without a new one. The merged-away block's range goes back.
    */
   private putFree(block: Block<B>): void {
-    const pool = this.pools[block.segment.pool]!;
     const before = block.before;
     if (before?.free) {
-      pool.take(before);
+      this.unstore(before);
       this.dropRange(block);
       before.size += block.size;
       before.after = block.after;
@@ -580,13 +606,13 @@ export class SegmentAllocator<B> {
     }
     const after = block.after;
     if (after?.free) {
-      pool.take(after);
+      this.unstore(after);
       this.dropRange(after);
       block.size += after.size;
       block.after = after.after;
       if (after.after !== null) after.after.before = block;
     }
-    pool.put(block);
+    this.store(block);
   }
 
   /** Gives a block's range back (its memory stays the segment's). */
@@ -834,9 +860,8 @@ export class SegmentAllocator<B> {
 
   /** Takes an idle segment's blocks out of the pool and gives it back to the system. */
   private releaseSegment(segment: Segment<B>): void {
-    const pool = this.pools[segment.pool]!;
     for (let block = segment.first; block !== null; block = block.after) {
-      if (block.free) pool.take(block);
+      if (block.free) this.unstore(block);
       try {
         this.dropRange(block);
       } catch {

@@ -180,9 +180,15 @@ function traces() {
     .sort();
   for (const file of files) {
     const { events } = readTraceEvents(join(tracesDirectory, file));
-    for (const policy of ["segments", "bounded", "mlx"]) {
+    const variants = [
+      { name: "segments", options: { policy: "segments" } },
+      { name: "segments fixed", options: { policy: "segments", segments: { expandable: false } } },
+      { name: "bounded", options: { policy: "bounded" } },
+      { name: "mlx", options: { policy: "mlx" } },
+    ];
+    for (const { name: policy, options } of variants) {
       const freeBefore = backend.memoryInfo().free;
-      const device = Device.open({ backend, policy });
+      const device = Device.open({ backend, ...options });
       const coldNs = replay(device, events);
       const cold = device.counters();
       const coldStats = device.memoryStats();

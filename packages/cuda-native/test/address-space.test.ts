@@ -1,0 +1,94 @@
+// Address spaces on a GPU: device address space reserved with nothing behind it, memory mapped into it a
+// granule at a time and unmapped again, and the segments policy's expandable large pool that grows over it,
+// as a runtime sees it through the Device. Needs an NVIDIA GPU (gpu/run.sh).
+import { Device } from "@nuvec/device";
+import { ArgumentError, StateError } from "@nuvec/stats";
+import { describe, expect, it } from "vitest";
+import { patternBytes, thrown } from "../../native-core/test/support.js";
+import { cuda, cudaBackend } from "./support.js";
+
+const MIB = 1024 ** 2;
+
+describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undefined)(
+  "address spaces on a GPU",
+  () => {
+    it("a reserved space holds no memory until mapped; its ranges carry bytes where mapped; unmapped, the driver has them back", () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      expect(granule % (64 * 1024)).toBe(0);
+      const before = backend.memoryInfo().free;
+      const space = backend.reserveAddressSpace(8 * granule);
+      expect(space.allocatedSize).toBe(0);
+      expect(backend.memoryInfo().free).toBe(before);
+      backend.mapMemory(space, granule, 2 * granule);
+      expect(before - backend.memoryInfo().free).toBeGreaterThanOrEqual(2 * granule);
+      const range = backend.newBufferRange!(space, granule + 512, granule);
+      const bytes = patternBytes(granule, 7);
+      range.write(bytes);
+      expect(Buffer.from(range.read()).equals(Buffer.from(bytes))).toBe(true);
+      const base = (space.nativeHandle() as { devicePointer: bigint }).devicePointer;
+      expect((range.nativeHandle() as { devicePointer: bigint }).devicePointer).toBe(
+        base + BigInt(granule + 512),
+      );
+      range.release();
+      backend.unmapMemory(space, granule, 2 * granule);
+      expect(backend.memoryInfo().free).toBe(before);
+      space.release();
+    });
+
+    it("refuses ranges that are not whole granules, overlap mapped memory, or were not mapped as one", () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      const space = backend.reserveAddressSpace(4 * granule);
+      try {
+        expect(thrown(() => backend.mapMemory(space, 512, granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.mapMemory(space, 0, granule + 512))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.mapMemory(space, 0, 5 * granule))).toBeInstanceOf(ArgumentError);
+        backend.mapMemory(space, 0, 2 * granule);
+        expect(thrown(() => backend.mapMemory(space, granule, 2 * granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.unmapMemory(space, 0, granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.unmapMemory(space, 2 * granule, granule))).toBeInstanceOf(ArgumentError);
+        const buffer = backend.newBuffer(granule);
+        expect(thrown(() => backend.mapMemory(buffer, 0, granule))).toBeInstanceOf(ArgumentError);
+        buffer.release();
+      } finally {
+        // Released with memory still mapped: the space unmaps it.
+        space.release();
+      }
+      expect(thrown(() => backend.mapMemory(space, 0, granule))).toBeInstanceOf(StateError);
+    });
+
+    it("the Device's default policy grows one expandable segment: reserved is whole mappings, bytes survive reuse, clearCache gives the memory back", () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      const before = backend.memoryInfo().free;
+      const device = Device.open({ backend });
+      const sizes = [3 * MIB, 40 * MIB, 5 * MIB + 512, 100 * MIB, 64 * MIB];
+      const buffers = sizes.map((size, index) => {
+        const buffer = device.malloc(size);
+        buffer.write(patternBytes(size, index + 1));
+        return buffer;
+      });
+      const stats = device.memoryStats();
+      expect(stats.reserved % granule).toBe(0);
+      expect(stats.reserved).toBeGreaterThanOrEqual(stats.active);
+      buffers.forEach((buffer, index) => {
+        expect(Buffer.from(buffer.read()).equals(Buffer.from(patternBytes(sizes[index]!, index + 1)))).toBe(
+          true,
+        );
+      });
+      for (const buffer of buffers) buffer.free();
+      // The same requests again find their memory mapped: no system allocation, nothing more reserved.
+      const again = sizes.map((size) => device.malloc(size));
+      expect(device.memoryStats()).toMatchObject({
+        reserved: stats.reserved,
+        systemAllocations: stats.systemAllocations,
+      });
+      for (const buffer of again) buffer.free();
+      device.clearCache();
+      expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0 });
+      device.close();
+      expect(backend.memoryInfo().free).toBe(before);
+    });
+  },
+);
