@@ -67,31 +67,22 @@ describe("construction", () => {
 });
 
 describe("choose: the seed's choice of set", () => {
-  it("takes the first set with room", () => {
+  // A cap of 100 bytes: [what it shows, sizes inserted in order, the set of each, the bytes of each set].
+  it.each([
+    ["takes the first set with room", [60, 60, 40, 30], [0, 1, 0, 1], [100, 90]],
+    ["fits exactly at the cap", [100, 1], [0, 1], [100, 1]],
+    ["gives an allocation larger than the cap a set of its own", [100, 500, 10], [0, 1, 2], [100, 500, 10]],
+    [
+      "puts the first allocation larger than the cap in a new set, not in the empty set 0",
+      [150],
+      [1],
+      [0, 150],
+    ],
+  ])("%s", (_title, sizes, sets, setBytes) => {
     const { residency } = make({ cap: 100, wiredLimit: GiB });
-    const [a, b, c, d] = insertAll(residency, [60, 60, 40, 30]);
-    expect([a, b, c, d].map((item) => residency.setIndexOf(item!))).toEqual([0, 1, 0, 1]);
-    expect(residency.setBytes()).toEqual([100, 90]);
-  });
-
-  it("fits exactly at the cap", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    insertAll(residency, [100, 1]);
-    expect(residency.setBytes()).toEqual([100, 1]);
-  });
-
-  it("gives an allocation larger than the cap a set of its own", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    const [, big, small] = insertAll(residency, [100, 500, 10]);
-    expect(residency.setIndexOf(big!)).toBe(1);
-    expect(residency.setBytes()).toEqual([100, 500, 10]);
-    expect(residency.setIndexOf(small!)).toBe(2);
-  });
-
-  it("puts the first allocation larger than the cap in a new set, not in the empty set 0", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    insertAll(residency, [150]);
-    expect(residency.setBytes()).toEqual([0, 150]);
+    const items = insertAll(residency, sizes);
+    expect(items.map((item) => residency.setIndexOf(item))).toEqual(sets);
+    expect(residency.setBytes()).toEqual(setBytes);
   });
 
   it("reuses the first emptied set after set 0, never set 0 itself", () => {
