@@ -1,15 +1,9 @@
-// What a runtime's native code relies on: native handles, frees deferred until a kernel's promise
-// settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
-// real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
-// around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
+import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import { captureWarnings } from "./reliability/support.js";
 
@@ -19,16 +13,9 @@ function cpuAddress(handle: DeviceMemoryHandle): bigint {
   return handle.address;
 }
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-runtime-interop-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-let fileNumber = 0;
-
-function writeFile(bytes: Uint8Array): string {
-  fileNumber += 1;
-  const path = join(folder, `file-${fileNumber}.bin`);
-  writeFileSync(path, bytes);
-  return path;
-}
+const scratch = scratchFolder("nuvec-runtime-interop-");
+let files = 0;
+const writeFile = (bytes: Uint8Array) => scratch.write(`file-${files++}.bin`, bytes);
 
 /** A promise and the functions that settle it. */
 function deferred() {

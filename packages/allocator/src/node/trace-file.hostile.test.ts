@@ -3,26 +3,19 @@
 // anything is read; a gzip bomb of one endless line is refused with a typed error; a 36-million-event trace
 // replays as a stream within 500 MB of resident memory.
 import { execFileSync, spawnSync } from "node:child_process";
-import { createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { createWriteStream, existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGzip, gzipSync } from "node:zlib";
 import { FormatError } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { badIdHistories } from "../../test/bad-traces.js";
 import { readTrace, replayTraceFile, replayTraceStream, streamTrace } from "../node.js";
 import { replayTrace } from "../replay.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const folder = mkdtempSync(join(tmpdir(), "nuvec-hostile-trace-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-function write(name: string, content: string | Buffer): string {
-  const path = join(folder, name);
-  writeFileSync(path, content);
-  return path;
-}
+const { folder, write } = scratchFolder("nuvec-hostile-trace-");
 
 async function* chunks(text: string) {
   yield Buffer.from(text);
