@@ -48,6 +48,7 @@ class SpaceSource extends TestSource {
   override release(buffer: TestBuffer): void {
     if (buffer === this.space) {
       if (this.mappings.size > 0) throw new Error("space released with memory mapped");
+      if (this.liveRanges > 0) throw new Error("space released with ranges of it alive");
       this.space = undefined;
       return;
     }

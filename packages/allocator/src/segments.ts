@@ -536,6 +536,10 @@ export class SegmentAllocator<B> {
       if (space !== null && space.live === 0 && space.pages!.mappedBytes === 0) {
         this.space = null;
         this.segmentCount--;
+        // Its blocks' ranges first: a backend keeps a buffer's memory while a range of it lives.
+        for (let block = space.first; block !== null; block = block.after) this.dropRange(block);
+        space.first = null;
+        space.tail = null;
         this.source.release(space.buffer);
       }
     } finally {
