@@ -54,6 +54,8 @@ export class MappedPages<B> {
   private nextId = 1;
   // One past the highest page ever mapped: growth beyond it is growth of the segment's used extent.
   private highestEnd = 0;
+  // Pages [0, prefixEnd) are all mapped.
+  private prefixEnd = 0;
 
   constructor(source: MappingSource<B>, space: B, capacity: number) {
     this.source = source;
@@ -64,6 +66,8 @@ export class MappedPages<B> {
 
   /** Whether every page under `[offset, offset + length)` is mapped. */
   covers(offset: number, length: number): boolean {
+    // The common case in one comparison: inside the mapped prefix of the space.
+    if (offset + length <= this.prefixEnd * this.page) return true;
     const page = this.page;
     const end = Math.ceil((offset + length) / page);
     for (let index = Math.floor(offset / page); index < end; index++) {
@@ -113,6 +117,11 @@ export class MappedPages<B> {
       const id = this.newId(index * page, (runEnd - index) * page);
       this.owner.fill(id, index, runEnd);
       if (runEnd > this.highestEnd) this.highestEnd = runEnd;
+      if (index <= this.prefixEnd) {
+        let prefix = Math.max(this.prefixEnd, runEnd);
+        while (prefix < limit && this.owner[prefix] !== 0) prefix++;
+        this.prefixEnd = prefix;
+      }
       this.mappedBytes += (runEnd - index) * page;
       this.mappings++;
       this.mapCalls++;
@@ -150,6 +159,7 @@ export class MappedPages<B> {
         continue;
       }
       this.owner.fill(0, startPage, endPage);
+      if (startPage < this.prefixEnd) this.prefixEnd = startPage;
       this.freeIds.push(id);
       this.mappedBytes -= size;
       this.mappings--;

@@ -9,7 +9,7 @@ import type { MappedPages } from "./expandable.js";
  */
 export class Block<B> {
   /** The segment this block is part of. */
-  readonly segment: Segment<B>;
+  segment: Segment<B>;
   offset: number;
   size: number;
   /** Neighbours in the segment, in address order. */
@@ -41,6 +41,30 @@ export class Block<B> {
     this.offset = offset;
     this.size = size;
     this.owner = owner;
+  }
+
+  /**
+   * Makes a block merged away into a new one (the policy keeps a few spare: a split then allocates nothing).
+   * An allocation that still names it fails its free as a double free, as before: its `allocation` is
+   * another one or none.
+   */
+  renew(segment: Segment<B>, offset: number, size: number): this {
+    this.segment = segment;
+    this.offset = offset;
+    this.size = size;
+    this.before = null;
+    this.after = null;
+    this.allocation = null;
+    this.free = false;
+    this.quarantined = false;
+    this.liveSize = 0;
+    this.range = null;
+    this.rangeSize = 0;
+    this.rangeOffset = 0;
+    this.newer = null;
+    this.older = null;
+    this.bucket = null;
+    return this;
   }
 }
 
@@ -85,7 +109,7 @@ class SizeBucket<B> {
   newest: Block<B> | null = null;
 }
 
-/** Free sizes up to this many steps (blocks of `step` bytes) are found through a bit set of their own. */
+/** By default, free sizes up to this many steps (blocks of `step` bytes) are found through a bit set. */
 const INDEXED_STEPS = 1 << 14;
 /** Empty large buckets are kept (a size that comes back is cheap) until they are this many and half of all. */
 const COMPACT_AT_EMPTY = 64;
@@ -109,9 +133,9 @@ export class FreeBlocks<B> {
 
   private readonly step: number;
   private readonly indexedLimit: number;
-  private readonly heads: (Block<B> | null)[] = new Array(INDEXED_STEPS + 1).fill(null);
-  private readonly bits = new Int32Array((INDEXED_STEPS + 1 + 31) >>> 5);
-  private readonly summary = new Int32Array((((INDEXED_STEPS + 1 + 31) >>> 5) + 31) >>> 5);
+  private readonly heads: (Block<B> | null)[];
+  private readonly bits: Int32Array;
+  private readonly summary: Int32Array;
   private sizes = new Float64Array(64);
   private buckets: SizeBucket<B>[] = [];
   private readonly bucketOfSize = new Map<number, SizeBucket<B>>();
@@ -120,10 +144,17 @@ export class FreeBlocks<B> {
   private emptyBuckets = 0;
   private spareBuckets: SizeBucket<B>[] = [];
 
-  /** `step`: every block size is a multiple of it (the policy's rounding, a power of two). */
-  constructor(step: number) {
+  /**
+   * `step`: every block size is a multiple of it (the policy's rounding, a power of two); `indexedSteps`:
+   * sizes up to this many steps are indexed (a pool of large blocks indexes more: its sizes are many, and
+   * each new one costs the sorted path an insertion).
+   */
+  constructor(step: number, indexedSteps: number = INDEXED_STEPS) {
     this.step = step;
-    this.indexedLimit = INDEXED_STEPS * step;
+    this.indexedLimit = indexedSteps * step;
+    this.heads = new Array(indexedSteps + 1).fill(null);
+    this.bits = new Int32Array((indexedSteps + 1 + 31) >>> 5);
+    this.summary = new Int32Array((((indexedSteps + 1 + 31) >>> 5) + 31) >>> 5);
   }
 
   /** The smallest free block of at least `minimum` and below `limit` bytes (most recently freed), or `null`. */

@@ -218,6 +218,8 @@ export class SegmentAllocator<B> {
   private readonly mapping: MappingSource<B> | undefined;
   /** The large pool's expandable segment once made. */
   private space: Segment<B> | null = null;
+  // Blocks merged away, made new by the next splits (no allocation, less for the collector).
+  private readonly spareBlocks: Block<B>[] = [];
   private readonly sourceMemorySize: number;
 
   private cacheHits = 0;
@@ -244,7 +246,12 @@ export class SegmentAllocator<B> {
     this.source = source as RangeSource<B>;
     this.options = setup.segments;
     this.rounding = setup.segments.blockRounding;
-    this.pools = [new FreeBlocks<B>(this.rounding), new FreeBlocks<B>(this.rounding)];
+    // The large pool indexes sizes up to 64 MiB at 512-byte blocks (a workload's large tensors, and the rests
+    // cut from them, are many distinct sizes); the small pool's blocks fit the default index.
+    this.pools = [
+      new FreeBlocks<B>(this.rounding),
+      new FreeBlocks<B>(this.rounding, Math.max(1 << 14, Math.ceil((64 * MIB) / this.rounding))),
+    ];
     this.smallRequest = setup.segments.smallRequest;
     this.maxSplitSize = setup.segments.maxSplitSize === 0 ? Infinity : setup.segments.maxSplitSize;
     this.memoryLimit = setup.memoryLimit;
@@ -560,13 +567,19 @@ export class SegmentAllocator<B> {
   private splits(block: Block<B>, size: number): boolean {
     const rest = block.size - size;
     if (block.segment.pool === SMALL) return rest >= this.rounding;
+    // An expandable segment's tail is address space, never a cached block to keep whole.
+    if (block.segment.pages !== null && block.after === null) return rest > this.smallRequest;
     return rest > this.smallRequest && block.size < this.maxSplitSize;
   }
 
   /** Cuts `block` to `size` when {@link splits} says so; the rest becomes a free block after it. */
   private split(block: Block<B>, size: number): void {
     if (!this.splits(block, size)) return;
-    const rest = new Block<B>(block.segment, block.offset + size, block.size - size, this);
+    const spare = this.spareBlocks.pop();
+    const rest =
+      spare === undefined
+        ? new Block<B>(block.segment, block.offset + size, block.size - size, this)
+        : spare.renew(block.segment, block.offset + size, block.size - size);
     rest.before = block;
     rest.after = block.after;
     if (block.after !== null) block.after.before = rest;
@@ -606,6 +619,7 @@ export class SegmentAllocator<B> {
       before.size += block.size;
       before.after = block.after;
       if (block.after !== null) block.after.before = before;
+      this.keepSpare(block);
       block = before;
     }
     const after = block.after;
@@ -615,8 +629,14 @@ export class SegmentAllocator<B> {
       block.size += after.size;
       block.after = after.after;
       if (after.after !== null) after.after.before = block;
+      this.keepSpare(after);
     }
     this.store(block);
+  }
+
+  /** Keeps a block merged away for the next split (up to a few hundred). */
+  private keepSpare(block: Block<B>): void {
+    if (this.spareBlocks.length < 256) this.spareBlocks.push(block);
   }
 
   /** Gives a block's range back (its memory stays the segment's). */
