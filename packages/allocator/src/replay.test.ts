@@ -1,7 +1,7 @@
 import { FormatError, OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { badEvents, badIdHistories } from "../test/bad-traces.js";
-import { MiB } from "../test/support.js";
+import { MiB, thrown } from "../test/support.js";
 import { CountingBufferSource, replayTrace } from "./replay.js";
 import type { TraceEvent } from "./trace-format.js";
 
@@ -96,13 +96,7 @@ describe("replayTrace", () => {
   });
 
   it.each([...badIdHistories, ...badEvents])("refuses %s with a FormatError", (_name, trace, message) => {
-    const error = (() => {
-      try {
-        replayTrace(trace);
-      } catch (caught) {
-        return caught;
-      }
-    })();
+    const error = thrown(() => replayTrace(trace));
     expect(error).toBeInstanceOf(FormatError);
     expect(error).toMatchObject({ code: "ERR_NUVEC_TRACE_EVENT", message: expect.stringMatching(message) });
   });

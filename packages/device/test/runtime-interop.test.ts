@@ -4,6 +4,7 @@ import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import { captureWarnings } from "./reliability/support.js";
 
@@ -215,13 +216,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const before = { stats: device.memoryStats(), counters: device.counters() };
       // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
       for (const after of [5, "soon", null, {}, { then: 1 }]) {
-        const error = (() => {
-          try {
-            buffer.free({ after: after as never });
-          } catch (caught) {
-            return caught;
-          }
-        })();
+        const error = thrown(() => buffer.free({ after: after as never }));
         expect(error).toBeInstanceOf(ArgumentError);
         expect((error as ArgumentError).argument).toBe("after");
       }
@@ -309,13 +304,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         [{ device: 0n }, "metal.device"],
         ["queue", "metal"],
       ] as const) {
-        const error = (() => {
-          try {
-            Device.open({ backend, metal: metal as never });
-          } catch (caught) {
-            return caught;
-          }
-        })();
+        const error = thrown(() => Device.open({ backend, metal: metal as never }));
         expect(error).toBeInstanceOf(ArgumentError);
         expect((error as ArgumentError).argument).toBe(argument);
       }

@@ -1,6 +1,7 @@
 import { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
+import { thrown } from "../../stats/test/thrown.js";
 import {
   allocation,
   type FakeAllocation,
@@ -280,13 +281,7 @@ describe("insert", () => {
     const [a] = insertAll(residency, [100]);
     const before = snapshot(residency);
     backend.resetCounters();
-    const error = (() => {
-      try {
-        residency.insert(a!, true);
-      } catch (caught) {
-        return caught;
-      }
-    })();
+    const error = thrown(() => residency.insert(a!, true));
     expect(error).toBeInstanceOf(StateError);
     expect(error).toBeInstanceOf(NuvecError);
     expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
