@@ -374,20 +374,6 @@ describe("MockResidencySet", () => {
     expect([set.residencyRequested, set.isWired(buffer), set.wiredBytes]).toEqual([false, false, 0]);
   });
 
-  it("holds a released buffer as Metal does: wired until it is removed and the removal committed", () => {
-    const mock = new MockBackend();
-    const set = mock.newResidencySet() as MockResidencySet;
-    const buffer = mock.newBuffer(16_384);
-    set.add(buffer);
-    set.commit();
-    set.requestResidency();
-    buffer.release();
-    expect(mock.counters().wiredBytes).toBe(16_384);
-    set.remove(buffer);
-    set.commit();
-    expect(mock.counters().wiredBytes).toBe(0);
-  });
-
   it("two sets wiring one buffer each count it (per-set accounting, as the host layer's mlock)", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(16_384);

@@ -229,15 +229,11 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       set.commit();
       set.requestResidency();
       buffer.release();
-      expect(() => buffer.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-      );
+      // The counters and the StateError are the contract's; here, the kernel's own figure.
       expect(lockedBytes() - start).toBe(MiB);
-      expect(set.allocationCount).toBe(1);
       set.remove(buffer);
       set.commit();
       expect(lockedBytes()).toBe(start);
-      expect(set.allocationCount).toBe(0);
       set.release();
     });
   });

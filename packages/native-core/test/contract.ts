@@ -704,6 +704,27 @@ export function describeNativeBackendContract(
         expect(set.allocationCount).toBe(0);
       });
 
+      // Metal's rule, which the host and the mock follow: a set keeps what it holds until the removal commits.
+      it.runIf(hostVisible)(
+        "a set holds a buffer released while in it, wired, until its removal is committed",
+        (context) => {
+          const set = newResidencySet(context);
+          const buffer = backend.newBuffer(backend.pageSize);
+          const start = wiredBytes();
+          set.add(buffer);
+          set.commit();
+          set.requestResidency();
+          buffer.release();
+          expectNativeError(() => buffer.contents(), StateError, "ERR_NUVEC_RELEASED");
+          expect(wiredBytes() - start).toBe(buffer.allocatedSize);
+          expect(set.allocationCount).toBe(1);
+          set.remove(buffer);
+          set.commit();
+          expect(wiredBytes()).toBe(start);
+          expect(set.allocationCount).toBe(0);
+        },
+      );
+
       it("attachResidencySet accepts a live set", (context) => {
         const set = newResidencySet(context);
         expect(() => backend.attachResidencySet(set)).not.toThrow();
