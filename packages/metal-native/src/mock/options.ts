@@ -67,6 +67,12 @@ export interface MockBackendOptions {
   residencySetLimit?: number;
   /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
   failWiring?: MockWiringFault;
+  /**
+   * The granularity of address spaces (a power of two): with it the mock has `reserveAddressSpace`,
+   * `mapMemory` and `unmapMemory`, as a CUDA device (and the segments policy's large pool is expandable).
+   * Default: none.
+   */
+  mapGranularity?: number;
 }
 
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -80,6 +86,7 @@ export function mockSettings(options: MockBackendOptions): {
   facts: DeviceFacts;
   realMemoryUpTo: number;
   callLogLimit: number;
+  mapGranularity: number | undefined;
 } {
   const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
   const pageSize = optionalPositiveInteger(options.pageSize, "pageSize", MOCK_DEFAULTS.pageSize);
@@ -111,6 +118,13 @@ export function mockSettings(options: MockBackendOptions): {
       `callLogLimit must be a non-negative safe integer, got ${describeValue(callLogLimit)}`,
     );
   }
+  const mapGranularity = options.mapGranularity;
+  if (mapGranularity !== undefined && !isPowerOfTwo(mapGranularity)) {
+    throw new ArgumentError(
+      "mapGranularity",
+      `mapGranularity must be a power of two, got ${describeValue(mapGranularity)}`,
+    );
+  }
   return {
     facts: {
       name,
@@ -136,5 +150,6 @@ export function mockSettings(options: MockBackendOptions): {
     },
     realMemoryUpTo,
     callLogLimit,
+    mapGranularity,
   };
 }
