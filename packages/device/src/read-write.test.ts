@@ -12,6 +12,7 @@ import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError, type NuvecError, StateError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes as pattern } from "../../native-core/test/support.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device } from "./index.js";
 
 const GIB = 1024 ** 3;
@@ -101,12 +102,7 @@ function expectDeviceError(
   type: abstract new (...args: never[]) => NuvecError,
   code: string,
 ) {
-  let caught: unknown;
-  try {
-    action();
-  } catch (error) {
-    caught = error;
-  }
+  const caught = thrown(action);
   expect(caught).toBeInstanceOf(type);
   expect((caught as NuvecError).code).toBe(code);
   return caught as NuvecError;

@@ -606,12 +606,7 @@ describe("close", () => {
       () => residency.setIndexOf(a!),
     ];
     for (const call of calls) {
-      let error: unknown;
-      try {
-        call();
-      } catch (caught) {
-        error = caught;
-      }
+      const error = thrown(call);
       expect(error).toBeInstanceOf(StateError);
       expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
     }
