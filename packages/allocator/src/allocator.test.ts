@@ -80,24 +80,14 @@ describe("buffers and cache", () => {
     expect(allocator.counters().cacheHits).toBe(1);
   });
 
-  it("takes the smallest fitting length first", () => {
+  it("takes the smallest fitting length first, and among one length the one cached longest ago", () => {
     const { allocator } = setup();
-    const a = allocator.malloc(1280);
-    const b = allocator.malloc(1024);
-    allocator.free(a);
-    allocator.free(b);
+    const [a, b, c, d] = [1280, 1024, 4096, 4096].map((bytes) => allocator.malloc(bytes));
+    for (const allocation of [a, b, d, c]) allocator.free(allocation!);
     expect(allocator.malloc(768).allocatedLength).toBe(1024); // both fit [768, 1536)
     expect(allocator.malloc(768).allocatedLength).toBe(1280);
-  });
-
-  it("among buffers of one length, takes the one cached longest ago", () => {
-    const { allocator } = setup();
-    const a = allocator.malloc(4096);
-    const b = allocator.malloc(4096);
-    allocator.free(b);
-    allocator.free(a);
-    expect(allocator.malloc(4096).buffer).toBe(b.buffer);
-    expect(allocator.malloc(4096).buffer).toBe(a.buffer);
+    expect(allocator.malloc(4096).buffer).toBe(d!.buffer);
+    expect(allocator.malloc(4096).buffer).toBe(c!.buffer);
   });
 });
 
