@@ -20,32 +20,21 @@ const allocationFailed = expect.objectContaining({
 const released = expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" });
 
 describe("MockBackend facts", () => {
-  it("default to a 16 GiB Apple silicon Mac", () => {
+  it("default to a 16 GiB Apple silicon Mac, the facts MOCK_DEFAULTS states (in bytes)", () => {
     const mock = new MockBackend();
-    expect({
-      name: mock.name,
-      platform: mock.platform,
-      memorySize: mock.memorySize,
-      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
-      maxBufferLength: mock.maxBufferLength,
-      resourceLimit: mock.resourceLimit,
-      pageSize: mock.pageSize,
-      supportsResidencySets: mock.supportsResidencySets,
-      realMemoryUpTo: mock.realMemoryUpTo,
-      realFiles: mock.realFiles,
-    }).toEqual({
-      name: "Mock device (16 GiB)",
-      platform: "mock",
-      memorySize: 16 * GIB,
-      recommendedMaxWorkingSetSize: 12 * GIB,
-      maxBufferLength: 8 * GIB,
-      resourceLimit: 499_000,
-      pageSize: 16_384,
-      supportsResidencySets: true,
-      realMemoryUpTo: 16 * MIB,
-      realFiles: true,
-    });
-    expect(MOCK_DEFAULTS.memorySize).toBe(mock.memorySize);
+    const { callLogLimit, ...facts } = MOCK_DEFAULTS;
+    expect(mock).toMatchObject({ ...facts, platform: "mock", realFiles: true });
+    expect(callLogLimit).toBe(10_000);
+    expect(Object.entries(facts)).toEqual([
+      ["name", "Mock device (16 GiB)"],
+      ["memorySize", 17_179_869_184],
+      ["recommendedMaxWorkingSetSize", 12_884_901_888], // 3/4
+      ["maxBufferLength", 8_589_934_592], // half
+      ["resourceLimit", 499_000],
+      ["pageSize", 16_384],
+      ["supportsResidencySets", true],
+      ["realMemoryUpTo", 16_777_216],
+    ]);
   });
 
   it("derive the working set (3/4, whole pages) and max buffer length (half) from the memory size", () => {
