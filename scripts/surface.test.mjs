@@ -124,6 +124,7 @@ const APPROVED = {
     "TraceEvent",
     "TraceFree",
     "TraceHeader",
+    "TraceIdMap",
     "TraceLimit",
     "TraceMap",
     "TraceOpening",

@@ -12,8 +12,10 @@ import {
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
 import { ArgumentError } from "@nuvec/stats";
+import { checkedBackend } from "./backend-shape.js";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
+import { checkEnvironment } from "./environment.js";
 import {
   bufferFreed,
   deviceClosed,
@@ -69,7 +71,12 @@ export class Device {
   readonly #residencySets: NativeResidencySet[] = [];
   readonly #native: DeviceNative;
 
-  private constructor(backend: NativeBackend, options: DeviceOptions, maxPercentPerSet: string | undefined) {
+  private constructor(
+    backend: NativeBackend,
+    options: DeviceOptions,
+    maxPercentPerSet: string | undefined,
+    givenBackend: NativeBackend,
+  ) {
     this.#backend = backend;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
@@ -82,7 +89,7 @@ export class Device {
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
     this.#quarantine = new Quarantine(this.#allocator);
-    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets);
+    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -93,13 +100,16 @@ export class Device {
    */
   static open(options: DeviceOptions = {}): Device {
     const maxPercentPerSet = checkOpenOptions(options);
+    checkEnvironment(options.safetyNet !== false);
     const keepAlive = options.residencyKeepAliveMilliseconds;
-    const backend = options.backend ?? loadNativeBackend();
+    const givenBackend = options.backend ?? loadNativeBackend();
+    // Read and checked once: the Device calls what it read here, whatever the object does later.
+    const backend = checkedBackend(givenBackend);
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
       throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
-    const device = new Device(backend, options, maxPercentPerSet);
+    const device = new Device(backend, options, maxPercentPerSet, givenBackend);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
     if (keepAlive !== undefined) device.startResidencyKeepAlive(keepAlive);
     return device;

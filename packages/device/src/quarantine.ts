@@ -4,6 +4,7 @@
 // runs, after a turn of the event loop, so asking it more than once per job would learn nothing new.
 import type { CachingAllocator } from "@nuvec/allocator";
 import type { NativeBuffer } from "@nuvec/metal-native";
+import { queueMicrotaskOnce } from "./environment.js";
 
 /** The quarantined buffers of one Device, each counted at its allocated length until the backend frees it. */
 export class Quarantine {
@@ -39,7 +40,7 @@ export class Quarantine {
   settle(givenBack: (owner: object) => void, always = false): void {
     if (this.#held.length === 0 || (this.#askedThisJob && !always)) return;
     this.#askedThisJob = true;
-    queueMicrotask(() => {
+    queueMicrotaskOnce(() => {
       this.#askedThisJob = false;
     });
     const still: { native: NativeBuffer; bytes: number; owner: object }[] = [];

@@ -58,7 +58,7 @@ export type FormatErrorCode =
   | "ERR_NUVEC_SAFETENSORS";
 
 /** Codes of {@link UnsupportedError}. */
-export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE";
+export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE" | "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT";
 
 /** The root's brand: every nuvec error's prototype chain carries it. */
 const ROOT_BRAND = Symbol.for("nuvec.error");
@@ -257,8 +257,10 @@ export class FormatError extends NuvecError<FormatErrorCode> {}
 brand(FormatError, "FormatError");
 
 /**
- * An operation this backend does not support: `contents()` of memory the CPU cannot address
- * (`ERR_NUVEC_NOT_HOST_VISIBLE`, CUDA device memory: copy with `read()` and `write()`).
+ * An operation this backend or environment does not support: `contents()` of memory the CPU cannot address
+ * (`ERR_NUVEC_NOT_HOST_VISIBLE`, CUDA device memory: copy with `read()` and `write()`); a JavaScript
+ * environment without what a Device needs, such as `FinalizationRegistry` for its safety net
+ * (`ERR_NUVEC_UNSUPPORTED_ENVIRONMENT`).
  */
 export class UnsupportedError extends NuvecError<UnsupportedErrorCode> {}
 brand(UnsupportedError, "UnsupportedError");
@@ -301,5 +303,5 @@ export const ERROR_CODES: Readonly<Record<string, readonly NuvecErrorCode[]>> = 
     "ERR_NUVEC_TRACE_TOO_LARGE",
     "ERR_NUVEC_SAFETENSORS",
   ],
-  UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE"],
+  UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE", "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT"],
 });

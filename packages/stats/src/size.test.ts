@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../test/bad-byte-counts.js";
+import { ArgumentError } from "./errors.js";
 import { allocationSize, assertByteCount, byteCountProblem, mappingSize, PAGE, SMALL } from "./size.js";
 
 describe("allocationSize", () => {
@@ -43,21 +44,24 @@ describe("allocationSize", () => {
   });
 
   it.each([
-    [-1, RangeError, /length.*-1/],
-    [1.5, RangeError, /length.*1\.5/],
-    [Number.NaN, RangeError, /length.*NaN/],
-    [Number.POSITIVE_INFINITY, RangeError, /length.*Infinity/],
-    [Number.NEGATIVE_INFINITY, RangeError, /length.*-Infinity/],
-    [2 ** 53, RangeError, /length/],
+    [-1, ArgumentError, /length.*-1/],
+    [1.5, ArgumentError, /length.*1\.5/],
+    [Number.NaN, ArgumentError, /length.*NaN/],
+    [Number.POSITIVE_INFINITY, ArgumentError, /length.*Infinity/],
+    [Number.NEGATIVE_INFINITY, ArgumentError, /length.*-Infinity/],
+    [2 ** 53, ArgumentError, /length/],
   ])("throws for %s", (length, type, message) => {
     expect(() => allocationSize(length)).toThrow(type);
     expect(() => allocationSize(length)).toThrow(message);
   });
 
-  it.each([["12"], [12n], [undefined], [null], [{}]])("throws a TypeError naming the value %s", (value) => {
-    expect(() => allocationSize(value as unknown as number)).toThrow(TypeError);
-    expect(() => allocationSize(value as unknown as number)).toThrow(/length must be a number/);
-  });
+  it.each([["12"], [12n], [undefined], [null], [{}]])(
+    "throws an ArgumentError naming the value %s",
+    (value) => {
+      expect(() => allocationSize(value as unknown as number)).toThrow(ArgumentError);
+      expect(() => allocationSize(value as unknown as number)).toThrow(/length must be a number/);
+    },
+  );
 
   const lengths = fc.oneof(
     fc.integer({ min: 0, max: 4 * PAGE }),
@@ -149,21 +153,21 @@ describe("mappingSize", () => {
   });
 
   it("refuses a bad length", () => {
-    expect(() => mappingSize(-1)).toThrow(RangeError);
+    expect(() => mappingSize(-1)).toThrow(ArgumentError);
     expect(() => mappingSize(Number.NaN, 4096)).toThrow(/length/);
   });
 });
 
 describe("assertByteCount", () => {
   it.each(BAD_BYTE_COUNTS)(
-    "refuses %s: a TypeError for what is not a number, else a RangeError",
+    "refuses %s with ArgumentError and byteCountProblem's message",
     (_label, value) => {
       const problem = byteCountProblem(value, "bytes");
       expect(problem?.message).toMatch(
         /^bytes must be a (number of bytes|non-negative safe integer number of bytes), got /,
       );
       expect(() => assertByteCount(value, "bytes")).toThrow(
-        typeof value === "number" ? RangeError : TypeError,
+        expect.objectContaining({ name: "ArgumentError", argument: "bytes", message: problem?.message }),
       );
     },
   );
