@@ -79,6 +79,7 @@ const APPROVED = {
     "StateError",
     "StateErrorCode",
     "SystemCallError",
+    "Teardown",
     "UnsupportedError",
     "UnsupportedErrorCode",
     "allocationSize",
@@ -192,6 +193,7 @@ const APPROVED = {
     "RawMappedFileHandle",
     "RawResidencySetHandle",
     "callNative",
+    "nativeBinaryDefect",
   ],
   "@nuvec/device": [
     "AllocatorPolicy",

@@ -114,7 +114,7 @@ export class CachingAllocator<B> {
       ...(mapGranularity === undefined ? {} : { mapGranularity }),
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
-      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,
+      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0 && stats.quarantined === 0,
     };
   }
 

@@ -12,7 +12,13 @@ import { ArgumentError, describeValue } from "@nuvec/stats";
 
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
 const METHODS = ["newBuffer", "mapFile", "newResidencySet", "attachResidencySet", "counters"] as const;
-const OPTIONAL_METHODS = ["newBufferRange", "checkMetalDevice"] as const;
+const OPTIONAL_METHODS = [
+  "newBufferRange",
+  "checkMetalDevice",
+  "reserveAddressSpace",
+  "mapMemory",
+  "unmapMemory",
+] as const;
 const SIZES = [
   "memorySize",
   "recommendedMaxWorkingSetSize",
@@ -95,6 +101,25 @@ export function checkedBackend(backend: unknown): NativeBackend {
     throw bad("hostVisible", `must be a boolean when given, got ${describeValue(hostVisible)}`);
   }
   if (hostVisible !== undefined) shape.hostVisible = hostVisible;
+  // Address spaces: a granularity (a power of two) with all three calls, or none of them.
+  const mapGranularity = read(backend, "mapGranularity");
+  const spaceCalls = ["reserveAddressSpace", "mapMemory", "unmapMemory"].filter((member) => member in shape);
+  if (mapGranularity !== undefined) {
+    if (
+      typeof mapGranularity !== "number" ||
+      !Number.isSafeInteger(mapGranularity) ||
+      mapGranularity <= 0 ||
+      (mapGranularity & (mapGranularity - 1)) !== 0
+    ) {
+      throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(mapGranularity)}`);
+    }
+    if (spaceCalls.length !== 3) {
+      throw bad("mapGranularity", "is given without reserveAddressSpace, mapMemory and unmapMemory");
+    }
+    shape.mapGranularity = mapGranularity;
+  } else {
+    for (const member of spaceCalls) delete shape[member];
+  }
   // CUDA's device ordinal, which a 0-byte buffer's handle names.
   const ordinal = platform === "cuda" ? read(backend, "device") : undefined;
   if (typeof ordinal === "number") shape.device = ordinal;
