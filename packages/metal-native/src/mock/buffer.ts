@@ -4,6 +4,18 @@ import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer, viewOfLength } from "./support.js";
 
+/** Zeroed memory for a mock buffer or range of `length` bytes: only within the backend's `realMemoryUpTo`. */
+function realMemory(core: MockCore, label: string, length: number): ArrayBuffer {
+  if (length > core.realMemoryUpTo) {
+    throw allocationFailed(
+      length,
+      `${label}.contents(): the mock gives real memory only to buffers of up to ` +
+        `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${length}`,
+    );
+  }
+  return new ArrayBuffer(length);
+}
+
 /**
  * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
  * `contents()` is called, and only for buffers of at most `realMemoryUpTo` bytes, so a test can make
@@ -55,16 +67,7 @@ export class MockBuffer implements NativeBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
       checkViewLength(length, this.length);
-      if (this.#memory === undefined) {
-        if (this.length > this.#core.realMemoryUpTo) {
-          throw allocationFailed(
-            this.length,
-            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
-              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
-          );
-        }
-      }
-      this.#memory = viewOfLength(this.#memory, length);
+      this.#memory = viewOfLength(this.#memory ?? realMemory(this.#core, this.label, this.length), length);
       return this.#memory;
     });
   }
@@ -180,16 +183,7 @@ export class MockBufferRange implements NativeBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
       checkViewLength(length, this.length);
-      if (this.#memory === undefined) {
-        if (this.length > this.#core.realMemoryUpTo) {
-          throw allocationFailed(
-            this.length,
-            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
-              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
-          );
-        }
-      }
-      this.#memory = viewOfLength(this.#memory, length);
+      this.#memory = viewOfLength(this.#memory ?? realMemory(this.#core, this.label, this.length), length);
       return this.#memory;
     });
   }
