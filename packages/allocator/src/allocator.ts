@@ -13,6 +13,7 @@ import {
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
+import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { type CachePolicy, cachePolicyFor } from "./policy.js";
@@ -71,7 +72,9 @@ export class CachingAllocator<B> {
     boundedRelease: "least-recent" | "largest";
   };
 
-  constructor(source: BufferSource<B>, options: AllocatorOptions<B> = {}) {
+  constructor(source: BufferSource<B>, given: AllocatorOptions<B> = {}) {
+    // Every option checked by its declaration (each read once); the allocator uses what the check returned.
+    const options = ALLOCATOR_OPTIONS.parse(given) as AllocatorOptions<B>;
     const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
     const memorySize = checkedByteCount(source.memorySize, "memorySize");
     this.maxBufferLength = checkedByteCount(source.maxBufferLength, "maxBufferLength");
@@ -443,7 +446,7 @@ export class CachingAllocator<B> {
    */
   setMemoryLimit(bytes: number): number {
     if (this.closed) throw allocatorClosed("set the memory limit");
-    checkedByteCount(bytes, "bytes");
+    bytes = checkedByteCount(bytes, "bytes");
     if (this.segments !== undefined) return this.segments.setMemoryLimit(bytes);
     const previous = this.memoryLimit;
     this.memoryLimit = bytes;
@@ -457,7 +460,7 @@ export class CachingAllocator<B> {
    */
   setCacheLimit(bytes: number): number {
     if (this.closed) throw allocatorClosed("set the cache limit");
-    checkedByteCount(bytes, "bytes");
+    bytes = checkedByteCount(bytes, "bytes");
     if (this.segments !== undefined) return this.segments.setCacheLimit(bytes);
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;

@@ -89,6 +89,7 @@ try {
     Promise.resolve = () => {
       throw new Error("Promise.resolve is patched");
     };
+    // biome-ignore lint/suspicious/noThenProperty: the hostile patch this scenario is about
     Promise.prototype.then = function patchedThen() {
       return this;
     };
