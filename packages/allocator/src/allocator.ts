@@ -13,6 +13,7 @@ import {
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
+import { isMappingSource } from "./expandable.js";
 import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
@@ -120,7 +121,7 @@ export class CachingAllocator<B> {
             maxBufferLength: this.maxBufferLength,
             resourceLimit: this.resourceLimit,
             pageSize: this.pageSize,
-            segments: checkSegmentOptions(options.segments),
+            segments: checkSegmentOptions(options.segments, isMappingSource(source)),
             onAcquire: options.onAcquire,
             onRelease: options.onRelease,
             quarantine: this.quarantine,
@@ -146,6 +147,9 @@ export class CachingAllocator<B> {
       maxBufferLength: this.maxBufferLength,
       resourceLimit: this.resourceLimit,
       pageSize: this.pageSize,
+      ...(this.segments?.mapGranularity === undefined
+        ? {}
+        : { mapGranularity: this.segments.mapGranularity }),
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
       fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,

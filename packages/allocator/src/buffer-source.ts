@@ -28,6 +28,17 @@ export interface BufferSource<B> {
   /** Gives a range back; its segment's memory stays. Default: nothing to do. */
   releaseRange?(range: B): void;
   /**
+   * The unit of `map`/`unmap` offsets and lengths. With `reserve`, `map` and `unmap` (a `MappingSource`),
+   * the segments policy's large pool is one expandable segment.
+   */
+  readonly mapGranularity?: number;
+  /** `capacity` bytes of address space with no memory behind them: a buffer ranges can be made of. */
+  reserve?(capacity: number): B;
+  /** Backs `[offset, offset + length)` of a reserved buffer with memory (one system allocation). */
+  map?(space: B, offset: number, length: number): void;
+  /** Gives back the memory of exactly one earlier `map` call's range. */
+  unmap?(space: B, offset: number, length: number): void;
+  /**
    * Whether an error thrown by `acquire` is a refusal to allocate (worth a retry after the cache is
    * released); default {@link isAllocationFailure}. Any other error propagates from `malloc` unchanged.
    */

@@ -43,3 +43,38 @@ export class CountingBufferSource implements BufferSource<number> {
     return -++this.ranges;
   }
 }
+
+/**
+ * A {@link CountingBufferSource} that also reserves address space and maps memory into it, as a CUDA device
+ * does: the segments policy's large pool is then one expandable segment. Map calls count as `acquired`,
+ * unmaps as `released`.
+ */
+export class CountingMappingSource extends CountingBufferSource {
+  /** The unit of map offsets and lengths. */
+  readonly mapGranularity: number;
+  /** Address ranges reserved so far. */
+  reservations = 0;
+
+  constructor(facts: ConstructorParameters<typeof CountingBufferSource>[0] & { mapGranularity: number }) {
+    super(facts);
+    this.mapGranularity = facts.mapGranularity;
+  }
+
+  reserve(_capacity: number): number {
+    this.reservations++;
+    return -1e15 - this.reservations;
+  }
+
+  map(_space: number, _offset: number, _length: number): void {
+    this.acquired++;
+  }
+
+  unmap(_space: number, _offset: number, _length: number): void {
+    this.released++;
+  }
+
+  override release(buffer: number): void {
+    if (buffer <= -1e15) return;
+    super.release(buffer);
+  }
+}

@@ -1,5 +1,6 @@
 // The free blocks of one pool of the segments policy, ordered for best fit: the smallest free block at
 // least as large as a request, found without a scan.
+import type { MappedPages } from "./expandable.js";
 
 /**
  * A block of a segment: a range of bytes `[offset, offset + size)`, live (handed out), free (in its pool's
@@ -8,7 +9,7 @@
  */
 export class Block<B> {
   /** The segment this block is part of. */
-  readonly segment: Segment<B>;
+  segment: Segment<B>;
   offset: number;
   size: number;
   /** Neighbours in the segment, in address order. */
@@ -41,6 +42,30 @@ export class Block<B> {
     this.size = size;
     this.owner = owner;
   }
+
+  /**
+   * Makes a block merged away into a new one (the policy keeps a few spare: a split then allocates nothing).
+   * An allocation that still names it fails its free as a double free, as before: its `allocation` is
+   * another one or none.
+   */
+  renew(segment: Segment<B>, offset: number, size: number): this {
+    this.segment = segment;
+    this.offset = offset;
+    this.size = size;
+    this.before = null;
+    this.after = null;
+    this.allocation = null;
+    this.free = false;
+    this.quarantined = false;
+    this.liveSize = 0;
+    this.range = null;
+    this.rangeSize = 0;
+    this.rangeOffset = 0;
+    this.newer = null;
+    this.older = null;
+    this.bucket = null;
+    return this;
+  }
 }
 
 /** One system buffer of the segments policy, cut into blocks. */
@@ -57,6 +82,17 @@ export class Segment<B> {
   idleNewer: Segment<B> | null = null;
   idleOlder: Segment<B> | null = null;
   idle = false;
+  /**
+   * An expandable segment's mapped pages (its `size` is address space then, not memory); `null` for a
+   * segment that is memory throughout.
+   */
+  pages: MappedPages<B> | null = null;
+  /**
+   * An expandable segment's last block while it is free: the rest of the address space, kept out of the
+   * pool (its size changes with every block cut from it or merged back, which would churn the pool's sizes;
+   * and being the largest, best fit would take it last anyway).
+   */
+  tail: Block<B> | null = null;
 
   constructor(buffer: B, size: number, pool: number) {
     this.buffer = buffer;
@@ -73,7 +109,7 @@ class SizeBucket<B> {
   newest: Block<B> | null = null;
 }
 
-/** Free sizes up to this many steps (blocks of `step` bytes) are found through a bit set of their own. */
+/** By default, free sizes up to this many steps (blocks of `step` bytes) are found through a bit set. */
 const INDEXED_STEPS = 1 << 14;
 /** Empty large buckets are kept (a size that comes back is cheap) until they are this many and half of all. */
 const COMPACT_AT_EMPTY = 64;
@@ -97,9 +133,9 @@ export class FreeBlocks<B> {
 
   private readonly step: number;
   private readonly indexedLimit: number;
-  private readonly heads: (Block<B> | null)[] = new Array(INDEXED_STEPS + 1).fill(null);
-  private readonly bits = new Int32Array((INDEXED_STEPS + 1 + 31) >>> 5);
-  private readonly summary = new Int32Array((((INDEXED_STEPS + 1 + 31) >>> 5) + 31) >>> 5);
+  private readonly heads: (Block<B> | null)[];
+  private readonly bits: Int32Array;
+  private readonly summary: Int32Array;
   private sizes = new Float64Array(64);
   private buckets: SizeBucket<B>[] = [];
   private readonly bucketOfSize = new Map<number, SizeBucket<B>>();
@@ -108,10 +144,17 @@ export class FreeBlocks<B> {
   private emptyBuckets = 0;
   private spareBuckets: SizeBucket<B>[] = [];
 
-  /** `step`: every block size is a multiple of it (the policy's rounding, a power of two). */
-  constructor(step: number) {
+  /**
+   * `step`: every block size is a multiple of it (the policy's rounding, a power of two); `indexedSteps`:
+   * sizes up to this many steps are indexed (a pool of large blocks indexes more: its sizes are many, and
+   * each new one costs the sorted path an insertion).
+   */
+  constructor(step: number, indexedSteps: number = INDEXED_STEPS) {
     this.step = step;
-    this.indexedLimit = INDEXED_STEPS * step;
+    this.indexedLimit = indexedSteps * step;
+    this.heads = new Array(indexedSteps + 1).fill(null);
+    this.bits = new Int32Array((indexedSteps + 1 + 31) >>> 5);
+    this.summary = new Int32Array((((indexedSteps + 1 + 31) >>> 5) + 31) >>> 5);
   }
 
   /** The smallest free block of at least `minimum` and below `limit` bytes (most recently freed), or `null`. */

@@ -4,7 +4,8 @@ export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
-export { CountingBufferSource } from "./counting-source.js";
+export { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
+export type { MappingSource } from "./expandable.js";
 export {
   type AllocatorOptions,
   type AllocatorPolicy,
@@ -21,7 +22,12 @@ export {
   replayTrace,
   TraceReplay,
 } from "./replay.js";
-export { checkSegmentOptions, SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
+export {
+  checkSegmentOptions,
+  EXPANDABLE_SEGMENT_DEFAULTS,
+  SEGMENT_DEFAULTS,
+  type SegmentOptions,
+} from "./segments.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {

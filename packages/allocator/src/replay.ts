@@ -5,7 +5,7 @@ import { type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
 import type { AllocatorCounters } from "./counters.js";
-import { CountingBufferSource } from "./counting-source.js";
+import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
 import type { SegmentOptions } from "./segments.js";
 import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
@@ -36,6 +36,11 @@ export interface ReplayOptions {
   resourceLimit?: number;
   /** Default 16 KiB. */
   pageSize?: number;
+  /**
+   * The map granularity of a device that maps memory into reserved address space (CUDA's): the segments
+   * policy's large pool is then expandable, as on that device. Default: none.
+   */
+  mapGranularity?: number;
   /** `"throw"` (default) stops at the first refusal; `"skip"` counts it and ignores that id's free. */
   outOfMemory?: "throw" | "skip";
   /** Called after every event, with its position among the events (the header excluded). */
@@ -91,13 +96,17 @@ export class TraceReplay {
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
   constructor(options: ReplayOptions = {}) {
     const workingSet = options.workingSet ?? DEFAULT_WORKING_SET;
-    const source = new CountingBufferSource({
+    const facts = {
       workingSet,
       memorySize: options.memorySize ?? 2 * workingSet,
       maxBufferLength: options.maxBufferLength ?? Number.MAX_SAFE_INTEGER,
       resourceLimit: options.resourceLimit ?? 499_000,
       pageSize: options.pageSize ?? PAGE,
-    });
+    };
+    const source =
+      options.mapGranularity === undefined
+        ? new CountingBufferSource(facts)
+        : new CountingMappingSource({ ...facts, mapGranularity: options.mapGranularity });
     this.#allocator = new CachingAllocator(source, {
       policy: options.policy ?? DEFAULT_POLICY,
       reserveRatio: options.reserveRatio,
@@ -254,6 +263,7 @@ export function replayOptionsFromHeader(
     maxBufferLength: setup.maxBufferLength,
     resourceLimit: setup.resourceLimit,
     pageSize: setup.pageSize,
+    ...(setup.mapGranularity === undefined ? {} : { mapGranularity: setup.mapGranularity }),
     memoryLimit: setup.memoryLimit,
     cacheLimit: setup.cacheLimit,
     policy: setup.policy,

@@ -17,6 +17,7 @@ import {
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
+import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
 
 const KIB = 1024;
@@ -47,6 +48,17 @@ export interface SegmentOptions {
    * `1` gives them all back on every miss; `0` never (they stay cached, as PyTorch's default).
    */
   readonly releaseIdleOnMiss: number;
+  /**
+   * Whether the large pool is one expandable segment (address space reserved once, pages mapped as blocks
+   * need them: {@link MappedPages}) when the source can map; `false`: a segment per miss, as elsewhere.
+   */
+  readonly expandable: boolean;
+  /**
+   * An expandable segment that grows past everything it ever mapped maps at least this many bytes at once
+   * (a multiple of the granularity; `0`: exactly the pages the block needs): fewer system allocations while
+   * a workload grows, at most this much more reserved.
+   */
+  readonly mapAhead: number;
 }
 
 /**
@@ -65,6 +77,8 @@ export const SEGMENT_DEFAULTS: SegmentOptions = Object.freeze({
   segmentRounding: 4 * MIB,
   maxSplitSize: 0,
   releaseIdleOnMiss: 3,
+  expandable: true,
+  mapAhead: 0,
 });
 
 const SMALL = 0;
@@ -74,14 +88,42 @@ function isPowerOfTwo(value: number): boolean {
   return Number.isSafeInteger(value) && value > 0 && (value & (value - 1)) === 0 && value <= 2 ** 30;
 }
 
-/** The options checked against their rules, defaults filled in. */
-export function checkSegmentOptions(options: Partial<SegmentOptions> | undefined): SegmentOptions {
-  if (options === undefined) return SEGMENT_DEFAULTS;
+/**
+ * The defaults over a source that maps memory into reserved address space (CUDA's): the large pool is one
+ * expandable segment that maps 16 MiB at a time as it grows, requests up to 512 KiB go to the small pool,
+ * and a miss unmaps nothing (nothing in the large pool is ever idle whole). Chosen on the shared traces
+ * against PyTorch's expandable segments (the cuda-native README): reserved within 0.3 % of the live peak
+ * rounded to 2 MiB plus holes, with fewer system allocations than PyTorch's.
+ */
+export const EXPANDABLE_SEGMENT_DEFAULTS: SegmentOptions = Object.freeze({
+  ...SEGMENT_DEFAULTS,
+  smallRequest: 512 * KIB,
+  releaseIdleOnMiss: 0,
+  mapAhead: 16 * MIB,
+});
+
+/**
+ * The options checked against their rules, defaults filled in: {@link EXPANDABLE_SEGMENT_DEFAULTS} when the
+ * source maps memory (`mapping`) and `expandable` is not turned off, else {@link SEGMENT_DEFAULTS}.
+ */
+export function checkSegmentOptions(
+  options: Partial<SegmentOptions> | undefined,
+  mapping = false,
+): SegmentOptions {
+  const defaults = mapping && options?.expandable !== false ? EXPANDABLE_SEGMENT_DEFAULTS : SEGMENT_DEFAULTS;
+  if (options === undefined) return defaults;
   if (options === null || typeof options !== "object") {
     throw new ArgumentError("segments", "segments must be an object of byte counts");
   }
-  const merged = { ...SEGMENT_DEFAULTS, ...options };
+  const merged = { ...defaults, ...options };
+  if (typeof merged.expandable !== "boolean") {
+    throw new ArgumentError(
+      "segments.expandable",
+      `segments.expandable must be a boolean, got ${String(merged.expandable)}`,
+    );
+  }
   for (const [name, value] of Object.entries(merged)) {
+    if (name === "expandable") continue;
     const problem = byteCountProblem(value, `segments.${name}`);
     if (problem) throw new ArgumentError(`segments.${name}`, problem.message);
   }
@@ -172,6 +214,13 @@ export class SegmentAllocator<B> {
   private idleOldest: Segment<B> | null = null;
   private idleNewest: Segment<B> | null = null;
   private idleBytes = 0;
+  /** The source's mapping calls when the large pool is expandable. */
+  private readonly mapping: MappingSource<B> | undefined;
+  /** The large pool's expandable segment once made. */
+  private space: Segment<B> | null = null;
+  // Blocks merged away, made new by the next splits (no allocation, less for the collector).
+  private readonly spareBlocks: Block<B>[] = [];
+  private readonly sourceMemorySize: number;
 
   private cacheHits = 0;
   private cacheMisses = 0;
@@ -197,7 +246,12 @@ export class SegmentAllocator<B> {
     this.source = source as RangeSource<B>;
     this.options = setup.segments;
     this.rounding = setup.segments.blockRounding;
-    this.pools = [new FreeBlocks<B>(this.rounding), new FreeBlocks<B>(this.rounding)];
+    // The large pool indexes sizes up to 64 MiB at 512-byte blocks (a workload's large tensors, and the rests
+    // cut from them, are many distinct sizes); the small pool's blocks fit the default index.
+    this.pools = [
+      new FreeBlocks<B>(this.rounding),
+      new FreeBlocks<B>(this.rounding, Math.max(1 << 14, Math.ceil((64 * MIB) / this.rounding))),
+    ];
     this.smallRequest = setup.segments.smallRequest;
     this.maxSplitSize = setup.segments.maxSplitSize === 0 ? Infinity : setup.segments.maxSplitSize;
     this.memoryLimit = setup.memoryLimit;
@@ -210,11 +264,21 @@ export class SegmentAllocator<B> {
     this.onAcquire = setup.onAcquire;
     this.onRelease = setup.onRelease;
     this.quarantine = setup.quarantine;
+    this.mapping =
+      setup.segments.expandable && isMappingSource(source)
+        ? (source as unknown as MappingSource<B>)
+        : undefined;
+    this.sourceMemorySize = source.memorySize;
   }
 
   /** Above `reserved + mapped + new segment` reaching this, idle segments go back before a new one is made. */
   get gcLimit(): number {
     return this.gcLimitBytes;
+  }
+
+  /** The source's map granularity when the large pool is expandable; `undefined` otherwise. */
+  get mapGranularity(): number | undefined {
+    return this.mapping?.mapGranularity;
   }
 
   /** The sizes in use. */
@@ -256,6 +320,15 @@ export class SegmentAllocator<B> {
         this.cacheHits++;
       }
     }
+    // Nothing free fits: an expandable segment's tail, the address space after its last block.
+    if (block === null && pool === LARGE && this.space?.tail != null) {
+      const tail = this.space.tail;
+      if (tail.size >= size && used + this.handedOut(tail, size) <= this.memoryLimit) {
+        this.unstore(tail);
+        block = tail;
+        this.cacheHits++;
+      }
+    }
     const hit = block !== null;
     if (block === null) {
       block = this.newSegmentBlock(size, pool);
@@ -263,6 +336,22 @@ export class SegmentAllocator<B> {
     }
     // The range first, before anything else changes: a source that refuses it leaves the block free.
     const length = this.splits(block, size) ? size : block.size;
+    const pages = block.segment.pages;
+    if (pages !== null && !pages.covers(block.offset, length)) {
+      try {
+        this.mapPages(pages, block.offset, length);
+      } catch (error) {
+        this.store(block);
+        if (hit) this.cacheHits--;
+        else this.cacheMisses--;
+        throw error;
+      }
+      // Memory was mapped for it: a miss, whatever the free blocks said.
+      if (hit) {
+        this.cacheHits--;
+        this.cacheMisses++;
+      }
+    }
     let range = block.range;
     if (range === null || block.rangeSize !== length || block.rangeOffset !== block.offset) {
       let made: B;
@@ -270,7 +359,7 @@ export class SegmentAllocator<B> {
         made = this.source.range(block.segment.buffer, block.offset, length);
       } catch (error) {
         // A hit's block goes back to its pool; a new segment stays, idle, its block free.
-        free.put(block);
+        this.store(block);
         if (hit) this.cacheHits--;
         else this.cacheMisses--;
         throw error;
@@ -450,6 +539,16 @@ export class SegmentAllocator<B> {
     if (this.closed) return;
     try {
       this.releaseIdle(Infinity);
+      const space = this.space;
+      if (space !== null && space.live === 0 && space.pages!.mappedBytes === 0) {
+        this.space = null;
+        this.segmentCount--;
+        // Its blocks' ranges first: a backend keeps a buffer's memory while a range of it lives.
+        for (let block = space.first; block !== null; block = block.after) this.dropRange(block);
+        space.first = null;
+        space.tail = null;
+        this.source.release(space.buffer);
+      }
     } finally {
       this.closed = true;
     }
@@ -468,19 +567,43 @@ export class SegmentAllocator<B> {
   private splits(block: Block<B>, size: number): boolean {
     const rest = block.size - size;
     if (block.segment.pool === SMALL) return rest >= this.rounding;
+    // An expandable segment's tail is address space, never a cached block to keep whole.
+    if (block.segment.pages !== null && block.after === null) return rest > this.smallRequest;
     return rest > this.smallRequest && block.size < this.maxSplitSize;
   }
 
   /** Cuts `block` to `size` when {@link splits} says so; the rest becomes a free block after it. */
   private split(block: Block<B>, size: number): void {
     if (!this.splits(block, size)) return;
-    const rest = new Block<B>(block.segment, block.offset + size, block.size - size, this);
+    const spare = this.spareBlocks.pop();
+    const rest =
+      spare === undefined
+        ? new Block<B>(block.segment, block.offset + size, block.size - size, this)
+        : spare.renew(block.segment, block.offset + size, block.size - size);
     rest.before = block;
     rest.after = block.after;
     if (block.after !== null) block.after.before = rest;
     block.after = rest;
     block.size = size;
-    this.pools[block.segment.pool]!.put(rest);
+    this.store(rest);
+  }
+
+  /** A free block into its pool, or an expandable segment's last block into its tail. */
+  private store(block: Block<B>): void {
+    const segment = block.segment;
+    if (segment.pages !== null && block.after === null) {
+      segment.tail = block;
+      block.free = true;
+    } else this.pools[segment.pool]!.put(block);
+  }
+
+  /** Takes a free block out of its pool or tail. */
+  private unstore(block: Block<B>): void {
+    const segment = block.segment;
+    if (segment.tail === block) {
+      segment.tail = null;
+      block.free = false;
+    } else this.pools[segment.pool]!.take(block);
   }
 
   /**
@@ -489,25 +612,31 @@ export class SegmentAllocator<B> {
    * common case) hands it out again without a new one. The merged-away block's range goes back.
    */
   private putFree(block: Block<B>): void {
-    const pool = this.pools[block.segment.pool]!;
     const before = block.before;
     if (before?.free) {
-      pool.take(before);
+      this.unstore(before);
       this.dropRange(block);
       before.size += block.size;
       before.after = block.after;
       if (block.after !== null) block.after.before = before;
+      this.keepSpare(block);
       block = before;
     }
     const after = block.after;
     if (after?.free) {
-      pool.take(after);
+      this.unstore(after);
       this.dropRange(after);
       block.size += after.size;
       block.after = after.after;
       if (after.after !== null) after.after.before = block;
+      this.keepSpare(after);
     }
-    pool.put(block);
+    this.store(block);
+  }
+
+  /** Keeps a block merged away for the next split (up to a few hundred). */
+  private keepSpare(block: Block<B>): void {
+    if (this.spareBlocks.length < 256) this.spareBlocks.push(block);
   }
 
   /** Gives a block's range back (its memory stays the segment's). */
@@ -521,6 +650,10 @@ export class SegmentAllocator<B> {
 
   /** A new segment for a request of `size` in `pool`; returns its first block (the whole segment, free). */
   private newSegmentBlock(size: number, pool: number): Block<B> {
+    if (pool === LARGE && this.mapping !== undefined && this.space === null) {
+      const block = this.newSpaceBlock(this.mapping, size);
+      if (block !== null) return block;
+    }
     const options = this.options;
     let segmentSize: number;
     if (pool === SMALL) segmentSize = options.smallSegment;
@@ -576,6 +709,8 @@ export class SegmentAllocator<B> {
   }
 
   private becomeIdle(segment: Segment<B>): void {
+    // An expandable segment is never given back whole: its free pages go back instead (releaseIdle).
+    if (segment.pages !== null) return;
     segment.idle = true;
     segment.idleOlder = this.idleNewest;
     segment.idleNewer = null;
@@ -619,7 +754,108 @@ export class SegmentAllocator<B> {
         failure ??= { error };
       }
     }
+    if (released < bytes && this.space !== null) {
+      try {
+        this.unmapFree(bytes - released);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
     if (failure !== undefined) throw failure.error;
+  }
+
+  /**
+   * The large pool's expandable segment, made on its first miss: address space for the device's memory,
+   * nothing mapped; returns its one block (all of it, free). `null` when a request is larger than the space.
+   */
+  private newSpaceBlock(source: MappingSource<B>, size: number): Block<B> | null {
+    const granularity = source.mapGranularity;
+    const capacity =
+      Math.floor(Math.min(this.sourceMemorySize, this.maxBufferLength) / granularity) * granularity;
+    if (size > capacity) return null;
+    this.ensureResource();
+    let buffer: B;
+    try {
+      buffer = source.reserve(capacity);
+    } catch (error) {
+      throw systemAllocationFailed(capacity, error);
+    }
+    this.segmentCount++;
+    const segment = new Segment<B>(buffer, capacity, LARGE);
+    segment.pages = new MappedPages<B>(source, buffer, capacity);
+    const block = new Block<B>(segment, 0, capacity, this);
+    segment.first = block;
+    this.space = segment;
+    return block;
+  }
+
+  /**
+   * Maps the pages `[offset, offset + length)` of the expandable segment lacks, after giving back free
+   * mapped pages when the new ones would raise the reserved peak (as `releaseIdleOnMiss` does with idle
+   * segments), would break the cache limit, or would pass the GC limit; a refusal releases the whole cache
+   * and retries once.
+   */
+  private mapPages(pages: MappedPages<B>, offset: number, length: number): void {
+    const missing = pages.missingBytes(offset, length);
+    const onMiss = this.options.releaseIdleOnMiss;
+    if (onMiss === 1) this.unmapFree(Infinity);
+    else if (onMiss >= 2 && this.reserved + missing > this.highWaterReserved) {
+      this.unmapFree(onMiss === 2 ? Infinity : missing);
+    }
+    const excess = this.reserved - this.active + missing - length - this.cacheLimit;
+    if (excess > 0) this.releaseIdle(excess);
+    const required = this.reserved + this.mapped + missing;
+    if (required >= this.gcLimitBytes) this.releaseIdle(required - this.gcLimitBytes);
+    try {
+      this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
+    } catch (error) {
+      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
+      this.allocationRetries++;
+      this.releaseIdle(Infinity);
+      try {
+        this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
+      } catch (error) {
+        throw systemAllocationFailed(missing, error);
+      }
+    }
+  }
+
+  /** Unmaps whole mappings of the expandable segment that lie in free blocks until `bytes` went back. */
+  private unmapFree(bytes: number): void {
+    const space = this.space;
+    if (space === null) return;
+    const pages = space.pages!;
+    let released = 0;
+    let failure: { error: unknown } | undefined;
+    for (let block = space.first; block !== null && released < bytes; block = block.after) {
+      if (!block.free) continue;
+      const offset = block.offset;
+      const size = block.size;
+      try {
+        this.countPages(pages, () => {
+          released += pages.unmapInside(offset, size, bytes - released).bytes;
+        });
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
+  }
+
+  /** Runs a map or unmap of `pages` and moves `reserved`, its peaks and the system call counts by its effect. */
+  private countPages(pages: MappedPages<B>, act: () => unknown): void {
+    const bytes = pages.mappedBytes;
+    const maps = pages.mapCalls;
+    const unmaps = pages.unmapCalls;
+    try {
+      act();
+    } finally {
+      this.reserved += pages.mappedBytes - bytes;
+      this.systemAllocations += pages.mapCalls - maps;
+      this.systemReleases += pages.unmapCalls - unmaps;
+      if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
+      if (this.reserved > this.highWaterReserved) this.highWaterReserved = this.reserved;
+    }
   }
 
   /**
@@ -648,9 +884,8 @@ export class SegmentAllocator<B> {
 
   /** Takes an idle segment's blocks out of the pool and gives it back to the system. */
   private releaseSegment(segment: Segment<B>): void {
-    const pool = this.pools[segment.pool]!;
     for (let block = segment.first; block !== null; block = block.after) {
-      if (block.free) pool.take(block);
+      if (block.free) this.unstore(block);
       try {
         this.dropRange(block);
       } catch {

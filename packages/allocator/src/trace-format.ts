@@ -270,7 +270,9 @@ export interface TraceAllocatorSetup {
   readonly reserveRatio: number;
   readonly boundedRelease: "least-recent" | "largest";
   /** The segments policy's sizes (under that policy). */
-  readonly segments?: Readonly<Record<string, number>>;
+  readonly segments?: Readonly<Record<string, number | boolean>>;
+  /** The source's map granularity when it maps memory into reserved address space (expandable segments). */
+  readonly mapGranularity?: number;
   readonly workingSet: number;
   readonly memorySize: number;
   readonly maxBufferLength: number;

@@ -172,6 +172,72 @@ function replay(device, events) {
   return (elapsed * 1e6) / events.length;
 }
 
+/** Times the backend's allocating calls until `restore()` (the Device calls them through the backend object). */
+function timeDriverCalls() {
+  let total = 0;
+  const names = ["newBuffer", "mapMemory", "unmapMemory", "reserveAddressSpace"];
+  const originals = new Map();
+  for (const name of names) {
+    const original = backend[name];
+    if (typeof original !== "function") continue;
+    originals.set(name, Object.getOwnPropertyDescriptor(backend, name));
+    backend[name] = (...args) => {
+      const start = performance.now();
+      try {
+        return original.apply(backend, args);
+      } finally {
+        total += performance.now() - start;
+      }
+    };
+  }
+  return {
+    milliseconds: () => total,
+    restore() {
+      for (const [name, descriptor] of originals) {
+        if (descriptor === undefined) delete backend[name];
+        else Object.defineProperty(backend, name, descriptor);
+      }
+    },
+  };
+}
+
+/** ns per mapMemory + unmapMemory of `bytes` in one address space, and per reserve + release. */
+function addressSpaces() {
+  if (backend.mapGranularity === undefined) return;
+  const rows = [];
+  for (const bytes of [2 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]) {
+    const space = backend.reserveAddressSpace(1024 * MIB);
+    const count = 20;
+    let mapNs = 0;
+    let unmapNs = 0;
+    for (let index = 0; index < count; index++) {
+      let start = performance.now();
+      backend.mapMemory(space, 0, bytes);
+      mapNs += (performance.now() - start) * 1e6;
+      start = performance.now();
+      backend.unmapMemory(space, 0, bytes);
+      unmapNs += (performance.now() - start) * 1e6;
+    }
+    space.release();
+    const pairs = 20;
+    const start = performance.now();
+    for (let index = 0; index < pairs; index++) backend.newBuffer(bytes).release();
+    const allocNs = ((performance.now() - start) * 1e6) / pairs;
+    rows.push({ bytes, mapNs: mapNs / count, unmapNs: unmapNs / count, allocFreeNs: allocNs });
+  }
+  publish(
+    "addressSpaces",
+    rows,
+    "mapMemory / unmapMemory against newBuffer + release (ns per call)",
+    (row) => ({
+      MiB: row.bytes / MIB,
+      "mapMemory ns": Math.round(row.mapNs),
+      "unmapMemory ns": Math.round(row.unmapNs),
+      "newBuffer+release ns": Math.round(row.allocFreeNs),
+    }),
+  );
+}
+
 function traces() {
   if (tracesDirectory === undefined) return;
   const rows = [];
@@ -180,31 +246,57 @@ function traces() {
     .sort();
   for (const file of files) {
     const { events } = readTraceEvents(join(tracesDirectory, file));
-    for (const policy of ["segments", "bounded", "mlx"]) {
-      const freeBefore = backend.memoryInfo().free;
-      const device = Device.open({ backend, policy });
-      const coldNs = replay(device, events);
-      const cold = device.counters();
-      const coldStats = device.memoryStats();
-      const driverPeak = freeBefore - backend.memoryInfo().free; // what the cache still holds on the GPU
-      const warmNs = replay(device, events);
-      const warm = device.counters();
+    const variants = [
+      { name: "segments", options: { policy: "segments" } },
+      { name: "segments fixed", options: { policy: "segments", segments: { expandable: false } } },
+      { name: "bounded", options: { policy: "bounded" } },
+      { name: "mlx", options: { policy: "mlx" } },
+    ];
+    for (const { name: policy, options } of variants) {
+      // Three fresh Devices (each pass from an empty cache is cold); the median cold and the best warm,
+      // and the time spent in the backend's allocating calls (newBuffer, mapMemory, unmapMemory).
+      const runs = [];
+      for (let repeat = 0; repeat < 3; repeat++) {
+        const freeBefore = backend.memoryInfo().free;
+        const driver = timeDriverCalls();
+        const device = Device.open({ backend, ...options });
+        const coldNs = replay(device, events);
+        const coldDriverMs = driver.milliseconds();
+        const cold = device.counters();
+        const coldStats = device.memoryStats();
+        const driverPeak = freeBefore - backend.memoryInfo().free; // what the cache still holds on the GPU
+        const warmNs = Math.min(replay(device, events), replay(device, events));
+        const warm = device.counters();
+        driver.restore();
+        runs.push({
+          coldNs,
+          warmNs,
+          coldDriverMs,
+          cold,
+          coldStats,
+          driverPeak,
+          warmSystemAllocations: warm.systemAllocations - cold.systemAllocations,
+        });
+        device.close();
+      }
+      runs.sort((a, b) => a.coldNs - b.coldNs);
+      const median = runs[1];
       rows.push({
         trace: file.replace(".ndjson.gz", ""),
         policy,
         events: events.length,
-        coldNsPerEvent: coldNs,
-        warmNsPerEvent: warmNs,
-        peakReserved: coldStats.peakReserved,
-        peakActive: coldStats.peakActive,
-        cacheAtEnd: coldStats.cache,
-        driverBytesHeldAtEnd: driverPeak,
-        systemAllocations: cold.systemAllocations,
-        systemReleases: cold.systemReleases,
-        warmSystemAllocations: warm.systemAllocations - cold.systemAllocations,
-        cacheHits: cold.cacheHits,
+        coldNsPerEvent: median.coldNs,
+        coldDriverMs: median.coldDriverMs,
+        warmNsPerEvent: Math.min(...runs.map((run) => run.warmNs)),
+        peakReserved: median.coldStats.peakReserved,
+        peakActive: median.coldStats.peakActive,
+        cacheAtEnd: median.coldStats.cache,
+        driverBytesHeldAtEnd: median.driverPeak,
+        systemAllocations: median.cold.systemAllocations,
+        systemReleases: median.cold.systemReleases,
+        warmSystemAllocations: Math.max(...runs.map((run) => run.warmSystemAllocations)),
+        cacheHits: median.cold.cacheHits,
       });
-      device.close();
     }
   }
   const title = "traces through the Device over CUDA (cold: from an empty cache; warm: the same again)";
@@ -213,6 +305,7 @@ function traces() {
     policy: row.policy,
     events: row.events,
     "cold ns/event": Math.round(row.coldNsPerEvent),
+    "cold: in driver calls ms": row.coldDriverMs.toFixed(1),
     "warm ns/event": Math.round(row.warmNsPerEvent),
     "peak reserved MiB": (row.peakReserved / MIB).toFixed(1),
     "cuMemAlloc calls": row.systemAllocations,
@@ -352,6 +445,9 @@ function checkpoint() {
 }
 
 if (sections.includes("malloc")) mallocFree();
-if (sections.includes("traces")) traces();
+if (sections.includes("traces")) {
+  addressSpaces();
+  traces();
+}
 if (sections.includes("checkpoint")) checkpoint();
 save();

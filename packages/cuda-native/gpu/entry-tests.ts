@@ -3,3 +3,4 @@ import "../test/loader.test.js";
 import "../test/cuda.test.js";
 import "../test/contract-cuda.test.js";
 import "../test/raw-addon.test.js";
+import "../test/address-space.test.js";

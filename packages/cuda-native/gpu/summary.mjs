@@ -80,7 +80,7 @@ const torchModes = [
   ["PyTorch expandable_segments", expandable],
 ];
 for (const name of names) {
-  for (const policy of ["segments", "bounded", "mlx"]) {
+  for (const policy of ["segments", "segments fixed", "bounded", "mlx"]) {
     const entry = bench.traces.find((candidate) => candidate.trace === name && candidate.policy === policy);
     if (entry === undefined) continue;
     row([

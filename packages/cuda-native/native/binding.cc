@@ -33,7 +33,55 @@ Napi::Value Facts(const Napi::CallbackInfo& info) {
   object.Set("hostVisible", facts.hostVisible);
   object.Set("ordinal", facts.ordinal);
   object.Set("driverVersion", DriverVersion());
+  object.Set("mapGranularity", static_cast<double>(CudaPlatformOf(env).mapGranularity()));
   return object;
+}
+
+// reserveAddressSpace(bytes): a buffer handle over `bytes` of address space with no memory (whole granules).
+// Made through the shared buffer constructor, so it is an ordinary buffer handle: ranges, release, teardown.
+Napi::Value ReserveAddressSpace(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  CudaPlatformApi& platform = CudaPlatformOf(env);
+  struct Reserving {
+    CudaPlatformApi& platform;
+    explicit Reserving(CudaPlatformApi& target) : platform(target) { platform.reserveNextBuffer(true); }
+    ~Reserving() { platform.reserveNextBuffer(false); }
+  } reserving(platform);
+  return data.bufferConstructor.Value().New({info[0]});
+}
+
+// The address space behind a buffer handle argument, live.
+Allocation* SpaceArgument(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.bufferConstructor.Value())) {
+    ThrowArgument(env, "space", "space must be an address space of this backend");
+  }
+  return BufferHandle::Unwrap(info[0].As<Napi::Object>())->handle().Live(env, "address space");
+}
+
+// mapMemory(space, offset, length) / unmapMemory(space, offset, length).
+void MapMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Allocation* space = SpaceArgument(info);
+  size_t offset = CheckRange(env, info[1], "offset", space->length());
+  size_t length = CheckRange(env, info[2], "length", space->length() - offset);
+  Failure failure;
+  if (!CudaPlatformOf(env).mapMemory(space, offset, length, &failure)) {
+    ThrowFailure(env, failure, "length", static_cast<double>(length));
+  }
+}
+
+void UnmapMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Allocation* space = SpaceArgument(info);
+  size_t offset = CheckRange(env, info[1], "offset", space->length());
+  size_t length = CheckRange(env, info[2], "length", space->length() - offset);
+  Failure failure;
+  if (!CudaPlatformOf(env).unmapMemory(space, offset, length, &failure)) {
+    ThrowFailure(env, failure, "length", static_cast<double>(length));
+  }
 }
 
 // open(ordinal): opens the device once per environment. Throws ERR_NUVEC_NATIVE_UNAVAILABLE (with the
@@ -127,6 +175,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("copyFromMapping", Napi::Function::New<CopyFromMapping>(env, "copyFromMapping"));
   exports.Set("timeDriverAllocFree", Napi::Function::New<TimeDriverAllocFree>(env, "timeDriverAllocFree"));
   exports.Set("driverVersion", Napi::Function::New<DriverVersionOf>(env, "driverVersion"));
+  exports.Set("reserveAddressSpace", Napi::Function::New<ReserveAddressSpace>(env, "reserveAddressSpace"));
+  exports.Set("mapMemory", Napi::Function::New<MapMemory>(env, "mapMemory"));
+  exports.Set("unmapMemory", Napi::Function::New<UnmapMemory>(env, "unmapMemory"));
   return exports;
 }
 

@@ -170,6 +170,11 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
   readonly device: number;
   /** The driver's version (`cuDriverGetVersion`, e.g. 13000 for CUDA 13.0). */
   readonly driverVersion: number;
+  /**
+   * The driver's granularity for mapped device memory (2 MiB on current GPUs); `undefined` where the driver
+   * has no virtual memory management (then neither have `reserveAddressSpace`, `mapMemory`, `unmapMemory`).
+   */
+  declare readonly mapGranularity?: number;
   readonly #addon: RawCudaAddon;
 
   /** @internal Use {@link loadCudaBackend}: `addon` has opened the device, which reported `facts`. */
@@ -178,6 +183,43 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
     this.#addon = addon;
     this.device = facts.ordinal;
     this.driverVersion = facts.driverVersion;
+    if (facts.mapGranularity > 0) {
+      Object.defineProperty(this, "mapGranularity", { value: facts.mapGranularity, enumerable: true });
+    } else {
+      // No virtual memory management: the policy sees no address spaces at all.
+      for (const name of ["reserveAddressSpace", "mapMemory", "unmapMemory"]) {
+        Object.defineProperty(this, name, { value: undefined, enumerable: false });
+      }
+    }
+  }
+
+  /**
+   * `capacity` bytes of device address space (`cuMemAddressReserve`; whole granules of
+   * {@link mapGranularity}), no memory behind it: ranges of it (`newBufferRange`) are usable where
+   * {@link mapMemory} backed them. Released, it unmaps and frees whatever is still mapped.
+   */
+  reserveAddressSpace(capacity: number): CudaBuffer {
+    checkByteCount(capacity, "capacity", this.maxBufferLength, 1);
+    return callNative(() => this.wrapBuffer(this.#addon.reserveAddressSpace(capacity)));
+  }
+
+  /**
+   * Backs `[offset, offset + length)` of an address space with new device memory: one `cuMemCreate`, mapped
+   * (`cuMemMap`) and made readable and writable by this device (`cuMemSetAccess`).
+   */
+  mapMemory(space: CudaBuffer, offset: number, length: number): void {
+    const handle = this.handleOf(space, "buffer", "space", "mapMemory");
+    if (space.released)
+      throw new StateError("ERR_NUVEC_RELEASED", "mapMemory(): the space was already released");
+    callNative(() => this.#addon.mapMemory(handle, offset, length));
+  }
+
+  /** Unmaps and frees exactly one earlier {@link mapMemory} range (after the device finished its work). */
+  unmapMemory(space: CudaBuffer, offset: number, length: number): void {
+    const handle = this.handleOf(space, "buffer", "space", "unmapMemory");
+    if (space.released)
+      throw new StateError("ERR_NUVEC_RELEASED", "unmapMemory(): the space was already released");
+    callNative(() => this.#addon.unmapMemory(handle, offset, length));
   }
 
   /** The device's free and total memory in bytes, from the driver (`cuMemGetInfo`): all processes counted. */

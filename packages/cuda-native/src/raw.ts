@@ -27,6 +27,8 @@ export interface RawCudaFacts extends RawFacts {
   hostVisible: boolean;
   ordinal: number;
   driverVersion: number;
+  /** The driver's granularity for mapped device memory; 0 without virtual memory management. */
+  mapGranularity: number;
 }
 
 /** @internal */
@@ -39,5 +41,8 @@ export interface RawCudaAddon extends RawAddon {
   copyFromMapping(buffer: RawAllocationHandle, mapping: RawAllocationHandle, length: number): void;
   timeDriverAllocFree(bytes: number, count: number): number;
   driverVersion(): number;
+  reserveAddressSpace(bytes: number): RawCudaBufferHandle;
+  mapMemory(space: RawAllocationHandle, offset: number, length: number): void;
+  unmapMemory(space: RawAllocationHandle, offset: number, length: number): void;
   noop(): void;
 }

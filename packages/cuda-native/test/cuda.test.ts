@@ -68,9 +68,9 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     }
   });
 
-  it("segments: neighbouring blocks of one segment keep their own bytes; native.handle() is the block's", () => {
+  it("fixed segments: neighbouring blocks of one segment keep their own bytes; native.handle() is the block's", () => {
     const backend = cuda();
-    using device = Device.open({ backend });
+    using device = Device.open({ backend, segments: { expandable: false } });
     const blocks = [1000, 70_000, 3 * MIB, 5 * MIB + 3].map((bytes) => device.malloc(bytes));
     expect(device.memoryStats().systemAllocations).toBe(2); // one 4 MiB and one 40 MiB segment
     for (const [index, block] of blocks.entries()) block.write(patternBytes(block.length, index + 1));
@@ -156,7 +156,9 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
 
   it("out of memory from the driver: OutOfMemoryError after the cache-clearing retry", () => {
     const backend = cuda();
-    using device = Device.open({ backend });
+    // Fixed segments: the cached GiB is a segment of its own, which the retry gives back (an expandable
+    // segment's is the start of the block the request takes: address-space.test.ts).
+    using device = Device.open({ backend, segments: { expandable: false } });
     // A cached GiB, so the retry has something to clear.
     device.malloc(GIB).free();
     expect(device.memoryStats().cache).toBe(GIB);
@@ -268,7 +270,8 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     const backend = cuda();
     const path = join(directory, "wired.bin");
     writeFileSync(path, patternBytes(2 * MIB, 3));
-    using device = Device.open({ backend });
+    // Fixed segments: the expandable segment's device memory is not wired (address-space.test.ts).
+    using device = Device.open({ backend, segments: { expandable: false } });
     const weights = device.mapFile(path);
     const buffer = device.malloc(4 * MIB);
     device.setWiredLimit(GIB);

@@ -3,7 +3,7 @@
 // argument and state checks before any native call, typed errors, handles, ownership — which they take from
 // @nuvec/metal-native/addon; the GPU run (test/cuda.test.ts, the contract suite) covers the real addon.
 import type { NativeCounters } from "@nuvec/metal-native";
-import { ArgumentError, type OutOfMemoryError, UnsupportedError } from "@nuvec/stats";
+import { ArgumentError, type OutOfMemoryError, StateError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../native-core/test/support.js";
 import { CudaBackend, CudaBuffer, CudaMappedFile, CudaResidencySet } from "../src/cuda.js";
@@ -27,6 +27,7 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     hostVisible: false,
     ordinal: 0,
     driverVersion: 13000,
+    mapGranularity: 0,
   };
   class Allocation {
     released = false;
@@ -123,6 +124,11 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     },
     timeDriverAllocFree: () => 1,
     driverVersion: () => 13000,
+    reserveAddressSpace: () => {
+      throw new Error("no address spaces in this fake");
+    },
+    mapMemory: () => undefined,
+    unmapMemory: () => undefined,
     noop: () => undefined,
   };
   return { addon, facts, calls };
@@ -150,6 +156,25 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
       backend.driverVersion,
     ]).toEqual(["Fake GPU", "cuda", false, PAGE, 0, 13000]);
     expect("checkMetalDevice" in backend).toBe(false);
+  });
+
+  it("address spaces only where the driver reports a map granularity; the Device then runs fixed segments", () => {
+    const without = backendOver().backend;
+    expect([without.mapGranularity, without.reserveAddressSpace, without.mapMemory]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const fake = fakeAddon();
+    const calls: string[] = [];
+    fake.addon.mapMemory = (_space, offset, length) => void calls.push(`map ${offset} ${length}`);
+    const backend = new CudaBackend(fake.addon, { ...fake.facts, mapGranularity: 2 * 1024 * 1024 });
+    expect(backend.mapGranularity).toBe(2 * 1024 * 1024);
+    const buffer = backend.newBuffer(4096);
+    backend.mapMemory!(buffer, 0, 2 * 1024 * 1024);
+    expect(calls).toEqual([`map 0 ${2 * 1024 * 1024}`]);
+    buffer.release();
+    expect(thrown(() => backend.mapMemory!(buffer, 0, 2 * 1024 * 1024))).toBeInstanceOf(StateError);
   });
 
   it("buffers: device pointers in a frozen handle; contents() refused; nothing to detach", () => {

@@ -31,6 +31,19 @@ export function allocatorOver(
               backend.newBufferRange!(segment, offset, length),
             releaseRange: (range: NativeBuffer) => range.release(),
           }),
+      ...(backend.mapGranularity === undefined ||
+      backend.reserveAddressSpace === undefined ||
+      backend.mapMemory === undefined ||
+      backend.unmapMemory === undefined
+        ? {}
+        : {
+            mapGranularity: backend.mapGranularity,
+            reserve: (capacity: number) => backend.reserveAddressSpace!(capacity),
+            map: (space: NativeBuffer, offset: number, length: number) =>
+              backend.mapMemory!(space, offset, length),
+            unmap: (space: NativeBuffer, offset: number, length: number) =>
+              backend.unmapMemory!(space, offset, length),
+          }),
     },
     {
       ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),

@@ -206,6 +206,26 @@ export interface NativeBackend extends DeviceFacts {
    * sub-allocating policy.
    */
   newBufferRange?(segment: NativeBuffer, offset: number, length: number): NativeBuffer;
+  /**
+   * The unit of {@link mapMemory} offsets and lengths (CUDA: the driver's granularity, 2 MiB); absent on a
+   * backend without address spaces. With the three calls below, the segments policy's large pool is one
+   * expandable segment.
+   */
+  readonly mapGranularity?: number;
+  /**
+   * A buffer over `capacity` bytes of address space (whole granules, at most `maxBufferLength`) with no
+   * memory behind it (`allocatedSize` 0): ranges of it are usable where {@link mapMemory} backed them.
+   * Releasing it unmaps what is still mapped. Optional.
+   */
+  reserveAddressSpace?(capacity: number): NativeBuffer;
+  /**
+   * Backs `[offset, offset + length)` of an address space with new memory: one system allocation (CUDA:
+   * `cuMemCreate` + `cuMemMap`). Throws an `OutOfMemoryError` when the device refuses, an `ArgumentError`
+   * for a range that is not whole granules inside the space or overlaps mapped memory.
+   */
+  mapMemory?(space: NativeBuffer, offset: number, length: number): void;
+  /** Unmaps and frees exactly one earlier {@link mapMemory} range; an `ArgumentError` for any other. */
+  unmapMemory?(space: NativeBuffer, offset: number, length: number): void;
   /** Maps the file at `path` read-only by convention, copy-on-write. Throws a typed error for a missing,
    * empty, unreadable file or a directory. */
   mapFile(path: string): NativeMappedFile;

@@ -61,6 +61,31 @@ const DriverApi* LoadDriver(std::string* why) {
   bind(api.cuMemGetInfo, "cuMemGetInfo_v2");
   bind(api.cuGetErrorName, "cuGetErrorName");
   bind(api.cuGetErrorString, "cuGetErrorString");
+  // Optional: virtual memory management (expandable segments). Missing entries leave every one of them null.
+  {
+    bool before = complete;
+    std::string missingBefore = missing;
+    bind(api.cuMemAddressReserve, "cuMemAddressReserve");
+    bind(api.cuMemAddressFree, "cuMemAddressFree");
+    bind(api.cuMemCreate, "cuMemCreate");
+    bind(api.cuMemRelease, "cuMemRelease");
+    bind(api.cuMemMap, "cuMemMap");
+    bind(api.cuMemUnmap, "cuMemUnmap");
+    bind(api.cuMemSetAccess, "cuMemSetAccess");
+    bind(api.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity");
+    if (complete != before) {
+      api.cuMemAddressReserve = nullptr;
+      api.cuMemAddressFree = nullptr;
+      api.cuMemCreate = nullptr;
+      api.cuMemRelease = nullptr;
+      api.cuMemMap = nullptr;
+      api.cuMemUnmap = nullptr;
+      api.cuMemSetAccess = nullptr;
+      api.cuMemGetAllocationGranularity = nullptr;
+    }
+    complete = before;
+    missing = missingBefore;
+  }
   if (!complete) {
     failure = "the CUDA driver libcuda.so.1 lacks " + missing + " (a driver older than CUDA 6?)";
     *why = failure;

@@ -29,6 +29,35 @@ constexpr unsigned int CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 constexpr unsigned int CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 constexpr unsigned int CU_MEMHOSTREGISTER_READ_ONLY = 0x08;
 
+// Virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap, CUDA 10.2+): the types and values
+// of cuda.h that this addon passes.
+using CUmemGenericAllocationHandle = unsigned long long;
+constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 0x1;
+constexpr int CU_MEM_HANDLE_TYPE_NONE = 0x0;
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 0x1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3;
+constexpr int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0;
+struct CUmemLocation {
+  int type;
+  int id;
+};
+struct CUmemAllocationProp {
+  int type;
+  int requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;
+};
+
 struct DriverApi {
   CUresult (*cuInit)(unsigned int flags);
   CUresult (*cuDriverGetVersion)(int* version);
@@ -49,6 +78,18 @@ struct DriverApi {
   CUresult (*cuMemHostUnregister)(void* pointer);
   CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr* device, void* host, unsigned int flags);  // _v2
   CUresult (*cuMemGetInfo)(size_t* free, size_t* total);                                   // _v2
+  // Virtual memory management: nullptr where the driver lacks it (the backend then has no address spaces).
+  CUresult (*cuMemAddressReserve)(CUdeviceptr* pointer, size_t bytes, size_t alignment, CUdeviceptr address,
+                                  unsigned long long flags);
+  CUresult (*cuMemAddressFree)(CUdeviceptr pointer, size_t bytes);
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t bytes, const CUmemAllocationProp* prop,
+                          unsigned long long flags);
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle handle);
+  CUresult (*cuMemMap)(CUdeviceptr pointer, size_t bytes, size_t offset, CUmemGenericAllocationHandle handle,
+                       unsigned long long flags);
+  CUresult (*cuMemUnmap)(CUdeviceptr pointer, size_t bytes);
+  CUresult (*cuMemSetAccess)(CUdeviceptr pointer, size_t bytes, const CUmemAccessDesc* descriptors, size_t count);
+  CUresult (*cuMemGetAllocationGranularity)(size_t* granularity, const CUmemAllocationProp* prop, int option);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 };

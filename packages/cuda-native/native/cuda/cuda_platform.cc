@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -66,6 +67,15 @@ class CudaAllocation final : public Allocation {
     return {{"devicePointer", devicePointer()}};
   }
 
+  // An address space (cuMemAddressReserve): device_ is its base, length_ its size; its memory is the
+  // mappings below, by offset: each one physical allocation mapped at [offset, offset + size).
+  bool space = false;
+  struct Mapped {
+    CUmemGenericAllocationHandle handle;
+    size_t size;
+  };
+  std::map<size_t, Mapped> mapped;
+
   // Sets that have it wired (registration does not nest: register at 0 → 1, unregister at 1 → 0).
   uint32_t wireCount = 0;
   // The registered mapping's device address while it is registered.
@@ -86,6 +96,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
       : api_(api), device_(device), context_(context), facts_(facts) {
     long systemPage = sysconf(_SC_PAGESIZE);
     systemPageSize_ = systemPage > 0 ? static_cast<size_t>(systemPage) : 4096;
+    ReadGranularity();
   }
 
   ~CudaPlatform() override {
@@ -107,6 +118,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   const DeviceFacts& facts() const override { return facts_; }
 
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
+    if (reserveNext_) return reserveAddressSpace(bytes, failure);
     size_t allocatedSize = bytes > kPageSize ? RoundUp(bytes, kPageSize) : RoundUp(bytes, kSmallGranule);
     bind();
     CUdeviceptr pointer = 0;
@@ -166,6 +178,138 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
     }
     auto elapsed = std::chrono::steady_clock::now() - start;
     return std::chrono::duration<double, std::nano>(elapsed).count() / (count > 0 ? count : 1);
+  }
+
+  size_t mapGranularity() const override { return granularity_; }
+  void reserveNextBuffer(bool reserve) override { reserveNext_ = reserve; }
+
+  // An address space of `bytes` (whole granules), nothing mapped: allocatedSize 0 (it holds no memory).
+  std::unique_ptr<Allocation> reserveAddressSpace(size_t bytes, Failure* failure) {
+    if (granularity_ == 0) {
+      *failure = Failure::Argument("this CUDA driver has no virtual memory management (cuMemAddressReserve)");
+      return nullptr;
+    }
+    if (bytes % granularity_ != 0) {
+      *failure = Failure::Argument("an address space is whole granules of " + std::to_string(granularity_) +
+                                   " bytes; got " + std::to_string(bytes));
+      return nullptr;
+    }
+    bind();
+    CUdeviceptr base = 0;
+    CUresult result = api_->cuMemAddressReserve(&base, bytes, granularity_, 0, 0);
+    if (result != CUDA_SUCCESS) {
+      *failure = Failure::Allocation("cuMemAddressReserve of " + std::to_string(bytes) +
+                                     " bytes failed: " + ResultText(*api_, result));
+      return nullptr;
+    }
+    auto allocation = std::make_unique<CudaAllocation>(this, base, bytes, 0);
+    allocation->space = true;
+    return allocation;
+  }
+
+  bool mapMemory(Allocation* target, size_t offset, size_t length, Failure* failure) override {
+    auto* space = static_cast<CudaAllocation*>(target);
+    if (!CheckMapRange(space, offset, length, failure)) return false;
+    auto next = space->mapped.lower_bound(offset);
+    if ((next != space->mapped.end() && next->first < offset + length) ||
+        (next != space->mapped.begin() && std::prev(next)->first + std::prev(next)->second.size > offset)) {
+      *failure = Failure::Argument("mapMemory(): [" + std::to_string(offset) + ", " +
+                                   std::to_string(offset + length) + ") overlaps memory already mapped");
+      return false;
+    }
+    bind();
+    CUmemAllocationProp prop = DeviceMemoryProperties();
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult result = api_->cuMemCreate(&handle, length, &prop, 0);
+    if (result != CUDA_SUCCESS) {
+      *failure = Failure::Allocation("cuMemCreate of " + std::to_string(length) +
+                                     " bytes failed: " + ResultText(*api_, result));
+      return false;
+    }
+    CUdeviceptr at = space->device_ + offset;
+    result = api_->cuMemMap(at, length, 0, handle, 0);
+    if (result != CUDA_SUCCESS) {
+      api_->cuMemRelease(handle);
+      return Refused("cuMemMap", result, failure);
+    }
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    result = api_->cuMemSetAccess(at, length, &access, 1);
+    if (result != CUDA_SUCCESS) {
+      api_->cuMemUnmap(at, length);
+      api_->cuMemRelease(handle);
+      return Refused("cuMemSetAccess", result, failure);
+    }
+    space->mapped.emplace(offset, CudaAllocation::Mapped{handle, length});
+    return true;
+  }
+
+  bool unmapMemory(Allocation* target, size_t offset, size_t length, Failure* failure) override {
+    auto* space = static_cast<CudaAllocation*>(target);
+    if (!CheckMapRange(space, offset, length, failure)) return false;
+    auto found = space->mapped.find(offset);
+    if (found == space->mapped.end() || found->second.size != length) {
+      *failure = Failure::Argument("unmapMemory(): [" + std::to_string(offset) + ", " +
+                                   std::to_string(offset + length) + ") is not a range mapMemory mapped");
+      return false;
+    }
+    CUmemGenericAllocationHandle handle = found->second.handle;
+    space->mapped.erase(found);
+    bind();
+    // Kernels still reading the range must be done before its memory goes (cudaFree synchronizes too).
+    api_->cuCtxSynchronize();
+    CUresult unmapped = api_->cuMemUnmap(space->device_ + offset, length);
+    CUresult released = api_->cuMemRelease(handle);
+    if (unmapped != CUDA_SUCCESS) return Refused("cuMemUnmap", unmapped, failure);
+    if (released != CUDA_SUCCESS) return Refused("cuMemRelease", released, failure);
+    return true;
+  }
+
+  // Unmaps and frees every mapping of a space, then the address range (its destructor).
+  void releaseSpace(CudaAllocation* space) {
+    bind();
+    if (!space->mapped.empty()) api_->cuCtxSynchronize();
+    for (auto& [offset, mapping] : space->mapped) {
+      api_->cuMemUnmap(space->device_ + offset, mapping.size);
+      api_->cuMemRelease(mapping.handle);
+    }
+    space->mapped.clear();
+    if (api_->cuMemAddressFree(space->device_, space->length_) == CUDA_SUCCESS) freed->buffers += 1;
+  }
+
+  CUmemAllocationProp DeviceMemoryProperties() const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device_;
+    return prop;
+  }
+
+  // Reads the driver's granularity for device memory once (0: no virtual memory management).
+  void ReadGranularity() {
+    if (api_->cuMemGetAllocationGranularity == nullptr) return;
+    CUmemAllocationProp prop = DeviceMemoryProperties();
+    size_t granularity = 0;
+    if (api_->cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS) {
+      granularity_ = granularity;
+    }
+  }
+
+  bool CheckMapRange(CudaAllocation* space, size_t offset, size_t length, Failure* failure) const {
+    if (!space->space) {
+      *failure = Failure::Argument("the buffer is not an address space (reserveAddressSpace)");
+      return false;
+    }
+    if (length == 0 || offset % granularity_ != 0 || length % granularity_ != 0 || offset > space->length_ ||
+        length > space->length_ - offset) {
+      *failure = Failure::Argument("[" + std::to_string(offset) + ", +" + std::to_string(length) +
+                                   ") is not whole granules of " + std::to_string(granularity_) +
+                                   " bytes inside the " + std::to_string(space->length_) + "-byte space");
+      return false;
+    }
+    return true;
   }
 
   bool Refused(const char* call, CUresult result, Failure* failure) const {
@@ -236,6 +380,8 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   CUcontext context_;
   DeviceFacts facts_;
   size_t systemPageSize_ = 4096;
+  size_t granularity_ = 0;
+  bool reserveNext_ = false;
   WiringCounters counters_;
   std::string lastWiringError_;
 };
@@ -249,6 +395,8 @@ CudaAllocation::~CudaAllocation() {
     }
     UnmapFile(mapping_);
     platform_->freed->mappings += 1;
+  } else if (space) {
+    platform_->releaseSpace(this);
   } else if (device_ != 0) {
     platform_->bind();
     // Counted only when the driver took it back (the contract's leak check compares with release()).

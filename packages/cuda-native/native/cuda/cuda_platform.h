@@ -20,6 +20,19 @@ class CudaPlatformApi : public Platform {
   // Nanoseconds per cuMemAlloc + cuMemFree pair of `bytes`, timed in C++ over `count` pairs (the benchmark's
   // baseline without N-API). Negative when the driver refuses.
   virtual double timeDriverAllocFree(size_t bytes, uint32_t count, Failure* failure) = 0;
+
+  // Address spaces (expandable segments): the unit of mapMemory offsets and lengths (the driver's minimum
+  // granularity for device memory), or 0 where the driver has no virtual memory management.
+  virtual size_t mapGranularity() const = 0;
+  // While set, newBuffer reserves address space (cuMemAddressReserve) instead of allocating memory: the
+  // binding's reserveAddressSpace makes its buffer handle through the shared constructor this way.
+  virtual void reserveNextBuffer(bool reserve) = 0;
+  // Backs [offset, offset + length) of an address space with new device memory (cuMemCreate + cuMemMap +
+  // cuMemSetAccess: one physical allocation). false and a failure when the driver refuses or the range is
+  // not whole granules of the space, or overlaps a mapped one.
+  virtual bool mapMemory(Allocation* space, size_t offset, size_t length, Failure* failure) = 0;
+  // Unmaps and frees exactly one earlier mapMemory range. false and a failure for any other range.
+  virtual bool unmapMemory(Allocation* space, size_t offset, size_t length, Failure* failure) = 0;
 };
 
 // Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr

@@ -1,0 +1,128 @@
+// Address spaces on a GPU: device address space reserved with nothing behind it, memory mapped into it a
+// granule at a time and unmapped again, and the segments policy's expandable large pool that grows over it,
+// as a runtime sees it through the Device. Needs an NVIDIA GPU (gpu/run.sh).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Device } from "@nuvec/device";
+import { describe, expect, it } from "vitest";
+import { patternBytes, thrown } from "../../native-core/test/support.js";
+import type { CudaBufferRange } from "../src/index.js";
+import { cuda, cudaBackend } from "./support.js";
+
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
+describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undefined)(
+  "address spaces on a GPU",
+  () => {
+    // The backend's facts of address spaces are the contract's (describeAddressSpaceContract); here, what
+    // only the driver can say.
+    it("a reserved space takes no device memory until mapped; a range's device pointer is the space's plus its offset; unmapped, the driver has the memory back", () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      expect(granule % (64 * 1024)).toBe(0);
+      const before = backend.memoryInfo().free;
+      const space = backend.reserveAddressSpace(8 * granule);
+      expect(space.allocatedSize).toBe(0);
+      expect(backend.memoryInfo().free).toBe(before);
+      backend.mapMemory(space, granule, 2 * granule);
+      expect(before - backend.memoryInfo().free).toBeGreaterThanOrEqual(2 * granule);
+      const range = backend.newBufferRange(space, granule + 512, granule) as CudaBufferRange;
+      const bytes = patternBytes(granule, 7);
+      range.write(bytes);
+      expect(Buffer.from(range.read()).equals(Buffer.from(bytes))).toBe(true);
+      const base = (space.nativeHandle() as { devicePointer: bigint }).devicePointer;
+      expect((range.nativeHandle() as { devicePointer: bigint }).devicePointer).toBe(
+        base + BigInt(granule + 512),
+      );
+      range.release();
+      backend.unmapMemory(space, granule, 2 * granule);
+      expect(backend.memoryInfo().free).toBe(before);
+      space.release();
+    });
+
+    it("the Device's default policy grows one expandable segment: reserved is whole mappings, bytes survive reuse, clearCache gives the memory back", () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      const before = backend.memoryInfo().free;
+      const device = Device.open({ backend });
+      const sizes = [3 * MIB, 40 * MIB, 5 * MIB + 512, 100 * MIB, 64 * MIB];
+      const buffers = sizes.map((size, index) => {
+        const buffer = device.malloc(size);
+        buffer.write(patternBytes(size, index + 1));
+        return buffer;
+      });
+      const stats = device.memoryStats();
+      expect(stats.reserved % granule).toBe(0);
+      expect(stats.reserved).toBeGreaterThanOrEqual(stats.active);
+      buffers.forEach((buffer, index) => {
+        expect(Buffer.from(buffer.read()).equals(Buffer.from(patternBytes(sizes[index]!, index + 1)))).toBe(
+          true,
+        );
+      });
+      for (const buffer of buffers) buffer.free();
+      // The same requests again find their memory mapped: no system allocation, nothing more reserved.
+      const again = sizes.map((size) => device.malloc(size));
+      expect(device.memoryStats()).toMatchObject({
+        reserved: stats.reserved,
+        systemAllocations: stats.systemAllocations,
+      });
+      for (const buffer of again) buffer.free();
+      device.clearCache();
+      expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0 });
+      device.close();
+      expect(backend.memoryInfo().free).toBe(before);
+    });
+
+    it("out of memory from the driver: the typed error, the space's books as they were, and the request succeeds once memory is back", () => {
+      const backend = cuda();
+      using device = Device.open({ backend });
+      const kept = device.malloc(64 * MIB);
+      device.malloc(GIB).free();
+      const { free } = backend.memoryInfo();
+      const held = backend.newBuffer(Math.floor((free - 4 * GIB) / MIB) * MIB);
+      try {
+        const stats = device.memoryStats();
+        const error = thrown(() => device.malloc(8 * GIB));
+        expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" });
+        expect(String((error as Error & { cause?: Error }).cause?.message)).toMatch(
+          /CUDA_ERROR_OUT_OF_MEMORY/,
+        );
+        expect(device.counters().allocationRetries).toBe(1);
+        expect(device.memoryStats()).toMatchObject({
+          active: stats.active,
+          systemAllocations: stats.systemAllocations,
+        });
+        expect(device.memoryStats().reserved).toBeLessThanOrEqual(stats.reserved);
+      } finally {
+        held.release();
+      }
+      const buffer = device.malloc(8 * GIB);
+      buffer.write(Uint8Array.of(42), 8 * GIB - 1);
+      expect(buffer.read(8 * GIB - 1)[0]).toBe(42);
+      buffer.free();
+      kept.free();
+    });
+
+    it("wiring under an expandable segment: mapped files are registered; device memory in the space is resident by nature and not counted", () => {
+      const backend = cuda();
+      const directory = mkdtempSync(join(tmpdir(), "nuvec-space-"));
+      try {
+        const path = join(directory, "wired.bin");
+        writeFileSync(path, patternBytes(2 * MIB, 3));
+        using device = Device.open({ backend });
+        const weights = device.mapFile(path);
+        const buffer = device.malloc(4 * MIB);
+        device.setWiredLimit(GIB);
+        const stats = device.memoryStats();
+        expect(stats.wired).toBe(weights.allocatedLength);
+        expect(stats.wiredMapped).toBe(weights.allocatedLength);
+        expect(backend.counters().wiredBytes).toBe(stats.wired);
+        buffer.free();
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    });
+  },
+);
