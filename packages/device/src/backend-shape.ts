@@ -10,6 +10,9 @@
 import type { NativeBackend } from "@nuvec/metal-native";
 import { ArgumentError, describeValue } from "@nuvec/stats";
 
+// Taken at load, as the Device's other intrinsics (environment.ts): a later patch cannot reroute its calls.
+const reflectApply = Reflect.apply;
+
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
 
 /** How each member of a backend is read and checked. */
@@ -87,7 +90,7 @@ export function checkedBackend(backend: unknown): NativeBackend {
       `Device.open(): backend must be an object, got ${describeValue(backend)}`,
     );
   }
-  const apply = Reflect.apply;
+  const apply = reflectApply;
   const shape: Record<string, unknown> = {};
   for (const [member, kind] of Object.entries(MEMBERS) as [string, MemberKind][]) {
     if (kind === "read when needed") continue;

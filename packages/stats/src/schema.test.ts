@@ -113,6 +113,25 @@ describe("optionsSchema", () => {
   });
 });
 
+describe("options that cannot be listed", () => {
+  it("a Proxy whose ownKeys trap throws is an ArgumentError naming the options", () => {
+    const error = refusal(() =>
+      schema.parse(
+        new Proxy(
+          {},
+          {
+            ownKeys() {
+              throw new Error("trap");
+            },
+          },
+        ),
+      ),
+    );
+    expect(error.argument).toBe("options");
+    expect(error.message).toBe("Thing.open(): the keys of options could not be read");
+  });
+});
+
 describe("checkArgument", () => {
   it("checks one argument against its rule, naming it and the entry point", () => {
     expect(checkArgument(string(), "abc", "name", "startTrace()")).toBe("abc");

@@ -6,6 +6,11 @@
 import { ArgumentError } from "./errors.js";
 import { byteCountProblem, describeValue } from "./size.js";
 
+// Taken at load: a program that patches these later cannot change what a check reads.
+const objectKeys = Object.keys;
+const hasOwn = Object.hasOwn;
+const isArray = Array.isArray;
+
 /**
  * One rule: what a value must be (`expected`, as messages say it: "a boolean") and a check that returns the
  * value to use (the same value, `-0` read as `0`) or throws. `T` is the type it accepts.
@@ -176,23 +181,24 @@ export interface OptionsSchema<F extends Fields> extends Rule<SchemaType<F>> {
  * `segments.blockRounding`.
  */
 export function optionsSchema<const F extends Fields>(where: string, fields: F): OptionsSchema<F> {
-  const names = Object.keys(fields);
+  const names = objectKeys(fields);
   const expected = "an object";
   const parse = (options: unknown, name = "options", at = where): SchemaType<F> => {
     if (options === undefined) options = {};
-    if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    if (typeof options !== "object" || options === null || isArray(options)) {
       refuse(at, name, expected, options);
     }
     const prefix = name === "options" ? "" : `${name}.`;
     const result: Record<string, unknown> = {};
     let keys: string[];
     try {
-      keys = Object.keys(options);
+      keys = objectKeys(options);
     } catch (error) {
-      refuse(at, name, expected, options, error);
+      // A Proxy whose ownKeys trap throws: the options cannot be listed.
+      throw new ArgumentError(name, `${at}: the keys of ${name} could not be read`, { cause: error });
     }
     for (const key of keys) {
-      if (!Object.hasOwn(fields, key)) {
+      if (!hasOwn(fields, key)) {
         throw new ArgumentError(
           `${prefix}${key}`,
           `${at}: unknown option ${prefix}${key} (the options are ${names.join(", ")})`,
