@@ -83,6 +83,7 @@ const APPROVED = {
     "StateError",
     "StateErrorCode",
     "SystemCallError",
+    "Teardown",
     "UnsupportedError",
     "UnsupportedErrorCode",
     "allocationSize",
@@ -199,6 +200,7 @@ const APPROVED = {
     "RawMappedFileHandle",
     "RawResidencySetHandle",
     "callNative",
+    "nativeBinaryDefect",
   ],
   "@nuvec/device": [
     "AllocatorPolicy",

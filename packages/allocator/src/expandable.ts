@@ -6,6 +6,8 @@
 // one system allocation (one physical allocation on CUDA), and it is unmapped whole once every byte of it
 // lies in free blocks.
 
+import { Teardown } from "@nuvec/stats";
+
 /** What a source offers for expandable segments: address space, and memory mapped into it on demand. */
 export interface MappingSource<B> {
   /** The unit of `map`/`unmap` offsets and lengths (a power of two). */
@@ -142,7 +144,7 @@ export class MappedPages<B> {
     const end = Math.floor((offset + length) / page);
     let bytes = 0;
     let calls = 0;
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     let index = first;
     while (index < end && bytes < budget) {
       const id = this.owner[index]!;
@@ -166,14 +168,10 @@ export class MappedPages<B> {
       bytes += size;
       calls++;
       this.unmapCalls++;
-      try {
-        this.source.unmap(this.space, start, size);
-      } catch (error) {
-        failure ??= { error };
-      }
+      teardown.run(() => this.source.unmap(this.space, start, size));
       index = endPage;
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
     return { bytes, calls };
   }
 

@@ -16,6 +16,11 @@ export class Quarantine {
     this.#allocator = allocator;
   }
 
+  /** The owners of the freed buffers still held, with the bytes each is counted at (oldest first). */
+  held(): (readonly [object, number])[] {
+    return this.#held.map((entry) => [entry.owner, entry.bytes] as const);
+  }
+
   /** How many freed buffers are still held. */
   get size(): number {
     return this.#held.length;

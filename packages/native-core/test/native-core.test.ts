@@ -45,8 +45,9 @@ const unitTests: Record<string, string[]> = {
     "teardown",
     "ranges",
     "counters",
+    "allocation failures",
   ],
-  wiring_residency_set: ["wiring follows the request", "failures"],
+  wiring_residency_set: ["wiring follows the request", "failures", "allocation failures"],
 };
 
 describe("native/core's C++ unit tests (AddonState, WiringResidencySet)", () => {

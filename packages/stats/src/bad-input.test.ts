@@ -67,6 +67,7 @@ const BAD_CALLS: Readonly<Record<string, readonly Call[]>> = {
       () => stats.checkArgument(stats.rules.boolean, 1, "flag", "f()"),
     ],
   ],
+  Teardown: [["new Teardown().run(1)", "step", () => new stats.Teardown().run(1 as never)]],
   // Functions that take no argument a caller can get wrong, or report a problem instead of throwing.
   byteCountProblem: [],
   describeValue: [],

@@ -222,6 +222,9 @@ brand(SystemCallError, "SystemCallError");
  * Why a native binary is unavailable:
  * - `no-prebuilt`: no prebuilt package exists for this platform (e.g. musl, linux-ppc64): build from source;
  * - `not-installed`: the platform's package exists but is not installed (optional dependencies omitted);
+ * - `damaged`: an addon file is installed but damaged (truncated, empty, not a shared library for this
+ *   platform, not a regular file): checked before it is loaded, so it never reaches the dynamic loader;
+ *   `path` names it and the message says how to reinstall or rebuild it;
  * - `load-failed`: an addon was found but did not load (the message has the loader's error);
  * - `backend-unavailable`: the addon loaded but the system has no device for it (no Metal device, no GPU);
  * - `unsupported-platform`: no native backend exists for this platform at all (Windows).
@@ -229,6 +232,7 @@ brand(SystemCallError, "SystemCallError");
 export type NativeUnavailableReason =
   | "no-prebuilt"
   | "not-installed"
+  | "damaged"
   | "load-failed"
   | "backend-unavailable"
   | "unsupported-platform";
@@ -240,10 +244,16 @@ export type NativeUnavailableReason =
 export class NativeUnavailableError extends NuvecError<"ERR_NUVEC_NATIVE_UNAVAILABLE"> {
   /** Why: see {@link NativeUnavailableReason}. */
   readonly reason: NativeUnavailableReason;
+  /** The addon file concerned, where one was found (always for `damaged`). */
+  readonly path?: string;
 
-  constructor(message: string, options?: { cause?: unknown; reason?: NativeUnavailableReason }) {
+  constructor(
+    message: string,
+    options?: { cause?: unknown; reason?: NativeUnavailableReason; path?: string },
+  ) {
     super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
     this.reason = options?.reason ?? "load-failed";
+    if (options?.path !== undefined) this.path = options.path;
   }
 }
 brand(NativeUnavailableError, "NativeUnavailableError");

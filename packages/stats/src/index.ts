@@ -38,3 +38,4 @@ export {
   PAGE,
   SMALL,
 } from "./size.js";
+export { Teardown } from "./teardown.js";

@@ -7,7 +7,7 @@ import {
   checkRange,
   releasedError,
 } from "@nuvec/native-core";
-import { ArgumentError, describeValue, mappingSize } from "@nuvec/stats";
+import { ArgumentError, describeValue, mappingSize, Teardown } from "@nuvec/stats";
 import { MockSpace } from "./address-space.js";
 import { MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
@@ -523,20 +523,13 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     if (this.#core.closed) return;
     // Every handle is released even if one release throws; the backend is closed either way and the first
     // error is rethrown at the end.
-    let failure: { error: unknown } | undefined;
-    const attempt = (release: () => void) => {
-      try {
-        release();
-      } catch (error) {
-        failure ??= { error };
-      }
-    };
-    for (const set of this.liveResidencySets) attempt(() => set.release());
+    const teardown = new Teardown();
+    for (const set of this.liveResidencySets) teardown.run(() => set.release());
     for (const allocation of [...this.#core.allocations])
-      attempt(() => (allocation as MockBuffer | MockMappedFile).release());
+      teardown.run(() => (allocation as MockBuffer | MockMappedFile).release());
     this.#core.closed = true;
     this.#core.log.record("close", undefined, undefined, "ok");
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
   }
 
   /** `close()`, for `using backend = new MockBackend()` (defined where the engine has `Symbol.dispose`). */

@@ -15,8 +15,14 @@ std::atomic<uint64_t> abandonedBytes{0};
 AbandonedTotals ProcessAbandoned() { return AbandonedTotals{abandonedAllocations.load(), abandonedBytes.load()}; }
 
 uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped) {
-  uint64_t id = ++lastId_;
-  size_t bytes = allocation->allocatedSize();
+  // The record first: its insert is what can throw, and then the allocation goes back with the argument,
+  // nothing counted.
+  uint64_t id = lastId_ + 1;
+  OwnedAllocation& owned = allocations_[id];
+  lastId_ = id;
+  owned.allocation = std::move(allocation);
+  owned.mapped = mapped;
+  size_t bytes = owned.allocation->allocatedSize();
   if (mapped) {
     counters.mappingsMade += 1;
     counters.mappedBytes += bytes;
@@ -25,20 +31,21 @@ uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool 
     counters.bufferBytes += bytes;
     if (accountExternalMemory) accountExternalMemory(static_cast<int64_t>(bytes));
   }
-  OwnedAllocation& owned = allocations_[id];
-  owned.allocation = std::move(allocation);
-  owned.mapped = mapped;
   return id;
 }
 
 uint64_t AddonState::AddRange(uint64_t parentId, size_t offset, size_t length) {
   auto parent = allocations_.find(parentId);
   if (parent == allocations_.end()) return 0;
-  parent->second.ranges += 1;
-  uint64_t id = ++lastId_;
+  // What can throw comes first (the range, its record), the parent's count last: a failure leaves the parent
+  // as it was, free to go when released.
+  auto range = std::make_unique<RangeAllocation>(parent->second.allocation.get(), offset, length);
+  uint64_t id = lastId_ + 1;
   OwnedAllocation& owned = allocations_[id];
-  owned.allocation = std::make_unique<RangeAllocation>(parent->second.allocation.get(), offset, length);
+  lastId_ = id;
+  owned.allocation = std::move(range);
   owned.parent = parentId;
+  allocations_.find(parentId)->second.ranges += 1;
   return id;
 }
 
@@ -149,10 +156,22 @@ ResidencySet* AddonState::FindSet(uint64_t id) {
 void AddonState::AddToSet(ResidencySet* set, uint64_t id) {
   Allocation* allocation = FindAllocation(id);
   if (allocation == nullptr) return;
-  set->add(allocation);
-  set->members.insert(allocation);
-  allocation->sets.insert(set);
-  setMemberIds_[allocation] = id;
+  // The records before the set holds it: a set must never hold an allocation that could be freed under it
+  // for want of a record. Each insert can throw; what this call added is taken out again.
+  bool newMember = false;
+  bool newLink = false;
+  bool newId = false;
+  try {
+    newMember = set->members.insert(allocation).second;
+    newLink = allocation->sets.insert(set).second;
+    newId = setMemberIds_.emplace(allocation, id).second;
+    set->add(allocation);
+  } catch (...) {
+    if (newId) setMemberIds_.erase(allocation);
+    if (newLink) allocation->sets.erase(set);
+    if (newMember) set->members.erase(allocation);
+    throw;
+  }
 }
 
 void AddonState::RemoveFromSet(ResidencySet* set, uint64_t id) {
@@ -167,16 +186,20 @@ void AddonState::Commit(ResidencySet* set) {
 void AddonState::FreeSet(uint64_t id) {
   auto found = sets_.find(id);
   if (found == sets_.end()) return;
-  std::unique_ptr<ResidencySet> set = std::move(found->second);
-  sets_.erase(found);
-  set->endResidency();
+  ResidencySet* set = found->second.get();
+  // What can throw (the list, the layer's staged removals and commit) runs while the set is still on record:
+  // should it throw, the set stays, holding what it held, and a later FreeSet (or the teardown) finishes.
   std::vector<Allocation*> members(set->members.begin(), set->members.end());
+  set->endResidency();
   // Empty the set before it goes (Metal: removeAllocation: and commit), so that it retains none of them:
   // the queue may hold on to a set a little longer than we do.
   for (Allocation* allocation : members) set->remove(allocation);
   set->commit();
-  for (Allocation* allocation : members) allocation->sets.erase(set.get());
-  set.reset();  // before any of its allocations may go: a layer's set may still point at them
+  // From here nothing allocates.
+  std::unique_ptr<ResidencySet> owned = std::move(found->second);
+  sets_.erase(found);
+  for (Allocation* allocation : members) allocation->sets.erase(set);
+  owned.reset();  // before any of its allocations may go: a layer's set may still point at them
   for (Allocation* allocation : members) {
     if (allocation->sets.empty()) MaybeFreeAllocation(allocation);
   }
