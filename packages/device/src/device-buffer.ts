@@ -128,6 +128,13 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /** @internal Made by {@link Device.malloc}. */
   constructor(device: Owner, state: BufferState) {
+    // Only a Device has a BufferState to give (the class is not exported): no handle forged over nothing.
+    if (!(state instanceof BufferState)) {
+      throw new ArgumentError(
+        "new DeviceBuffer()",
+        "new DeviceBuffer(): a DeviceBuffer is made by device.malloc(bytes)",
+      );
+    }
     this.#device = device;
     this.#state = state;
   }

@@ -25,6 +25,7 @@ import {
   wiredLimitTooLarge,
 } from "./errors.js";
 import { DeviceFigures } from "./figures.js";
+import { MADE_BY_DEVICE } from "./handle-owner.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
@@ -294,7 +295,7 @@ export class Device {
       throw error;
     }
     this.#wiring.watch(() => this.#residency.insert(native, true));
-    const file = new MappedFile(this, native, mapping);
+    const file = new MappedFile(this, native, mapping, MADE_BY_DEVICE);
     this.#trace?.map(file, native.length);
     this.#mappings.add(file);
     return file;

@@ -12,3 +12,9 @@ export interface HandleOwner {
   /** Frees `handle` (this buffer or mapped file). */
   free(handle: object, options?: FreeOptions): void;
 }
+
+/**
+ * @internal What only a Device passes to the constructor of a {@link MappedFile}: `new MappedFile(...)` from
+ * outside cannot forge a handle over memory the Device never mapped.
+ */
+export const MADE_BY_DEVICE: unique symbol = Symbol("made by a Device");

@@ -5,6 +5,8 @@ import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError, type SchemaType } from "@nuvec/stats";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { Device } from "./device.js";
+import { DeviceBuffer } from "./device-buffer.js";
+import { MappedFile } from "./mapped-file.js";
 import type { DeviceOptions, FreeOptions } from "./options.js";
 import { mapSafetensors, readSafetensorsHeader } from "./safetensors.js";
 import { DEVICE_OPEN, type FREE_OPTIONS } from "./schemas.js";
@@ -119,7 +121,17 @@ describe("arguments", () => {
   });
 });
 
-describe("the constructor cannot skip Device.open", () => {
+describe("the constructors cannot skip Device.open, malloc or mapFile", () => {
+  it("new DeviceBuffer(...) and new MappedFile(...) from JavaScript are refused", () => {
+    const { device } = open();
+    const Buffer = DeviceBuffer as unknown as new (...args: unknown[]) => DeviceBuffer;
+    const File = MappedFile as unknown as new (...args: unknown[]) => MappedFile;
+    const fake = { live: true, allocation: { buffer: undefined, length: 5, allocatedLength: 256 } };
+    expect(refusal(() => new Buffer(device, fake)).argument).toBe("new DeviceBuffer()");
+    expect(refusal(() => new File(device, {}, {})).argument).toBe("new MappedFile()");
+    expect(device.counters().liveBuffers).toBe(0);
+  });
+
   it("new Device(...) from JavaScript is refused before anything is made", () => {
     const backend = new MockBackend({ realFiles: false });
     const Constructor = Device as unknown as new (...args: unknown[]) => Device;
