@@ -167,7 +167,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
   contents(): ArrayBuffer {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
-    if (this.#device.native.backend.hostVisible === false) throw notHostVisible("contents()");
+    if (this.#device.native.hostVisible === false) throw notHostVisible("contents()");
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);

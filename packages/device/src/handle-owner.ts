@@ -8,7 +8,7 @@ export interface HandleOwner {
   /** True once the device was closed. */
   readonly closed: boolean;
   /** The runtime-author surface: the handle reads whether the backend's memory is host-visible. */
-  readonly native: { readonly backend: NativeBackend };
+  readonly native: { readonly backend: NativeBackend; readonly hostVisible: boolean | undefined };
   /** Frees `handle` (this buffer or mapped file). */
   free(handle: object, options?: FreeOptions): void;
 }

@@ -58,6 +58,14 @@ export class DeviceNative {
     this.#givenBackend = givenBackend;
   }
 
+  /**
+   * @internal Whether the CPU can address the backend's memory, as read once at open (`undefined`: the
+   * backend does not say, so it can).
+   */
+  get hostVisible(): boolean | undefined {
+    return this.#backend.hostVisible;
+  }
+
   /** The native backend the device runs on (its facts, its counters): the object it was opened with. */
   get backend(): NativeBackend {
     return this.#givenBackend;

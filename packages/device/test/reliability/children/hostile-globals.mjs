@@ -118,6 +118,7 @@ try {
     outcome.readsAtOpen = reads;
     hostile = true;
     const buffer = device.malloc(1 << 20);
+    buffer.contents()[0] = 1; // host-visibility as read at open, not through the trap again
     outcome.counters = device.counters().backend.buffersMade;
     buffer.free();
     outcome.readsAfterOpen = reads - outcome.readsAtOpen;
