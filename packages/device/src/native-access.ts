@@ -59,8 +59,8 @@ export class DeviceNative {
   }
 
   /**
-   * @internal Whether the CPU can address the backend's memory, as read once at open (`undefined`: the
-   * backend does not say, so it can).
+   * Whether the CPU can address the backend's memory (`contents()` works), as read from the backend once at
+   * open; `undefined` when the backend does not say (it can).
    */
   get hostVisible(): boolean | undefined {
     return this.#backend.hostVisible;
