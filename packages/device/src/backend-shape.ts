@@ -123,6 +123,19 @@ export function checkedBackend(backend: unknown): NativeBackend {
       shape[member] = value;
     }
   }
+  // Address spaces: a granularity (a power of two) with all three calls, or none of them.
+  const mapGranularity = shape.mapGranularity as number | undefined;
+  const spaceCalls = ["reserveAddressSpace", "mapMemory", "unmapMemory"].filter((member) => member in shape);
+  if (mapGranularity !== undefined) {
+    if (mapGranularity <= 0 || (mapGranularity & (mapGranularity - 1)) !== 0 || mapGranularity > 2 ** 30) {
+      throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(mapGranularity)}`);
+    }
+    if (spaceCalls.length !== 3) {
+      throw bad("mapGranularity", "is given without reserveAddressSpace, mapMemory and unmapMemory");
+    }
+  } else {
+    for (const member of spaceCalls) delete shape[member];
+  }
   // CUDA's device ordinal (beyond the interface), which a 0-byte buffer's handle names.
   const ordinal = shape.platform === "cuda" ? read(backend, "device") : undefined;
   if (typeof ordinal === "number") shape.device = ordinal;

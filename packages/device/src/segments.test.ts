@@ -110,4 +110,12 @@ describe("a trace recorded under the segments policy", () => {
     device.close();
     expect(backend.counters()).toMatchObject({ buffersMade: 2, buffersReleased: 2 });
   });
+
+  it("a backend's address spaces are all or none: a granularity without the calls, or a bad one, is refused at open", () => {
+    const backend = new MockBackend({ mapGranularity: 1024 * 1024 });
+    const without = Object.create(backend, { reserveAddressSpace: { value: undefined } });
+    expect(() => Device.open({ backend: without })).toThrow(/backend.mapGranularity is given without/);
+    const odd = Object.create(backend, { mapGranularity: { value: 3000 } });
+    expect(() => Device.open({ backend: odd })).toThrow(/mapGranularity must be a power of two/);
+  });
 });
