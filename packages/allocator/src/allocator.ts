@@ -5,6 +5,7 @@ import { checkedByteCount, type QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import { allocatorClosed } from "./errors.js";
 import { isMappingSource } from "./expandable.js";
+import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
@@ -38,7 +39,9 @@ export class CachingAllocator<B> {
     boundedRelease: "least-recent" | "largest";
   };
 
-  constructor(source: BufferSource<B>, options: AllocatorOptions<B> = {}) {
+  constructor(source: BufferSource<B>, given: AllocatorOptions<B> = {}) {
+    // Every option checked by its declaration (each read once); the allocator uses what the check returned.
+    const options = ALLOCATOR_OPTIONS.parse(given) as AllocatorOptions<B>;
     const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
     const memorySize = checkedByteCount(source.memorySize, "memorySize");
     const maxBufferLength = checkedByteCount(source.maxBufferLength, "maxBufferLength");
@@ -261,7 +264,7 @@ export class CachingAllocator<B> {
    */
   setMemoryLimit(bytes: number): number {
     if (this.closed) throw allocatorClosed("set the memory limit");
-    checkedByteCount(bytes, "bytes");
+    bytes = checkedByteCount(bytes, "bytes");
     return this.engine.setMemoryLimit(bytes);
   }
 
@@ -271,7 +274,7 @@ export class CachingAllocator<B> {
    */
   setCacheLimit(bytes: number): number {
     if (this.closed) throw allocatorClosed("set the cache limit");
-    checkedByteCount(bytes, "bytes");
+    bytes = checkedByteCount(bytes, "bytes");
     return this.engine.setCacheLimit(bytes);
   }
 

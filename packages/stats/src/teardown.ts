@@ -20,13 +20,15 @@ export class Teardown {
   readonly #failures: unknown[] = [];
 
   /**
-   * Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on.
-   *
-   * @throws ArgumentError when `step` is not a function (a mistake of the caller's, not a failed step).
+   * Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on. A `step` that
+   * is not a function is a caller's mistake, refused at once (`ArgumentError`), not kept as a failure.
    */
   run(step: () => void): void {
     if (typeof step !== "function") {
-      throw new ArgumentError("step", `Teardown.run(): step must be a function, got ${describeValue(step)}`);
+      throw new ArgumentError(
+        "step",
+        `Teardown.run(step): step must be a function, got ${describeValue(step)}`,
+      );
     }
     try {
       step();
