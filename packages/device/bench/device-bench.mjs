@@ -383,7 +383,8 @@ if (viewLoops.length > 0) {
 }
 
 // 3. The replay program against the policy alone, per event, on the same pre-read events.
-const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB };
+// MLX's policy on both sides: the program's Device and replayTrace replay the same allocator.
+const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB, policy: "mlx" };
 
 /**
  * apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else): the mock

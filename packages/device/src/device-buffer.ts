@@ -153,9 +153,9 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
   }
 
   /**
-   * The buffer's memory as an `ArrayBuffer` without a copy (`allocatedLength` bytes; the first `length` are
-   * yours). Every `ArrayBuffer` handed out is detached when the buffer is freed: an old view then reads
-   * `byteLength` 0 and can never reach the next owner's data.
+   * The buffer's memory as an `ArrayBuffer` without a copy: exactly `length` bytes, whatever block the
+   * cache handed out. Every `ArrayBuffer` handed out is detached when the buffer is freed: an old view then
+   * reads `byteLength` 0 and can never reach the next owner's data.
    */
   contents(): ArrayBuffer {
     this.#check("contents()");
@@ -169,9 +169,9 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     return this.#viewOf(native);
   }
 
-  /** A `Uint8Array` over the first `length` bytes of {@link contents}. */
+  /** A `Uint8Array` over {@link contents}. */
   bytes(): Uint8Array {
-    return new Uint8Array(this.contents(), 0, this.length);
+    return new Uint8Array(this.contents());
   }
 
   /**
@@ -238,7 +238,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     // (a buffer of 0 bytes has no native buffer), and the backend makes the next one.
     const held = this.#view;
     if (held !== undefined && held.byteLength !== 0) return held;
-    const view = native.contents();
+    const view = native.contents(this.length);
     if (view !== this.#view) {
       if (this.#view !== undefined) {
         if (this.#earlierViews === undefined) this.#earlierViews = [this.#view];

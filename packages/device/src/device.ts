@@ -332,6 +332,8 @@ export class Device {
     teardown.run(() => this.#residency.erase(state.native));
     teardown.run(() => this.#allocator.removeMapping(state.mapping));
     teardown.run(() => state.native.release());
+    // A view moved away keeps the mapping: counted in `quarantined` until its last holder drops it.
+    teardown.run(() => this.#quarantine.hold(state.native, state.mapping.allocatedLength, undefined));
     state.live = false;
     this.#mappings.delete(file);
     teardown.finish();

@@ -1,15 +1,19 @@
-// Buffers freed while a view of theirs was moved out of the backend's reach (transfer(), postMessage): the
-// backend holds their memory until that view is collected, and the Device counts it in `quarantined` (and
-// against the memory limit) until then. The backend gives such memory back only when a view's finalizer
-// runs, after a turn of the event loop, so asking it more than once per job would learn nothing new.
+// Buffers freed and files unmapped while a view of theirs was moved out of the backend's reach (transfer(),
+// postMessage): the backend holds their memory until the last holder of that view drops it, and the Device
+// counts it in `quarantined` (and against the memory limit) until then. The backend learns of it when that
+// holder's engine lets the memory go (a collection, perhaps on another thread), so asking more than once per
+// job would rarely learn anything new.
 import type { CachingAllocator } from "@nuvec/allocator";
-import type { NativeBuffer } from "@nuvec/metal-native";
+import type { NativeBuffer, NativeMappedFile } from "@nuvec/metal-native";
 import { queueMicrotaskOnce } from "./environment.js";
 
-/** The quarantined buffers of one Device, each counted at its allocated length until the backend frees it. */
+/** What may be held: a released buffer or mapped file, which says how many bytes the backend still holds. */
+type Held = Pick<NativeBuffer | NativeMappedFile, "quarantinedBytes">;
+
+/** The quarantined buffers and mappings of one Device, each counted until the backend frees it. */
 export class Quarantine {
   readonly #allocator: CachingAllocator<NativeBuffer>;
-  #held: { native: NativeBuffer; bytes: number; owner: object }[] = [];
+  #held: { native: Held; bytes: number; owner: object | undefined }[] = [];
   #askedThisJob = false;
 
   constructor(allocator: CachingAllocator<NativeBuffer>) {
@@ -18,7 +22,10 @@ export class Quarantine {
 
   /** The owners of the freed buffers still held, with the bytes each is counted at (oldest first). */
   held(): (readonly [object, number])[] {
-    return this.#held.map((entry) => [entry.owner, entry.bytes] as const);
+    const owned: (readonly [object, number])[] = [];
+    // A mapping has no owner to name (a trace opens with the buffers only).
+    for (const entry of this.#held) if (entry.owner !== undefined) owned.push([entry.owner, entry.bytes]);
+    return owned;
   }
 
   /** How many freed buffers are still held. */
@@ -28,10 +35,10 @@ export class Quarantine {
 
   /**
    * `native` was released without caching (its view moved away): counted as `bytes` (the allocation's
-   * length) while the backend still holds its memory. Returns whether it does; `owner` is what
-   * {@link settle} names when it is given back.
+   * length, a mapping's mapped length) while the backend still holds its memory. Returns whether it does;
+   * `owner` is what {@link settle} names when it is given back (none for a mapping).
    */
-  hold(native: NativeBuffer, bytes: number, owner: object): boolean {
+  hold(native: Held, bytes: number, owner: object | undefined): boolean {
     if ((native.quarantinedBytes ?? 0) === 0) return false;
     this.#allocator.addQuarantined(bytes);
     this.#held.push({ native, bytes, owner });
@@ -48,14 +55,14 @@ export class Quarantine {
     queueMicrotaskOnce(() => {
       this.#askedThisJob = false;
     });
-    const still: { native: NativeBuffer; bytes: number; owner: object }[] = [];
+    const still: { native: Held; bytes: number; owner: object | undefined }[] = [];
     let given = 0;
     const owners: object[] = [];
     for (const entry of this.#held) {
       if ((entry.native.quarantinedBytes ?? 0) > 0) still.push(entry);
       else {
         given += entry.bytes;
-        owners.push(entry.owner);
+        if (entry.owner !== undefined) owners.push(entry.owner);
       }
     }
     this.#held = still;

@@ -2,8 +2,9 @@
 // on Linux, its Metal layer on macOS (.github/workflows/macos.yml; never run on the machines it was written on).
 // NUVEC_CONTRACT_ADDON=<file.node> runs it against that addon file instead (a prebuilt binary before it is
 // packed: scripts/run-contract.mjs, which also bundles this file to run under qemu without vitest).
+import { createRequire } from "node:module";
 import { describeNativeBackendContract } from "@nuvec/native-core/contract";
-import { describe } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readOwnMemory } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
@@ -14,6 +15,20 @@ const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => l
 const which = addonFile ? ` from ${addonFile}` : "";
 
 if (process.platform === "linux") {
+  // Views are V8 backing stores on the Node.js major the addon was built for, Node-API's on any other (the
+  // fallback's suite is contract-host-node-api.test.ts).
+  describe.runIf(!addonFile && !process.env.NUVEC_VIEWS)("the addon built here", () => {
+    it("makes its views as V8 backing stores on the Node.js major it was built for, else Node-API's", () => {
+      const raw = createRequire(import.meta.url)("../native/build/Release/nuvec_metal_native.node") as {
+        viewMechanismBuiltFor: number;
+      };
+      const major = Number(process.versions.node.split(".")[0]);
+      expect(raw.viewMechanismBuiltFor).toBeGreaterThan(0);
+      expect(loadNativeBackend().viewMechanism).toBe(
+        raw.viewMechanismBuiltFor === major ? "backing-store" : "node-api",
+      );
+    });
+  });
   describeNativeBackendContract(`host addon (real memory, mlock)${which}`, openBackend, {
     realMemory: true,
     // Past RLIMIT_MEMLOCK wiring fails, unless the process may lock without limit (root, CAP_IPC_LOCK): then

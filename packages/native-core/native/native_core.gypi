@@ -11,7 +11,8 @@
     "napi/addon.cc",
     "napi/allocation_handle.cc",
     "napi/errors.cc",
-    "napi/residency_set_handle.cc"
+    "napi/residency_set_handle.cc",
+    "napi/views.cc"
   ],
   "include_dirs": ["."],
   "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"],

@@ -13,6 +13,20 @@ export function checkBufferLength(bytes: unknown, maxBufferLength: number): numb
   return bytes as number;
 }
 
+/**
+ * Checks the length of a view (`contents(length)`): a whole number of bytes from 1 to `available`, the
+ * bytes of the buffer or range.
+ */
+export function checkViewLength(length: unknown, available: number): number {
+  if (typeof length !== "number" || !Number.isSafeInteger(length) || length < 1 || length > available) {
+    throw new ArgumentError(
+      "length",
+      `contents(length): length must be a whole number of bytes from 1 to ${available}, got ${describeValue(length)}`,
+    );
+  }
+  return length;
+}
+
 /** Checks a file path: a non-empty string without NUL characters (which the system would cut short). */
 export function checkPath(path: unknown): string {
   if (typeof path !== "string") {

@@ -108,6 +108,13 @@ interface NativeMemory {
    */
   contents(): ArrayBuffer;
   /**
+   * After `release()`, when a view was moved away (`transfer()`, `postMessage`): the bytes the backend still
+   * holds for it (its allocated size, a mapping's mapped length) until the last holder of that memory drops
+   * it, then 0; 0 before release. What its owner counts as quarantined. Absent on backends whose views
+   * cannot escape.
+   */
+  readonly quarantinedBytes?: number;
+  /**
    * Detaches every `ArrayBuffer` handed out so far, without releasing the memory; the next `contents()`
    * makes a new one. The device calls it when a freed buffer goes to the cache, so that its next owner's data
    * can never be read or written through an old view, and when a release is deferred until a kernel is done,
@@ -128,6 +135,13 @@ export interface NativeBuffer extends NativeMemory {
   /** The bytes asked for (the allocator asks for whole size classes). */
   readonly length: number;
   /**
+   * The first `length` bytes (default: all of them) as an external `ArrayBuffer`, without a copy: exactly
+   * `length` bytes long, so that a typed array over a block the cache handed out for fewer bytes has the
+   * length asked for. The same `ArrayBuffer` on every call with that length while it is attached; every one
+   * is detached on release and by `detachContents()`. A length outside 1..`length` is a `ArgumentError`.
+   */
+  contents(length?: number): ArrayBuffer;
+  /**
    * True once `detachContents()` found that a view handed out had been detached by someone else — moved
    * away by `ArrayBuffer.prototype.transfer()` — so an `ArrayBuffer` the backend cannot detach still reaches
    * this memory. Such a buffer must never be cached or reused: release it. The backend keeps its memory
@@ -135,12 +149,6 @@ export interface NativeBuffer extends NativeMemory {
    * false on backends whose views cannot escape.
    */
   readonly quarantined?: boolean;
-  /**
-   * After `release()` of a quarantined buffer: the bytes the backend still holds for it (its allocated
-   * size) until the moved `ArrayBuffer` is collected, then 0; 0 before release. What its owner counts as
-   * quarantined. Absent on backends whose views cannot escape.
-   */
-  readonly quarantinedBytes?: number;
   /**
    * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
    * it; elsewhere the device copies through `contents()`). Throws after release.

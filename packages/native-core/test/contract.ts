@@ -302,6 +302,39 @@ export function describeNativeBackendContract(
         expect(second[4095]).toBe(0x34);
       });
 
+      it.runIf(hostVisible)(
+        "contents(length) is exactly length bytes of the same memory, the same view for the same length",
+        () => {
+          const buffer = newBuffer(96 * 1024);
+          const whole = new Uint8Array(buffer.contents());
+          whole[0] = 0x21;
+          whole[80 * 1024 - 1] = 0x43;
+          const part = buffer.contents(80 * 1024);
+          expect(part.byteLength).toBe(80 * 1024);
+          expect(buffer.contents(80 * 1024)).toBe(part);
+          const bytes = new Uint8Array(part);
+          expect([bytes[0], bytes[80 * 1024 - 1]]).toEqual([0x21, 0x43]);
+          bytes[1] = 0x65;
+          expect(new Uint8Array(buffer.contents())[1]).toBe(0x65);
+          expect(buffer.contents(96 * 1024).byteLength).toBe(96 * 1024);
+          buffer.detachContents();
+          expect(part.byteLength).toBe(0);
+        },
+      );
+
+      it.runIf(hostVisible)(
+        "contents(length) outside 1..length throws ArgumentError; nothing changes",
+        () => {
+          const buffer = newBuffer(4096);
+          const before = backend.counters();
+          for (const length of [0, -1, 4097, 1.5, Number.NaN, "8" as unknown as number]) {
+            expectNativeError(() => buffer.contents(length), ArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
+          }
+          expect(backend.counters()).toEqual(before);
+          expect(buffer.contents(4096).byteLength).toBe(4096);
+        },
+      );
+
       it.runIf(options.realMemory === true)("a 64 MiB buffer is real memory end to end", () => {
         const bytes = 64 * 1024 * 1024;
         const buffer = newBuffer(bytes);

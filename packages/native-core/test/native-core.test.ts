@@ -44,6 +44,7 @@ const unitTests: Record<string, string[]> = {
     "residency sets",
     "teardown",
     "ranges",
+    "view ledger",
     "counters",
     "allocation failures",
   ],

@@ -164,9 +164,9 @@ function otherHeld(world: World): number {
 function checkBuffer(live: LiveBuffer, name: string): void {
   if (live.written.size === 0) return;
   const fresh = new Uint8Array(live.buffer.contents());
-  sameValue(fresh.byteLength, live.buffer.allocatedLength, `${name}: contents() length`);
+  sameValue(fresh.byteLength, live.buffer.length, `${name}: contents() length`);
   for (const view of [fresh, ...live.views]) {
-    sameValue(view.byteLength, live.buffer.allocatedLength, `${name}: a live view's length`);
+    sameValue(view.byteLength, live.buffer.length, `${name}: a live view's length`);
     for (const [offset, value] of live.written) {
       if (view[offset] !== value) {
         throw new Error(`${name}: byte ${offset} of a live buffer reads ${view[offset]}, wrote ${value}`);
@@ -422,8 +422,8 @@ class WriteCommand implements Command {
     step(world, this.name);
     const live = world.buffers[pickIndex(world.buffers.length, this.pick)]!;
     const view = new Uint8Array(live.buffer.contents());
-    // Anywhere in the first `length` bytes (the caller's), and the last byte of the size class.
-    const offsets = [Math.floor(this.where * live.buffer.length), live.buffer.allocatedLength - 1];
+    // Anywhere in the view (exactly `length` bytes, whatever the size class), and its last byte.
+    const offsets = [Math.floor(this.where * live.buffer.length), live.buffer.length - 1];
     for (const offset of offsets) {
       view[offset] = this.value;
       live.written.set(offset, this.value);

@@ -1,11 +1,11 @@
 import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
-import { allocationFailed, offsetHandle, releasedError } from "@nuvec/native-core";
+import { allocationFailed, checkViewLength, offsetHandle, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
-import { detachArrayBuffer } from "./support.js";
+import { detachArrayBuffer, viewOfLength } from "./support.js";
 
-/** Zeroed memory for a mock buffer or range of `length` bytes: only within the backend's `realMemoryUpTo`. */
-function realMemory(core: MockCore, label: string, length: number): ArrayBuffer {
+/** Refuses real memory to a mock buffer or range of `length` bytes beyond the backend's `realMemoryUpTo`. */
+function checkRealMemory(core: MockCore, label: string, length: number): void {
   if (length > core.realMemoryUpTo) {
     throw allocationFailed(
       length,
@@ -13,7 +13,6 @@ function realMemory(core: MockCore, label: string, length: number): ArrayBuffer 
         `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${length}`,
     );
   }
-  return new ArrayBuffer(length);
 }
 
 /**
@@ -58,14 +57,17 @@ export class MockBuffer implements NativeBuffer {
   }
 
   /**
-   * The buffer's bytes (`length` of them, zeros at first) as an `ArrayBuffer`, the same one on every call
-   * until it is detached. Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
+   * The buffer's first `length` bytes (default: all, zeros at first) as an `ArrayBuffer`, the same one on
+   * every call with that length until it is detached (a view of another length detaches it: see
+   * `viewOfLength`). Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
    * `realMemoryUpTo`, and a `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
-  contents(): ArrayBuffer {
+  contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      this.#memory ??= realMemory(this.#core, this.label, this.length);
+      checkViewLength(length, this.length);
+      if (this.#memory === undefined) checkRealMemory(this.#core, this.label, this.length);
+      this.#memory = viewOfLength(this.#memory, length);
       return this.#memory;
     });
   }
@@ -173,11 +175,16 @@ export class MockBufferRange implements NativeBuffer {
     return this.#released;
   }
 
-  /** The range's bytes (its own in the mock: see the class), the same `ArrayBuffer` until detached. */
-  contents(): ArrayBuffer {
+  /**
+   * The range's first `length` bytes (default: all; its own in the mock: see the class), the same
+   * `ArrayBuffer` until detached.
+   */
+  contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      this.#memory ??= realMemory(this.#core, this.label, this.length);
+      checkViewLength(length, this.length);
+      if (this.#memory === undefined) checkRealMemory(this.#core, this.label, this.length);
+      this.#memory = viewOfLength(this.#memory, length);
       return this.#memory;
     });
   }

@@ -32,6 +32,21 @@ export function detachArrayBuffer(buffer: ArrayBuffer, expectedLength: number): 
   return structuredClone(buffer, { transfer: [buffer] });
 }
 
+/**
+ * The mock's view of `length` bytes: `memory` itself when it has that length, else a new `ArrayBuffer` of
+ * `length` bytes with `memory`'s first bytes moved into it (`memory` detached, zeros past its end). The mock
+ * keeps one view length at a time: its memory is JavaScript's, which cannot alias a part of an ArrayBuffer.
+ */
+export function viewOfLength(memory: ArrayBuffer | undefined, length: number): ArrayBuffer {
+  if (memory !== undefined && memory.byteLength === length) return memory;
+  const view = new ArrayBuffer(length);
+  const moved = memory === undefined ? undefined : detachArrayBuffer(memory, memory.byteLength);
+  if (moved !== undefined) {
+    new Uint8Array(view).set(new Uint8Array(moved, 0, Math.min(length, moved.byteLength)));
+  }
+  return view;
+}
+
 /** Checks a positive safe integer option or argument; throws a `ArgumentError` naming it. */
 export function assertPositiveInteger(value: unknown, name: string): asserts value is number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0) {

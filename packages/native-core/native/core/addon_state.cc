@@ -14,6 +14,67 @@ std::atomic<uint64_t> abandonedBytes{0};
 
 AbandonedTotals ProcessAbandoned() { return AbandonedTotals{abandonedAllocations.load(), abandonedBytes.load()}; }
 
+ViewLedger::~ViewLedger() {
+  // Only when no view is left to end: whatever is still held goes (ranges first, as in the group).
+  for (auto& [key, entry] : orphans_) {
+    for (auto& allocation : entry.first.allocations) allocation.reset();
+  }
+}
+
+void ViewLedger::ViewGone(uint64_t id, uint64_t viewId) {
+  if (std::this_thread::get_id() == owner_ && !orphaned_) {  // orphaned_ is read on its own thread only
+    local_.push_back(ViewEnd{id, viewId});
+    return;
+  }
+  OrphanGroup freed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!orphaned_) {
+      ends_.push_back(ViewEnd{id, viewId});
+      queued_.store(ends_.size(), std::memory_order_release);
+      return;
+    }
+    auto group = groupOfView_.find(viewId);
+    if (group == groupOfView_.end()) return;
+    uint64_t key = group->second;
+    groupOfView_.erase(group);
+    auto orphan = orphans_.find(key);
+    if (orphan == orphans_.end() || --orphan->second.second > 0) return;
+    freed = std::move(orphan->second.first);
+    orphans_.erase(orphan);
+  }
+  // Outside the lock: giving memory back to the system may take a while.
+  abandonedAllocations -= 1;
+  abandonedBytes -= freed.bytes;
+  for (auto& allocation : freed.allocations) allocation.reset();
+}
+
+void ViewLedger::TakeEnds(std::vector<ViewEnd>* ends) {
+  ends->clear();
+  ends->swap(local_);
+  if (queued_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ends->insert(ends->end(), ends_.begin(), ends_.end());
+  ends_.clear();
+  queued_.store(0, std::memory_order_release);
+}
+
+void ViewLedger::AdoptLocked(OrphanGroup group) {
+  if (group.viewIds.empty()) return;  // nothing reaches it: freed as the group goes out of scope
+  uint64_t key = ++lastGroup_;
+  for (uint64_t viewId : group.viewIds) groupOfView_[viewId] = key;
+  size_t views = group.viewIds.size();
+  abandonedAllocations += 1;
+  abandonedBytes += group.bytes;
+  orphans_.emplace(key, std::make_pair(std::move(group), views));
+}
+
+void AddonState::ApplyEnds() {
+  viewLedger->TakeEnds(&ends_);
+  for (const ViewEnd& end : ends_) ViewCollected(end.id, end.viewId);
+  ends_.clear();
+}
+
 uint64_t AddonState::AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped) {
   // The record first: its insert is what can throw, and then the allocation goes back with the argument,
   // nothing counted.
@@ -89,7 +150,7 @@ uint64_t AddonState::ViewCreated(uint64_t id) {
   uint64_t viewId = ++lastViewId_;
   auto found = allocations_.find(id);
   if (found != allocations_.end()) {
-    found->second.views.emplace(viewId, ViewState::kHandedOut);
+    found->second.views.emplace_back(viewId, ViewState::kHandedOut);
     found->second.handedOutViews += 1;
   }
   return viewId;
@@ -99,7 +160,7 @@ void AddonState::ViewDetachedByUs(uint64_t id, uint64_t viewId) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return;
   OwnedAllocation& owned = found->second;
-  auto view = owned.views.find(viewId);
+  auto view = owned.FindView(viewId);
   if (view == owned.views.end() || view->second != ViewState::kHandedOut) return;
   owned.views.erase(view);
   owned.handedOutViews -= 1;
@@ -125,7 +186,7 @@ void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return;
   OwnedAllocation& owned = found->second;
-  auto view = owned.views.find(viewId);
+  auto view = owned.FindView(viewId);
   if (view == owned.views.end()) return;
   bool escaped = view->second == ViewState::kEscaped;
   owned.views.erase(view);
@@ -209,6 +270,16 @@ void AddonState::TearDown() {
   if (tornDown) return;
   tornDown = true;
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
+  if (viewLedger) {
+    // The ledger learns of every view's end, moved or not: what a view still reaches is held until then.
+    viewLedger->Orphan([this](const std::vector<ViewEnd>& ends) {
+      for (const ViewEnd& end : ends) ViewCollected(end.id, end.viewId);
+      return OrphanReachable();
+    });
+    allocations_.clear();
+    platform.reset();
+    return;
+  }
   // What a view may still reach is abandoned, and so is the parent of such a range (its memory).
   std::vector<uint64_t> abandon;
   for (auto& [id, owned] : allocations_) {
@@ -236,6 +307,40 @@ void AddonState::TearDown() {
   }
   allocations_.clear();
   platform.reset();
+}
+
+std::vector<OrphanGroup> AddonState::OrphanReachable() {
+  // Each allocation a view on record reaches, with every range of its root (they point into the root's
+  // memory), grouped by root.
+  auto rootOf = [this](uint64_t id) {
+    for (auto found = allocations_.find(id); found != allocations_.end() && found->second.parent != 0;
+         found = allocations_.find(id)) {
+      id = found->second.parent;
+    }
+    return id;
+  };
+  std::unordered_map<uint64_t, std::vector<uint64_t>> viewsOfRoot;
+  for (auto& [id, owned] : allocations_) {
+    if (owned.views.empty()) continue;
+    std::vector<uint64_t>& views = viewsOfRoot[rootOf(id)];
+    for (const auto& view : owned.views) views.push_back(view.first);
+  }
+  std::vector<OrphanGroup> groups;
+  for (auto& [root, views] : viewsOfRoot) {
+    OrphanGroup group;
+    group.viewIds = std::move(views);
+    for (auto& [id, owned] : allocations_) {
+      if (id != root && owned.allocation && rootOf(id) == root) group.allocations.push_back(std::move(owned.allocation));
+    }
+    auto found = allocations_.find(root);
+    if (found != allocations_.end() && found->second.allocation) {
+      group.bytes = found->second.allocation->allocatedSize();
+      group.allocations.push_back(std::move(found->second.allocation));
+    }
+    abandoned_ += 1;
+    groups.push_back(std::move(group));
+  }
+  return groups;
 }
 
 void AddonState::Unlink(ResidencySet* set, Allocation* allocation) {

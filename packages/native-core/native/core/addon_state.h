@@ -29,11 +29,14 @@
 #ifndef NUVEC_ADDON_STATE_H_
 #define NUVEC_ADDON_STATE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "platform.h"
@@ -65,6 +68,79 @@ struct AbandonedTotals {
   uint64_t bytes = 0;
 };
 AbandonedTotals ProcessAbandoned();
+
+// A view whose memory no ArrayBuffer reaches any more: allocation `id`, view `viewId`.
+struct ViewEnd {
+  uint64_t id;
+  uint64_t viewId;
+};
+
+// Memory a dying environment hands to its views' ledger (AddonState::TearDown with a ledger): a root
+// allocation and its ranges (ranges first: they point into the root), kept until the last of `viewIds` ends.
+struct OrphanGroup {
+  std::vector<std::unique_ptr<Allocation>> allocations;
+  std::vector<uint64_t> viewIds;
+  uint64_t bytes = 0;  // the root's allocated size, counted in the process's abandoned totals meanwhile
+};
+
+// Where views whose ArrayBuffers own a backing store (V8's BackingStore API: no Node finalizer, no
+// SetImmediate) report their end. A backing store's deleter runs on whatever thread drops the last
+// reference: ours while we detach it or V8 sweeps it, a worker's after a postMessage transfer, a V8 helper
+// thread. So the deleter only queues the end here (ViewGone); the environment's thread applies the queue
+// at its next call into the addon (AddonState::SettleEndedViews). Once the environment is torn down nobody
+// drains the queue: its memory that views still reach is handed over (Orphan), and the deleter of the
+// group's last view frees it, on whatever thread that is. Shared (shared_ptr) by the state and every view.
+class ViewLedger {
+ public:
+  // Made on the environment's thread: its ends need no lock.
+  ViewLedger() : owner_(std::this_thread::get_id()) {}
+  ViewLedger(const ViewLedger&) = delete;
+  ViewLedger& operator=(const ViewLedger&) = delete;
+  ~ViewLedger();
+
+  // Any thread: the view's backing store is gone.
+  void ViewGone(uint64_t id, uint64_t viewId);
+  // The environment's thread: whether an end may be queued (a relaxed read: a miss is seen next call).
+  bool MayHaveEnds() const { return !local_.empty() || queued_.load(std::memory_order_acquire) != 0; }
+  // The environment's thread: the ends queued so far, moved into `ends` (cleared first).
+  void TakeEnds(std::vector<ViewEnd>* ends);
+  // The environment's thread, at its teardown: `settle` is given the ends still queued and returns what
+  // views may still reach; from then on ViewGone frees each group when its last view ends. Atomic with
+  // respect to ViewGone (under the ledger's lock).
+  template <typename Settle>
+  void Orphan(Settle settle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<ViewEnd> ends;
+    ends.swap(local_);
+    ends.insert(ends.end(), ends_.begin(), ends_.end());
+    ends_.clear();
+    queued_.store(0, std::memory_order_release);
+    std::vector<OrphanGroup> groups = settle(ends);
+    orphaned_ = true;
+    for (OrphanGroup& group : groups) AdoptLocked(std::move(group));
+  }
+  // Groups still held (tests).
+  size_t OrphanGroups() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return orphans_.size();
+  }
+
+ private:
+  void AdoptLocked(OrphanGroup group);
+
+  const std::thread::id owner_;
+  // Ends on the environment's own thread (a detach, a sweep there): only that thread touches them. A deleter
+  // runs inside V8 (a detach, a collection), never while the state applies or takes ends.
+  std::vector<ViewEnd> local_;
+  mutable std::mutex mutex_;
+  std::atomic<size_t> queued_{0};
+  std::vector<ViewEnd> ends_;  // from other threads, under the lock
+  bool orphaned_ = false;      // written by the environment's thread only, under the lock
+  // Orphaned groups by a key of their own, and the key of each view that still reaches one.
+  uint64_t lastGroup_ = 0;
+  std::unordered_map<uint64_t, std::pair<OrphanGroup, size_t>> orphans_;  // group, views left
+  std::unordered_map<uint64_t, uint64_t> groupOfView_;
+};
 
 enum class ViewState { kHandedOut, kEscaped };
 
@@ -119,8 +195,16 @@ struct OwnedAllocation {
   bool handleCollected = false;
   uint32_t handedOutViews = 0;  // the views in kHandedOut
   uint32_t escapedViews = 0;    // the views in kEscaped
-  // The views that may still reach the memory (handed out or escaped, their finalizer not run), by view id.
-  std::unordered_map<uint64_t, ViewState> views;
+  // The views that may still reach the memory (handed out or escaped, not ended), by view id: a few at most
+  // (a view we detach leaves at once), so a vector searched from the newest end, not a hash map that
+  // allocates a node per view.
+  std::vector<std::pair<uint64_t, ViewState>> views;
+  std::vector<std::pair<uint64_t, ViewState>>::iterator FindView(uint64_t viewId) {
+    for (auto view = views.end(); view != views.begin();) {
+      if ((--view)->first == viewId) return view;
+    }
+    return views.end();
+  }
 };
 
 class AddonState {
@@ -134,6 +218,15 @@ class AddonState {
   // of memory it cannot see (napi_adjust_external_memory) and dropped handles are collected in time. Not
   // called for mapped files, nor during teardown. Optional.
   std::function<void(int64_t bytes)> accountExternalMemory;
+  // Set when views report their end through a ledger (V8 backing stores) rather than through finalizers
+  // the binding forwards (ViewCollected): then TearDown hands what views still reach to the ledger, which
+  // frees it when they end, instead of abandoning it.
+  std::shared_ptr<ViewLedger> viewLedger;
+
+  // Applies the ends the ledger queued (ViewCollected for each); nothing without a ledger. Cheap when none.
+  void SettleEndedViews() {
+    if (viewLedger && viewLedger->MayHaveEnds()) ApplyEnds();
+  }
 
   // Takes an allocation the platform made; returns its id.
   uint64_t AddAllocation(std::unique_ptr<Allocation> allocation, bool mapped);
@@ -180,6 +273,12 @@ class AddonState {
   // view must never reach reused memory. Node calls every view's finalizer during the teardown whether or
   // not the moved ArrayBuffer lives on, so the finalizers cannot decide this.
   void TearDown();
+  // How many views are on record over all allocations (tests).
+  size_t ViewRecordCount() const {
+    size_t count = 0;
+    for (const auto& entry : allocations_) count += entry.second.views.size();
+    return count;
+  }
 
   // How many allocations (released or not) and sets still hold memory: for tests and teardown checks.
   size_t OwnedAllocations() const { return allocations_.size(); }
@@ -195,6 +294,9 @@ class AddonState {
   size_t OwnedSets() const { return sets_.size(); }
 
  private:
+  void ApplyEnds();
+  // What TearDown hands to the ledger: every allocation a view on record may reach, grouped by root.
+  std::vector<OrphanGroup> OrphanReachable();
   void Unlink(ResidencySet* set, Allocation* allocation);
   void MaybeFreeAllocation(Allocation* allocation);
   void MaybeFree(uint64_t id);
@@ -202,6 +304,7 @@ class AddonState {
   size_t abandoned_ = 0;
   uint64_t lastId_ = 0;
   uint64_t lastViewId_ = 0;
+  std::vector<ViewEnd> ends_;  // reused by ApplyEnds
   std::unordered_map<uint64_t, OwnedAllocation> allocations_;
   std::unordered_map<uint64_t, std::unique_ptr<ResidencySet>> sets_;
   // Allocations that are or were in a set, back to their ids (sets deal in pointers).

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "addon_state.h"
@@ -296,6 +297,63 @@ void Ranges() {
   std::puts("ok ranges: a segment's memory stays while a range of it exists, through teardown too");
 }
 
+// Views whose backing stores report their end to a ViewLedger, from any thread (the addon's V8 views).
+void ViewLedger() {
+  Fixture f;
+  f.state.viewLedger = std::make_shared<nuvec::ViewLedger>();
+  std::shared_ptr<nuvec::ViewLedger> ledger = f.state.viewLedger;
+  auto endOnAnotherThread = [&ledger](uint64_t id, uint64_t viewId) {
+    std::thread([&ledger, id, viewId] { ledger->ViewGone(id, viewId); }).join();
+  };
+  // Detached by us: the store's deleter ran at once, so the view never escapes.
+  uint64_t cached = f.buffer(4096);
+  uint64_t first = f.state.ViewCreated(cached);
+  ledger->ViewGone(cached, first);
+  CHECK(ledger->MayHaveEnds() && f.state.ViewRecords(cached) == 1);  // queued, not applied yet
+  f.state.SettleEndedViews();
+  CHECK(!ledger->MayHaveEnds() && f.state.ViewRecords(cached) == 0 && !f.state.SettleViews(cached));
+  // Moved away (its store lives on elsewhere): escaped, quarantined once released, freed when it ends on
+  // another thread and the end is applied.
+  uint64_t moved = f.state.ViewCreated(cached);
+  CHECK(f.state.SettleViews(cached));
+  f.state.HandleDone(cached, true);
+  CHECK(f.freed.allocations == 0 && f.state.counters.quarantinedBytes == 4096);
+  endOnAnotherThread(cached, moved);
+  CHECK(f.freed.allocations == 0);  // not before the environment's thread applies it
+  f.state.SettleEndedViews();
+  CHECK(f.freed.allocations == 1 && f.state.counters.quarantinedBytes == 0 && f.state.counters.quarantinedAllocations == 0);
+
+  // Teardown: what views still reach goes to the ledger, freed when the last view of a group ends.
+  uint64_t live = f.buffer(2048);
+  uint64_t liveView = f.state.ViewCreated(live);
+  uint64_t segment = f.buffer(8192);
+  uint64_t range = f.state.AddRange(segment, 0, 512);
+  uint64_t rangeView = f.state.ViewCreated(range);
+  uint64_t segmentView = f.state.ViewCreated(segment);
+  uint64_t ended = f.buffer(1024);
+  uint64_t endedView = f.state.ViewCreated(ended);
+  ledger->ViewGone(ended, endedView);  // queued just before the teardown: applied by it
+  f.buffer(256);                       // no view: freed at once
+  nuvec::AbandonedTotals before = nuvec::ProcessAbandoned();
+  f.state.TearDown();
+  CHECK(f.freed.allocations == 3);  // the one cached before, and the two without a view now
+  CHECK(ledger->OrphanGroups() == 2);
+  CHECK(nuvec::ProcessAbandoned().allocations == before.allocations + 2);
+  CHECK(nuvec::ProcessAbandoned().bytes == before.bytes + 2048 + 8192);
+  endOnAnotherThread(live, liveView);
+  CHECK(f.freed.allocations == 4 && ledger->OrphanGroups() == 1);
+  endOnAnotherThread(range, rangeView);
+  CHECK(f.freed.allocations == 4);  // the segment's own view still reaches it
+  endOnAnotherThread(segment, segmentView);
+  // The range (no memory of its own), then its segment.
+  CHECK(f.freed.allocations == 5 && ledger->OrphanGroups() == 0);
+  CHECK(nuvec::ProcessAbandoned().allocations == before.allocations);
+  CHECK(nuvec::ProcessAbandoned().bytes == before.bytes);
+  endOnAnotherThread(live, liveView);  // twice: nothing
+  CHECK(f.freed.allocations == 5);
+  std::puts("ok view ledger: ends from any thread, applied on the environment's; after teardown, the last end frees");
+}
+
 void Counters() {
   Fixture f;
   f.buffer(100);
@@ -413,6 +471,7 @@ int main() {
   ResidencySetsHoldMemory();
   TearDown();
   Ranges();
+  ViewLedger();
   Counters();
   std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;

@@ -43,6 +43,7 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
   Platform& platform = PlatformOf(env, state);
   WiringCounters wiring = platform.wiringCounters();
   const Counters& counters = state.counters;
+  state.SettleEndedViews();
   const FreedCounters& freed = *platform.freed;
   const AbandonedTotals abandoned = ProcessAbandoned();
   // In the order the TypeScript type lists them.
@@ -92,6 +93,21 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
   if (failure.failed()) ThrowArgument(env, "commandQueue", failure.message);
 }
 
+// viewBookkeeping(): what the addon keeps for views, to show that it does not grow with the number of views
+// made: view records in the state, views listed for detaching (and the allocations listing them).
+Napi::Value ViewBookkeeping(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AddonData& data = DataOf(env);
+  data.state->SettleEndedViews();
+  size_t listed = data.views->handleListed;
+  for (const auto& entry : data.views->byAllocation) listed += entry.second.size();
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("records", static_cast<double>(data.state->ViewRecordCount()));
+  object.Set("listed", static_cast<double>(listed));
+  object.Set("listingAllocations", static_cast<double>(data.views->byAllocation.size()));
+  return object;
+}
+
 // Nothing: what a call across N-API costs, for the benchmark.
 Napi::Value Noop(const Napi::CallbackInfo& info) { return info.Env().Undefined(); }
 
@@ -111,10 +127,12 @@ void SecureAttachedViews(const Teardown& teardown) {
   std::shared_ptr<ViewRegistry> views = teardown.views.lock();
   if (!state || !views) return;
   Napi::HandleScope scope(teardown.env);
-  for (auto& [id, list] : views->byAllocation) {
-    for (auto& view : list) {
-      Napi::ArrayBuffer buffer = view.buffer.Value();
-      if (!buffer.IsEmpty() && !buffer.IsDetached()) state->ViewDetachedByUs(id, view.viewId);
+  // Backing stores need no securing: their deleters tell which views live on (AddonState::TearDown).
+  if (!views->backingStores) {
+    for (auto& [id, list] : views->byAllocation) {
+      for (auto& view : list) {
+        if (view.ref->Attached(teardown.env) != nullptr) state->ViewDetachedByUs(id, view.viewId);
+      }
     }
   }
   views->byAllocation.clear();
@@ -180,6 +198,12 @@ void SecureViews(const Napi::CallbackInfo& info) { SecureNewViews(info.Env()); }
 }  // namespace
 
 void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
+  // Views: V8's backing stores where this build may use them on this Node, else Node-API's (views.h).
+  const char* refused = BackingStoreViewsRefused(env);
+  if (refused == nullptr) {
+    data->views->backingStores = true;
+    data->state->viewLedger = std::make_shared<ViewLedger>();
+  }
   Napi::Function buffer = BufferHandle::Define(env, data->features);
   Napi::Function mappedFile = MappedFileHandle::Define(env, data->features);
   Napi::Function residencySet = ResidencySetHandle::Define(env);
@@ -206,6 +230,11 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
   exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
+  exports.Set("viewBookkeeping", Napi::Function::New<ViewBookkeeping>(env, "viewBookkeeping"));
+  // How views are made here, and why not the faster way when they are not (tests, benchmarks).
+  exports.Set("viewMechanism", Napi::String::New(env, refused == nullptr ? "backing-store" : "node-api"));
+  if (refused != nullptr) exports.Set("viewMechanismReason", Napi::String::New(env, refused));
+  exports.Set("viewMechanismBuiltFor", Napi::Number::New(env, BackingStoreViewsBuiltFor()));
 }
 
 }  // namespace nuvec

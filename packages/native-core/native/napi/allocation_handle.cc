@@ -8,13 +8,16 @@
 namespace nuvec {
 
 namespace {
-// What a view's finalizer needs: the state may be gone by then (weak), and the allocation may have been
-// freed by release() (looked up by id).
+// What a Node-API view's finalizer needs: the state may be gone by then (weak), and the allocation may have
+// been freed by release() (looked up by id). `creating` while napi_create_external_arraybuffer runs: Node
+// calls the finalizer at once when it refuses the buffer, and the creator, which owns the hint until it
+// succeeds, frees it then.
 struct ViewHint {
   std::weak_ptr<AddonState> state;
   std::weak_ptr<ViewRegistry> views;
   uint64_t id;
   uint64_t viewId;
+  bool creating = true;
 };
 
 // The view's entry in the environment's list is of no more use once its finalizer ran.
@@ -27,6 +30,55 @@ void ForgetView(ViewRegistry& views, uint64_t id, uint64_t viewId) {
   if (gone != list.end()) UncoveredViewGone(views, viewId);
   list.erase(gone, list.end());
   if (list.empty()) views.byAllocation.erase(found);
+}
+
+void FinalizeNodeApiView(napi_env env, void*, void* data) {
+  auto* hint = static_cast<ViewHint*>(data);
+  if (hint->creating) return;  // refused while being made: the creator frees the hint
+  std::unique_ptr<ViewHint> owned(hint);
+  // While the environment stops, Node calls this for moved views too (RenewTeardownSentinel): the view
+  // stays on record as possibly reachable.
+  if (EnvironmentStopping(env)) return;
+  if (auto views = owned->views.lock()) ForgetView(*views, owned->id, owned->viewId);
+  if (auto state = owned->state.lock()) state->ViewCollected(owned->id, owned->viewId);
+}
+
+// A Node-API view, held by a weak napi_ref.
+class NodeApiViewRef final : public ViewRef {
+ public:
+  NodeApiViewRef(napi_env env, napi_value buffer) : env_(env) { napi_create_reference(env, buffer, 0, &ref_); }
+  ~NodeApiViewRef() override {
+    if (ref_ != nullptr) napi_delete_reference(env_, ref_);
+  }
+  napi_value Attached(napi_env env) override {
+    napi_value buffer = nullptr;
+    if (ref_ == nullptr || napi_get_reference_value(env, ref_, &buffer) != napi_ok || buffer == nullptr) return nullptr;
+    bool detached = true;
+    if (napi_is_detached_arraybuffer(env, buffer, &detached) != napi_ok || detached) return nullptr;
+    return buffer;
+  }
+  bool Detach(napi_env env) override {
+    napi_value buffer = Attached(env);
+    return buffer != nullptr && napi_detach_arraybuffer(env, buffer) == napi_ok;
+  }
+
+ private:
+  napi_ref ref_ = nullptr;
+  napi_env env_ = nullptr;
+};
+
+// A Node-API view (views.h) of `length` bytes at `memory`, recorded as view `viewId`; nullptr when Node
+// refuses (the record is then the caller's to drop).
+std::unique_ptr<ViewRef> MakeNodeApiView(napi_env env, AddonData& data, const std::shared_ptr<AddonState>& state,
+                                         uint64_t id, void* memory, size_t length, uint64_t viewId,
+                                         napi_value* result) {
+  // Owned here until Node has it: freed on every refusal, whether or not Node called the finalizer.
+  auto hint = std::make_unique<ViewHint>(ViewHint{state, data.views, id, viewId});
+  napi_status status = napi_create_external_arraybuffer(env, memory, length, FinalizeNodeApiView, hint.get(), result);
+  if (status != napi_ok || *result == nullptr) return nullptr;
+  hint->creating = false;
+  static_cast<void>(hint.release());  // the finalizer's from now on
+  return std::make_unique<NodeApiViewRef>(env, *result);
 }
 }  // namespace
 
@@ -44,40 +96,64 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
                     std::string("contents(): this ") + what +
                         " is device memory, which the CPU cannot address: copy with read() and write()");
   }
-  AddonData& data = DataOf(env);
-  std::vector<HandedOutView>& views = data.views->byAllocation[id];
-  // The same ArrayBuffer while it lives: an external ArrayBuffer costs microseconds (TOOLCHAIN.md).
-  for (auto& view : views) {
-    Napi::ArrayBuffer buffer = view.buffer.Value();
-    if (!buffer.IsEmpty() && !buffer.IsDetached()) return buffer;
+  size_t length = allocation->length();
+  if (info.Length() > 0 && !info[0].IsUndefined()) {
+    length = CheckRange(env, info[0], "length", allocation->length());
+    if (length == 0) ThrowArgument(env, "length", "a view has at least one byte");
   }
-  // Collected or detached ones are forgotten here; the state still knows of them until their finalizer.
-  views.erase(std::remove_if(views.begin(), views.end(),
-                             [](auto& view) {
-                               Napi::ArrayBuffer buffer = view.buffer.Value();
-                               return buffer.IsEmpty() || buffer.IsDetached();
-                             }),
+  AddonData& data = DataOf(env);
+  ViewRegistry& registry = *data.views;
+  state->SettleEndedViews();
+  // Backing stores: the handle's own list (nothing else needs it). Node-API: the environment's, which its
+  // teardown reaches.
+  std::vector<HandedOutView>& views = registry.backingStores ? ownViews : registry.byAllocation[id];
+  // The same ArrayBuffer while it lives: a new one costs a native object and a weak handle.
+  for (auto& view : views) {
+    if (view.length != length) continue;
+    if (napi_value buffer = view.ref->Attached(env)) return Napi::Value(env, buffer);
+  }
+  // Collected or detached ones are forgotten here; the state still knows of them until they end.
+  size_t listed = views.size();
+  views.erase(std::remove_if(views.begin(), views.end(), [env](auto& view) { return view.ref->Attached(env) == nullptr; }),
               views.end());
-  // The views made since the sentinel that are still attached are covered before this one is made.
-  SecureNewViews(env);
-  auto* hint = new ViewHint{state, data.views, id, 0};
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-      env, allocation->data(), allocation->length(),
-      [](Napi::Env env, void*, ViewHint* hint) {
-        // While the environment stops, Node calls this for moved views too (RenewTeardownSentinel): the
-        // view stays on record as possibly reachable.
-        if (!EnvironmentStopping(env)) {
-          if (auto views = hint->views.lock()) ForgetView(*views, hint->id, hint->viewId);
-          if (auto state = hint->state.lock()) state->ViewCollected(hint->id, hint->viewId);
-        }
-        delete hint;
-      },
-      hint);
-  hint->viewId = state->ViewCreated(id);
-  // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
-  data.views->byAllocation[id].push_back(HandedOutView{Napi::Reference<Napi::ArrayBuffer>::New(buffer, 0), hint->viewId});
-  data.views->uncoveredAttached += 1;
-  return buffer;
+  if (registry.backingStores) registry.handleListed -= listed - views.size();
+  // Node-API: the views made since the sentinel that are still attached are covered before this one is made.
+  if (!registry.backingStores) SecureNewViews(env);
+  uint64_t viewId = state->ViewCreated(id);
+  napi_value buffer = nullptr;
+  std::unique_ptr<ViewRef> ref =
+      registry.backingStores
+          ? MakeBackingStoreView(env, allocation->data(), length, state->viewLedger, id, viewId, &buffer)
+          : MakeNodeApiView(env, data, state, id, allocation->data(), length, viewId, &buffer);
+  if (!ref) {
+    // No view exists: its record goes (a backing store made and dropped reports its own end too), and what
+    // the engine threw (Node-API refuses buffers over its limit, 4 GiB on Node.js 20) becomes our error.
+    state->ViewDetachedByUs(id, viewId);
+    state->SettleEndedViews();
+    std::string why = "the JavaScript engine refused it";
+    napi_value pending = nullptr;
+    if (napi_get_and_clear_last_exception(env, &pending) == napi_ok && pending != nullptr) {
+      Napi::Value thrown(env, pending);
+      if (thrown.IsObject()) {
+        Napi::Value message = thrown.As<Napi::Object>().Get("message");
+        if (message.IsString()) why = message.As<Napi::String>().Utf8Value();
+      }
+    }
+    Napi::Error error = MakeError(env, kAllocationFailed,
+                                  "contents(): no view of " + std::to_string(length) + " bytes could be made (" +
+                                      why + ")");
+    error.Set("bytes", Napi::Number::New(env, static_cast<double>(length)));
+    throw error;
+  }
+  if (registry.backingStores) {
+    ownViews.push_back(HandedOutView{std::move(ref), viewId, length});
+    registry.handleListed += 1;
+  } else {
+    // Looked up again: a finalizer run meanwhile may have erased the allocation's entry.
+    registry.byAllocation[id].push_back(HandedOutView{std::move(ref), viewId, length});
+    registry.uncoveredAttached += 1;
+  }
+  return Napi::Value(env, buffer);
 }
 
 // Where the memory is, for a runtime's native code: { platform, address (when the CPU can address it), and
@@ -98,17 +174,18 @@ Napi::Value AllocationHandle::NativeHandle(const Napi::CallbackInfo& info, const
   return handle;
 }
 
-void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id) {
+void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64_t id) {
   auto found = views.byAllocation.find(id);
-  if (found == views.byAllocation.end()) return;
-  for (auto& view : found->second) {
-    Napi::ArrayBuffer buffer = view.buffer.Value();
-    if (buffer.IsEmpty() || buffer.IsDetached()) continue;
-    buffer.Detach();
-    state.ViewDetachedByUs(id, view.viewId);
-    UncoveredViewGone(views, view.viewId);
+  if (found != views.byAllocation.end()) {
+    for (auto& view : found->second) {
+      if (!view.ref->Detach(env)) continue;
+      // Nothing reaches the memory through it now.
+      state.ViewDetachedByUs(id, view.viewId);
+      UncoveredViewGone(views, view.viewId);
+    }
+    views.byAllocation.erase(found);
   }
-  views.byAllocation.erase(found);
+  state.SettleEndedViews();
 }
 
 // Detaches every view handed out: each reads byteLength 0 from now on, never a later owner's bytes. A view
@@ -116,7 +193,16 @@ void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id) {
 // so the memory is quarantined (see addon_state.h). Returns whether a view escaped and still exists: such
 // an allocation must never be reused.
 bool AllocationHandle::DetachViews(Napi::Env env) {
-  DetachAllViews(*DataOf(env).views, *state, id);
+  ViewRegistry& registry = *DataOf(env).views;
+  if (registry.backingStores) {
+    // A backing store says itself whether it lives on elsewhere (its deleter ran, or the view escaped).
+    for (auto& view : ownViews) view.ref->Detach(env);
+    registry.handleListed -= ownViews.size();
+    ownViews.clear();
+    state->SettleEndedViews();
+  } else {
+    DetachAllViews(env, registry, *state, id);
+  }
   return state->SettleViews(id);
 }
 
@@ -181,11 +267,18 @@ void AllocationHandle::Release(const Napi::CallbackInfo& info, const char* what)
   // Detach first: no view may outlive the memory (an escaped one keeps it, quarantined).
   DetachViews(info.Env());
   released = true;
+  DataOf(info.Env()).views->byAllocation.erase(id);
   state->HandleDone(id, true);
 }
 
 void AllocationHandle::Collected() {
-  if (!released && state) state->HandleDone(id, false);
+  // The list of a collected handle's views goes (a backing store's end still comes through the ledger).
+  if (auto registry = views.lock()) registry->handleListed -= ownViews.size();
+  ownViews.clear();
+  if (!released && state) {
+    state->SettleEndedViews();
+    state->HandleDone(id, false);
+  }
   released = true;
 }
 

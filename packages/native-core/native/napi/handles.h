@@ -12,6 +12,7 @@
 
 #include "../core/addon_state.h"
 #include "errors.h"
+#include "views.h"
 
 namespace nuvec {
 
@@ -27,10 +28,12 @@ struct BindingFeatures {
   bool accountsExternalMemory = true;
 };
 
-// A view handed out: a weak reference to the ArrayBuffer, and its id in the state's view records.
+// A view handed out: the ArrayBuffer held weakly, its id in the state's view records, and its length (a
+// view is exactly the bytes asked for).
 struct HandedOutView {
-  Napi::Reference<Napi::ArrayBuffer> buffer;
+  std::unique_ptr<ViewRef> ref;
   uint64_t viewId;
+  size_t length;
 };
 
 // The views handed out in one environment that may still be attached, by allocation id. Kept here rather
@@ -38,6 +41,11 @@ struct HandedOutView {
 // Shared: a view's finalizer holds it weakly and forgets its entry.
 struct ViewRegistry {
   std::unordered_map<uint64_t, std::vector<HandedOutView>> byAllocation;
+  // Views are V8 backing stores reporting to the state's ViewLedger (views.h), rather than Node-API
+  // external ArrayBuffers with finalizers; then there is no teardown sentinel, and each handle lists its own
+  // views (AllocationHandle::ownViews, counted here) instead of byAllocation.
+  bool backingStores = false;
+  size_t handleListed = 0;
   // The generation of the newest teardown sentinel (RenewTeardownSentinel): only its finalizer acts.
   uint64_t sentinel = 0;
   // The newest view id the sentinel covers (made before it), and how many views made since may still be
@@ -68,7 +76,7 @@ AddonData& DataOf(Napi::Env env);
 // The platform, or ERR_NUVEC_NATIVE_UNAVAILABLE with the state's platformFailure.
 Platform& PlatformOf(Napi::Env env, AddonState& state);
 // Detaches the views of allocation `id` still attached (telling the state) and forgets them all.
-void DetachAllViews(ViewRegistry& views, AddonState& state, uint64_t id);
+void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64_t id);
 // Whether this environment is being torn down (worker or process exit).
 bool EnvironmentStopping(napi_env env);
 // Views made by Napi::ArrayBuffer::New are Node buffers: when the environment is torn down, Node detaches
@@ -94,6 +102,9 @@ void SecureNewViews(Napi::Env env);
 class AllocationHandle {
  public:
   std::shared_ptr<AddonState> state;
+  std::weak_ptr<ViewRegistry> views;
+  // Backing stores: the views this handle made that may still be attached (Node-API: the registry's).
+  std::vector<HandedOutView> ownViews;
   uint64_t id = 0;
   bool released = true;
   double length = 0;
@@ -101,6 +112,8 @@ class AllocationHandle {
 
   // The allocation, or ERR_NUVEC_RELEASED ("this <what> was released").
   Allocation* Live(Napi::Env env, const char* what);
+  // contents(length?): a view of the first `length` bytes (default: all of them), the same one while it is
+  // attached.
   Napi::Value Contents(const Napi::CallbackInfo& info, const char* what);
   Napi::Value NativeHandle(const Napi::CallbackInfo& info, const char* what);
   Napi::Value DetachContents(const Napi::CallbackInfo& info, const char* what);
@@ -186,17 +199,20 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
       size_t length = CheckRange(env, info[2], "length", memory->length() - offset);
       if (length == 0) ThrowArgument(env, "length", "a range has at least one byte");
       handle_.state = data.state;
+      handle_.views = data.views;
       handle_.length = static_cast<double>(length);
       handle_.allocatedSize = static_cast<double>(length);
       handle_.id = data.state->AddRange(parent->id, offset, length);
       handle_.released = false;
       return;
     }
+    data.state->SettleEndedViews();  // memory views let go of since the last call is freed first
     Failure failure;
     double bytes = 0;
     std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
     if (!allocation) ThrowFailure(env, failure, Kind::kNames.argument, bytes);
     handle_.state = data.state;
+    handle_.views = data.views;
     handle_.length = static_cast<double>(allocation->length());
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
     handle_.id = data.state->AddAllocation(std::move(allocation), Kind::kNames.mapped);
@@ -223,6 +239,7 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
   // After release: the bytes still held for a view moved away (0 once it is collected, and while live).
   Napi::Value QuarantinedBytes(const Napi::CallbackInfo& info) {
     bool held = handle_.released && handle_.state && !handle_.state->tornDown;
+    if (held) handle_.state->SettleEndedViews();
     return Napi::Number::New(info.Env(),
                              held ? static_cast<double>(handle_.state->QuarantinedBytes(handle_.id)) : 0.0);
   }

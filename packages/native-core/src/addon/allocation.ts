@@ -1,8 +1,8 @@
 import { releasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
 import { atEndOfJob } from "./job-views.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawAllocationHandle } from "./raw.js";
 
 /**
@@ -17,7 +17,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   /** @internal */
   readonly raw: RawAllocationHandle;
   /** @internal */
-  readonly owner: AddonBackend;
+  readonly owner: AddonOwner;
   readonly #noun: string;
   #released = false;
   // The last view handed out, held until the end of the job or until it is detached (job-views.ts).
@@ -25,7 +25,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   #heldForJob = false;
 
   /** Wraps a handle that `owner`'s addon made; `noun` names it in messages (`"buffer"`, `"mapped file"`). */
-  protected constructor(raw: RawAllocationHandle, owner: AddonBackend, noun: string) {
+  protected constructor(raw: RawAllocationHandle, owner: AddonOwner, noun: string) {
     this.raw = raw;
     this.owner = owner;
     this.#noun = noun;
@@ -64,14 +64,15 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   }
 
   /**
-   * The addon's view of the memory: the one held for this job while it is attached (no native call), else
-   * the addon's (the same one while it is attached), held until the end of the job.
+   * The addon's view of the first `length` bytes (checked by the caller): the one held for this job while
+   * it is attached and that long (no native call), else the addon's (the same one while it is attached),
+   * held until the end of the job.
    */
-  protected view(): ArrayBuffer {
+  protected view(length: number = this.length): ArrayBuffer {
     const held = this.#jobView;
-    // A view detached by us or moved away reads byteLength 0; no allocation has 0 bytes.
-    if (held !== undefined && held.byteLength !== 0) return held;
-    const view = callNative(() => this.raw.contents());
+    // A view detached by us or moved away reads byteLength 0; no view has 0 bytes.
+    if (held !== undefined && held.byteLength === length) return held;
+    const view = callNative(() => this.raw.contents(length));
     this.#jobView = view;
     if (!this.#heldForJob) {
       this.#heldForJob = true;

@@ -8,6 +8,7 @@ import { AddonBuffer } from "./buffer.js";
 import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
 import type { AddonMappedFile } from "./mapped-file.js";
+import type { AddonOwner } from "./owner.js";
 import { type AllocationKind, ownedHandle } from "./ownership.js";
 import type {
   RawAddon,
@@ -16,6 +17,7 @@ import type {
   RawFacts,
   RawMappedFileHandle,
   RawResidencySetHandle,
+  ViewBookkeeping,
 } from "./raw.js";
 import { AddonResidencySet } from "./residency-set.js";
 
@@ -31,7 +33,7 @@ export abstract class AddonBackend<
     TResidencySet extends AddonResidencySet = AddonResidencySet,
   >
   extends BackendFacts
-  implements NativeBackend
+  implements NativeBackend, AddonOwner
 {
   readonly #addon: RawAddon;
 
@@ -116,6 +118,23 @@ export abstract class AddonBackend<
     } catch {
       // A worker being terminated refuses new buffers: the views stay in doubt, abandoned at its teardown.
     }
+  }
+
+  /**
+   * How this backend's addon makes views: `"backing-store"` (V8's BackingStore API, where the addon was
+   * built for this Node.js major) or `"node-api"` (external ArrayBuffers, everywhere else); see the
+   * native-core DECISIONS.md.
+   */
+  get viewMechanism(): "backing-store" | "node-api" {
+    return this.#addon.viewMechanism ?? "node-api";
+  }
+
+  /**
+   * @internal What the addon keeps for views (tests that it does not grow with the views made); `undefined`
+   * from an addon that does not say.
+   */
+  viewBookkeeping(): ViewBookkeeping | undefined {
+    return this.#addon.viewBookkeeping?.();
   }
 
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */

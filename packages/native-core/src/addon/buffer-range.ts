@@ -42,7 +42,7 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
   }
 
   /** The range's memory as an `ArrayBuffer`: refused where the CPU cannot address it. */
-  contents(): ArrayBuffer {
+  contents(_length?: number): ArrayBuffer {
     this.assertLive("contents");
     throw notHostVisible(
       "contents(): this buffer is device memory, which the CPU cannot address: copy with read() and write()",

@@ -1,8 +1,9 @@
+import { checkViewLength } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawBufferHandle } from "./raw.js";
 
 /**
@@ -23,7 +24,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   #releaseWaiting = false;
 
   /** Wraps a buffer handle that `owner`'s addon made (a backend's `newBuffer`). */
-  protected constructor(raw: RawBufferHandle, owner: AddonBackend) {
+  protected constructor(raw: RawBufferHandle, owner: AddonOwner) {
     super(raw, owner, "buffer");
   }
 
@@ -46,14 +47,16 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
   }
 
   /**
-   * The memory as an external `ArrayBuffer` (no copy; the same one while it lives), detached on release;
-   * where the CPU cannot address it, the addon's typed refusal. Throws after release.
+   * The first `length` bytes (default: all) as an external `ArrayBuffer` (no copy; the same one while it
+   * lives), detached on release; where the CPU cannot address it, the addon's typed refusal. Throws after
+   * release.
    */
-  contents(): ArrayBuffer {
+  contents(length: number = this.length): ArrayBuffer {
     this.assertLive("contents");
+    if (length !== this.length) checkViewLength(length, this.length);
     // Held here only to the end of the job (job-views.ts): a strong reference kept longer would keep alive
     // whatever the caller ties to the view (the Device's owner of it) for as long as this buffer is cached.
-    const contents = this.view();
+    const contents = this.view(length);
     this.#viewsHandedOut = true;
     return contents;
   }
@@ -122,7 +125,7 @@ export class NativeAddonBufferRange extends AddonBuffer {
   readonly offset: number;
 
   /** Made by {@link NativeAddonBackend.newBufferRange} (arguments checked there). */
-  constructor(raw: RawBufferHandle, segment: AddonBuffer, offset: number, owner: AddonBackend) {
+  constructor(raw: RawBufferHandle, segment: AddonBuffer, offset: number, owner: AddonOwner) {
     super(raw, owner);
     this.segment = segment;
     this.offset = offset;

@@ -1,4 +1,4 @@
-import type { AddonBackend } from "./backend.js";
+import type { AddonOwner } from "./owner.js";
 
 // What an addon's allocations hold until the end of the current job (until its microtasks run): the last
 // view each handed out, and the backends that made views. Two reasons to act at the end of a job rather
@@ -14,7 +14,7 @@ import type { AddonBackend } from "./backend.js";
 
 /** An allocation that holds its last view until the end of the job. */
 export interface JobViewHolder {
-  readonly owner: AddonBackend;
+  readonly owner: AddonOwner;
   /** The job ended: let the view go. */
   endOfJob(): void;
 }
@@ -24,7 +24,7 @@ let holders: JobViewHolder[] = [];
 function endOfJob(): void {
   const ending = holders;
   holders = [];
-  const backends: AddonBackend[] = [];
+  const backends: AddonOwner[] = [];
   for (const holder of ending) {
     holder.endOfJob();
     if (!backends.includes(holder.owner)) backends.push(holder.owner);

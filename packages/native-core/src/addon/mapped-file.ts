@@ -1,7 +1,7 @@
 import type { NativeMappedFile, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawMappedFileHandle } from "./raw.js";
 
 /**
@@ -19,10 +19,18 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
   readonly mappedLength: number;
 
   /** Wraps a mapped-file handle that `owner`'s addon made of `path` (a backend's `mapFile`). */
-  protected constructor(raw: RawMappedFileHandle, path: string, owner: AddonBackend) {
+  protected constructor(raw: RawMappedFileHandle, path: string, owner: AddonOwner) {
     super(raw, owner, "mapped file");
     this.path = path;
     this.mappedLength = raw.mappedLength;
+  }
+
+  /**
+   * After `release()`, the bytes the addon still holds for a view moved away (the mapped length), 0 once
+   * its last holder drops it; 0 before release.
+   */
+  get quarantinedBytes(): number {
+    return this.released ? (this.raw.quarantinedBytes ?? 0) : 0;
   }
 
   /** The file's bytes as an external `ArrayBuffer` (writes stay private), detached on release. */

@@ -1,8 +1,8 @@
 import { ArgumentError } from "@nuvec/stats";
 import { AddonAllocation } from "./allocation.js";
-import type { AddonBackend } from "./backend.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonMappedFile } from "./mapped-file.js";
+import type { AddonOwner } from "./owner.js";
 import type { RawAllocationHandle } from "./raw.js";
 
 /** What an argument that takes an allocation of a backend may be. */
@@ -21,7 +21,7 @@ const CLASS_OF_KIND = {
  * allocation handed to a backend, or to one of its residency sets, is its own.
  */
 export function ownedHandle(
-  owner: AddonBackend,
+  owner: AddonOwner,
   value: unknown,
   kind: AllocationKind,
   argument: string,

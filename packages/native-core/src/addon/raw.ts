@@ -10,8 +10,11 @@ export interface RawAllocationHandle {
   readonly released: boolean;
   /** After release: the bytes still held for a view moved away, until it is collected; else 0. */
   readonly quarantinedBytes?: number;
-  /** An external `ArrayBuffer` over the memory, or a typed refusal (memory the CPU cannot address). */
-  contents(): ArrayBuffer;
+  /**
+   * An external `ArrayBuffer` over the first `length` bytes (default: all), or a typed refusal (memory the
+   * CPU cannot address).
+   */
+  contents(length?: number): ArrayBuffer;
   /**
    * Detaches the views handed out so far; true when one of them had escaped (moved away by someone else),
    * so the memory must never be reused. An addon that cannot tell returns nothing (read as false).
@@ -55,6 +58,16 @@ export interface RawFacts {
   supportsResidencySets: boolean;
 }
 
+/** What an addon keeps for views: counts that must not grow with the number of views made. */
+export interface ViewBookkeeping {
+  /** Views on record in the ownership state (handed out and attached, or moved away, not yet ended). */
+  readonly records: number;
+  /** Views listed for detaching on release. */
+  readonly listed: number;
+  /** Allocations with such a list. */
+  readonly listingAllocations: number;
+}
+
 /** The addon's module: its handle classes and the calls every backend makes. */
 export interface RawAddon {
   NativeBufferHandle: new (bytes: number) => RawBufferHandle;
@@ -66,4 +79,10 @@ export interface RawAddon {
   attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
   /** Renews the teardown sentinel when a view made after it may still be attached (end of a job). */
   secureViews?(): void;
+  /** How views are made: V8's backing stores, or Node-API's external ArrayBuffers (the fallback). */
+  readonly viewMechanism?: "backing-store" | "node-api";
+  /** Why not backing stores, when not. */
+  readonly viewMechanismReason?: string;
+  /** What the addon keeps for views (see {@link ViewBookkeeping}). */
+  viewBookkeeping?(): ViewBookkeeping;
 }

@@ -1,8 +1,8 @@
 import { ArgumentError } from "@nuvec/stats";
 import { releasedError } from "../errors.js";
 import type { NativeAllocation, NativeResidencySet } from "../types.js";
-import type { AddonBackend } from "./backend.js";
 import { callNative } from "./call.js";
+import type { AddonOwner } from "./owner.js";
 import { ownedHandle } from "./ownership.js";
 import type { RawResidencySetHandle } from "./raw.js";
 
@@ -15,11 +15,11 @@ export abstract class AddonResidencySet implements NativeResidencySet {
   /** @internal */
   readonly raw: RawResidencySetHandle;
   /** @internal */
-  readonly owner: AddonBackend;
+  readonly owner: AddonOwner;
   #released = false;
 
   /** Wraps a residency-set handle that `owner`'s addon made (a backend's `newResidencySet`). */
-  protected constructor(raw: RawResidencySetHandle, owner: AddonBackend) {
+  protected constructor(raw: RawResidencySetHandle, owner: AddonOwner) {
     this.raw = raw;
     this.owner = owner;
   }
@@ -93,7 +93,7 @@ export abstract class AddonResidencySet implements NativeResidencySet {
    * @internal This set's handle for `owner`'s `attachResidencySet`: a `ArgumentError` when it is
    * another backend's, a `StateError` (`ERR_NUVEC_RELEASED`) once released.
    */
-  handleFor(owner: AddonBackend): RawResidencySetHandle {
+  handleFor(owner: AddonOwner): RawResidencySetHandle {
     if (this.owner !== owner) {
       throw new ArgumentError("set", "attachResidencySet(): the set must be a residency set of this backend");
     }
