@@ -201,6 +201,22 @@ const parseSegmentRows = (text: string) =>
         peakReserved,
       };
     });
+/** A replay's figures in the tables' columns, for the row that names its trace and configuration. */
+const segmentFigures = (
+  row: { trace: string; configuration: string },
+  result: ReturnType<typeof replayTrace>,
+) => ({
+  trace: row.trace,
+  configuration: row.configuration,
+  events: result.events,
+  peak: result.stats.peakActive,
+  active: result.stats.active,
+  cache: result.stats.cache,
+  segments: result.stats.systemAllocations,
+  released: result.counters.systemReleases,
+  hits: result.counters.cacheHits,
+  peakReserved: result.stats.peakReserved,
+});
 const segmentRows = parseSegmentRows(segmentsTable);
 const expandableRows = parseSegmentRows(expandableTable);
 
@@ -210,18 +226,7 @@ describe("the shared traces under the segments policy", () => {
       ...configurations[row.configuration],
       policy: "segments",
     });
-    expect({
-      trace: row.trace,
-      configuration: row.configuration,
-      events: result.events,
-      peak: result.stats.peakActive,
-      active: result.stats.active,
-      cache: result.stats.cache,
-      segments: result.stats.systemAllocations,
-      released: result.counters.systemReleases,
-      hits: result.counters.cacheHits,
-      peakReserved: result.stats.peakReserved,
-    }).toEqual(row);
+    expect(segmentFigures(row, result)).toEqual(row);
     // Every allocation is a hit (a block of a held segment) or a miss (a new segment).
     expect(result.counters.cacheHits + result.counters.cacheMisses).toBe(
       result.events - eventsOf(row.trace).filter((event) => event[0] === "f").length,
@@ -237,18 +242,7 @@ describe("the shared traces under the segments policy", () => {
         policy: "segments",
         mapGranularity: 2 * 1024 * 1024,
       });
-      expect({
-        trace: row.trace,
-        configuration: row.configuration,
-        events: result.events,
-        peak: result.stats.peakActive,
-        active: result.stats.active,
-        cache: result.stats.cache,
-        segments: result.stats.systemAllocations,
-        released: result.counters.systemReleases,
-        hits: result.counters.cacheHits,
-        peakReserved: result.stats.peakReserved,
-      }).toEqual(row);
+      expect(segmentFigures(row, result)).toEqual(row);
     },
   );
 

@@ -4,16 +4,26 @@ import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer, viewOfLength } from "./support.js";
 
-/** Zeroed memory for a mock buffer or range of `length` bytes: only within the backend's `realMemoryUpTo`. */
-function realMemory(core: MockCore, label: string, length: number): ArrayBuffer {
-  if (length > core.realMemoryUpTo) {
+/**
+ * The memory a `contents(length)` hands out: `memory` itself when it has that length, else a view of that
+ * length holding its bytes (see `viewOfLength`). Real memory only within the backend's `realMemoryUpTo`.
+ */
+function contentsOf(
+  core: MockCore,
+  label: string,
+  total: number,
+  memory: ArrayBuffer | undefined,
+  length: number,
+): ArrayBuffer {
+  checkViewLength(length, total);
+  if (memory === undefined && total > core.realMemoryUpTo) {
     throw allocationFailed(
-      length,
+      total,
       `${label}.contents(): the mock gives real memory only to buffers of up to ` +
-        `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${length}`,
+        `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${total}`,
     );
   }
-  return new ArrayBuffer(length);
+  return viewOfLength(memory, length);
 }
 
 /**
@@ -66,8 +76,7 @@ export class MockBuffer implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      checkViewLength(length, this.length);
-      this.#memory = viewOfLength(this.#memory ?? realMemory(this.#core, this.label, this.length), length);
+      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
       return this.#memory;
     });
   }
@@ -182,8 +191,7 @@ export class MockBufferRange implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      checkViewLength(length, this.length);
-      this.#memory = viewOfLength(this.#memory ?? realMemory(this.#core, this.label, this.length), length);
+      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
       return this.#memory;
     });
   }
