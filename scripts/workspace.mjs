@@ -3,7 +3,8 @@
 //   npm run demo   installs the workspace if needed (pinned pnpm through npx), builds, runs the demo;
 //   npm test       the same install and build, then typecheck, lint, tests and package checks, then the docs
 //                  test (every README's TypeScript blocks against the packed packages, scripts/docs-test.mjs).
-// And the release jobs CI runs after them (.ci/run): `npm run test:prebuilds`, `npm run test:registry`.
+// And the release jobs CI runs after them (.ci/run): `npm run test:prebuilds`, `npm run test:registry`,
+// `npm run test:long-traces`.
 // pnpm comes from scripts/pnpm.mjs (the pinned version, through npx when it is not on PATH).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawn, spawnSync } from "node:child_process";
@@ -164,6 +165,27 @@ const tasks = {
     return run(process.execPath, [vitest, "run", "--config", "vitest.prebuilds.config.ts", ...rest], {
       cwd: folder,
     });
+  },
+  // The replays of 36-million-event traces, each within 150 MiB resident (a minute or more each; the main
+  // suite skips them): the allocator's replayTraceStream and the replay program.
+  "test:long-traces"() {
+    if (pnpmRun(["turbo", "run", "build", "--filter=@nuvec/examples...", "--output-logs=errors-only"]) !== 0)
+      return 1;
+    const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
+    const env = { ...process.env, NUVEC_LONG_TRACES: "1" };
+    const allocator = run(
+      process.execPath,
+      [vitest, "run", "src/node/trace-file.hostile.test.ts", "-t", "36-million"],
+      {
+        cwd: join(root, "packages", "allocator"),
+        env,
+      },
+    );
+    const program = run(process.execPath, [vitest, "run", "test/long-trace.test.ts"], {
+      cwd: join(root, "apps", "examples"),
+      env,
+    });
+    return allocator !== 0 || program !== 0 ? 1 : 0;
   },
   // A local registry, every package published to it by `pnpm release`, @nuvec/device installed from it by
   // each package manager users have (scripts/registry-test.mjs).

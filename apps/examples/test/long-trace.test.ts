@@ -15,7 +15,8 @@ const allocator = dirname(createRequire(import.meta.url).resolve("@nuvec/allocat
 const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-long-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
-describe("replay of a 36-million-event trace", () => {
+// A minute or more: run by `npm run test:long-traces` (CI runs it), skipped by the main suite.
+describe.runIf(process.env.NUVEC_LONG_TRACES === "1")("replay of a 36-million-event trace", () => {
   it("stays within 150 MiB resident and gives the trace's exact figures", () => {
     const trace = join(folder, "long.ndjson");
     execFileSync(process.execPath, [
