@@ -158,6 +158,14 @@ Napi::Value TimeDriverAllocFree(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, nanoseconds);
 }
 
+// clearCurrentContext(): makes no context current on the calling thread, as a library that pops its own
+// context does. For tests: the backend's next call must make its primary context current again.
+void ClearCurrentContext(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CudaPlatformOf(env);  // open, or the typed "not open" error
+  CudaPlatformOf(env).clearCurrentContext();
+}
+
 Napi::Value DriverVersionOf(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), DriverVersion()); }
 
 }  // namespace
@@ -177,6 +185,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("driverVersion", Napi::Function::New<DriverVersionOf>(env, "driverVersion"));
   exports.Set("reserveAddressSpace", Napi::Function::New<ReserveAddressSpace>(env, "reserveAddressSpace"));
   exports.Set("mapMemory", Napi::Function::New<MapMemory>(env, "mapMemory"));
+  exports.Set("clearCurrentContext", Napi::Function::New<ClearCurrentContext>(env, "clearCurrentContext"));
   exports.Set("unmapMemory", Napi::Function::New<UnmapMemory>(env, "unmapMemory"));
   return exports;
 }

@@ -44,5 +44,7 @@ export interface RawCudaAddon extends RawAddon {
   reserveAddressSpace(bytes: number): RawCudaBufferHandle;
   mapMemory(space: RawAllocationHandle, offset: number, length: number): void;
   unmapMemory(space: RawAllocationHandle, offset: number, length: number): void;
+  /** Tests: makes no CUDA context current on this thread. */
+  clearCurrentContext(): void;
   noop(): void;
 }

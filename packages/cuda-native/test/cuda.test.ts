@@ -4,14 +4,16 @@
 // registered with the driver and read by the GPU through their device pointer. Needs an NVIDIA GPU (gpu/run.sh).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { setImmediate as nextImmediate } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Device, OutOfMemoryError } from "@nuvec/device";
 import { ArgumentError, UnsupportedError } from "@nuvec/stats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { patternBytes, thrown } from "../../native-core/test/support.js";
+import { findCudaAddon } from "../src/loader.js";
 import { cuda, cudaBackend } from "./support.js";
 
 const MIB = 1024 ** 2;
@@ -66,6 +68,28 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
       using device = Device.open({ backend: cuda(), policy });
       roundTrip(device);
     }
+  });
+
+  it("another library's context made current on this thread (or none) does not misdirect the backend's calls", () => {
+    const backend = cuda();
+    const found = findCudaAddon(
+      join(dirname(fileURLToPath(import.meta.url)), ".."),
+      process.platform,
+      process.env.NUVEC_CUDA_NATIVE_ADDON,
+    );
+    const raw = "addon" in found ? (found.addon as unknown as { clearCurrentContext(): void }) : undefined;
+    expect(raw).toBeDefined();
+    const buffer = backend.newBuffer(4096);
+    raw!.clearCurrentContext();
+    // The backend makes its primary context current again before each call (was: a thread-local said it
+    // still was, and the driver refused with CUDA_ERROR_INVALID_CONTEXT).
+    buffer.write(patternBytes(4096, 9));
+    raw!.clearCurrentContext();
+    expectSameBytes(buffer.read(), patternBytes(4096, 9));
+    raw!.clearCurrentContext();
+    const other = backend.newBuffer(4096);
+    other.release();
+    buffer.release();
   });
 
   it("fixed segments: neighbouring blocks of one segment keep their own bytes; native.handle() is the block's", () => {

@@ -34,6 +34,10 @@ describe.runIf(raw !== undefined)("the raw CUDA addon (shared N-API layer + its 
       "copyFromMapping",
       "timeDriverAllocFree",
       "driverVersion",
+      "reserveAddressSpace",
+      "mapMemory",
+      "unmapMemory",
+      "clearCurrentContext",
     ]) {
       expect(typeof raw?.[name], name).toBe("function");
     }

@@ -129,6 +129,7 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     },
     mapMemory: () => undefined,
     unmapMemory: () => undefined,
+    clearCurrentContext: () => undefined,
     noop: () => undefined,
   };
   return { addon, facts, calls };

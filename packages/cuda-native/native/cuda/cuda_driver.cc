@@ -49,6 +49,7 @@ const DriverApi* LoadDriver(std::string* why) {
   bind(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   bind(api.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
   bind(api.cuCtxSetCurrent, "cuCtxSetCurrent");
+  bind(api.cuCtxGetCurrent, "cuCtxGetCurrent");
   bind(api.cuCtxSynchronize, "cuCtxSynchronize");
   bind(api.cuMemAlloc, "cuMemAlloc_v2");
   bind(api.cuMemFree, "cuMemFree_v2");

@@ -68,6 +68,7 @@ struct DriverApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);  // cuDevicePrimaryCtxRelease_v2
   CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuCtxGetCurrent)(CUcontext* context);
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes);                              // _v2
   CUresult (*cuMemFree)(CUdeviceptr pointer);                                              // _v2

@@ -106,13 +106,19 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
 
   const DriverApi& api() const { return *api_; }
 
-  // Makes the primary context current on the calling thread (once per thread: a thread-local remembers it).
-  void bind() const {
-    thread_local CUcontext current = nullptr;
-    if (current != context_) {
-      api_->cuCtxSetCurrent(context_);
-      current = context_;
-    }
+  // Makes the primary context current on the calling thread when it is not. Asked of the driver each time
+  // (cuCtxGetCurrent reads a thread-local of its own, no round trip): another library on this thread, or
+  // another device's backend, may have made its own context current since. CUDA_SUCCESS or the refusal.
+  CUresult bind() const {
+    CUcontext current = nullptr;
+    if (api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return CUDA_SUCCESS;
+    return api_->cuCtxSetCurrent(context_);
+  }
+
+  // bind(), with the driver's refusal as a failure.
+  bool bound(Failure* failure) const {
+    CUresult result = bind();
+    return result == CUDA_SUCCESS || Refused("cuCtxSetCurrent", result, failure);
   }
 
   const DeviceFacts& facts() const override { return facts_; }
@@ -120,7 +126,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     if (reserveNext_) return reserveAddressSpace(bytes, failure);
     size_t allocatedSize = bytes > kPageSize ? RoundUp(bytes, kPageSize) : RoundUp(bytes, kSmallGranule);
-    bind();
+    if (!bound(failure)) return nullptr;
     CUdeviceptr pointer = 0;
     CUresult result = api_->cuMemAlloc(&pointer, allocatedSize);
     if (result != CUDA_SUCCESS) {
@@ -147,7 +153,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   std::string lastWiringError() const override { return lastWiringError_; }
 
   bool memoryInfo(uint64_t* free, uint64_t* total, Failure* failure) override {
-    bind();
+    if (!bound(failure)) return false;
     size_t freeBytes = 0;
     size_t totalBytes = 0;
     CUresult result = api_->cuMemGetInfo(&freeBytes, &totalBytes);
@@ -158,14 +164,14 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   }
 
   bool copyDevice(uint64_t target, uint64_t source, size_t bytes, Failure* failure) override {
-    bind();
+    if (!bound(failure)) return false;
     CUresult result = api_->cuMemcpyDtoD(target, source, bytes);
     if (result != CUDA_SUCCESS) return Refused("cuMemcpyDtoD", result, failure);
     return true;
   }
 
   double timeDriverAllocFree(size_t bytes, uint32_t count, Failure* failure) override {
-    bind();
+    if (!bound(failure)) return -1;
     auto start = std::chrono::steady_clock::now();
     for (uint32_t index = 0; index < count; index += 1) {
       CUdeviceptr pointer = 0;
@@ -181,6 +187,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   }
 
   size_t mapGranularity() const override { return granularity_; }
+  void clearCurrentContext() override { api_->cuCtxSetCurrent(nullptr); }
   void reserveNextBuffer(bool reserve) override { reserveNext_ = reserve; }
 
   // An address space of `bytes` (whole granules), nothing mapped: allocatedSize 0 (it holds no memory).
@@ -194,7 +201,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
                                    " bytes; got " + std::to_string(bytes));
       return nullptr;
     }
-    bind();
+    if (!bound(failure)) return nullptr;
     CUdeviceptr base = 0;
     CUresult result = api_->cuMemAddressReserve(&base, bytes, granularity_, 0, 0);
     if (result != CUDA_SUCCESS) {
@@ -217,7 +224,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
                                    std::to_string(offset + length) + ") overlaps memory already mapped");
       return false;
     }
-    bind();
+    if (!bound(failure)) return false;
     CUmemAllocationProp prop = DeviceMemoryProperties();
     CUmemGenericAllocationHandle handle = 0;
     CUresult result = api_->cuMemCreate(&handle, length, &prop, 0);
@@ -256,7 +263,11 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
     }
     CUmemGenericAllocationHandle handle = found->second.handle;
     space->mapped.erase(found);
-    bind();
+    if (!bound(failure)) {
+      // Still mapped: back on the books, for another try or the space's release.
+      space->mapped.emplace(offset, CudaAllocation::Mapped{handle, length});
+      return false;
+    }
     // Kernels still reading the range must be done before its memory goes (cudaFree synchronizes too).
     api_->cuCtxSynchronize();
     CUresult unmapped = api_->cuMemUnmap(space->device_ + offset, length);
@@ -268,6 +279,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
 
   // Unmaps and frees every mapping of a space, then the address range (its destructor).
   void releaseSpace(CudaAllocation* space) {
+    // Teardown goes on whatever bind() says: a refused call below is then counted as not freed.
     bind();
     if (!space->mapped.empty()) api_->cuCtxSynchronize();
     for (auto& [offset, mapping] : space->mapped) {
@@ -325,7 +337,11 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
       return CUDA_SUCCESS;
     }
     if (allocation->isFile()) {
-      bind();
+      CUresult bindResult = bind();
+      if (bindResult != CUDA_SUCCESS) {
+        counters_.wiringFailures += 1;
+        return bindResult;
+      }
       CUresult result = api_->cuMemHostRegister(allocation->data(), allocation->registerLength_,
                                                 CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY);
       if (result != CUDA_SUCCESS) {
@@ -407,7 +423,7 @@ CudaAllocation::~CudaAllocation() {
 bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Failure* failure) {
   if (isFile()) return Allocation::copyIn(offset, source, bytes, failure);
   if (bytes == 0) return true;
-  platform_->bind();
+  if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyHtoD(device_ + offset, source, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyHtoD", result, failure);
 }
@@ -415,7 +431,7 @@ bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Fai
 bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const {
   if (isFile()) return Allocation::copyOut(offset, target, bytes, failure);
   if (bytes == 0) return true;
-  platform_->bind();
+  if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyDtoH(target, device_ + offset, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyDtoH", result, failure);
 }

@@ -33,6 +33,8 @@ class CudaPlatformApi : public Platform {
   virtual bool mapMemory(Allocation* space, size_t offset, size_t length, Failure* failure) = 0;
   // Unmaps and frees exactly one earlier mapMemory range. false and a failure for any other range.
   virtual bool unmapMemory(Allocation* space, size_t offset, size_t length, Failure* failure) = 0;
+  // Makes no context current on the calling thread (tests: what a library popping its own context does).
+  virtual void clearCurrentContext() = 0;
 };
 
 // Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr
