@@ -5,11 +5,11 @@
 // publint and @arethetypeswrong/cli pass. scripts/release.mjs runs the same checks on every tarball it
 // is about to publish (checkTarball).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, posix, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pnpmArgs, quietEnvironment } from "./pnpm.mjs";
+import { temporaryFolder } from "./temporary.mjs";
 
 function run(command, args, options = {}) {
   execFileSync(command, args, { stdio: "inherit", ...options });
@@ -120,7 +120,8 @@ export function metadataProblems(packageRoot) {
 
 /** Every check of a packed tarball; throws with the problems found. */
 export function checkTarball(tarball, { esmOnly = false } = {}) {
-  const unpacked = mkdtempSync(join(tmpdir(), "nuvec-unpack-"));
+  const temporary = temporaryFolder("nuvec-unpack-");
+  const unpacked = temporary.path;
   try {
     execFileSync("tar", ["-xzf", tarball, "-C", unpacked]);
     const packageRoot = join(unpacked, "package");
@@ -129,7 +130,7 @@ export function checkTarball(tarball, { esmOnly = false } = {}) {
     if (problems.length > 0)
       throw new Error(`${tarball}:\n${problems.map((problem) => `  ${problem}`).join("\n")}`);
   } finally {
-    rmSync(unpacked, { recursive: true, force: true });
+    temporary.remove();
   }
   const bin = join(dirname(fileURLToPath(import.meta.url)), "..", "node_modules", ".bin");
   const env = {
@@ -142,7 +143,8 @@ export function checkTarball(tarball, { esmOnly = false } = {}) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const out = mkdtempSync(join(tmpdir(), "nuvec-pack-"));
+  const temporary = temporaryFolder("nuvec-pack-");
+  const out = temporary.path;
   try {
     const tarball = packPackage(process.cwd(), out);
     checkTarball(tarball, { esmOnly: process.argv.includes("--esm-only") });
@@ -150,6 +152,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     console.error(`check-package: ${error instanceof Error ? error.message : error}`);
     process.exitCode = 1;
   } finally {
-    rmSync(out, { recursive: true, force: true });
+    temporary.remove();
   }
 }

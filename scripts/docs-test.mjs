@@ -34,6 +34,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localPrebuildEnvironment, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
 import { quietEnvironment } from "./pnpm.mjs";
+import { temporaryFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const keep = process.argv.includes("--keep");
@@ -207,7 +208,8 @@ function main() {
     return 1;
   }
 
-  const project = mkdtempSync(join(tmpdir(), "nuvec-docs-"));
+  // Removed on every way out unless kept (--keep).
+  const project = keep ? mkdtempSync(join(tmpdir(), "nuvec-docs-")) : temporaryFolder("nuvec-docs-").path;
   try {
     // 1. Pack.
     const tarballs = join(project, "tarballs");

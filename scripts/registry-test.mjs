@@ -38,6 +38,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { quietEnvironment, runPnpm } from "./pnpm.mjs";
+import { temporaryFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const VERDACCIO = "6.8.0";
@@ -439,7 +440,10 @@ async function main() {
   // --reuse <folder>: the installs again, against what a kept run (--keep) published there.
   const reuseIndex = process.argv.indexOf("--reuse");
   const reused = reuseIndex >= 0 ? process.argv[reuseIndex + 1] : undefined;
-  const scratch = reused ?? mkdtempSync(join(tmpdir(), "nuvec-registry-"));
+  // Removed on every way out unless kept (--keep, --reuse).
+  const scratch =
+    reused ??
+    (keep ? mkdtempSync(join(tmpdir(), "nuvec-registry-")) : temporaryFolder("nuvec-registry-").path);
   let registry;
   let failures = 0;
   try {

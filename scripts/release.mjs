@@ -16,13 +16,13 @@
 // --provenance and --otp=<code> (passed to npm publish), --skip-prebuilds-test (when test:prebuilds just
 // passed on this commit, as in CI). See RELEASING.md.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { checkTarball, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
 import { pnpmArgs } from "./pnpm.mjs";
+import { temporaryFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -140,8 +140,9 @@ async function main() {
   }
 
   // 3. Pack every package: a failed prepack stops the release here, before anything is published.
-  const out = mkdtempSync(join(tmpdir(), "nuvec-release-"));
-  process.on("exit", () => rmSync(out, { recursive: true, force: true }));
+  const temporary = temporaryFolder("nuvec-release-");
+  const out = temporary.path;
+  process.on("exit", () => temporary.remove());
   const tarballs = new Map();
   for (const manifest of order) {
     try {

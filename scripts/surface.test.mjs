@@ -79,6 +79,7 @@ const APPROVED = {
     "StateError",
     "StateErrorCode",
     "SystemCallError",
+    "Teardown",
     "UnsupportedError",
     "UnsupportedErrorCode",
     "allocationSize",
@@ -124,6 +125,7 @@ const APPROVED = {
     "TraceEvent",
     "TraceFree",
     "TraceHeader",
+    "TraceIdMap",
     "TraceLimit",
     "TraceMap",
     "TraceOpening",
@@ -191,6 +193,7 @@ const APPROVED = {
     "RawMappedFileHandle",
     "RawResidencySetHandle",
     "callNative",
+    "nativeBinaryDefect",
   ],
   "@nuvec/device": [
     "AllocatorPolicy",

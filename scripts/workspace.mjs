@@ -7,20 +7,11 @@
 // pnpm comes from scripts/pnpm.mjs (the pinned version, through npx when it is not on PATH).
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawn, spawnSync } from "node:child_process";
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pnpmVersion, runPnpm } from "./pnpm.mjs";
+import { temporaryFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const [task = "test", ...rest] = process.argv.slice(2);
@@ -64,7 +55,8 @@ function docsTest() {
 // file, printed once it is done, so the two never interleave. Resolves with its exit status.
 function scriptsTest() {
   const vitest = join(root, "node_modules", "vitest", "vitest.mjs");
-  const folder = mkdtempSync(join(tmpdir(), "nuvec-scripts-test-"));
+  const temporary = temporaryFolder("nuvec-scripts-test-");
+  const folder = temporary.path;
   const log = join(folder, "output.log");
   const output = openSync(log, "w");
   const child = spawn(
@@ -80,7 +72,7 @@ function scriptsTest() {
     child.on("error", () => resolve(1));
     child.on("close", (status) => {
       process.stdout.write(readFileSync(log, "utf8"));
-      rmSync(folder, { recursive: true, force: true });
+      temporary.remove();
       resolve(status ?? 1);
     });
   });

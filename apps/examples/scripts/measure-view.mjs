@@ -5,11 +5,12 @@
 //   node apps/examples/scripts/measure-view.mjs [TRACE] [TIMES] [RUNS]
 // (default: fixtures/traces/gpt2-generate.ndjson.gz 4 times over, 542,222 events; 5 runs).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { existsSync, statSync } from "node:fs";
+import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { temporaryFolder } from "../../../scripts/temporary.mjs";
 
 const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const [
@@ -22,7 +23,8 @@ if (executable === undefined) {
   console.error("measure-view: no chromium (apt-get install -y --no-install-recommends chromium)");
   process.exit(2);
 }
-const folder = mkdtempSync(join(tmpdir(), "nuvec-measure-"));
+const temporary = temporaryFolder("nuvec-measure-");
+const folder = temporary.path;
 try {
   const long = join(folder, "long.ndjson.gz");
   const made = spawnSync(process.execPath, [join(app, "scripts", "repeat-trace.mjs"), trace, times, long], {
@@ -92,5 +94,5 @@ try {
     }),
   );
 } finally {
-  rmSync(folder, { recursive: true, force: true });
+  temporary.remove();
 }

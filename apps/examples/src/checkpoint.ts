@@ -3,6 +3,7 @@
 import { Device, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
 import { type FlagSpec, helpText, parseCommandLine, runProgram, UsageError } from "./lib/arguments.js";
+import { printable } from "./lib/printable.js";
 import { processMemory } from "./lib/process-memory.js";
 
 const specs: FlagSpec[] = [
@@ -17,7 +18,8 @@ const usage = helpText(
 
 /** `text` cut from the left to `width` characters (a tensor name's end tells tensors apart). */
 function fitStart(text: string, width: number): string {
-  return text.length <= width ? text : `…${text.slice(text.length - width + 1)}`;
+  // Escaped too: names and paths come from outside the program.
+  return printable(text, width, true);
 }
 
 function main(argv: string[]): number {
@@ -60,7 +62,7 @@ function main(argv: string[]): number {
   for (const [index, tensor] of header.tensors.entries()) {
     const shape = fitStart(shapes[index] ?? "", shapeWidth).padEnd(shapeWidth);
     console.log(
-      `  ${fitStart(tensor.name, width).padEnd(width)}  ${tensor.dtype.padEnd(5)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
+      `  ${fitStart(tensor.name, width).padEnd(width)}  ${printable(tensor.dtype, 5).padEnd(5)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
     );
   }
   if (before && after) {

@@ -1,7 +1,6 @@
 // The main job: open the real device, map a safetensors checkpoint without a copy, wire it, replay a
 // decode workload, and show where memory went at each phase, next to the operating system's own figures.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
@@ -11,10 +10,13 @@ import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats
 import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
+import { prepareOutputPath } from "./lib/output-path.js";
+import { printable } from "./lib/printable.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
 import { decoderModel, writeSafetensors } from "./lib/safetensors.js";
 import { statsChanges, statsTable } from "./lib/tables.js";
+import { type TemporaryFolder, temporaryFolder } from "./lib/temporary.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const flags: FlagSpec[] = [
@@ -66,7 +68,11 @@ function main(argv: string[]): number {
   }
   const checkpointSize = parseBytes(given.get("checkpoint-size") ?? "256MiB", "--checkpoint-size");
   const tracePath = resolve(given.get("trace") ?? join(here, "..", "traces", "gpt2-decode-cut.ndjson.gz"));
-  const reportPath = resolve(given.get("report") ?? join(here, "..", "out", "demo-report.html"));
+  // Checked (and its folders made) before the demo starts: a bad path fails at once.
+  const reportPath = prepareOutputPath(
+    given.get("report") ?? join(here, "..", "out", "demo-report.html"),
+    "--report",
+  );
   const verbose = given.has("verbose");
 
   const tables: { title: string; stats: MemoryStats }[] = [];
@@ -88,15 +94,16 @@ function main(argv: string[]): number {
   for (const line of wrap(facts, COLUMNS - 3)) console.log(`  ${line}`);
 
   // 1. A checkpoint: the user's, or a random one written to a temporary folder. Written inside the try, so
-  // a failed write (a full disk) still removes the temporary folder.
-  let temporary: string | undefined;
+  // a failed write (a full disk) still removes the temporary folder; a signal (Ctrl-C, a closed terminal,
+  // kill) ends the program at once and the folder's guardian removes it (see lib/temporary.ts).
+  let temporary: TemporaryFolder | undefined;
   let checkpointPath = given.get("checkpoint");
   let file: MappedFile | undefined;
   const live = new Map<number, DeviceBuffer>();
   try {
     if (checkpointPath === undefined) {
-      temporary = mkdtempSync(join(tmpdir(), "nuvec-demo-"));
-      checkpointPath = join(temporary, "model.safetensors");
+      temporary = temporaryFolder("nuvec-demo-");
+      checkpointPath = join(temporary.path, "model.safetensors");
       const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
       const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
         writing.update(fraction),
@@ -124,7 +131,7 @@ function main(argv: string[]): number {
       const name = fitStart(tensor.name, nameWidth).padEnd(nameWidth);
       const shape = (shapes[index] ?? "").padEnd(shapeWidth);
       console.log(
-        `  ${name}  ${tensor.dtype.padEnd(4)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
+        `  ${name}  ${printable(tensor.dtype, 4).padEnd(4)}  ${shape}  ${formatBytes(tensor.byteLength).padStart(11)}`,
       );
     }
     if (header.tensors.length > 6) console.log(`  … and ${header.tensors.length - 6} more`);
@@ -228,7 +235,6 @@ function main(argv: string[]): number {
     for (const line of wrap(note, COLUMNS - 3)) console.log(`  ${line}`);
 
     // 6. The report.
-    mkdirSync(dirname(reportPath), { recursive: true });
     writeFileSync(
       reportPath,
       renderMemoryView({
@@ -253,15 +259,18 @@ function main(argv: string[]): number {
     for (const buffer of live.values()) buffer.free();
     file?.free();
     device.close();
-    if (temporary) rmSync(temporary, { recursive: true, force: true });
+    temporary?.remove();
   }
   console.log(`done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return 0;
 }
 
-/** `text` cut from the left to `width` characters (a path's or name's end says the most). */
+/**
+ * `text` (a path or a tensor's name, from outside the program) escaped and cut from the left to `width`
+ * characters: a path's or a name's end says the most.
+ */
 function fitStart(text: string, width: number): string {
-  return text.length <= width ? text : `…${text.slice(text.length - width + 1)}`;
+  return printable(text, width, true);
 }
 
 await runProgram("demo", () => main(process.argv.slice(2)));

@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { Device } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
 import { cpuAddress, loadKernelAddon } from "./lib/kernel-addon.js";
+import { printable } from "./lib/printable.js";
 
 const usage = "usage: kernel [--count N] [--factor F] [--json]";
 
@@ -144,7 +145,9 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     const code = (error as { code?: string }).code;
-    console.error(`kernel: ${(error as Error).message}${code ? ` (${code})` : ""}`);
+    console.error(
+      `kernel: ${printable((error as Error).message, 300)}${code ? ` (${printable(String(code), 40)})` : ""}`,
+    );
     console.error(usage);
     process.exitCode = 2;
   },

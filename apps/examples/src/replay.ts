@@ -2,8 +2,8 @@
 // Device over the mock backend, and prints the statistics (a table, or one JSON object with --json). The
 // trace is read as a stream (memory bounded by what it keeps live, not by its length) and every event goes
 // through the allocator's TraceValidator, the same check replayTrace makes.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import { formatBytes, MEMORY_STATS_FIELDS } from "@nuvec/stats";
@@ -18,7 +18,9 @@ import {
 } from "./lib/arguments.js";
 import type { FigureTable } from "./lib/memory-view/render.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
+import { prepareOutputPath } from "./lib/output-path.js";
 import { type PolicyOutcome, replayPolicies } from "./lib/policy-replay.js";
+import { printable } from "./lib/printable.js";
 import { columnsOf, progress } from "./lib/progress.js";
 import { statsTable } from "./lib/tables.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot, type TorchWorkload } from "./lib/torch-snapshot.js";
@@ -91,7 +93,8 @@ async function main(argv: string[]): Promise<number> {
     ? parseBytes(given.get("memory-limit") as string, "--memory-limit")
     : undefined;
   const json = given.has("json");
-  const htmlPath = given.get("html");
+  // Checked (and its folders made) before the replay runs: a bad path fails at once.
+  const htmlPath = given.has("html") ? prepareOutputPath(given.get("html") as string, "--html") : undefined;
   const tracePath = resolve(positionals[0] as string);
 
   // A PyTorch snapshot is read whole (a pickle has no streaming form) and becomes one batch of events.
@@ -101,7 +104,10 @@ async function main(argv: string[]): Promise<number> {
   if (torch === undefined && deviceIndex !== undefined)
     throw new UsageError("--device applies to PyTorch snapshots only");
   // Progress only on a terminal and only for --json-less runs; a short trace finishes before it shows.
-  const bar = progress(`replaying ${positionals[0]}`, process.stdout, { quiet: json, ttyOnly: true });
+  const bar = progress(`replaying ${printable(positionals[0] as string, 60, true)}`, process.stdout, {
+    quiet: json,
+    ttyOnly: true,
+  });
   const onProgress = (bytesRead: number, totalBytes: number | undefined) =>
     bar.update(totalBytes ? bytesRead / totalBytes : 0);
   const result = await replayPolicies(
@@ -119,15 +125,17 @@ async function main(argv: string[]): Promise<number> {
     },
   );
   const { events } = result;
-  const traceName = String(result.header?.name ?? positionals[0]);
+  // The header's name comes from the file: printed escaped and cut (the JSON output escapes it itself).
+  const rawName = String(result.header?.name ?? positionals[0]);
+  const traceName = printable(rawName, 60);
   bar.done(`${events} events`);
-  const summaries = result.outcomes.map((outcome) => summary(traceName, outcome, events));
+  const summaries = result.outcomes.map((outcome) => summary(rawName, outcome, events));
   if (json) {
     const torchFacts = torch === undefined ? {} : { pytorch: torchSummary(torch) };
     console.log(
       JSON.stringify(
         comparing
-          ? { trace: traceName, events, policies: summaries, ...torchFacts }
+          ? { trace: rawName, events, policies: summaries, ...torchFacts }
           : { ...summaries[0], ...torchFacts },
       ),
     );
@@ -161,8 +169,7 @@ async function main(argv: string[]): Promise<number> {
         at: torch.reserved.at,
         value: torch.reserved.value,
       });
-    const path = resolve(htmlPath);
-    mkdirSync(dirname(path), { recursive: true });
+    const path = htmlPath;
     writeFileSync(
       path,
       renderMemoryView({

@@ -2,8 +2,16 @@
 // refuse as replayTrace does, files that are not files, hostile safetensors headers, a demo whose checkpoint
 // cannot be written, and every line within an 80-column terminal. From the built programs (the test task
 // builds first).
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -193,4 +201,162 @@ describe("the programs fit an 80-column terminal", () => {
       ).not.toContain("%]");
     },
   );
+});
+
+/** Waits up to `seconds` for `condition`, polling every 20 ms. */
+async function waitFor(condition: () => boolean, seconds: number): Promise<boolean> {
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) {
+    if (condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return condition();
+}
+
+/** The processes whose command line names `text` (the demo's guardian names its folder). */
+function processesNaming(text: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text)) found.push(Number(entry));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return found;
+}
+
+describe.runIf(process.platform === "linux")(
+  "hostile: the demo killed while it works leaves no checkpoint behind (was: 256 MiB left on SIGINT, SIGTERM, SIGHUP)",
+  () => {
+    it.each(["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"] as const)(
+      "%s while the checkpoint is being written: the temporary folder goes, and its guardian with it",
+      async (signal) => {
+        const temporary = mkdtempSync(join(folder, `demo-${signal}-`));
+        const child = spawn(
+          process.execPath,
+          [
+            join(app, "dist", "demo.js"),
+            "--checkpoint-size",
+            "2GiB",
+            "--report",
+            join(folder, `${signal}.html`),
+          ],
+          { env: { ...process.env, TMPDIR: temporary }, stdio: "ignore" },
+        );
+        const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+          child.once("exit", (_code, by) => resolve(by)),
+        );
+        // Killed once the checkpoint has begun: its folder exists and holds the file.
+        const started = await waitFor(() => {
+          const made = readdirSync(temporary);
+          return made.length === 1 && readdirSync(join(temporary, made[0] as string)).length > 0;
+        }, 30);
+        expect(started).toBe(true);
+        const made = join(temporary, readdirSync(temporary)[0] as string);
+        child.kill(signal);
+        expect(await exited).toBe(signal);
+        expect(await waitFor(() => readdirSync(temporary).length === 0, 10)).toBe(true);
+        expect(await waitFor(() => processesNaming(made).length === 0, 10)).toBe(true);
+      },
+      60_000,
+    );
+  },
+);
+
+describe("hostile: output paths that cannot be written fail at once, with one line (was: a hang under /proc)", () => {
+  const regular = join(folder, "a-file");
+  writeFileSync(regular, "x");
+  const directory = join(folder, "a-directory");
+  mkdirSync(directory, { recursive: true });
+  const cases: [string, string, RegExp][] = [
+    [
+      "a folder that cannot be made (/proc)",
+      "/proc/self/nope/x.html",
+      /cannot make the folder \/proc\/self\/nope .*\(ENOENT\)$/,
+    ],
+    ["a folder above that is a file", join(regular, "sub", "x.html"), /is not a directory \(ENOTDIR\)$/],
+    ["a directory", directory, /it is a directory, not a file to write \(EISDIR\)$/],
+    ["/dev/null's folder as a file", "/dev/null/x.html", /\/dev\/null is not a directory \(ENOTDIR\)$/],
+  ];
+
+  it.each(cases)("replay --html to %s", (_label, path, message) => {
+    const started = Date.now();
+    const { status, stdout, stderr } = run("replay", [shippedTrace, "--html", path]);
+    expect(status).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr.trim()).toMatch(message);
+    expect(stderr).toContain(`--html ${path}`);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it.runIf(process.platform === "linux")(
+    "replay --html to a FIFO: refused, never opened (would block)",
+    () => {
+      const fifo = join(folder, "out.fifo");
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      const { status, stderr } = run("replay", [shippedTrace, "--html", fifo]);
+      expect(status).toBe(2);
+      expect(stderr).toMatch(/it is not a regular file, not a file to write \(EINVAL\)/);
+    },
+  );
+
+  it("demo --report to a folder that cannot be made: refused before a checkpoint is written", () => {
+    const temporary = mkdtempSync(join(folder, "demo-report-"));
+    const { status, stdout, stderr } = run("demo", ["--report", "/proc/self/nope/r.html"], {
+      TMPDIR: temporary,
+    });
+    expect(status).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trim()).toMatch(/^demo: --report \/proc\/self\/nope\/r.html: cannot make the folder/);
+    expect(readdirSync(temporary)).toEqual([]);
+  });
+
+  it("a missing folder that can be made is made (and the report written there)", () => {
+    const nested = join(folder, "made", "for", "the", "report.html");
+    const { status } = run("replay", [shippedTrace, "--html", nested]);
+    expect(status).toBe(0);
+    expect(existsSync(nested)).toBe(true);
+  });
+});
+
+describe("hostile: names from a file are printed escaped and cut (was: escape sequences reached the terminal)", () => {
+  const evil = `\u001b]0;owned\u0007\u001b[2J\u001b[31mred\r\u202eevil${"x".repeat(5000)}`;
+
+  it("a trace's header name: no control character reaches stdout, no line past 80 columns", () => {
+    const trace = traceFile("evil-name.ndjson.gz", [{ name: evil }, ["a", 0, 4096], ["f", 0]]);
+    const { status, stdout } = run("replay", [trace]);
+    expect(status).toBe(0);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
+    expect(stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\r\\u{202e}evilxx");
+    expect(longestLine(stdout)).toBeLessThanOrEqual(80);
+    // --json keeps the name whole: JSON escapes it itself.
+    const json = JSON.parse(run("replay", [trace, "--json"]).stdout);
+    expect(json.trace).toBe(evil);
+  });
+
+  it("an error quoting a path: escaped, one line", () => {
+    const { status, stderr } = run("replay", [join(folder, "missing\u001b[31m\nsecond line.ndjson.gz")]);
+    expect(status).toBe(2);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
+    expect(stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toContain("missing\\x1b[31m");
+  });
+
+  it("a safetensors tensor name, in the checkpoint program", () => {
+    const header = JSON.stringify({ [evil]: { dtype: "F16", shape: [2], data_offsets: [0, 4] } });
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(Buffer.byteLength(header)));
+    const file = join(folder, "evil.safetensors");
+    writeFileSync(file, Buffer.concat([prefix, Buffer.from(header), Buffer.alloc(4)]));
+    const { status, stdout } = run("checkpoint", [file]);
+    expect(status).toBe(0);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
+    expect(stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(longestLine(stdout)).toBeLessThanOrEqual(80);
+  });
 });

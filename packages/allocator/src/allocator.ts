@@ -1,4 +1,4 @@
-import { ArgumentError, allocationSize, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { ArgumentError, allocationSize, type MemoryStats, mappingSize, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
@@ -149,7 +149,7 @@ export class CachingAllocator<B> {
         : { mapGranularity: this.segments.mapGranularity }),
       memoryLimit: stats.memoryLimit,
       cacheLimit: stats.cacheLimit,
-      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0,
+      fresh: stats.active === 0 && stats.cache === 0 && stats.mapped === 0 && stats.quarantined === 0,
     };
   }
 
@@ -545,24 +545,16 @@ export class CachingAllocator<B> {
 
   /**
    * Gives a buffer that left the allocator's books back to the system. The source's release runs even when
-   * the `onRelease` hook throws (the buffer must not leak); the first error is rethrown afterwards. Counted
+   * the `onRelease` hook throws (the buffer must not leak); the first error is rethrown afterwards (a later one
+   * attached as its `suppressed`). Counted
    * as released either way: the allocator holds the buffer no more.
    */
   private releaseToSystem(record: CachedBuffer<B>): void {
     this.systemReleases++;
-    let failure: { error: unknown } | undefined;
-    if (this.onRelease !== undefined) {
-      try {
-        this.onRelease(record.buffer);
-      } catch (error) {
-        failure = { error };
-      }
-    }
-    try {
-      this.source.release(record.buffer);
-    } catch (error) {
-      failure ??= { error };
-    }
-    if (failure !== undefined) throw failure.error;
+    const teardown = new Teardown();
+    const onRelease = this.onRelease;
+    if (onRelease !== undefined) teardown.run(() => onRelease(record.buffer));
+    teardown.run(() => this.source.release(record.buffer));
+    teardown.finish();
   }
 }

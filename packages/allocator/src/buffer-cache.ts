@@ -1,3 +1,4 @@
+import { Teardown } from "@nuvec/stats";
 /**
  * One system buffer owned by an allocator, live or cached (the Device's own per-buffer record is another
  * thing). It is made once when the buffer is acquired and
@@ -161,19 +162,15 @@ export class BufferCache<B> {
     if (minimumBytes >= 0.9 * this.bytes) return this.clear();
     let freed = 0;
     let released = 0;
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     while (this.oldest !== null && freed < minimumBytes) {
       freed += this.oldest.length;
       released++;
       // A buffer whose release threw is out of the cache all the same (its record was unlinked first): the
       // trim goes on, so one failing release never leaves the cache above what was asked.
-      try {
-        this.releaseOldest();
-      } catch (error) {
-        failure ??= { error };
-      }
+      teardown.run(() => this.releaseOldest());
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
     return released;
   }
 
@@ -218,22 +215,19 @@ export class BufferCache<B> {
     this.distinct = 0;
     this.emptyBuckets = 0;
     this.nonEmpty.fill(0);
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     while (record !== null) {
       const newer: CachedBuffer<B> | null = record.newer;
       record.newer = null;
       record.older = null;
       record.nextOfLength = null;
       record.bucket = null;
-      try {
-        this.releaseBuffer(record);
-      } catch (error) {
-        failure ??= { error };
-      }
+      const current = record;
+      teardown.run(() => this.releaseBuffer(current));
       released++;
       record = newer;
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
     return released;
   }
 

@@ -55,10 +55,17 @@ class SpaceSource extends TestSource {
     super.release(buffer);
   }
 
+  liveRanges = 0;
+
   range(segment: TestBuffer, offset: number, length: number): TestBuffer {
     if (segment === this.space && !this.covered(offset, length))
       throw new Error("a range on unmapped memory");
+    this.liveRanges++;
     return { serial: -2, length };
+  }
+
+  releaseRange(_range: TestBuffer): void {
+    this.liveRanges--;
   }
 
   mappedBytes(): number {
@@ -185,5 +192,47 @@ describe("expandable segments", () => {
       }
     });
     expect(replay.result().stats).toEqual(allocator.memoryStats());
+  });
+
+  it("random workloads keep the books exact: reserved is the mapped memory, every range on mapped memory", () => {
+    let seed = 0x9e3779b9;
+    const random = () => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) / 2 ** 32;
+    };
+    for (const segments of [
+      {},
+      { mapAhead: 0, releaseIdleOnMiss: 3 },
+      { mapAhead: 4 * MiB, maxSplitSize: 64 * MiB },
+    ]) {
+      const { source, allocator } = make(segments);
+      const live: ReturnType<typeof allocator.malloc>[] = [];
+      for (let step = 0; step < 20_000; step++) {
+        const roll = random();
+        if ((roll < 0.5 && live.length < 100) || live.length === 0) {
+          const bytes =
+            random() < 0.5 ? Math.ceil(random() * 600 * 1024) : Math.ceil(random() ** 3 * 128 * MiB);
+          live.push(allocator.malloc(bytes));
+        } else if (roll < 0.97) {
+          const [freed] = live.splice(Math.floor(random() * live.length), 1);
+          allocator.free(freed!);
+        } else if (roll < 0.99) allocator.clearCache();
+        else allocator.setCacheLimit(random() < 0.5 ? Math.floor(random() * 512 * MiB) : 64 * GiB);
+        const stats = allocator.memoryStats();
+        expect(stats.reserved).toBe(
+          source.mappedBytes() + [...source.held].reduce((sum, b) => sum + b.length, 0),
+        );
+        expect(stats.active).toBeLessThanOrEqual(stats.reserved);
+        expect(stats.systemAllocations).toBe(source.maps + source.acquired.length);
+      }
+      for (const allocation of live) allocator.free(allocation);
+      allocator.clearCache();
+      expect(allocator.memoryStats()).toMatchObject({ active: 0, reserved: 0 });
+      expect(source.mappedBytes()).toBe(0);
+      allocator.close();
+      expect(source.space).toBeUndefined();
+    }
   });
 });

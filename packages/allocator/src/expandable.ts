@@ -6,6 +6,8 @@
 // one system allocation (one physical allocation on CUDA), and it is unmapped whole once every byte of it
 // lies in free blocks.
 
+import { Teardown } from "@nuvec/stats";
+
 /** What a source offers for expandable segments: address space, and memory mapped into it on demand. */
 export interface MappingSource<B> {
   /** The unit of `map`/`unmap` offsets and lengths (a power of two). */
@@ -54,6 +56,8 @@ export class MappedPages<B> {
   private nextId = 1;
   // One past the highest page ever mapped: growth beyond it is growth of the segment's used extent.
   private highestEnd = 0;
+  // Pages [0, prefixEnd) are all mapped.
+  private prefixEnd = 0;
 
   constructor(source: MappingSource<B>, space: B, capacity: number) {
     this.source = source;
@@ -64,6 +68,8 @@ export class MappedPages<B> {
 
   /** Whether every page under `[offset, offset + length)` is mapped. */
   covers(offset: number, length: number): boolean {
+    // The common case in one comparison: inside the mapped prefix of the space.
+    if (offset + length <= this.prefixEnd * this.page) return true;
     const page = this.page;
     const end = Math.ceil((offset + length) / page);
     for (let index = Math.floor(offset / page); index < end; index++) {
@@ -113,6 +119,11 @@ export class MappedPages<B> {
       const id = this.newId(index * page, (runEnd - index) * page);
       this.owner.fill(id, index, runEnd);
       if (runEnd > this.highestEnd) this.highestEnd = runEnd;
+      if (index <= this.prefixEnd) {
+        let prefix = Math.max(this.prefixEnd, runEnd);
+        while (prefix < limit && this.owner[prefix] !== 0) prefix++;
+        this.prefixEnd = prefix;
+      }
       this.mappedBytes += (runEnd - index) * page;
       this.mappings++;
       this.mapCalls++;
@@ -133,7 +144,7 @@ export class MappedPages<B> {
     const end = Math.floor((offset + length) / page);
     let bytes = 0;
     let calls = 0;
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     let index = first;
     while (index < end && bytes < budget) {
       const id = this.owner[index]!;
@@ -150,20 +161,17 @@ export class MappedPages<B> {
         continue;
       }
       this.owner.fill(0, startPage, endPage);
+      if (startPage < this.prefixEnd) this.prefixEnd = startPage;
       this.freeIds.push(id);
       this.mappedBytes -= size;
       this.mappings--;
       bytes += size;
       calls++;
       this.unmapCalls++;
-      try {
-        this.source.unmap(this.space, start, size);
-      } catch (error) {
-        failure ??= { error };
-      }
+      teardown.run(() => this.source.unmap(this.space, start, size));
       index = endPage;
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
     return { bytes, calls };
   }
 

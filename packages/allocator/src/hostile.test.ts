@@ -143,6 +143,26 @@ describe("exception-safe trimming and release (item 11)", () => {
     expect(() => allocator.close()).not.toThrow();
   });
 
+  it("clearCache with several failing releases: the first comes out, the later ones in its `suppressed`", () => {
+    const source = new TestSource();
+    const allocator = new CachingAllocator(source);
+    for (const allocation of [1, 2, 3].map((n) => allocator.malloc(n * MiB))) allocator.free(allocation);
+    source.releaseError = (buffer) =>
+      buffer.serial !== 1 ? new Error(`release ${buffer.serial} failed`) : undefined;
+    let thrown: unknown;
+    try {
+      allocator.clearCache();
+    } catch (error) {
+      thrown = error;
+    }
+    expect((thrown as Error).message).toBe("release 0 failed");
+    expect((thrown as { suppressed: Error[] }).suppressed.map((error) => error.message)).toEqual([
+      "release 2 failed",
+    ]);
+    expect(source.held.size).toBe(0);
+    held(source, allocator);
+  });
+
   it("setCacheLimit trims to the limit past a throwing release; counters stay right", () => {
     const source = new TestSource();
     const allocator = new CachingAllocator(source);

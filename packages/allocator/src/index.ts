@@ -4,6 +4,7 @@ export type { Allocation, Mapping } from "./allocation.js";
 export { CachingAllocator } from "./allocator.js";
 export { ALLOCATION_FAILED_CODE, type BufferSource, isAllocationFailure } from "./buffer-source.js";
 export type { AllocatorCounters } from "./counters.js";
+export { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 export type { MappingSource } from "./expandable.js";
 export {
   type AllocatorOptions,
@@ -15,14 +16,11 @@ export {
 // Every policy name, the default first (tools compare exactly these).
 export { ALLOCATOR_POLICIES } from "./policy-names.js";
 export {
-  CountingBufferSource,
-  CountingMappingSource,
   type ReplayOptions,
   type ReplayResult,
   replayOptionsFromHeader,
   replayTrace,
   TraceReplay,
-  TraceValidator,
 } from "./replay.js";
 export {
   checkSegmentOptions,
@@ -48,3 +46,6 @@ export {
   type TraceResetPeak,
   type TraceUnmap,
 } from "./trace-format.js";
+// A map by trace id with no entry limit (what a replay keeps per live id), and the one check of a trace.
+export { TraceIdMap } from "./trace-ids.js";
+export { TraceValidator } from "./trace-validator.js";

@@ -1,8 +1,9 @@
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { CachingAllocator } from "./allocator.js";
+import { CountingBufferSource } from "./counting-source.js";
 import { ALLOCATOR_POLICIES } from "./policy-names.js";
-import { CountingBufferSource, replayTrace } from "./replay.js";
+import { replayTrace } from "./replay.js";
 
 describe("ALLOCATOR_POLICIES", () => {
   const source = () => new CountingBufferSource({ workingSet: 1 << 30 });

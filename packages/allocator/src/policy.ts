@@ -1,4 +1,4 @@
-import { ArgumentError, PAGE } from "@nuvec/stats";
+import { ArgumentError, PAGE, Teardown } from "@nuvec/stats";
 import type { BufferCache } from "./buffer-cache.js";
 import {
   type AllocatorOptions,
@@ -48,17 +48,15 @@ class BoundedPolicy<B> implements CachePolicy<B> {
   beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void {
     // Live after this request counts, so a growing workload is never squeezed below its own need.
     const bound = this.#reserveRatio * Math.max(live, peakLive);
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     while (cache.buffers > 0 && active + cache.bytes > bound) {
       // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
-      try {
+      teardown.run(() => {
         if (this.#releaseLargestFirst) cache.releaseLargest();
         else cache.releaseOldest();
-      } catch (error) {
-        failure ??= { error };
-      }
+      });
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
   }
 }
 

@@ -1,7 +1,8 @@
 import { FormatError, OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { MiB } from "../test/support.js";
-import { CountingBufferSource, replayTrace } from "./replay.js";
+import { CountingBufferSource } from "./counting-source.js";
+import { replayTrace } from "./replay.js";
 import type { TraceEvent } from "./trace-format.js";
 
 const events: TraceEvent[] = [

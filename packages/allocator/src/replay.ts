@@ -1,19 +1,16 @@
-import { FormatError, type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
+// The replay driver: a trace's events, checked by the TraceValidator, applied to a CachingAllocator over a
+// CountingBufferSource. Memory is bounded by what the trace keeps live, not by its length: the validator's,
+// and the live allocations, mappings and quarantined buffers here, by id.
+import { type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
-import type { BufferSource } from "./buffer-source.js";
 import type { AllocatorCounters } from "./counters.js";
+import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
 import type { SegmentOptions } from "./segments.js";
-import {
-  isByteCount,
-  isTraceEvent,
-  type TraceAllocate,
-  type TraceAllocatorSetup,
-  type TraceEvent,
-  type TraceFree,
-  type TraceHeader,
-} from "./trace-format.js";
+import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
+import { TraceIdMap } from "./trace-ids.js";
+import { TraceValidator } from "./trace-validator.js";
 
 /** The device a replay pretends to run on, and the settings applied right after opening it. */
 export interface ReplayOptions {
@@ -64,280 +61,20 @@ export interface ReplayResult {
   nsPerEvent: number;
 }
 
-/**
- * A buffer source with no memory behind it: buffers are serial numbers. For replays, tests and benchmarks.
- */
-export class CountingBufferSource implements BufferSource<number> {
-  readonly recommendedMaxWorkingSetSize: number;
-  readonly memorySize: number;
-  readonly maxBufferLength: number;
-  readonly resourceLimit: number;
-  readonly pageSize: number;
-  /** Buffers made so far. */
-  acquired = 0;
-  /** Buffers given back so far. */
-  released = 0;
-  /** Ranges made so far (the segments policy's blocks; they are no system buffers). */
-  ranges = 0;
-
-  constructor(facts: {
-    workingSet: number;
-    memorySize?: number;
-    maxBufferLength?: number;
-    resourceLimit?: number;
-    pageSize?: number;
-  }) {
-    this.recommendedMaxWorkingSetSize = facts.workingSet;
-    this.memorySize = facts.memorySize ?? 2 * facts.workingSet;
-    this.maxBufferLength = facts.maxBufferLength ?? Number.MAX_SAFE_INTEGER;
-    this.resourceLimit = facts.resourceLimit ?? 499_000;
-    this.pageSize = facts.pageSize ?? PAGE;
-  }
-
-  acquire(_bytes: number): number {
-    return ++this.acquired;
-  }
-
-  release(_buffer: number): void {
-    this.released++;
-  }
-
-  range(_segment: number, _offset: number, _length: number): number {
-    return -++this.ranges;
-  }
-}
-
-/**
- * A {@link CountingBufferSource} that also reserves address space and maps memory into it, as a CUDA device
- * does: the segments policy's large pool is then one expandable segment. Map calls count as `acquired`,
- * unmaps as `released`.
- */
-export class CountingMappingSource extends CountingBufferSource {
-  /** The unit of map offsets and lengths. */
-  readonly mapGranularity: number;
-  /** Address ranges reserved so far. */
-  reservations = 0;
-
-  constructor(facts: ConstructorParameters<typeof CountingBufferSource>[0] & { mapGranularity: number }) {
-    super(facts);
-    this.mapGranularity = facts.mapGranularity;
-  }
-
-  reserve(_capacity: number): number {
-    this.reservations++;
-    return -1e15 - this.reservations;
-  }
-
-  map(_space: number, _offset: number, _length: number): void {
-    this.acquired++;
-  }
-
-  unmap(_space: number, _offset: number, _length: number): void {
-    this.released++;
-  }
-
-  override release(buffer: number): void {
-    if (buffer <= -1e15) return;
-    super.release(buffer);
-  }
-}
-
 const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
+// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
+// longer trace's later ids go through a TraceIdMap (slower, and bounded by what is live, not by the trace).
+const INDEXED_IDS = 1 << 20;
 
 function now(): number {
   const clock = (globalThis as { performance?: { now(): number } }).performance;
   return clock === undefined ? Date.now() : clock.now();
 }
 
-function badEvent(index: number, event: unknown, why: string): FormatError {
-  let text: string;
-  try {
-    text = JSON.stringify(event) ?? String(event);
-  } catch {
-    text = String(event);
-  }
-  return new FormatError("ERR_NUVEC_TRACE_EVENT", `trace event ${index} (${text.slice(0, 80)}): ${why}`);
-}
-
-const UNUSED = 0;
-const LIVE = 1;
-const RELEASED = 2;
-// Freed with a view moved away: released, its bytes still held until a give-back event.
-const QUARANTINED = 3;
-// Ids below this are tracked in a byte array (one byte per id: dense ids, as every trace writer makes them);
-// larger ids in a Map, so a hostile id like 2^50 costs one entry, not an array that large.
-const DENSE_IDS = 1 << 26;
-// Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
-// longer trace's later ids go through a Map (slower, and bounded by what is live, not by the trace).
-const INDEXED_IDS = 1 << 20;
-
-/** What the refusals of one kind of id (allocations or mappings) say. */
-interface IdRefusals {
-  /** An allocate or map event of an id already used. */
-  readonly reused: string;
-  /** A free or unmap event of an id never allocated or mapped. */
-  readonly unknown: string;
-  /** A second free or unmap of an id. */
-  readonly twice: string;
-}
-
-/** The state (unused, live, released) of every id of one kind: one byte per dense id. */
-class IdStates {
-  #dense = new Uint8Array(1024);
-  readonly #sparse = new Map<number, number>();
-  readonly #refusals: IdRefusals;
-
-  constructor(refusals: IdRefusals) {
-    this.#refusals = refusals;
-  }
-
-  /** Marks `id` live (its allocate or map event at `index`); a FormatError when it was used before. */
-  open(id: number, index: number, event: unknown): void {
-    if (this.get(id) !== UNUSED) throw badEvent(index, event, this.#refusals.reused);
-    this.set(id, LIVE);
-  }
-
-  /** Marks `id` released (its free or unmap event at `index`); a FormatError unless it is live. */
-  close(id: number, index: number, event: unknown, to = RELEASED): void {
-    const state = this.get(id);
-    if (state === UNUSED) throw badEvent(index, event, this.#refusals.unknown);
-    if (state !== LIVE) throw badEvent(index, event, this.#refusals.twice);
-    this.set(id, to);
-  }
-
-  /** Marks quarantined `id` given back (its "r" event at `index`); a FormatError unless it is quarantined. */
-  giveBack(id: number, index: number, event: unknown): void {
-    if (this.get(id) !== QUARANTINED) throw badEvent(index, event, "this id is not quarantined");
-    this.set(id, RELEASED);
-  }
-
-  get(id: number): number {
-    if (id >= DENSE_IDS) return this.#sparse.get(id) ?? UNUSED;
-    return id < this.#dense.length ? (this.#dense[id] as number) : UNUSED;
-  }
-
-  /** Makes room for ids below `count` at once (a hint: a replay of a known length grows no array). */
-  reserve(count: number): void {
-    // At least doubled (a stream reserves per batch: growing by a batch each time would copy O(n²)), and
-    // never past the dense range (at its end a reservation must cost nothing).
-    if (Math.min(count, DENSE_IDS) > this.#dense.length) {
-      const grown = new Uint8Array(Math.min(Math.max(count, 2 * this.#dense.length), DENSE_IDS));
-      grown.set(this.#dense);
-      this.#dense = grown;
-    }
-  }
-
-  set(id: number, state: number): void {
-    if (id >= DENSE_IDS) {
-      this.#sparse.set(id, state);
-      return;
-    }
-    if (id >= this.#dense.length) {
-      let length = this.#dense.length;
-      while (length <= id) length *= 2;
-      const grown = new Uint8Array(Math.min(length, DENSE_IDS));
-      grown.set(this.#dense);
-      this.#dense = grown;
-    }
-    this.#dense[id] = state;
-  }
-}
-
-/**
- * The one check of a trace's events, shared by {@link replayTrace}, `replayTraceStream` and the `replay`
- * program: the shape of each event, and each id's history (an id is allocated or mapped once, freed or
- * released once, and only after it was allocated or mapped). Memory: one byte per id (dense ids).
- */
-export class TraceValidator {
-  readonly #allocations = new IdStates({
-    reused: "this id was already allocated",
-    unknown: "free of an id never allocated",
-    twice: "this id was already freed",
-  });
-  readonly #mappings = new IdStates({
-    reused: "this mapping id was already used",
-    unknown: "release of a mapping id never mapped",
-    twice: "this mapping was already released",
-  });
-  #index = 0;
-  #header: TraceHeader | undefined;
-
-  /** Makes room for `count` allocation ids at once (a hint; ids beyond still work). */
-  reserveAllocationIds(count: number): void {
-    this.#allocations.reserve(count);
-  }
-
-  /** Events accepted so far (the header excluded). */
-  get events(): number {
-    return this.#index;
-  }
-
-  /** The header, once one was accepted. */
-  get header(): TraceHeader | undefined {
-    return this.#header;
-  }
-
-  /**
-   * Checks the next item: a header object (first item only) or an event. Returns the event, or `undefined`
-   * for the header.
-   *
-   * @throws FormatError (`ERR_NUVEC_TRACE_EVENT`) naming the event's position, with nothing recorded.
-   */
-  check(item: unknown): TraceEvent | undefined {
-    const index = this.#index;
-    // The two kinds that make up nearly every trace, checked first without the general shape test.
-    if (Array.isArray(item)) {
-      const tag = item[0];
-      if (tag === "a" && item.length === 3) {
-        const id = item[1];
-        if (isByteCount(id) && isByteCount(item[2]) && this.#allocations.get(id) === UNUSED) {
-          this.#allocations.set(id, LIVE);
-          this.#index = index + 1;
-          return item as unknown as TraceAllocate;
-        }
-      } else if (tag === "f" && item.length === 2) {
-        const id = item[1];
-        if (isByteCount(id) && this.#allocations.get(id) === LIVE) {
-          this.#allocations.set(id, RELEASED);
-          this.#index = index + 1;
-          return item as unknown as TraceFree;
-        }
-      }
-    }
-    // Everything else, and every refusal (with its reason), on the general path.
-    if (!Array.isArray(item)) {
-      if (index === 0 && this.#header === undefined && typeof item === "object" && item !== null) {
-        this.#header = item as TraceHeader;
-        return undefined;
-      }
-      throw badEvent(index, item, "an event is an array; only the first item may be a header object");
-    }
-    if (!isTraceEvent(item)) {
-      const tag = item[0];
-      if (typeof tag !== "string" || !"afmulcpqr".includes(tag) || tag.length !== 1)
-        throw badEvent(index, item, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p", "q", "r"');
-      if ("afmuqr".includes(tag) && !isByteCount(item[1]))
-        throw badEvent(index, item, "the id is not a non-negative integer");
-      if (tag === "l" && item[1] !== "memory" && item[1] !== "cache" && item[1] !== "wired")
-        throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
-      throw badEvent(index, item, "wrong arity, or a size that is not a non-negative integer");
-    }
-    // An id's history: "a" and "f" of allocations, "m" and "u" of mappings (a trace's two kinds of id).
-    const tag = item[0];
-    if (tag === "a" || tag === "m")
-      (tag === "a" ? this.#allocations : this.#mappings).open(item[1], index, item);
-    else if (tag === "f" || tag === "u")
-      (tag === "f" ? this.#allocations : this.#mappings).close(item[1], index, item);
-    else if (tag === "q") this.#allocations.close(item[1], index, item, QUARANTINED);
-    else if (tag === "r") this.#allocations.giveBack(item[1], index, item);
-    this.#index = index + 1;
-    return item;
-  }
-}
-
 /**
  * A replay in progress, fed one item at a time (for traces read as a stream); {@link replayTrace} is this
- * over an iterable. Memory: the validator's byte per id and the live allocations and mappings.
+ * over an iterable. Memory: what the validator keeps and the live allocations and mappings, bounded by what
+ * the trace keeps live at once, whatever its length.
  */
 export class TraceReplay {
   readonly #validator = new TraceValidator();
@@ -346,14 +83,14 @@ export class TraceReplay {
   readonly #onEvent: ReplayOptions["onEvent"];
   // Live allocations (`null`: refused, its free is ignored) in slots reused as they free up, so the array
   // stays as small as what is live at once; a dense id's slot in a typed array (slot + 1; 0: none), a
-  // Map for the rare id beyond. Live mappings by id.
+  // TraceIdMap for the ids beyond. Live mappings by id.
   readonly #live: (Allocation<number> | null)[] = [];
   readonly #freeSlots: number[] = [];
   #slotOfId = new Int32Array(1024);
-  readonly #sparseLive = new Map<number, Allocation<number> | null>();
-  readonly #mappings = new Map<number, Mapping>();
+  readonly #sparseLive = new TraceIdMap<Allocation<number> | null>();
+  readonly #mappings = new TraceIdMap<Mapping>();
   // Quarantined allocations ("q") by id: the bytes their "r" event gives back.
-  readonly #quarantined = new Map<number, number>();
+  readonly #quarantined = new TraceIdMap<number>();
   #elapsed = 0;
 
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
@@ -485,8 +222,7 @@ export class TraceReplay {
     const start = now();
     try {
       if (Array.isArray(items)) {
-        // A trace has at most one allocation id per item: size the id tables once, not by doubling.
-        this.#validator.reserveAllocationIds(this.#validator.events + items.length);
+        // A trace has at most one allocation id per item: size the slot index once, not by doubling.
         this.#reserveSlotIndex(this.#validator.events + items.length);
         for (let index = 0; index < items.length; index++) this.apply(items[index]);
       } else {
@@ -541,7 +277,8 @@ export function replayOptionsFromHeader(
 /**
  * Replays a trace (`["a", id, bytes]` and `["f", id]` events, and the kinds a Device records, optionally after
  * a header object) against a {@link CachingAllocator} over a {@link CountingBufferSource}, and returns the
- * final statistics and counters. Pure: runs anywhere. Events are checked by {@link TraceValidator}.
+ * final statistics and counters. Pure: runs anywhere. Events are checked by {@link TraceValidator}; any id a
+ * trace can hold is taken.
  *
  * @throws FormatError for an impossible event (unknown id, id reused, bad shape); the allocator's errors.
  */

@@ -3,7 +3,7 @@
 // come from the source and blocks are handed out inside them: best fit, split, merged again on free, in two
 // pools (small requests never fragment the large pool's segments), whole idle segments given back to stay
 // within the cache limit, on clearCache() and before a system allocation would fail.
-import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { QuarantineCount } from "./byte-count.js";
@@ -567,6 +567,8 @@ export class SegmentAllocator<B> {
   private splits(block: Block<B>, size: number): boolean {
     const rest = block.size - size;
     if (block.segment.pool === SMALL) return rest >= this.rounding;
+    // An expandable segment's tail is address space, never a cached block to keep whole.
+    if (block.segment.pages !== null && block.after === null) return rest > this.smallRequest;
     return rest > this.smallRequest && block.size < this.maxSplitSize;
   }
 
@@ -741,25 +743,15 @@ export class SegmentAllocator<B> {
    */
   private releaseIdle(bytes: number): void {
     let released = 0;
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     while (released < bytes && this.idleOldest !== null) {
       const segment = this.idleOldest;
       this.leaveIdle(segment);
       released += segment.size;
-      try {
-        this.releaseSegment(segment);
-      } catch (error) {
-        failure ??= { error };
-      }
+      teardown.run(() => this.releaseSegment(segment));
     }
-    if (released < bytes && this.space !== null) {
-      try {
-        this.unmapFree(bytes - released);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    if (failure !== undefined) throw failure.error;
+    if (released < bytes && this.space !== null) teardown.run(() => this.unmapFree(bytes - released));
+    teardown.finish();
   }
 
   /**
@@ -824,20 +816,18 @@ export class SegmentAllocator<B> {
     if (space === null) return;
     const pages = space.pages!;
     let released = 0;
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     for (let block = space.first; block !== null && released < bytes; block = block.after) {
       if (!block.free) continue;
       const offset = block.offset;
       const size = block.size;
-      try {
+      teardown.run(() =>
         this.countPages(pages, () => {
           released += pages.unmapInside(offset, size, bytes - released).bytes;
-        });
-      } catch (error) {
-        failure ??= { error };
-      }
+        }),
+      );
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
   }
 
   /** Runs a map or unmap of `pages` and moves `reserved`, its peaks and the system call counts by its effect. */
@@ -861,53 +851,39 @@ export class SegmentAllocator<B> {
    * idle first, until `bytes` were released or none is left.
    */
   private releaseIdlePool(pool: number, bytes = Infinity): void {
-    let failure: { error: unknown } | undefined;
+    const teardown = new Teardown();
     let segment = this.idleOldest;
     let released = 0;
     while (segment !== null && released < bytes) {
       const next: Segment<B> | null = segment.idleNewer;
       if (segment.pool === pool) {
         released += segment.size;
-        this.leaveIdle(segment);
-        try {
-          this.releaseSegment(segment);
-        } catch (error) {
-          failure ??= { error };
-        }
+        const idle = segment;
+        this.leaveIdle(idle);
+        teardown.run(() => this.releaseSegment(idle));
       }
       segment = next;
     }
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
   }
 
   /** Takes an idle segment's blocks out of the pool and gives it back to the system. */
   private releaseSegment(segment: Segment<B>): void {
+    const teardown = new Teardown();
     for (let block = segment.first; block !== null; block = block.after) {
       if (block.free) this.unstore(block);
-      try {
-        this.dropRange(block);
-      } catch {
-        // A range that cannot be released is the source's to forget: the segment goes all the same.
-      }
+      // A range that cannot be released does not keep the segment: it goes all the same, and the failure is
+      // reported once the segment is released.
+      teardown.run(() => this.dropRange(block));
     }
     segment.first = null;
     this.reserved -= segment.size;
     this.segmentCount--;
     this.systemReleases++;
-    let failure: { error: unknown } | undefined;
-    if (this.onRelease !== undefined) {
-      try {
-        this.onRelease(segment.buffer);
-      } catch (error) {
-        failure = { error };
-      }
-    }
-    try {
-      this.source.release(segment.buffer);
-    } catch (error) {
-      failure ??= { error };
-    }
-    if (failure !== undefined) throw failure.error;
+    const onRelease = this.onRelease;
+    if (onRelease !== undefined) teardown.run(() => onRelease(segment.buffer));
+    teardown.run(() => this.source.release(segment.buffer));
+    teardown.finish();
   }
 
   /** Counts segments and mappings against the device's resource limit; idle segments go first. */

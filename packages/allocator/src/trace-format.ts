@@ -253,8 +253,19 @@ export function traceOf(header: TraceHeader | undefined, events: TraceEvent[]): 
 
 /** What was live when a trace started: each entry an object of the device and its requested bytes (or length). */
 export interface TraceOpening {
+  /**
+   * Buffers counted in `active` at the start: live ones and those whose free waits (`free({ after })`), whose
+   * free is recorded when it happens.
+   */
   readonly buffers: Iterable<readonly [object, number]>;
+  /** Mapped files counted in `mapped` at the start: live ones and those whose unmap waits. */
   readonly mappings: Iterable<readonly [object, number]>;
+  /**
+   * Freed buffers the backend still holds for a view moved away, counted in `quarantined`: each opens as an
+   * allocation at once quarantined (`a`, `q`), so that its give-back (`r`) is recorded and the replay's
+   * `quarantined` agrees. A peak reset (`p`) follows them, so they do not count in the window's peak.
+   */
+  readonly quarantined?: Iterable<readonly [object, number]>;
   /** The allocator's setup when the trace started: written to the header as `allocator`. */
   readonly allocator?: TraceAllocatorSetup;
 }
@@ -303,6 +314,16 @@ export class TraceRecorder {
   constructor(name: string, opening: TraceOpening = { buffers: [], mappings: [] }) {
     this.#name = name;
     this.#allocator = opening.allocator;
+    let quarantined = 0;
+    for (const [buffer, bytes] of opening.quarantined ?? []) {
+      this.allocate(buffer, bytes);
+      this.quarantine(buffer);
+      quarantined++;
+    }
+    if (quarantined > 0) {
+      this.#events.push(["p"]);
+      this.#peakLiveBytes = this.#liveBytes;
+    }
     for (const [buffer, bytes] of opening.buffers) this.allocate(buffer, bytes);
     for (const [mapping, length] of opening.mappings) this.map(mapping, length);
     this.#openingEvents = this.#events.length;

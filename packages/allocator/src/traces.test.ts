@@ -153,6 +153,22 @@ describe("going further: bounded, releasing the largest first, with reserveRatio
   );
 });
 
+// The same over a source that maps memory into reserved address space (2 MiB granules, as CUDA): the large
+// pool is one expandable segment. The "small" device's space is its 1 GiB of memory: resnet's larger requests
+// then take fixed segments of their own. Columns as above; segments = system allocations (map calls and
+// small segments).
+const expandableTable = `
+| gpt2-generate | default | 135554 | 294456832 | 34603008 | 267386880 | 18 | 0 | 67760 | 301989888 |
+| gpt2-generate | cache64 | 135554 | 294456832 | 34603008 | 53477376 | 18 | 12 | 67760 | 301989888 |
+| gpt2-generate | small | 135554 | 294456832 | 34603008 | 267386880 | 18 | 0 | 67760 | 301989888 |
+| bert-dynamic | default | 23534 | 317962752 | 0 | 356515840 | 21 | 0 | 11746 | 356515840 |
+| bert-dynamic | cache64 | 23534 | 317962752 | 0 | 54525952 | 736 | 732 | 11048 | 356515840 |
+| bert-dynamic | small | 23534 | 317962752 | 0 | 356515840 | 21 | 0 | 11746 | 356515840 |
+| resnet50-train | default | 5024 | 2993617408 | 0 | 3070230528 | 96 | 0 | 2416 | 3070230528 |
+| resnet50-train | cache64 | 5024 | 2993617408 | 0 | 62914560 | 674 | 664 | 1845 | 3051356160 |
+| resnet50-train | small | 5024 | 2995649024 | 0 | 796917760 | 194 | 171 | 2318 | 3175088128 |
+`;
+
 // The segments policy's figures on the shared traces, pinned to the byte: events, peak, active, cache,
 // segments acquired, segments released, blocks served from held segments, peak reserved. A Device over the
 // CUDA backend gives the same figures on the GPU (the cuda-native README's bench, default configuration).
@@ -168,28 +184,31 @@ const segmentsTable = `
 | resnet50-train | small | 5024 | 2995780096 | 0 | 780140544 | 208 | 180 | 2304 | 3208642560 |
 `;
 
-const segmentRows = segmentsTable
-  .trim()
-  .split("\n")
-  .map((line) => {
-    const [trace, configuration, ...numbers] = line
-      .split("|")
-      .map((cell) => cell.trim())
-      .filter((cell) => cell !== "");
-    const [events, peak, active, cache, segments, released, hits, peakReserved] = numbers.map(Number);
-    return {
-      trace: trace!,
-      configuration: configuration!,
-      events,
-      peak,
-      active,
-      cache,
-      segments,
-      released,
-      hits,
-      peakReserved,
-    };
-  });
+const parseSegmentRows = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [trace, configuration, ...numbers] = line
+        .split("|")
+        .map((cell) => cell.trim())
+        .filter((cell) => cell !== "");
+      const [events, peak, active, cache, segments, released, hits, peakReserved] = numbers.map(Number);
+      return {
+        trace: trace!,
+        configuration: configuration!,
+        events,
+        peak,
+        active,
+        cache,
+        segments,
+        released,
+        hits,
+        peakReserved,
+      };
+    });
+const segmentRows = parseSegmentRows(segmentsTable);
+const expandableRows = parseSegmentRows(expandableTable);
 
 describe("the shared traces under the segments policy", () => {
   it.each(segmentRows)("$trace / $configuration gives exactly the pinned figures", (row) => {
@@ -215,6 +234,29 @@ describe("the shared traces under the segments policy", () => {
     );
     expect(result.counters.cacheMisses).toBe(result.stats.systemAllocations);
   });
+
+  it.each(expandableRows)(
+    "$trace / $configuration over address spaces gives exactly the pinned figures",
+    (row) => {
+      const result = replayTrace(eventsOf(row.trace), {
+        ...configurations[row.configuration],
+        policy: "segments",
+        mapGranularity: 2 * 1024 * 1024,
+      });
+      expect({
+        trace: row.trace,
+        configuration: row.configuration,
+        events: result.events,
+        peak: result.stats.peakActive,
+        active: result.stats.active,
+        cache: result.stats.cache,
+        segments: result.stats.systemAllocations,
+        released: result.counters.systemReleases,
+        hits: result.counters.cacheHits,
+        peakReserved: result.stats.peakReserved,
+      }).toEqual(row);
+    },
+  );
 
   it("reserves less than PyTorch's default allocator and far less than the MLX policy, with far fewer system allocations", () => {
     // PyTorch 2.11's max_memory_reserved() on the H200 for the same traces (gpu/torch_replay.py).

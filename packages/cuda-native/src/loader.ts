@@ -3,9 +3,9 @@
 // made), or the file NUVEC_CUDA_NATIVE_ADDON names (the bundled GPU runs of gpu/run.sh).
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { callNative } from "@nuvec/metal-native/addon";
+import { callNative, nativeBinaryDefect } from "@nuvec/metal-native/addon";
 import {
   ArgumentError,
   describeValue,
@@ -34,16 +34,24 @@ function unavailable(
   what: string,
   root: string,
   cause?: unknown,
+  path?: string,
 ): NativeUnavailableError {
   const where = `${process.platform}-${process.arch}, Node.js ${process.version}`;
+  const build =
+    `run ${buildCommand(root)}: it needs Python 3, make and a C++17 compiler ` +
+    "(build-essential on Debian/Ubuntu), not the CUDA toolkit, and finds node-gyp itself.";
   const remedy =
     reason === "unsupported-platform"
       ? " It runs on Linux with an NVIDIA driver only."
-      : ` To build it from source, run ${buildCommand(root)}: it needs Python 3, make and a C++17 compiler ` +
-        "(build-essential on Debian/Ubuntu), not the CUDA toolkit, and finds node-gyp itself.";
+      : reason === "damaged"
+        ? ` Rebuild it: ${build}`
+        : ` To build it from source, ${build}`;
+  const options: { reason: NativeUnavailableReason; cause?: unknown; path?: string } = { reason };
+  if (cause !== undefined) options.cause = cause;
+  if (path !== undefined) options.path = path;
   return new NativeUnavailableError(
     `@nuvec/cuda-native: the CUDA backend cannot load on ${where}: ${what}.${remedy}`,
-    cause === undefined ? { reason } : { reason, cause },
+    options,
   );
 }
 
@@ -55,7 +63,9 @@ function firstLine(error: unknown): string {
  * @internal Finds and loads the addon of the package at `root` on `platform`: the file `override` names (the
  * loader passes `NUVEC_CUDA_NATIVE_ADDON`, set by the bundled GPU runs of gpu/run.sh), else
  * native/build/Release/. Returns it, or the {@link NativeUnavailableError} saying why not and how to build
- * it (`no-prebuilt`: not built; `load-failed`: there but does not load; `unsupported-platform`: not Linux).
+ * it (`no-prebuilt`: not built; `damaged`: a `.node` file that is truncated, empty or no shared library,
+ * refused before the dynamic loader sees it; `load-failed`: there but does not load; `unsupported-platform`:
+ * not Linux).
  * Does not open a device: that is where no driver or no GPU shows (`backend-unavailable`).
  */
 export function findCudaAddon(
@@ -76,6 +86,13 @@ export function findCudaAddon(
       ),
     };
   const origin = named ? `${file} (NUVEC_CUDA_NATIVE_ADDON)` : file;
+  // Node hands a `.node` file to the dynamic loader, which dies of SIGBUS on a truncated one: checked first.
+  // Any other file is loaded as JavaScript, which fails cleanly.
+  if (extname(file) === ".node" && (!named || existsSync(file))) {
+    const defect = nativeBinaryDefect(file);
+    if (defect !== undefined)
+      return { error: unavailable("damaged", `${origin} is damaged: ${defect}`, root, undefined, file) };
+  }
   let addon: RawCudaAddon;
   try {
     addon = createRequire(import.meta.url)(file) as RawCudaAddon;

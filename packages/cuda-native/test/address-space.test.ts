@@ -5,7 +5,6 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Device } from "@nuvec/device";
-import { ArgumentError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes, thrown } from "../../native-core/test/support.js";
 import type { CudaBufferRange } from "../src/index.js";
@@ -17,7 +16,9 @@ const GIB = 1024 ** 3;
 describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undefined)(
   "address spaces on a GPU",
   () => {
-    it("a reserved space holds no memory until mapped; its ranges carry bytes where mapped; unmapped, the driver has them back", () => {
+    // The backend's facts of address spaces are the contract's (describeAddressSpaceContract); here, what
+    // only the driver can say.
+    it("a reserved space takes no device memory until mapped; a range's device pointer is the space's plus its offset; unmapped, the driver has the memory back", () => {
       const backend = cuda();
       const granule = backend.mapGranularity!;
       expect(granule % (64 * 1024)).toBe(0);
@@ -39,28 +40,6 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       backend.unmapMemory(space, granule, 2 * granule);
       expect(backend.memoryInfo().free).toBe(before);
       space.release();
-    });
-
-    it("refuses ranges that are not whole granules, overlap mapped memory, or were not mapped as one", () => {
-      const backend = cuda();
-      const granule = backend.mapGranularity!;
-      const space = backend.reserveAddressSpace(4 * granule);
-      try {
-        expect(thrown(() => backend.mapMemory(space, 512, granule))).toBeInstanceOf(ArgumentError);
-        expect(thrown(() => backend.mapMemory(space, 0, granule + 512))).toBeInstanceOf(ArgumentError);
-        expect(thrown(() => backend.mapMemory(space, 0, 5 * granule))).toBeInstanceOf(ArgumentError);
-        backend.mapMemory(space, 0, 2 * granule);
-        expect(thrown(() => backend.mapMemory(space, granule, 2 * granule))).toBeInstanceOf(ArgumentError);
-        expect(thrown(() => backend.unmapMemory(space, 0, granule))).toBeInstanceOf(ArgumentError);
-        expect(thrown(() => backend.unmapMemory(space, 2 * granule, granule))).toBeInstanceOf(ArgumentError);
-        const buffer = backend.newBuffer(granule);
-        expect(thrown(() => backend.mapMemory(buffer, 0, granule))).toBeInstanceOf(ArgumentError);
-        buffer.release();
-      } finally {
-        // Released with memory still mapped: the space unmaps it.
-        space.release();
-      }
-      expect(thrown(() => backend.mapMemory(space, 0, granule))).toBeInstanceOf(StateError);
     });
 
     it("the Device's default policy grows one expandable segment: reserved is whole mappings, bytes survive reuse, clearCache gives the memory back", () => {

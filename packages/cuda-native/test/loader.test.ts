@@ -2,7 +2,7 @@
 // refusal with NativeUnavailableError where there is no driver or no device, where the addon is not built or
 // does not load, and the build command it names.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -107,15 +107,17 @@ describe("finding the addon (no prebuilt one: the source build in native/build/R
     expect(error.message).toContain("not the CUDA toolkit");
   });
 
-  it("a built file that does not load: NativeUnavailableError (load-failed) with the loader's error", () => {
+  it("a built file that is no shared library: NativeUnavailableError (damaged), checked before loading", () => {
     const root = emptyPackage();
     mkdirSync(join(root, "native", "build", "Release"), { recursive: true });
-    writeFileSync(join(root, "native", "build", "Release", "nuvec_cuda_native.node"), "not an ELF file");
+    const file = join(root, "native", "build", "Release", "nuvec_cuda_native.node");
+    writeFileSync(file, "not an ELF file");
     const error = refusal(root, "linux", undefined);
-    expect(error.reason).toBe("load-failed");
-    expect(error.message).toMatch(/nuvec_cuda_native\.node does not load \(.+\)/);
-    expect(error.message).toContain("npx @nuvec/cuda-native build");
-    expect(error.cause).toBeDefined();
+    expect(error.reason).toBe("damaged");
+    expect(error.path).toBe(file);
+    expect(error.message).toContain(
+      `${file} is damaged: it is not an ELF shared library (no ELF magic number). Rebuild it: run npx @nuvec/cuda-native build`,
+    );
   });
 
   it("NUVEC_CUDA_NATIVE_ADDON naming a missing file or another module: load-failed, saying so", () => {
@@ -140,6 +142,52 @@ describe("finding the addon (no prebuilt one: the source build in native/build/R
     },
   );
 });
+
+/** The real addon, where the workspace's build made it. */
+const builtAddon = join(packageRoot, "native", "build", "Release", "nuvec_cuda_native.node");
+
+describe.runIf(process.platform === "linux" && inPackage && existsSync(builtAddon))(
+  "a damaged addon: a typed error in a process that lives on (child processes)",
+  () => {
+    const addon = existsSync(builtAddon) ? readFileSync(builtAddon) : Buffer.alloc(0);
+    const firstSegmentEnd =
+      addon.length > 120 ? Number(addon.readBigUInt64LE(72) + addon.readBigUInt64LE(96)) : 0;
+    const cut = (length: number) => (file: string) => writeFileSync(file, addon.subarray(0, length));
+    const damages: [string, (file: string) => void][] = [
+      ["cut inside the ELF header", cut(40)],
+      ["cut inside the program headers", cut(100)],
+      ["cut inside the first segment", cut(Math.floor(firstSegmentEnd / 2))],
+      ["cut inside a later segment", cut(Math.floor((addon.length * 3) / 4))],
+      ["one byte short", cut(addon.length - 1)],
+      ["not ELF at all", (file) => writeFileSync(file, "#!/bin/sh\n")],
+      ["empty", (file) => writeFileSync(file, "")],
+      ["a directory", (file) => mkdirSync(file)],
+      ["a FIFO", (file) => expect(spawnSync("mkfifo", [file]).status).toBe(0)],
+      ["a link to /dev/zero", (file) => symlinkSync("/dev/zero", file)],
+    ];
+    const dist = join(packageRoot, "dist", "index.js");
+
+    it.each(damages)("NUVEC_CUDA_NATIVE_ADDON naming the addon %s: damaged, exit 0", (_label, damage) => {
+      const file = join(emptyPackage(), "nuvec_cuda_native.node");
+      damage(file);
+      const script = `
+        const { loadCudaBackend } = await import(${JSON.stringify(dist)});
+        try { loadCudaBackend(); console.log(JSON.stringify({ loaded: true })); }
+        catch (e) { console.log(JSON.stringify({ name: e.name, reason: e.reason, path: e.path, message: e.message })); }`;
+      const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, NUVEC_CUDA_NATIVE_ADDON: file },
+      });
+      expect(child.signal, child.stderr).toBeNull();
+      expect(child.status, child.stderr).toBe(0);
+      const outcome = JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}");
+      expect(outcome).toMatchObject({ name: "NativeUnavailableError", reason: "damaged", path: file });
+      expect(outcome.message).toContain(`${file} (NUVEC_CUDA_NATIVE_ADDON) is damaged: it `);
+      expect(outcome.message).toContain("Rebuild it: run npx @nuvec/cuda-native build");
+    });
+  },
+);
 
 describe.runIf(inPackage)("the build command (the package's bin)", () => {
   const script = join(packageRoot, "scripts", "build-from-source.mjs");

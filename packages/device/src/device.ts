@@ -11,9 +11,11 @@ import {
 } from "@nuvec/metal-native";
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
-import { ArgumentError } from "@nuvec/stats";
+import { ArgumentError, Teardown } from "@nuvec/stats";
+import { checkedBackend } from "./backend-shape.js";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
+import { checkEnvironment } from "./environment.js";
 import {
   bufferFreed,
   deviceClosed,
@@ -56,11 +58,16 @@ export class Device {
   // allocator's (`liveBuffers`, `mappings`).
   readonly #liveBuffers = new LiveBuffers();
   readonly #mappings = new Set<MappedFile>();
+  // Frees and unmaps deferred with `{ after }` whose promise has not settled: still counted (`active`,
+  // `mapped`), so a trace started now opens with them.
+  readonly #pendingFrees = new Set<BufferState>();
+  readonly #pendingUnmaps = new Set<MappedFile>();
   readonly #safetyNet: SafetyNet | undefined;
   readonly #figures: DeviceFigures;
   // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
   readonly #quarantine: Quarantine;
   #closed = false;
+  #closing = false;
   readonly #keepAlive = new KeepAliveTimer();
   // Runs what may wire memory, and warns once when the platform refuses.
   readonly #wiring: WiringWarning;
@@ -69,7 +76,12 @@ export class Device {
   readonly #residencySets: NativeResidencySet[] = [];
   readonly #native: DeviceNative;
 
-  private constructor(backend: NativeBackend, options: DeviceOptions, maxPercentPerSet: string | undefined) {
+  private constructor(
+    backend: NativeBackend,
+    options: DeviceOptions,
+    maxPercentPerSet: string | undefined,
+    givenBackend: NativeBackend,
+  ) {
     this.#backend = backend;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
@@ -82,7 +94,7 @@ export class Device {
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
     this.#quarantine = new Quarantine(this.#allocator);
-    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets);
+    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
   }
@@ -93,13 +105,16 @@ export class Device {
    */
   static open(options: DeviceOptions = {}): Device {
     const maxPercentPerSet = checkOpenOptions(options);
+    checkEnvironment(options.safetyNet !== false);
     const keepAlive = options.residencyKeepAliveMilliseconds;
-    const backend = options.backend ?? loadNativeBackend();
+    const givenBackend = options.backend ?? loadNativeBackend();
+    // Read and checked once: the Device calls what it read here, whatever the object does later.
+    const backend = checkedBackend(givenBackend);
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
       throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
-    const device = new Device(backend, options, maxPercentPerSet);
+    const device = new Device(backend, options, maxPercentPerSet, givenBackend);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
     if (keepAlive !== undefined) device.startResidencyKeepAlive(keepAlive);
     return device;
@@ -170,9 +185,11 @@ export class Device {
     if (native !== undefined && state.viewsHandedOut) native.detachContents();
     state.live = false;
     this.#liveBuffers.unlink(state);
+    this.#pendingFrees.add(state);
     this.#settleLater(
       after,
       () => {
+        this.#pendingFrees.delete(state);
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
         else {
@@ -181,6 +198,7 @@ export class Device {
         }
       },
       () => {
+        this.#pendingFrees.delete(state);
         if (native === undefined) return;
         native.release();
         this.#figures.settledAfterClose(state.allocation.allocatedLength, 0);
@@ -290,13 +308,16 @@ export class Device {
     state.native.detachContents();
     state.live = false;
     this.#mappings.delete(file);
+    this.#pendingUnmaps.add(file);
     this.#settleLater(
       after,
       () => {
+        this.#pendingUnmaps.delete(file);
         this.#unmap(file);
         this.#trace?.unmap(file);
       },
       () => {
+        this.#pendingUnmaps.delete(file);
         state.native.release();
         this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
       },
@@ -305,13 +326,17 @@ export class Device {
 
   #unmap(file: MappedFile): void {
     const state = mappedFileState(file);
-    this.#residency.erase(state.native);
-    this.#allocator.removeMapping(state.mapping);
-    state.native.release();
+    // Each step runs even when one throws (a residency set's remove, the backend's unmap): the file leaves the
+    // books and the mapping is released either way; the first failure is rethrown at the end.
+    const teardown = new Teardown();
+    teardown.run(() => this.#residency.erase(state.native));
+    teardown.run(() => this.#allocator.removeMapping(state.mapping));
+    teardown.run(() => state.native.release());
     // A view moved away keeps the mapping: counted in `quarantined` until its last holder drops it.
-    this.#quarantine.hold(state.native, state.mapping.allocatedLength, undefined);
+    teardown.run(() => this.#quarantine.hold(state.native, state.mapping.allocatedLength, undefined));
     state.live = false;
     this.#mappings.delete(file);
+    teardown.finish();
   }
 
   /**
@@ -420,7 +445,11 @@ export class Device {
     this.#ensureOpen("startTrace()");
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, {
-      ...traceOpening(this.#liveBuffers, this.#mappings),
+      ...traceOpening(this.#liveBuffers, this.#mappings, {
+        buffers: this.#pendingFrees,
+        mappings: this.#pendingUnmaps,
+        quarantined: this.#quarantine.held(),
+      }),
       allocator: this.#allocator.replaySetup(),
     });
   }
@@ -435,26 +464,48 @@ export class Device {
 
   /**
    * Releases everything: live buffers (their views detached), cached buffers, mapped files and residency
-   * sets. Idempotent. Every later use of the device or its buffers throws `StateError` (`ERR_NUVEC_DEVICE_CLOSED`). Frees deferred
+   * sets. Idempotent. Exception-safe: every step runs even when one throws, the device ends closed, and the
+   * first failure is rethrown at the end, later ones attached as its `suppressed` (see `Teardown` in
+   * `@nuvec/stats`). Every later use of the device or its buffers throws `StateError` (`ERR_NUVEC_DEVICE_CLOSED`). Frees deferred
    * with `{ after }` are the exception: each one's memory goes back to the system when its promise settles
    * (a kernel may still be using it); until then it stays in the last `memoryStats()` (`active`, `mapped`)
    * and in `counters().pendingFrees`.
    */
   close(): void {
-    if (this.#closed) return;
-    this.stopResidencyKeepAlive();
+    // A close from inside a step of this one (a backend's release or a hook calling close()) returns at once:
+    // the outer close finishes the work.
+    if (this.#closed || this.#closing) return;
+    this.#closing = true;
+    // Every step runs even when one throws (a backend's release, an onRelease hook, a residency set): the
+    // device ends closed, nothing is left half released, and the first failure is rethrown once all ran
+    // (later ones attached as its `suppressed`).
+    const teardown = new Teardown();
+    teardown.run(() => this.stopResidencyKeepAlive());
     for (let state = this.#liveBuffers.newest; state !== undefined; state = this.#liveBuffers.newest) {
-      this.#freeState(state);
-      this.#safetyNet?.remove(state);
+      teardown.run(() => this.#freeState(state));
+      // A free that threw part way still takes the buffer off the list: it is dead to JavaScript now, and
+      // the loop ends.
+      if (state.live) {
+        state.live = false;
+        this.#liveBuffers.unlink(state);
+      }
+      teardown.run(() => this.#safetyNet?.remove(state));
     }
-    this.#safetyNet?.close();
-    for (const file of [...this.#mappings]) this.#unmap(file);
-    this.#allocator.clearCache();
-    this.#residency.close();
-    this.#figures.keepLast();
-    this.#allocator.close();
+    teardown.run(() => this.#safetyNet?.close());
+    for (const file of [...this.#mappings]) {
+      teardown.run(() => this.#unmap(file));
+      if (this.#mappings.has(file)) {
+        mappedFileState(file).live = false;
+        this.#mappings.delete(file);
+      }
+    }
+    teardown.run(() => this.#allocator.clearCache());
+    teardown.run(() => this.#residency.close());
+    teardown.run(() => this.#figures.keepLast());
+    teardown.run(() => this.#allocator.close());
     this.#trace = undefined;
     this.#closed = true;
+    teardown.finish();
   }
 
   /** `using device = Device.open()` closes it at the end of the scope. */

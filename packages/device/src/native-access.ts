@@ -38,23 +38,29 @@ export class DeviceNative {
   readonly #backend: NativeBackend;
   readonly #isClosed: () => boolean;
   readonly #residencySets: readonly NativeResidencySet[];
+  readonly #givenBackend: NativeBackend;
 
-  /** @internal Made by the Device: `device` is its owner, `residencySets` every set residency made. */
+  /**
+   * @internal Made by the Device: `device` is its owner, `backend` what the Device read of the backend at
+   * open, `residencySets` every set residency made, `givenBackend` the backend object itself.
+   */
   constructor(
     device: object,
     backend: NativeBackend,
     isClosed: () => boolean,
     residencySets: readonly NativeResidencySet[],
+    givenBackend: NativeBackend = backend,
   ) {
     this.#device = device;
     this.#backend = backend;
     this.#isClosed = isClosed;
     this.#residencySets = residencySets;
+    this.#givenBackend = givenBackend;
   }
 
-  /** The native backend the device runs on (its facts, its counters). */
+  /** The native backend the device runs on (its facts, its counters): the object it was opened with. */
   get backend(): NativeBackend {
-    return this.#backend;
+    return this.#givenBackend;
   }
 
   /**

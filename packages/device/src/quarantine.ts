@@ -5,6 +5,7 @@
 // job would rarely learn anything new.
 import type { CachingAllocator } from "@nuvec/allocator";
 import type { NativeBuffer, NativeMappedFile } from "@nuvec/metal-native";
+import { queueMicrotaskOnce } from "./environment.js";
 
 /** What may be held: a released buffer or mapped file, which says how many bytes the backend still holds. */
 type Held = Pick<NativeBuffer | NativeMappedFile, "quarantinedBytes">;
@@ -17,6 +18,16 @@ export class Quarantine {
 
   constructor(allocator: CachingAllocator<NativeBuffer>) {
     this.#allocator = allocator;
+  }
+
+  /**
+   * The owners of the freed buffers still held, with the bytes each is counted at (oldest first). Mappings
+   * held for a moved view have no owner a trace knows, and are not listed.
+   */
+  held(): (readonly [object, number])[] {
+    const held: (readonly [object, number])[] = [];
+    for (const entry of this.#held) if (entry.owner !== undefined) held.push([entry.owner, entry.bytes]);
+    return held;
   }
 
   /** How many freed buffers are still held. */
@@ -43,7 +54,7 @@ export class Quarantine {
   settle(givenBack: (owner: object) => void, always = false): void {
     if (this.#held.length === 0 || (this.#askedThisJob && !always)) return;
     this.#askedThisJob = true;
-    queueMicrotask(() => {
+    queueMicrotaskOnce(() => {
       this.#askedThisJob = false;
     });
     const still: { native: Held; bytes: number; owner: object | undefined }[] = [];

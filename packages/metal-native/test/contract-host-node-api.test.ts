@@ -33,7 +33,7 @@ if (process.platform === "linux") {
         expect(buffer.quarantined).toBe(false);
         buffer.release();
         const after = backend.counters();
-        expect(after.buffersFreedByPlatform - before.buffersFreedByPlatform).toBe(1);
+        expect((after.buffersFreedByPlatform ?? 0) - (before.buffersFreedByPlatform ?? 0)).toBe(1);
         expect(after.quarantinedBytes).toBe(before.quarantinedBytes);
       },
     );

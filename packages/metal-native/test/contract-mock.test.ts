@@ -1,6 +1,6 @@
 // The NativeBackend contract run against the mock, in the configurations runtimes use it in.
 
-import { describeNativeBackendContract } from "@nuvec/native-core/contract";
+import { describeAddressSpaceContract, describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { MockBackend } from "../src/mock.js";
 
 /** Makes wiring of the returned buffer fail through the mock's fault injection. */
@@ -37,3 +37,8 @@ const shared = new MockBackend({ name: "Mock shared" });
 describeNativeBackendContract("mock, one backend for every test", () => shared, {
   failingWiring: (backend) => failingWiring(backend as MockBackend),
 });
+
+describeAddressSpaceContract(
+  "mock with 64 KiB granules",
+  () => new MockBackend({ mapGranularity: 64 * 1024 }),
+);

@@ -46,7 +46,12 @@ describe("platform packages", () => {
       expect(fields.os).toEqual([os]);
       expect(fields.cpu).toEqual([cpu]);
       expect(fields.libc).toEqual(libc === undefined ? undefined : [libc === "gnu" ? "glibc" : libc]);
-      expect(fields.files).toEqual([ADDON_FILE_NAME, "README.md", "CHANGELOG.md"]);
+      expect(fields.files).toEqual([
+        ADDON_FILE_NAME,
+        `${ADDON_FILE_NAME}.sha256`,
+        "README.md",
+        "CHANGELOG.md",
+      ]);
       expect(fields.scripts.prepack).toBe(`node ../metal-native/scripts/prebuild.mjs ${key}`);
     },
   );
@@ -62,7 +67,7 @@ describe("platform packages", () => {
 });
 
 describe("loading a given addon file", () => {
-  it("throws NativeUnavailableError (load-failed) for a file that is not an addon", () => {
+  it("throws NativeUnavailableError (damaged) for a file that is no shared library, before loading it", () => {
     const notAnAddon = join(mkdtempSync(join(tmpdir(), "nuvec-loading-")), ADDON_FILE_NAME);
     writeFileSync(notAnAddon, "not an ELF or Mach-O file");
     let caught: unknown;
@@ -72,7 +77,12 @@ describe("loading a given addon file", () => {
       caught = error;
     }
     expect(caught).toBeInstanceOf(NativeUnavailableError);
-    expect(caught).toMatchObject({ code: "ERR_NUVEC_NATIVE_UNAVAILABLE", reason: "load-failed" });
+    expect(caught).toMatchObject({
+      code: "ERR_NUVEC_NATIVE_UNAVAILABLE",
+      reason: "damaged",
+      path: notAnAddon,
+    });
+    expect((caught as Error).message).toContain(`${notAnAddon} is damaged: it is not`);
     expect((caught as Error).message).toContain("npx @nuvec/metal-native build");
     expect((caught as Error).message).toContain("@nuvec/metal-native/mock");
   });

@@ -3,6 +3,7 @@
 // the contract suite that gates every packed binary runs on it and passes. Cross-compiling every platform's
 // binary with Zig is test/prebuilds.test.ts, run by `npm run test:prebuilds`.
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -37,6 +38,9 @@ describe.runIf(hasPlatformPackage && existsSync(sourceBuild))("this machine's pr
       new RegExp(`contract suite on ${here} \\(.*\\): [1-9]\\d* passed, 0 failed`),
     );
     expect(readFileSync(out).equals(readFileSync(sourceBuild))).toBe(true);
+    // Its SHA-256 beside it, which the loader checks the installed binary against.
+    const sha256 = createHash("sha256").update(readFileSync(out)).digest("hex");
+    expect(readFileSync(`${out}.sha256`, "utf8")).toBe(`${sha256}  ${here}.node\n`);
   });
 
   it("is never packed for another platform's package", () => {

@@ -1087,3 +1087,79 @@ export function describeNativeBackendContract(
     });
   });
 }
+
+/**
+ * The address-space facts of a backend that has them (`mapGranularity`, `reserveAddressSpace`, `mapMemory`,
+ * `unmapMemory`: what the segments policy's expandable segment needs), run against every such backend: the
+ * mock with `mapGranularity` and CUDA. `hostVisible: false` reads and writes ranges by copy.
+ */
+export function describeAddressSpaceContract(
+  name: string,
+  make: () => NativeBackend,
+  options: { hostVisible?: boolean } = {},
+): void {
+  const hostVisible = options.hostVisible ?? true;
+  describe(`NativeBackend address spaces: ${name}`, () => {
+    let backend: NativeBackend;
+    let granule: number;
+    beforeEach(() => {
+      backend = make();
+      granule = backend.mapGranularity as number;
+    });
+
+    it("all or none: a granularity (a power of two) with all three calls", () => {
+      expect(Number.isSafeInteger(granule) && granule > 0 && (granule & (granule - 1)) === 0).toBe(true);
+      for (const call of [backend.reserveAddressSpace, backend.mapMemory, backend.unmapMemory]) {
+        expect(typeof call).toBe("function");
+      }
+    });
+
+    it("a space holds no memory until mapped; a range over mapped memory keeps its bytes; unmapped and released, nothing is left", () => {
+      const made = backend.counters();
+      const space = backend.reserveAddressSpace!(8 * granule);
+      expect([space.length, space.allocatedSize]).toEqual([8 * granule, 0]);
+      backend.mapMemory!(space, granule, 2 * granule);
+      const range = backend.newBufferRange!(space, granule + 512, granule);
+      const bytes = patternBytes(granule, 5);
+      if (hostVisible) new Uint8Array(range.contents()).set(bytes);
+      else range.write!(bytes, 0);
+      const back = hostVisible ? new Uint8Array(range.contents()) : range.read!(0, granule);
+      expect(Buffer.from(back).equals(Buffer.from(bytes))).toBe(true);
+      range.release();
+      backend.unmapMemory!(space, granule, 2 * granule);
+      space.release();
+      const after = backend.counters();
+      expect(after.buffersMade - made.buffersMade).toBe(1);
+      expect(after.buffersReleased - made.buffersReleased).toBe(1);
+      expect(after.bufferBytes).toBe(made.bufferBytes);
+    });
+
+    it("refuses what is not whole granules inside the space, overlaps, an unmap of anything but one mapping, a plain buffer", () => {
+      const space = backend.reserveAddressSpace!(4 * granule);
+      const plain = backend.newBuffer(granule);
+      try {
+        for (const [offset, length] of [
+          [512, granule],
+          [0, granule + 512],
+          [0, 5 * granule],
+          [0, 0],
+          [-granule, granule],
+        ] as const) {
+          expect(thrown(() => backend.mapMemory!(space, offset, length))).toBeInstanceOf(ArgumentError);
+        }
+        backend.mapMemory!(space, 0, 2 * granule);
+        expect(thrown(() => backend.mapMemory!(space, granule, 2 * granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.unmapMemory!(space, 0, granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.unmapMemory!(space, 2 * granule, granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.mapMemory!(plain, 0, granule))).toBeInstanceOf(ArgumentError);
+        expect(thrown(() => backend.reserveAddressSpace!(granule + 512))).toBeInstanceOf(ArgumentError);
+      } finally {
+        plain.release();
+        // Released with memory still mapped: the space gives it back.
+        space.release();
+      }
+      expect(thrown(() => backend.mapMemory!(space, 0, granule))).toBeInstanceOf(StateError);
+      expect(thrown(() => backend.unmapMemory!(space, 0, granule))).toBeInstanceOf(StateError);
+    });
+  });
+}

@@ -45,9 +45,11 @@ const unitTests: Record<string, string[]> = {
     "teardown",
     "ranges",
     "view ledger",
+    "view ledger allocation failures",
     "counters",
+    "allocation failures",
   ],
-  wiring_residency_set: ["wiring follows the request", "failures"],
+  wiring_residency_set: ["wiring follows the request", "failures", "allocation failures"],
 };
 
 describe("native/core's C++ unit tests (AddonState, WiringResidencySet)", () => {

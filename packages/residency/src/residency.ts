@@ -1,4 +1,4 @@
-import { StateError } from "@nuvec/stats";
+import { StateError, Teardown } from "@nuvec/stats";
 import { assertBytes } from "./errors.js";
 import { MAX_RESIDENCY_SETS, maxPercentPerSetFromEnvironment, residencySetCap } from "./set-cap.js";
 import type { ResidencyBackend, ResidencyOptions, ResidencySetHandle } from "./types.js";
@@ -235,27 +235,35 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
   /**
    * Unwires and forgets every allocation, then ends the residency of every set and releases it (each when
    * the handle has `endResidency` / `release`). Calling it again does nothing; any other call afterwards
-   * throws a {@link StateError} with code `ERR_NUVEC_RESIDENCY_CLOSED`. The counters read 0.
+   * throws a {@link StateError} with code `ERR_NUVEC_RESIDENCY_CLOSED`. The counters read 0. Exception-safe:
+   * a handle that throws does not stop the others; the first failure is rethrown at the end.
    */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // Every allocation is unwired and every set released even when a handle throws; the first failure is
+    // rethrown once all ran (later ones attached as its `suppressed`).
+    const teardown = new Teardown();
     const changed = new Set<number>();
     for (const [allocation, placement] of this.#placements) {
-      const index = this.#unwire(allocation, placement);
-      if (index !== undefined) changed.add(index);
+      if (placement.set !== undefined) changed.add(placement.set);
+      teardown.run(() => this.#unwire(allocation, placement));
     }
     this.#placements.clear();
+    // What a throwing handle left counted is unwired all the same: the sets are released below.
+    this.#wired = 0;
+    this.#wiredMapped = 0;
     // Commit the removals first, so a handle without endResidency/release is left holding nothing.
     this.#sets.forEach((set, index) => {
-      if (changed.has(index)) set.handle.commit();
+      if (changed.has(index)) teardown.run(() => set.handle.commit());
     });
     for (const set of this.#sets) {
-      set.handle.endResidency?.();
-      set.handle.release?.();
+      teardown.run(() => set.handle.endResidency?.());
+      teardown.run(() => set.handle.release?.());
     }
     this.#sets.length = 0;
     this.#supported = false;
+    teardown.finish();
   }
 
   /** Makes a set, commits it, requests its residency and attaches it to the queue; false when it cannot. */

@@ -58,7 +58,7 @@ export type FormatErrorCode =
   | "ERR_NUVEC_SAFETENSORS";
 
 /** Codes of {@link UnsupportedError}. */
-export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE";
+export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE" | "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT";
 
 /** The root's brand: every nuvec error's prototype chain carries it. */
 const ROOT_BRAND = Symbol.for("nuvec.error");
@@ -222,6 +222,9 @@ brand(SystemCallError, "SystemCallError");
  * Why a native binary is unavailable:
  * - `no-prebuilt`: no prebuilt package exists for this platform (e.g. musl, linux-ppc64): build from source;
  * - `not-installed`: the platform's package exists but is not installed (optional dependencies omitted);
+ * - `damaged`: an addon file is installed but damaged (truncated, empty, not a shared library for this
+ *   platform, not a regular file): checked before it is loaded, so it never reaches the dynamic loader;
+ *   `path` names it and the message says how to reinstall or rebuild it;
  * - `load-failed`: an addon was found but did not load (the message has the loader's error);
  * - `backend-unavailable`: the addon loaded but the system has no device for it (no Metal device, no GPU);
  * - `unsupported-platform`: no native backend exists for this platform at all (Windows).
@@ -229,6 +232,7 @@ brand(SystemCallError, "SystemCallError");
 export type NativeUnavailableReason =
   | "no-prebuilt"
   | "not-installed"
+  | "damaged"
   | "load-failed"
   | "backend-unavailable"
   | "unsupported-platform";
@@ -240,10 +244,16 @@ export type NativeUnavailableReason =
 export class NativeUnavailableError extends NuvecError<"ERR_NUVEC_NATIVE_UNAVAILABLE"> {
   /** Why: see {@link NativeUnavailableReason}. */
   readonly reason: NativeUnavailableReason;
+  /** The addon file concerned, where one was found (always for `damaged`). */
+  readonly path?: string;
 
-  constructor(message: string, options?: { cause?: unknown; reason?: NativeUnavailableReason }) {
+  constructor(
+    message: string,
+    options?: { cause?: unknown; reason?: NativeUnavailableReason; path?: string },
+  ) {
     super("ERR_NUVEC_NATIVE_UNAVAILABLE", message, options);
     this.reason = options?.reason ?? "load-failed";
+    if (options?.path !== undefined) this.path = options.path;
   }
 }
 brand(NativeUnavailableError, "NativeUnavailableError");
@@ -257,8 +267,10 @@ export class FormatError extends NuvecError<FormatErrorCode> {}
 brand(FormatError, "FormatError");
 
 /**
- * An operation this backend does not support: `contents()` of memory the CPU cannot address
- * (`ERR_NUVEC_NOT_HOST_VISIBLE`, CUDA device memory: copy with `read()` and `write()`).
+ * An operation this backend or environment does not support: `contents()` of memory the CPU cannot address
+ * (`ERR_NUVEC_NOT_HOST_VISIBLE`, CUDA device memory: copy with `read()` and `write()`); a JavaScript
+ * environment without what a Device needs, such as `FinalizationRegistry` for its safety net
+ * (`ERR_NUVEC_UNSUPPORTED_ENVIRONMENT`).
  */
 export class UnsupportedError extends NuvecError<UnsupportedErrorCode> {}
 brand(UnsupportedError, "UnsupportedError");
@@ -301,5 +313,5 @@ export const ERROR_CODES: Readonly<Record<string, readonly NuvecErrorCode[]>> = 
     "ERR_NUVEC_TRACE_TOO_LARGE",
     "ERR_NUVEC_SAFETENSORS",
   ],
-  UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE"],
+  UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE", "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT"],
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ArgumentError } from "./errors.js";
 import { formatBytes, formatMemoryStats } from "./format.js";
 import { emptyMemoryStats, MEMORY_STATS_FIELDS } from "./memory-stats.js";
 
@@ -19,8 +20,8 @@ describe("formatBytes", () => {
   });
 
   it("refuses what is not a finite number", () => {
-    expect(() => formatBytes(Number.NaN)).toThrow(TypeError);
-    expect(() => formatBytes("1" as unknown as number)).toThrow(TypeError);
+    expect(() => formatBytes(Number.NaN)).toThrow(ArgumentError);
+    expect(() => formatBytes("1" as unknown as number)).toThrow(ArgumentError);
   });
 });
 

@@ -1,4 +1,6 @@
+import { ArgumentError } from "./errors.js";
 import { MEMORY_STATS_FIELDS, type MemoryStats } from "./memory-stats.js";
+import { describeValue } from "./size.js";
 
 const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"] as const;
 
@@ -6,11 +8,16 @@ const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"] as const;
  * Bytes for people, in binary units with two decimals: `formatBytes(1610612736)` is `"1.50 GiB"`,
  * `formatBytes(512)` is `"512 B"`. Negative values keep their sign.
  *
- * @throws TypeError when `bytes` is not a finite number.
+ * @throws ArgumentError when `bytes` is not a finite number.
  */
 export function formatBytes(bytes: number): string {
+  return formatNamedBytes(bytes, "bytes");
+}
+
+/** {@link formatBytes} of a value an error names `name` (`stats.active`). */
+function formatNamedBytes(bytes: unknown, name: string): string {
   if (typeof bytes !== "number" || !Number.isFinite(bytes)) {
-    throw new TypeError(`bytes must be a finite number, got ${String(bytes)}`);
+    throw new ArgumentError(name, `${name} must be a finite number, got ${describeValue(bytes)}`);
   }
   const sign = bytes < 0 ? "-" : "";
   let value = Math.abs(bytes);
@@ -57,14 +64,32 @@ export interface FormatMemoryStatsOptions {
 /**
  * An aligned text table of every {@link MemoryStats} field, readable in a terminal, in the spirit of
  * PyTorch's `memory_summary()`: field name, readable size, exact bytes, and what the field means.
+ *
+ * @throws ArgumentError when `stats` is not an object of finite numbers, or an option has the wrong type.
  */
 export function formatMemoryStats(stats: MemoryStats, options: FormatMemoryStatsOptions = {}): string {
+  if (typeof stats !== "object" || stats === null) {
+    throw new ArgumentError("stats", `stats must be a MemoryStats object, got ${describeValue(stats)}`);
+  }
+  if (typeof options !== "object" || options === null) {
+    throw new ArgumentError("options", `options must be an object, got ${describeValue(options)}`);
+  }
+  if (options.title !== undefined && typeof options.title !== "string") {
+    throw new ArgumentError("title", `title must be a string, got ${describeValue(options.title)}`);
+  }
+  if (options.exactBytes !== undefined && typeof options.exactBytes !== "boolean") {
+    throw new ArgumentError(
+      "exactBytes",
+      `exactBytes must be a boolean, got ${describeValue(options.exactBytes)}`,
+    );
+  }
   const title = options.title ?? "nuvec memory summary";
   const exactBytes = options.exactBytes ?? true;
   const rows = MEMORY_STATS_FIELDS.map((field) => {
-    const value = stats[field];
-    const readable = field === "systemAllocations" ? String(value) : formatBytes(value);
-    return [field, readable, exactBytes ? String(value) : "", DESCRIPTIONS[field]] as const;
+    const value: unknown = stats[field];
+    const readable = formatNamedBytes(value, `stats.${field}`);
+    const shown = field === "systemAllocations" ? String(value) : readable;
+    return [field, shown, exactBytes ? String(value) : "", DESCRIPTIONS[field]] as const;
   });
   const width = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]?.length ?? 0)));
   const lines = rows.map(([field, readable, exact, description]) => {

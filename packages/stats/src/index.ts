@@ -29,3 +29,4 @@ export {
   PAGE,
   SMALL,
 } from "./size.js";
+export { Teardown } from "./teardown.js";

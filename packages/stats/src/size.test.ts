@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { ArgumentError } from "./errors.js";
 import { allocationSize, assertByteCount, mappingSize, PAGE, SMALL } from "./size.js";
 
 describe("allocationSize", () => {
@@ -42,21 +43,24 @@ describe("allocationSize", () => {
   });
 
   it.each([
-    [-1, RangeError, /length.*-1/],
-    [1.5, RangeError, /length.*1\.5/],
-    [Number.NaN, RangeError, /length.*NaN/],
-    [Number.POSITIVE_INFINITY, RangeError, /length.*Infinity/],
-    [Number.NEGATIVE_INFINITY, RangeError, /length.*-Infinity/],
-    [2 ** 53, RangeError, /length/],
+    [-1, ArgumentError, /length.*-1/],
+    [1.5, ArgumentError, /length.*1\.5/],
+    [Number.NaN, ArgumentError, /length.*NaN/],
+    [Number.POSITIVE_INFINITY, ArgumentError, /length.*Infinity/],
+    [Number.NEGATIVE_INFINITY, ArgumentError, /length.*-Infinity/],
+    [2 ** 53, ArgumentError, /length/],
   ])("throws for %s", (length, type, message) => {
     expect(() => allocationSize(length)).toThrow(type);
     expect(() => allocationSize(length)).toThrow(message);
   });
 
-  it.each([["12"], [12n], [undefined], [null], [{}]])("throws a TypeError naming the value %s", (value) => {
-    expect(() => allocationSize(value as unknown as number)).toThrow(TypeError);
-    expect(() => allocationSize(value as unknown as number)).toThrow(/length must be a number/);
-  });
+  it.each([["12"], [12n], [undefined], [null], [{}]])(
+    "throws an ArgumentError naming the value %s",
+    (value) => {
+      expect(() => allocationSize(value as unknown as number)).toThrow(ArgumentError);
+      expect(() => allocationSize(value as unknown as number)).toThrow(/length must be a number/);
+    },
+  );
 
   const lengths = fc.oneof(
     fc.integer({ min: 0, max: 4 * PAGE }),
@@ -148,7 +152,7 @@ describe("mappingSize", () => {
   });
 
   it("refuses a bad length", () => {
-    expect(() => mappingSize(-1)).toThrow(RangeError);
+    expect(() => mappingSize(-1)).toThrow(ArgumentError);
     expect(() => mappingSize(Number.NaN, 4096)).toThrow(/length/);
   });
 });

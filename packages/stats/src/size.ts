@@ -1,3 +1,5 @@
+import { ArgumentError } from "./errors.js";
+
 /**
  * The virtual-memory page size of Apple silicon, 16 KiB: the allocator's granule for buffers larger
  * than one page, and the default page size of {@link mappingSize}.
@@ -43,8 +45,8 @@ export interface ByteCountProblem {
 
 /**
  * Why `value` is not a byte count named `name` in `range` (a safe integer from `minimum` to `maximum`), or
- * `undefined` when it is. The one byte-count check of every nuvec package: each throws its own argument
- * error class with this message (see {@link assertByteCount} for the plain `TypeError`/`RangeError` form).
+ * `undefined` when it is. The one byte-count check of every nuvec package: each throws an
+ * {@link ArgumentError} with this message (see {@link assertByteCount}).
  */
 export function byteCountProblem(
   value: unknown,
@@ -74,16 +76,17 @@ export function byteCountProblem(
 }
 
 /**
- * Checks that `value` is a byte count: a non-negative safe integer. Throws a `TypeError` for a value that
- * is not a number and a `RangeError` for a number that is negative, fractional, NaN, infinite or beyond
- * `Number.MAX_SAFE_INTEGER`; the message names the argument and its value.
+ * Checks that `value` is a byte count: a non-negative safe integer. Throws an {@link ArgumentError}
+ * (`ERR_NUVEC_INVALID_ARGUMENT`, `argument` set to `name`) for a value that is not a number, or a number that
+ * is negative, fractional, NaN, infinite or beyond `Number.MAX_SAFE_INTEGER`; the message names the argument
+ * and its value.
  *
  * `-0` is accepted as `0`.
  */
 export function assertByteCount(value: unknown, name: string): asserts value is number {
   const problem = byteCountProblem(value, name);
   if (problem === undefined) return;
-  throw problem.kind === "type" ? new TypeError(problem.message) : new RangeError(problem.message);
+  throw new ArgumentError(name, problem.message);
 }
 
 /**
@@ -91,7 +94,7 @@ export function assertByteCount(value: unknown, name: string): asserts value is 
  * steps up to one page, whole 16 KiB pages beyond (`0` stays `0`). `undefined` when the size class would
  * be larger than `Number.MAX_SAFE_INTEGER` (the seed's `None` on overflow).
  *
- * @throws TypeError when `length` is not a number; RangeError when it is negative, fractional, NaN or infinite.
+ * @throws ArgumentError when `length` is not a byte count (a non-number, negative, fractional, NaN or infinite).
  */
 export function allocationSize(length: number): number | undefined {
   assertByteCount(length, "length");
@@ -111,13 +114,16 @@ export function allocationSize(length: number): number | undefined {
  * system's pages (`pageSize`, 16 KiB on Apple silicon, 4 KiB on most Linux). `undefined` when that would
  * be larger than `Number.MAX_SAFE_INTEGER`.
  *
- * @throws TypeError / RangeError for a bad `length`, or a `pageSize` that is not a positive power of two.
+ * @throws ArgumentError for a bad `length`, or a `pageSize` that is not a power of two up to 1 GiB.
  */
 export function mappingSize(length: number, pageSize: number = PAGE): number | undefined {
   assertByteCount(length, "length");
   assertByteCount(pageSize, "pageSize");
   if (pageSize === 0 || (pageSize & (pageSize - 1)) !== 0 || pageSize > 2 ** 30) {
-    throw new RangeError(`pageSize must be a power of two between 1 and 1 GiB, got ${pageSize}`);
+    throw new ArgumentError(
+      "pageSize",
+      `pageSize must be a power of two between 1 and 1 GiB, got ${pageSize}`,
+    );
   }
   if (length === 0) return 0;
   const size = Math.ceil(length / pageSize) * pageSize;

@@ -1,6 +1,7 @@
 // Command-line parsing shared by the example programs (node:util's parseArgs): sizes with binary suffixes,
 // --help from one list of flags, bad flags as one line on stderr and exit code 2.
 import { parseArgs } from "node:util";
+import { printable } from "./printable.js";
 
 /** A command-line mistake: the program prints its message on one line and exits with code 2. */
 export class UsageError extends Error {
@@ -139,14 +140,23 @@ export async function runProgram(program: string, main: () => number | Promise<n
     process.exitCode = await main();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
+    // Messages quote what came from outside (a path, a trace's or a tensor's name): printed escaped and cut.
     if (error instanceof UsageError) {
-      console.error(`${program}: ${error.message} (see ${program} --help)`);
+      console.error(`${program}: ${printable(error.message, 300)} (see ${program} --help)`);
       process.exitCode = 2;
     } else if (typeof code === "string") {
-      console.error(`${program}: ${(error as Error).message.split("\n")[0]} (${code})`);
+      console.error(
+        `${program}: ${printable((error as Error).message.split("\n")[0] ?? "", 300)} (${printable(code, 40)})`,
+      );
       process.exitCode = 2;
     } else {
-      console.error(`${program}: ${(error as Error)?.stack ?? String(error)}`);
+      const text = String((error as Error)?.stack ?? error);
+      console.error(
+        `${program}: ${text
+          .split("\n")
+          .map((line) => printable(line, 300))
+          .join("\n")}`,
+      );
       process.exitCode = 1;
     }
   }

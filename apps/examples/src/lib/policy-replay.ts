@@ -1,7 +1,7 @@
 // One pass over a trace that replays it under several cache policies at once, each on its own Device over
 // the mock backend, and optionally records the workload for the memory view. Every event goes through the
 // allocator's TraceValidator once, the check replayTrace makes.
-import { type AllocatorPolicy, TraceValidator } from "@nuvec/allocator";
+import { type AllocatorPolicy, TraceIdMap, TraceValidator } from "@nuvec/allocator";
 import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { MemoryStats } from "@nuvec/stats";
@@ -49,15 +49,17 @@ interface Run {
   policy: string;
   backend: MockBackend;
   device: Device;
-  buffers: (DeviceBuffer | undefined)[];
-  mappings: (MappedFile | undefined)[];
+  // The live handles by trace id: bounded by what the trace keeps live, not by its ids (an array indexed by
+  // id would grow with the trace's length), and any id a trace can hold.
+  buffers: TraceIdMap<DeviceBuffer>;
+  mappings: TraceIdMap<MappedFile>;
   refused: number;
 }
 
 /** Takes trace id `id`'s handle out of `handles` (`undefined`: none, the allocation was refused). */
-function take<T>(handles: (T | undefined)[], id: number): T | undefined {
-  const handle = handles[id];
-  handles[id] = undefined;
+function take<T>(handles: TraceIdMap<T>, id: number): T | undefined {
+  const handle = handles.get(id);
+  if (handle !== undefined) handles.delete(id);
   return handle;
 }
 
@@ -83,7 +85,7 @@ function open(policy: string, options: PolicyReplayOptions): Run {
     device.close();
     throw error;
   }
-  return { policy, backend, device, buffers: [], mappings: [], refused: 0 };
+  return { policy, backend, device, buffers: new TraceIdMap(), mappings: new TraceIdMap(), refused: 0 };
 }
 
 /** Applies one checked event to one policy's device; returns the bytes it charged for an allocation. */
@@ -93,7 +95,7 @@ function apply(run: Run, event: readonly unknown[], workingSet: number): number 
     case "a":
       try {
         const buffer = device.malloc(event[2] as number);
-        buffers[event[1] as number] = buffer;
+        buffers.set(event[1] as number, buffer);
         return buffer.allocatedLength;
       } catch (error) {
         if ((error as { code?: string }).code !== "ERR_NUVEC_OUT_OF_MEMORY") throw error;
@@ -109,7 +111,12 @@ function apply(run: Run, event: readonly unknown[], workingSet: number): number 
     case "m": {
       const path = `trace-mapping-${event[1]}`;
       run.backend.addFile(path, event[2] as number);
-      mappings[event[1] as number] = device.mapFile(path);
+      try {
+        mappings.set(event[1] as number, device.mapFile(path));
+      } finally {
+        // The mapping keeps its bytes; the file goes, so the mock's files stay as few as the live mappings.
+        run.backend.removeFile(path);
+      }
       return 0;
     }
     case "u":
@@ -195,8 +202,8 @@ export async function replayPolicies(
     };
   } finally {
     for (const run of runs) {
-      for (const buffer of run.buffers) buffer?.free();
-      for (const mapping of run.mappings) mapping?.free();
+      for (const buffer of run.buffers.values()) buffer.free();
+      for (const mapping of run.mappings.values()) mapping.free();
       run.device.close();
     }
   }

@@ -1,9 +1,15 @@
 // Tables of memory statistics that fit the terminal: the full table when it fits, without the exact-bytes
 // column when not, and the fields that changed between two phases.
 import { formatBytes, formatMemoryStats, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats";
+import { fit } from "./progress.js";
 
-/** The full `MemoryStats` table, without its exact-bytes column if that would pass `columns`. */
+/**
+ * The full `MemoryStats` table, without its exact-bytes column if that would pass `columns`; the title cut to
+ * fit.
+ */
 export function statsTable(stats: MemoryStats, title: string, columns = 80): string {
+  // A long title (a trace's name) is cut, so it never widens the table past the terminal.
+  title = fit(title, columns - 4);
   const full = formatMemoryStats(stats, { title });
   if (full.split("\n").every((line) => line.length <= columns)) return full;
   return formatMemoryStats(stats, { title, exactBytes: false });

@@ -157,7 +157,7 @@ export async function* streamTraceBatches(
       });
     }
     gzip = isGzip(magic.subarray(0, got));
-    raw = createReadStream("", { fd, start: 0, highWaterMark: 256 * 1024 });
+    raw = createReadStream("", { fd, start: 0, highWaterMark: 64 * 1024 });
   } else {
     // Peek at the first chunk for gzip's magic bytes, then hand the whole stream on.
     const iterator = source[Symbol.asyncIterator]();

@@ -61,39 +61,115 @@ bool Reserve(std::atomic<uint64_t>& counter, uint64_t count, uint64_t limit) {
   return true;
 }
 
+// Every acquisition below is owned by an object from the moment it exists, so that nothing leaks when a
+// later step fails or throws (std::bad_alloc from make_unique, a string of a failure message): a share of a
+// process-wide account (Share), a block of aligned_alloc or a mapping (Memory). HostAllocation takes them
+// over by move, which cannot throw.
+
+// A share of a process-wide account (see processMappings), given back when dropped.
+class Share {
+ public:
+  Share() = default;
+  Share(const Share&) = delete;
+  Share& operator=(const Share&) = delete;
+  Share(Share&& other) noexcept : counter_(other.counter_), amount_(other.amount_) { other.counter_ = nullptr; }
+  Share& operator=(Share&& other) noexcept {
+    if (this != &other) {
+      giveBack();
+      counter_ = other.counter_;
+      amount_ = other.amount_;
+      other.counter_ = nullptr;
+    }
+    return *this;
+  }
+  ~Share() { giveBack(); }
+
+  // `amount` of `counter` for this process, or an empty share (nothing taken) when it would pass `limit`.
+  static Share Take(std::atomic<uint64_t>& counter, uint64_t amount, uint64_t limit) {
+    Share share;
+    if (Reserve(counter, amount, limit)) {
+      share.counter_ = &counter;
+      share.amount_ = amount;
+    }
+    return share;
+  }
+  explicit operator bool() const { return counter_ != nullptr; }
+
+ private:
+  void giveBack() {
+    if (counter_ != nullptr) *counter_ -= amount_;
+    counter_ = nullptr;
+  }
+  std::atomic<uint64_t>* counter_ = nullptr;
+  uint64_t amount_ = 0;
+};
+
+// A block of aligned_alloc (kSmall) or a mapping (kAnonymous, kFile), freed or unmapped when dropped.
+class Memory {
+ public:
+  Memory() = default;
+  Memory(Kind kind, void* data, size_t size) : kind_(kind), data_(data), size_(size) {}
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  Memory(Memory&& other) noexcept : kind_(other.kind_), data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+  }
+  ~Memory() { release(); }
+
+  void* data() const { return data_; }
+  Kind kind() const { return kind_; }
+  // Frees or unmaps it now; true when the system took it back (munmap can refuse).
+  bool release() {
+    void* data = data_;
+    data_ = nullptr;
+    if (data == nullptr) return false;
+    if (kind_ == Kind::kSmall) {
+      std::free(data);
+      return true;
+    }
+    return munmap(data, size_) == 0;
+  }
+
+ private:
+  Kind kind_ = Kind::kSmall;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 class HostAllocation final : public Allocation {
  public:
-  HostAllocation(Kind kind, void* data, size_t length, size_t allocatedSize, std::shared_ptr<FreedCounters> freed)
-      : kind_(kind), data_(data), length_(length), allocatedSize_(allocatedSize), freed_(std::move(freed)) {}
+  HostAllocation(Memory memory, Share bytes, Share mapping, size_t length, size_t allocatedSize,
+                 std::shared_ptr<FreedCounters> freed) noexcept
+      : memory_(std::move(memory)),
+        bytes_(std::move(bytes)),
+        mapping_(std::move(mapping)),
+        data_(memory_.data()),
+        length_(length),
+        allocatedSize_(allocatedSize),
+        freed_(std::move(freed)) {}
   ~HostAllocation() override {
-    // Sets let go of an allocation (unwiring it) before it is destroyed, and munmap drops locks anyway.
-    switch (kind_) {
-      case Kind::kSmall:
-        std::free(data_);
-        processBufferBytes -= allocatedSize_;
-        freed_->buffers += 1;
-        break;
-      case Kind::kAnonymous:
-        if (munmap(data_, allocatedSize_) == 0) freed_->buffers += 1;
-        processBufferBytes -= allocatedSize_;
-        processMappings -= 1;
-        break;
-      case Kind::kFile:
-        if (munmap(data_, allocatedSize_) == 0) freed_->mappings += 1;
-        processMappings -= 1;
-        break;
+    // Sets let go of an allocation (unwiring it) before it is destroyed, and munmap drops locks anyway. The
+    // shares of the process's accounts go back with the members, after this.
+    Kind kind = memory_.kind();
+    if (!memory_.release()) return;
+    if (kind == Kind::kFile) {
+      freed_->mappings += 1;
+    } else {
+      freed_->buffers += 1;
     }
   }
   void* data() const override { return data_; }
   size_t length() const override { return length_; }
   size_t allocatedSize() const override { return allocatedSize_; }
-  Kind kind() const { return kind_; }
+  Kind kind() const { return memory_.kind(); }
 
   // How many sets have it wired (mlock does not nest: lock at 0 → 1, unlock at 1 → 0).
   uint32_t wireCount = 0;
 
  private:
-  Kind kind_;
+  Memory memory_;
+  Share bytes_;
+  Share mapping_;
   void* data_;
   size_t length_;
   size_t allocatedSize_;
@@ -109,28 +185,26 @@ class SmallPageLocks {
     return *locks;
   }
 
-  // 0 on success, else the errno of the failed mlock (nothing stays locked by this call).
+  // 0 on success, else the errno of the failed mlock (nothing stays locked or counted by this call). Every
+  // page's entry is made before anything is locked: the inserts are what can throw (std::bad_alloc), and
+  // then nothing is locked yet; from the first mlock on, nothing allocates.
   int lock(const void* address, size_t length, size_t pageSize) {
     std::lock_guard<std::mutex> guard(mutex_);
     uintptr_t first = reinterpret_cast<uintptr_t>(address) / pageSize * pageSize;
     uintptr_t end = reinterpret_cast<uintptr_t>(address) + length;
-    std::vector<uintptr_t> lockedNow;
+    try {
+      for (uintptr_t page = first; page < end; page += pageSize) counts_.try_emplace(page, 0);
+    } catch (...) {
+      EraseUnused(first, end, pageSize);
+      throw;
+    }
     for (uintptr_t page = first; page < end; page += pageSize) {
-      uint32_t& count = counts_[page];
-      if (count == 0) {
-        if (mlock(reinterpret_cast<void*>(page), pageSize) != 0) {
-          int errnum = errno;
-          counts_.erase(page);
-          for (uintptr_t undo : lockedNow) {
-            munlock(reinterpret_cast<void*>(undo), pageSize);
-            counts_.erase(undo);
-          }
-          for (uintptr_t again = first; again < page; again += pageSize) {
-            if (std::find(lockedNow.begin(), lockedNow.end(), again) == lockedNow.end()) counts_[again] -= 1;
-          }
-          return errnum;
-        }
-        lockedNow.push_back(page);
+      uint32_t& count = counts_.find(page)->second;
+      if (count == 0 && mlock(reinterpret_cast<void*>(page), pageSize) != 0) {
+        int errnum = errno;
+        for (uintptr_t again = first; again < page; again += pageSize) Drop(counts_.find(again), pageSize);
+        EraseUnused(first, end, pageSize);
+        return errnum;
       }
       count += 1;
     }
@@ -143,17 +217,31 @@ class SmallPageLocks {
     uintptr_t end = reinterpret_cast<uintptr_t>(address) + length;
     for (uintptr_t page = first; page < end; page += pageSize) {
       auto found = counts_.find(page);
-      if (found == counts_.end()) continue;
-      if (--found->second == 0) {
-        munlock(reinterpret_cast<void*>(page), pageSize);
-        counts_.erase(found);
-      }
+      if (found != counts_.end()) Drop(found, pageSize);
     }
   }
 
  private:
+  using Counts = std::unordered_map<uintptr_t, uint32_t>;
+
+  // One lock of the page at `found` given back: unlocked and forgotten at the last.
+  void Drop(Counts::iterator found, size_t pageSize) {
+    if (found == counts_.end() || found->second == 0) return;
+    if (--found->second > 0) return;
+    munlock(reinterpret_cast<void*>(found->first), pageSize);
+    counts_.erase(found);
+  }
+
+  // Forgets the pages of [first, end) that no lock counts (entries made by a lock that did not finish).
+  void EraseUnused(uintptr_t first, uintptr_t end, size_t pageSize) {
+    for (uintptr_t page = first; page < end; page += pageSize) {
+      auto found = counts_.find(page);
+      if (found != counts_.end() && found->second == 0) counts_.erase(found);
+    }
+  }
+
   std::mutex mutex_;
-  std::unordered_map<uintptr_t, uint32_t> counts_;
+  Counts counts_;
 };
 
 
@@ -187,44 +275,42 @@ class HostPlatform final : public Platform, public Wiring {
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     if (bytes < pageSize_) {
       size_t rounded = (bytes + kSmallAlignment - 1) / kSmallAlignment * kSmallAlignment;
-      if (!ReserveBytes(rounded, failure)) return nullptr;
-      void* data = std::aligned_alloc(kSmallAlignment, rounded);
-      if (data == nullptr) {
-        processBufferBytes -= rounded;
+      Share share = ReserveBytes(rounded, failure);
+      if (!share) return nullptr;
+      Memory memory(Kind::kSmall, std::aligned_alloc(kSmallAlignment, rounded), rounded);
+      if (memory.data() == nullptr) {
         *failure = Failure::Allocation("aligned_alloc of " + std::to_string(rounded) + " bytes failed");
         return nullptr;
       }
       // Zeroed like mmap'd and Metal memory: a reused heap block must not show a previous owner's bytes.
-      std::memset(data, 0, rounded);
-      return std::make_unique<HostAllocation>(Kind::kSmall, data, bytes, rounded, freed);
+      std::memset(memory.data(), 0, rounded);
+      return std::make_unique<HostAllocation>(std::move(memory), std::move(share), Share(), bytes, rounded, freed);
     }
     size_t rounded = (bytes + pageSize_ - 1) / pageSize_ * pageSize_;
-    if (!ReserveMapping(failure)) return nullptr;
-    if (!ReserveBytes(rounded, failure)) {
-      processMappings -= 1;
-      return nullptr;
-    }
+    Share mapping = ReserveMapping(failure);
+    if (!mapping) return nullptr;
+    Share share = ReserveBytes(rounded, failure);
+    if (!share) return nullptr;
     void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (data == MAP_FAILED) {
       int errnum = errno;
-      processMappings -= 1;
-      processBufferBytes -= rounded;
       *failure = Failure::Allocation("mmap of " + std::to_string(rounded) + " bytes failed: " + ErrorText(errnum) +
                                      " (" + ErrnoName(errnum) + ")");
       return nullptr;
     }
-    return std::make_unique<HostAllocation>(Kind::kAnonymous, data, bytes, rounded, freed);
+    Memory memory(Kind::kAnonymous, data, rounded);
+    return std::make_unique<HostAllocation>(std::move(memory), std::move(share), std::move(mapping), bytes, rounded,
+                                            freed);
   }
 
   std::unique_ptr<Allocation> mapFile(const std::string& path, Failure* failure) override {
-    if (!ReserveMapping(failure)) return nullptr;
+    Share share = ReserveMapping(failure);
+    if (!share) return nullptr;
     FileMapping mapping = MapWholeFile(path, pageSize_, failure);
-    if (failure->failed()) {
-      processMappings -= 1;
-      return nullptr;
-    }
-    return std::make_unique<HostAllocation>(Kind::kFile, mapping.address, mapping.length, mapping.mappedLength,
-                                            freed);
+    if (failure->failed()) return nullptr;
+    Memory memory(Kind::kFile, mapping.address, mapping.mappedLength);
+    return std::make_unique<HostAllocation>(std::move(memory), Share(), std::move(share), mapping.length,
+                                            mapping.mappedLength, freed);
   }
 
   std::unique_ptr<ResidencySet> newResidencySet(Failure*) override {
@@ -236,23 +322,26 @@ class HostPlatform final : public Platform, public Wiring {
 
   WiringCounters wiringCounters() const override { return counters_; }
 
-  // The process-wide accounts (see processMappings): false, with the failure said, past a limit.
-  bool ReserveMapping(Failure* failure) {
-    if (Reserve(processMappings, 1, facts_.resourceLimit)) return true;
+  // The process-wide accounts (see processMappings): a share of one, or an empty share with the failure
+  // said past a limit.
+  Share ReserveMapping(Failure* failure) {
+    Share share = Share::Take(processMappings, 1, facts_.resourceLimit);
+    if (share) return share;
     *failure = Failure::Allocation(
         "this process already holds " + std::to_string(processMappings.load()) +
         " mappings made by nuvec (all Devices and worker threads together), its limit: vm.max_map_count less " +
         std::to_string(kMapCountHeadroom) + " kept for the runtime (" + std::to_string(facts_.resourceLimit) +
         "). Free buffers, release mapped files or clear caches; or raise vm.max_map_count");
-    return false;
+    return share;
   }
-  bool ReserveBytes(size_t bytes, Failure* failure) {
-    if (Reserve(processBufferBytes, bytes, facts_.memorySize)) return true;
+  Share ReserveBytes(size_t bytes, Failure* failure) {
+    Share share = Share::Take(processBufferBytes, bytes, facts_.memorySize);
+    if (share) return share;
     *failure = Failure::Allocation("the buffers of this process (all Devices and worker threads together) would "
                                    "take " + std::to_string(processBufferBytes.load() + bytes) +
                                    " bytes, more than the memory it may use (" + std::to_string(facts_.memorySize) +
                                    ")");
-    return false;
+    return share;
   }
   std::string lastWiringError() const override { return lastWiringError_; }
 

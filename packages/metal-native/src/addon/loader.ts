@@ -2,39 +2,58 @@
 // workspace's, or what `npx @nuvec/metal-native build` made), then the prebuilt package of this platform (an
 // optional dependency, see platforms.ts). Nothing is decided from file times (package managers do not
 // preserve them).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { nativeBinaryDefect } from "@nuvec/native-core/addon";
 import { NativeUnavailableError, type NativeUnavailableReason } from "@nuvec/stats";
 import { ADDON_FILE_NAME, PREBUILT_PACKAGES, packageRoot, platformKey } from "../platforms.js";
 import { NativeAddonBackend } from "./native-backend.js";
 import type { RawMetalAddon } from "./raw-metal.js";
 
-/** The command that builds the addon from source into this very copy of the package. */
-function buildCommand(): string {
-  return `npx @nuvec/metal-native build (or: node "${join(packageRoot(), "scripts", "build-from-source.mjs")}")`;
+/** The command that builds the addon from source into the copy of the package at `root`. */
+function buildCommand(root: string): string {
+  return `npx @nuvec/metal-native build (or: node "${join(root, "scripts", "build-from-source.mjs")}")`;
 }
 
-function unavailable(reason: NativeUnavailableReason, what: string, cause?: unknown): NativeUnavailableError {
+/** Why no addon loads: the reason, what happened, and the file concerned where there is one. */
+interface Failure {
+  reason: NativeUnavailableReason;
+  what: string;
+  cause?: unknown;
+  path?: string;
+  /** How to reinstall a damaged file, before the build command. */
+  reinstall?: string;
+}
+
+function unavailable(failure: Failure, root: string): NativeUnavailableError {
+  const { reason, what, cause, path } = failure;
   const where = `${process.platform}-${process.arch}, Node.js ${process.version}`;
+  const build =
+    `run ${buildCommand(root)}: it needs Python 3, make and a C++17 compiler ` +
+    "(build-essential on Debian/Ubuntu, build-base on Alpine, the Xcode command line tools on macOS) and " +
+    "finds node-gyp itself.";
   const remedy =
     reason === "unsupported-platform" || reason === "backend-unavailable"
       ? ""
-      : ` To build it from source, run ${buildCommand()}: it needs Python 3, make and a C++17 compiler ` +
-        "(build-essential on Debian/Ubuntu, build-base on Alpine, the Xcode command line tools on macOS) and " +
-        "finds node-gyp itself.";
+      : failure.reinstall !== undefined
+        ? ` ${failure.reinstall}; or, to build it from source, ${build}`
+        : ` To build it from source, ${build}`;
+  const options: { reason: NativeUnavailableReason; cause?: unknown; path?: string } = { reason };
+  if (cause !== undefined) options.cause = cause;
+  if (path !== undefined) options.path = path;
   return new NativeUnavailableError(
     `@nuvec/metal-native: no native backend on ${where}: ${what}.${remedy} ` +
       "For tests, and on any platform, the mock works without native code: " +
       'import { MockBackend } from "@nuvec/metal-native/mock".',
-    cause === undefined ? { reason } : { reason, cause },
+    options,
   );
 }
 
-/** This package's version: its platform packages are pinned to it. */
-function ownVersion(): string {
+/** The version of the package at `root`: its platform packages are pinned to it. */
+function ownVersion(root: string): string {
   try {
-    return JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")).version;
+    return JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version;
   } catch {
     return "<the version of @nuvec/metal-native>";
   }
@@ -44,60 +63,157 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "unknown error";
 }
 
-/** Loads an addon file: its module, or the reason it is unusable. */
-function loadAddonFile(
-  file: string,
-): { addon: RawMetalAddon } | { reason: NativeUnavailableReason; what: string; cause?: unknown } {
+/**
+ * Loads an addon file: its module, or the reason it is unusable. The file is checked first
+ * (`nativeBinaryDefect`): a damaged file is refused before the dynamic loader maps it, which could otherwise
+ * die of SIGBUS on a segment past the end of a truncated file.
+ */
+function loadAddonFile(file: string, sha256?: string): { addon: RawMetalAddon } | Failure {
+  const defect = nativeBinaryDefect(file, process.platform, sha256);
+  if (defect !== undefined) return { reason: "damaged", what: `${file} is damaged: ${defect}`, path: file };
   try {
     const addon = createRequire(import.meta.url)(file) as RawMetalAddon;
     if (typeof addon?.available !== "boolean")
-      return { reason: "load-failed", what: `${file} is not the @nuvec/metal-native addon` };
+      return { reason: "load-failed", what: `${file} is not the @nuvec/metal-native addon`, path: file };
     if (addon.available) return { addon };
     return { reason: "backend-unavailable", what: addon.unavailableReason };
   } catch (error) {
-    return { reason: "load-failed", what: `${file} does not load (${firstLine(error)})`, cause: error };
+    return {
+      reason: "load-failed",
+      what: `${file} does not load (${firstLine(error)})`,
+      cause: error,
+      path: file,
+    };
   }
 }
 
-function findAddon(): { addon: RawMetalAddon } | { error: NativeUnavailableError } {
-  if (process.platform === "win32")
-    return { error: unavailable("unsupported-platform", "there is no native backend for Windows") };
-  const local = join(packageRoot(), "native", "build", "Release", ADDON_FILE_NAME);
-  let localFailure: string | undefined;
+/**
+ * @internal Finds and loads the addon of the copy of @nuvec/metal-native at `root` for platform key `key`: a
+ * local source build (native/build/Release) first, then the platform's prebuilt package as `root` resolves it.
+ * Tells a package that is not installed (`not-installed`) from one installed with a damaged or missing addon
+ * file (`damaged`, naming the file and how to reinstall it).
+ */
+export function findMetalAddon(
+  root: string,
+  key: string,
+  platform: NodeJS.Platform = process.platform,
+): { addon: RawMetalAddon } | { error: NativeUnavailableError } {
+  if (platform === "win32")
+    return {
+      error: unavailable(
+        { reason: "unsupported-platform", what: "there is no native backend for Windows" },
+        root,
+      ),
+    };
+  const local = join(root, "native", "build", "Release", ADDON_FILE_NAME);
+  let localFailure: Failure | undefined;
   if (existsSync(local)) {
     const result = loadAddonFile(local);
-    if ("addon" in result || result.reason === "backend-unavailable")
-      return "addon" in result ? result : { error: unavailable(result.reason, result.what) };
-    localFailure = result.what;
+    if ("addon" in result) return result;
+    if (result.reason === "backend-unavailable") return { error: unavailable(result, root) };
+    localFailure = result;
   }
-  const key = platformKey();
   const packageName = PREBUILT_PACKAGES[key];
-  const also = localFailure === undefined ? "" : `; the source build ${localFailure}`;
+  const also = localFailure === undefined ? "" : `; the source build ${localFailure.what}`;
+  // A damaged source build with nothing else to fall back on is the failure to report.
+  const orLocal = (failure: Failure): Failure =>
+    localFailure?.reason === "damaged"
+      ? { ...failure, reason: "damaged", path: local, cause: failure.cause ?? localFailure.cause }
+      : failure;
   if (packageName === undefined) {
     const known = Object.keys(PREBUILT_PACKAGES).join(", ");
     return {
       error: unavailable(
-        "no-prebuilt",
-        `there is no prebuilt addon for ${key} (there is for ${known})${also}`,
+        orLocal({
+          reason: "no-prebuilt",
+          what: `there is no prebuilt addon for ${key} (there is for ${known})${also}`,
+        }),
+        root,
       ),
     };
   }
-  let file: string;
+  const resolve = createRequire(join(root, "package.json")).resolve;
+  const reinstall =
+    `Reinstall it: npm install ${packageName}@${ownVersion(root)} (with pnpm or yarn, remove node_modules ` +
+    "and install again; a copied or half-downloaded package is the usual cause)";
+  let manifest: string;
   try {
-    file = createRequire(join(packageRoot(), "package.json")).resolve(`${packageName}/${ADDON_FILE_NAME}`);
+    manifest = resolve(`${packageName}/package.json`);
   } catch {
     return {
       error: unavailable(
-        "not-installed",
-        `${packageName}, the prebuilt addon for ${key}, is not installed (it is an optional dependency: ` +
-          `installed with optional dependencies left out, or on another platform? Install it with ` +
-          `npm install ${packageName}@${ownVersion()})${also}`,
+        orLocal({
+          reason: "not-installed",
+          what:
+            `${packageName}, the prebuilt addon for ${key}, is not installed (it is an optional dependency: ` +
+            `installed with optional dependencies left out, or on another platform? Install it with ` +
+            `npm install ${packageName}@${ownVersion(root)})${also}`,
+        }),
+        root,
       ),
     };
   }
-  const result = loadAddonFile(file);
+  const file = join(dirname(manifest), ADDON_FILE_NAME);
+  if (!existsSync(file)) {
+    return {
+      error: unavailable(
+        {
+          reason: "damaged",
+          what: `${packageName} is installed but its addon ${file} is missing${also}`,
+          path: file,
+          reinstall,
+        },
+        root,
+      ),
+    };
+  }
+  // The SHA-256 the package was packed with, beside the binary (a package without one is checked by its
+  // header alone).
+  const packed = packedDigest(`${file}.sha256`);
+  if (packed !== undefined && "defect" in packed) {
+    return {
+      error: unavailable(
+        { reason: "damaged", what: `${file} is damaged: ${packed.defect}${also}`, path: file, reinstall },
+        root,
+      ),
+    };
+  }
+  const result = loadAddonFile(file, packed?.sha256);
   if ("addon" in result) return result;
-  return { error: unavailable(result.reason, `${result.what}${also}`, result.cause) };
+  return {
+    error: unavailable(
+      {
+        ...result,
+        what: `${result.what}${also}`,
+        reinstall: result.reason === "damaged" ? reinstall : undefined,
+      },
+      root,
+    ),
+  };
+}
+
+/**
+ * The SHA-256 in a platform package's `<addon>.sha256` (sha256sum's format), `undefined` when there is no
+ * such file, or what is wrong with it.
+ */
+function packedDigest(file: string): { sha256: string } | { defect: string } | undefined {
+  let text: string;
+  try {
+    const stats = statSync(file);
+    if (!stats.isFile()) return { defect: `its checksum ${file} is not a file` };
+    if (stats.size > 4096) return { defect: `its checksum ${file} is ${stats.size} bytes, not a checksum` };
+    text = readFileSync(file, "latin1").slice(0, 200);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { defect: `its checksum ${file} cannot be read (${(error as NodeJS.ErrnoException).code})` };
+  }
+  const sha256 = /^([0-9a-f]{64})\b/i.exec(text)?.[1];
+  return sha256 === undefined ? { defect: `its checksum ${file} holds no SHA-256` } : { sha256 };
+}
+
+/** The loader's search for this very copy of the package on this machine. */
+function findAddon(): { addon: RawMetalAddon } | { error: NativeUnavailableError } {
+  return findMetalAddon(packageRoot(), platformKey());
 }
 
 let loaded: { addon: RawMetalAddon } | { error: NativeUnavailableError } | undefined;
@@ -118,7 +234,7 @@ export function openNativeBackendFile(file: string): NativeAddonBackend {
   let found = backendsByFile.get(file);
   if (found === undefined) {
     const result = loadAddonFile(file);
-    if (!("addon" in result)) throw unavailable(result.reason, result.what, result.cause);
+    if (!("addon" in result)) throw unavailable(result, packageRoot());
     found = new NativeAddonBackend(result.addon);
     backendsByFile.set(file, found);
   }

@@ -7,7 +7,8 @@ import {
   checkRange,
   releasedError,
 } from "@nuvec/native-core";
-import { ArgumentError, describeValue, mappingSize } from "@nuvec/stats";
+import { ArgumentError, describeValue, mappingSize, Teardown } from "@nuvec/stats";
+import { MockSpace } from "./address-space.js";
 import { MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
@@ -80,6 +81,12 @@ export interface MockBackendOptions {
   residencySetLimit?: number;
   /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
   failWiring?: MockWiringFault;
+  /**
+   * The granularity of address spaces (a power of two): with it the mock has `reserveAddressSpace`,
+   * `mapMemory` and `unmapMemory`, as a CUDA device (and the segments policy's large pool is expandable).
+   * Default: none.
+   */
+  mapGranularity?: number;
 }
 
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -108,7 +115,11 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   /** The number of residency sets that can be made, `undefined` for no limit; settable. */
   residencySetLimit: number | undefined;
 
+  /** The granularity of address spaces, or `undefined` when the mock has none (the default). */
+  readonly mapGranularity?: number;
+
   readonly #core: MockCore;
+  readonly #spaces = new WeakMap<MockBuffer, MockSpace>();
   readonly #files = new Map<string, MockFile>();
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
@@ -178,6 +189,81 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     this.residencySetLimit = options.residencySetLimit;
     this.#core = new MockCore(new MockCallLog(callLogLimit), realMemoryUpTo);
     this.#core.failWiring = options.failWiring ?? false;
+    if (options.mapGranularity !== undefined) {
+      if (!isPowerOfTwo(options.mapGranularity)) {
+        throw new ArgumentError(
+          "mapGranularity",
+          `mapGranularity must be a power of two, got ${describeValue(options.mapGranularity)}`,
+        );
+      }
+      this.mapGranularity = options.mapGranularity;
+    } else {
+      // No address spaces: a policy sees none of the calls.
+      for (const name of ["reserveAddressSpace", "mapMemory", "unmapMemory"]) {
+        Object.defineProperty(this, name, { value: undefined, enumerable: false });
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- address spaces
+
+  /**
+   * `capacity` bytes of address space (whole granules, at most `maxBufferLength`) with no memory
+   * (`allocatedSize` 0): ranges of it can be made only where {@link mapMemory} backed it.
+   */
+  reserveAddressSpace(capacity: number): MockBuffer {
+    this.#core.assertOpen("reserveAddressSpace()");
+    const granularity = this.mapGranularity as number;
+    checkBufferLength(capacity, this.maxBufferLength);
+    if (capacity % granularity !== 0) {
+      throw new ArgumentError(
+        "capacity",
+        `reserveAddressSpace(): ${capacity} bytes is not whole granules of ${granularity}`,
+      );
+    }
+    const space = new MockBuffer(this.#core, this.#nextBufferId++, capacity, 0);
+    this.#core.adopt(space);
+    this.#core.counters.buffersMade += 1;
+    this.#spaces.set(space, new MockSpace(capacity, granularity));
+    return space;
+  }
+
+  /**
+   * Backs `[offset, offset + length)` of a space with memory (whole granules, no overlap). `failAllocation`
+   * applies: a map is an allocation attempt, refused with an `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
+   */
+  mapMemory(space: NativeBuffer, offset: number, length: number): void {
+    const mappings = this.#spaceOf(space, "mapMemory");
+    mappings.checkGranules(offset, length, "mapMemory");
+    this.#bufferAttempts += 1;
+    const attempt = this.#bufferAttempts;
+    if (this.failAllocation?.(length, attempt) === true) {
+      throw allocationFailed(
+        length,
+        `mapMemory(${length}) failed: the mock was told to fail allocation attempt ${attempt}`,
+      );
+    }
+    mappings.map(offset, length);
+  }
+
+  /** Unmaps exactly one earlier {@link mapMemory} range. */
+  unmapMemory(space: NativeBuffer, offset: number, length: number): void {
+    this.#spaceOf(space, "unmapMemory").unmap(offset, length);
+  }
+
+  /** Bytes mapped into `space` now (for tests: what a GPU's driver would hold). */
+  mappedBytes(space: NativeBuffer): number {
+    return this.#spaceOf(space, "mappedBytes").mappedBytes;
+  }
+
+  #spaceOf(space: NativeBuffer, method: string): MockSpace {
+    this.#core.assertOpen(`${method}()`);
+    const found = space instanceof MockBuffer ? this.#spaces.get(space) : undefined;
+    if (found === undefined) {
+      throw new ArgumentError("space", `${method}(): space must be an address space of this backend`);
+    }
+    if (space.released) throw releasedError(`${method}(): the space was already released`);
+    return found;
   }
 
   // ---------------------------------------------------------------- buffers
@@ -228,6 +314,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
         }
         if (!this.#core.allocations.has(segment)) throw notOurs();
         checkRange(offset, length, segment.length);
+        this.#spaces.get(segment)?.assertBacked(offset, length);
         return new MockBufferRange(this.#core, segment, offset, length);
       },
     );
@@ -436,20 +523,13 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     if (this.#core.closed) return;
     // Every handle is released even if one release throws; the backend is closed either way and the first
     // error is rethrown at the end.
-    let failure: { error: unknown } | undefined;
-    const attempt = (release: () => void) => {
-      try {
-        release();
-      } catch (error) {
-        failure ??= { error };
-      }
-    };
-    for (const set of this.liveResidencySets) attempt(() => set.release());
+    const teardown = new Teardown();
+    for (const set of this.liveResidencySets) teardown.run(() => set.release());
     for (const allocation of [...this.#core.allocations])
-      attempt(() => (allocation as MockBuffer | MockMappedFile).release());
+      teardown.run(() => (allocation as MockBuffer | MockMappedFile).release());
     this.#core.closed = true;
     this.#core.log.record("close", undefined, undefined, "ok");
-    if (failure !== undefined) throw failure.error;
+    teardown.finish();
   }
 
   /** `close()`, for `using backend = new MockBackend()` (defined where the engine has `Symbol.dispose`). */

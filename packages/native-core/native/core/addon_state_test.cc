@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "addon_state.h"
+#include "allocation_failure_test.h"
 #include "check_test.h"
 
 namespace {
@@ -353,6 +354,44 @@ void ViewLedger() {
   std::puts("ok view ledger: ends from any thread, applied on the environment's; after teardown, the last end frees");
 }
 
+// The teardown's handover to the ledger with a failure at each allocation in turn: either it is handed over
+// (the last end frees it) or, with no room for that, abandoned and counted; never freed under a view, never a
+// crash, and no end lost on the way.
+void ViewLedgerAllocationFailures() {
+  using nuvec_test::FailAllocationAfter;
+  using nuvec_test::StopFailingAllocations;
+  bool handedOver = false;
+  bool abandoned = false;
+  for (long at = 0; at < 40 && !(handedOver && abandoned && at > 30); at += 1) {
+    Fixture f;
+    f.state.viewLedger = std::make_shared<nuvec::ViewLedger>();
+    std::shared_ptr<nuvec::ViewLedger> ledger = f.state.viewLedger;
+    uint64_t live = f.buffer(2048);
+    uint64_t liveView = f.state.ViewCreated(live);
+    uint64_t ended = f.buffer(1024);
+    uint64_t endedView = f.state.ViewCreated(ended);
+    ledger->ViewGone(ended, endedView);  // queued: the teardown applies it
+    std::thread([&ledger, ended] { ledger->ViewGone(ended, 999999); }).join();  // an end of no view
+    nuvec::AbandonedTotals before = nuvec::ProcessAbandoned();
+    FailAllocationAfter(at);
+    f.state.TearDown();
+    StopFailingAllocations();
+    CHECK(f.state.tornDown && f.state.OwnedAllocations() == 0);
+    CHECK(f.freed.allocations == 1);  // the ended one, either way
+    CHECK(nuvec::ProcessAbandoned().bytes == before.bytes + 2048);
+    std::thread([&ledger, live, liveView] { ledger->ViewGone(live, liveView); }).join();
+    if (ledger->OrphanGroups() == 0 && f.freed.allocations == 2) {
+      handedOver = true;
+      CHECK(nuvec::ProcessAbandoned().bytes == before.bytes);
+    } else {
+      abandoned = true;  // kept for the rest of the process, counted
+      CHECK(f.freed.allocations == 1 && nuvec::ProcessAbandoned().bytes == before.bytes + 2048);
+    }
+  }
+  CHECK(handedOver && abandoned);
+  std::puts("ok view ledger allocation failures: handed over or abandoned, never freed under a view");
+}
+
 void Counters() {
   Fixture f;
   f.buffer(100);
@@ -369,9 +408,100 @@ void Counters() {
   std::puts("ok counters");
 }
 
+// Every step that can throw std::bad_alloc, failed in turn: the state is left as before the call (no
+// counter moved, nothing recorded half way), and what the call was given is freed or still freeable.
+void AllocationFailures() {
+  using nuvec_test::FailAllocationAfter;
+  using nuvec_test::StopFailingAllocations;
+  // AddAllocation: a failed record frees the allocation with the argument and counts nothing.
+  for (long at = 0; at < 8; at += 1) {
+    Fixture f;
+    auto allocation = std::make_unique<FakeAllocation>(4096, &f.freed);
+    FailAllocationAfter(at);
+    uint64_t id = 0;
+    try {
+      id = f.state.AddAllocation(std::move(allocation), false);
+    } catch (const std::bad_alloc&) {
+    }
+    StopFailingAllocations();
+    if (id == 0) {
+      CHECK(f.freed.allocations == 1);
+      CHECK(f.state.counters.buffersMade == 0 && f.state.counters.bufferBytes == 0);
+      CHECK(f.externalBytes == 0);
+    } else {
+      f.state.HandleDone(id, true);
+      CHECK(f.freed.allocations == 1 && f.externalBytes == 0);
+    }
+  }
+  // AddRange: a failed range leaves its parent free to go when released.
+  for (long at = 0; at < 8; at += 1) {
+    Fixture f;
+    uint64_t parent = f.buffer(65536);
+    FailAllocationAfter(at);
+    uint64_t range = 0;
+    try {
+      range = f.state.AddRange(parent, 0, 4096);
+    } catch (const std::bad_alloc&) {
+    }
+    StopFailingAllocations();
+    if (range != 0) f.state.HandleDone(range, true);
+    f.state.HandleDone(parent, true);
+    CHECK(f.freed.allocations == 1);  // a range is no memory of its own: only the parent is freed
+    CHECK(f.state.FindAllocation(parent) == nullptr);
+  }
+  // AddToSet: all or nothing; then the set's end and the release free the allocation.
+  for (long at = 0; at < 12; at += 1) {
+    Fixture f;
+    uint64_t buffer = f.buffer(4096);
+    uint64_t set = f.set();
+    ResidencySet* handle = f.state.FindSet(set);
+    Allocation* allocation = f.state.FindAllocation(buffer);
+    FailAllocationAfter(at);
+    bool added = true;
+    try {
+      f.state.AddToSet(handle, buffer);
+    } catch (const std::bad_alloc&) {
+      added = false;
+    }
+    StopFailingAllocations();
+    CHECK(handle->members.count(allocation) == (added ? 1u : 0u));
+    CHECK(allocation->sets.count(handle) == (added ? 1u : 0u));
+    f.state.HandleDone(buffer, true);
+    CHECK(f.freed.allocations == (added ? 0 : 1));
+    f.state.FreeSet(set);
+    CHECK(f.freed.allocations == 1 && f.freed.sets == 1);
+  }
+  // FreeSet: a failure leaves the set as it was, to be freed again.
+  for (long at = 0; at < 4; at += 1) {
+    Fixture f;
+    uint64_t buffer = f.buffer(4096);
+    uint64_t set = f.set();
+    f.state.AddToSet(f.state.FindSet(set), buffer);
+    f.state.Commit(f.state.FindSet(set));
+    FailAllocationAfter(at);
+    bool freed = true;
+    try {
+      f.state.FreeSet(set);
+    } catch (const std::bad_alloc&) {
+      freed = false;
+    }
+    StopFailingAllocations();
+    if (!freed) {
+      CHECK(f.state.FindSet(set) != nullptr);
+      CHECK(f.state.FindAllocation(buffer)->sets.size() == 1);
+      f.state.FreeSet(set);
+    }
+    CHECK(f.freed.sets == 1);
+    f.state.HandleDone(buffer, true);
+    CHECK(f.freed.allocations == 1);
+  }
+  std::puts("ok allocation failures");
+}
+
 }  // namespace
 
 int main() {
+  AllocationFailures();
   AddAndRelease();
   ViewsDetachedByUs();
   EscapedViewsQuarantine();
@@ -380,6 +510,7 @@ int main() {
   TearDown();
   Ranges();
   ViewLedger();
+  ViewLedgerAllocationFailures();
   Counters();
   std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;

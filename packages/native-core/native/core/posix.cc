@@ -103,56 +103,70 @@ static Failure FileFailure(const char* syscall, int errnum, const std::string& p
                          "cannot map " + path + ": " + what + " (" + syscall + ": " + ErrnoName(errnum) + ")");
 }
 
+namespace {
+// An open file descriptor, closed when dropped: every way out of MapWholeFile closes it, a throwing one
+// (a failure's message is a std::string) included.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+}  // namespace
+
 FileMapping MapWholeFile(const std::string& path, size_t pageSize, Failure* failure) {
   FileMapping mapping;
   // O_NONBLOCK so that opening a FIFO by mistake cannot hang the process; it is refused below anyway.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
+  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
     int errnum = errno;
     *failure = FileFailure("open", errnum, path, ErrorText(errnum));
     return mapping;
   }
   struct stat info;
-  if (fstat(fd, &info) != 0) {
+  if (fstat(fd.get(), &info) != 0) {
     int errnum = errno;
-    close(fd);
     *failure = FileFailure("fstat", errnum, path, ErrorText(errnum));
     return mapping;
   }
   // open(O_RDONLY) succeeds on a directory; report what open(2) says of a directory opened for writing
   // (the mapping is writable, copy-on-write), which is also what Node's fs says.
   if (S_ISDIR(info.st_mode)) {
-    close(fd);
     *failure = FileFailure("open", EISDIR, path, "is a directory");
     return mapping;
   }
   // What mmap(2) itself answers for a file that cannot be mapped (FIFO, socket, most devices).
   if (!S_ISREG(info.st_mode)) {
-    close(fd);
     *failure = FileFailure("mmap", ENODEV, path, "is not a regular file");
     return mapping;
   }
   // mmap(2) refuses a length of 0 with EINVAL: say so before calling it, with the same syscall and errno.
   if (info.st_size == 0) {
-    close(fd);
     *failure = FileFailure("mmap", EINVAL, path, "the file is empty");
     return mapping;
   }
   if (static_cast<uint64_t>(info.st_size) > SIZE_MAX - pageSize) {
-    close(fd);
     *failure = FileFailure("mmap", EOVERFLOW, path, "the file is too large to map");
     return mapping;
   }
   size_t length = static_cast<size_t>(info.st_size);
   size_t mappedLength = (length + pageSize - 1) / pageSize * pageSize;
   // Private and writable: a write through a view copies the page (never reaches the file, never faults).
-  void* address = mmap(nullptr, mappedLength, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  int errnum = errno;
-  close(fd);  // the mapping keeps its own reference to the file
+  // The mapping keeps its own reference to the file: the descriptor closes on the way out.
+  void* address = mmap(nullptr, mappedLength, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
   if (address == MAP_FAILED) {
+    int errnum = errno;
     *failure = FileFailure("mmap", errnum, path, ErrorText(errnum));
     return mapping;
   }
+  // From here nothing can throw: the caller takes the mapping over (the host layer at once into its owner).
   mapping.address = address;
   mapping.length = length;
   mapping.mappedLength = mappedLength;

@@ -9,12 +9,19 @@ WiringResidencySet::~WiringResidencySet() {
 }
 
 void WiringResidencySet::wire(Allocation* allocation) {
-  if (wired_.count(allocation) > 0) return;
-  int error = wiring_->wireOne(allocation);
-  if (error == 0) {
-    wired_.insert(allocation);
-    return;
+  // Recorded before it is wired, so that a lock is never held unrecorded (the insert is what can throw);
+  // taken out again when wiring fails or throws.
+  auto [entry, inserted] = wired_.insert(allocation);
+  if (!inserted) return;
+  int error;
+  try {
+    error = wiring_->wireOne(allocation);
+  } catch (...) {
+    wired_.erase(entry);
+    throw;
   }
+  if (error == 0) return;
+  wired_.erase(entry);
   wiringFailures_ += 1;
   lastWiringError_ = wiring_->wiringAdvice(allocation, error);
 }
@@ -37,8 +44,10 @@ void WiringResidencySet::requestResidency() {
 
 void WiringResidencySet::endResidency() {
   requested_ = false;
-  std::vector<Allocation*> wired(wired_.begin(), wired_.end());
-  for (Allocation* allocation : wired) unwire(allocation);
+  // In place, allocating nothing: the destructor runs this, where a throw would end the process.
+  for (auto entry = wired_.begin(); entry != wired_.end(); entry = wired_.erase(entry)) {
+    wiring_->unwireOne(*entry);
+  }
 }
 
 }  // namespace nuvec

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "allocation_failure_test.h"
 #include "check_test.h"
 #include "wiring_residency_set.h"
 
@@ -94,7 +95,54 @@ void FailuresAreCountedAndRetried() {
 
 }  // namespace
 
+namespace {
+
+// Counts what is wired without allocating (an allocation here would be one the test fails on purpose).
+class CountingWiring final : public nuvec::Wiring {
+ public:
+  int wired = 0;
+  int wireOne(Allocation*) override {
+    wired += 1;
+    return 0;
+  }
+  void unwireOne(Allocation*) override { wired -= 1; }
+  std::string wiringAdvice(Allocation*, int) override { return "refused"; }
+};
+
+// A lock is never held unrecorded: with the set's bookkeeping failing at each allocation in turn, ending
+// residency (and the set's end) unwires all that was wired.
+void AllocationFailures() {
+  for (long at = 0; at < 24; at += 1) {
+    CountingWiring wiring;
+    auto freed = std::make_shared<FreedCounters>();
+    FakeAllocation a;
+    FakeAllocation b;
+    {
+      WiringResidencySet set(&wiring, freed);
+      set.add(&a);
+      set.add(&b);
+      set.commit();
+      nuvec_test::FailAllocationAfter(at);
+      try {
+        set.requestResidency();
+      } catch (const std::bad_alloc&) {
+      }
+      nuvec_test::StopFailingAllocations();
+      CHECK(wiring.wired >= 0 && wiring.wired <= 2);
+      set.endResidency();
+      CHECK(wiring.wired == 0);
+      set.requestResidency();
+      CHECK(wiring.wired == 2);
+    }
+    CHECK(wiring.wired == 0);
+  }
+  std::puts("ok allocation failures");
+}
+
+}  // namespace
+
 int main() {
+  AllocationFailures();
   WiringFollowsRequestAndCommits();
   FailuresAreCountedAndRetried();
   std::printf("all %d checks passed\n", nuvec_test::checks);

@@ -1,0 +1,54 @@
+// The replay program on a 36-million-event trace: memory bounded by what the trace keeps live, not by its
+// length (at most 150 MiB resident, the process's own peak), and the figures exact. The trace is written to
+// a temporary file by the allocator's streaming generator, never held whole. From the built program.
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const app = resolve(here, "..");
+const allocator = dirname(createRequire(import.meta.url).resolve("@nuvec/allocator/package.json"));
+const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-long-"));
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+describe("replay of a 36-million-event trace", () => {
+  it("stays within 150 MiB resident and gives the trace's exact figures", () => {
+    const trace = join(folder, "long.ndjson");
+    execFileSync(process.execPath, [
+      join(allocator, "bench", "generate-trace.mjs"),
+      trace,
+      "36000000",
+      "1000",
+    ]);
+    const rssFile = join(folder, "max-rss");
+    const result = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        pathToFileURL(join(here, "children", "report-max-rss.mjs")).href,
+        join(app, "dist", "replay.js"),
+        "--json",
+        trace,
+      ],
+      { encoding: "utf8", env: { ...process.env, NUVEC_MAX_RSS_FILE: rssFile }, timeout: 600_000 },
+    );
+    rmSync(trace, { force: true });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+    const figures = JSON.parse(result.stdout);
+    expect(figures).toMatchObject({
+      events: 36_000_000,
+      policy: "bounded",
+      active: 527_811_328,
+      peakActive: 531_681_280,
+      reserved: 558_481_664,
+      systemAllocations: 1070,
+    });
+    const maxRss = Number(readFileSync(rssFile, "utf8"));
+    expect(maxRss).toBeLessThanOrEqual(150 * 1024 * 1024);
+  }, 900_000);
+});

@@ -1,0 +1,16 @@
+// Types of scripts/temporary.mjs.
+
+/** A temporary folder and the way to remove it now. */
+export interface TemporaryFolder {
+  /** The folder, made with `mkdtemp` under the system's temporary folder. */
+  readonly path: string;
+  /** Removes it now (idempotent); its guardian then ends. */
+  remove(): void;
+}
+
+/**
+ * Makes a temporary folder named `prefix…` that is removed when the program ends, however it ends (a normal
+ * end, an error, SIGINT, SIGTERM, SIGHUP, SIGKILL): a guardian process detached with setsid removes it
+ * once the pipe from this process closes.
+ */
+export declare function temporaryFolder(prefix: string): TemporaryFolder;
