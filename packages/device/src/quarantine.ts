@@ -20,14 +20,12 @@ export class Quarantine {
     this.#allocator = allocator;
   }
 
-  /**
-   * The owners of the freed buffers still held, with the bytes each is counted at (oldest first). Mappings
-   * held for a moved view have no owner a trace knows, and are not listed.
-   */
+  /** The owners of the freed buffers still held, with the bytes each is counted at (oldest first). */
   held(): (readonly [object, number])[] {
-    const held: (readonly [object, number])[] = [];
-    for (const entry of this.#held) if (entry.owner !== undefined) held.push([entry.owner, entry.bytes]);
-    return held;
+    const owned: (readonly [object, number])[] = [];
+    // A mapping has no owner to name (a trace opens with the buffers only).
+    for (const entry of this.#held) if (entry.owner !== undefined) owned.push([entry.owner, entry.bytes]);
+    return owned;
   }
 
   /** How many freed buffers are still held. */
