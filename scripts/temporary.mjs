@@ -1,10 +1,11 @@
 // A temporary folder removed on every way out: a normal end, an error, and a death by signal (SIGINT,
 // SIGTERM, SIGHUP, even SIGKILL). Every program of the repository that writes temporary files uses it (the
-// scripts here, the example programs, the packages' build scripts); types in temporary.d.mts. A signal handler cannot do it: the programs write and replay synchronously,
-// so a handler would run only once the work is done (Ctrl-C ignored for seconds), and SIGKILL runs none.
-// Instead a small guardian process, detached with setsid (the terminal's Ctrl-C and hang-up do not reach
-// it), holds the read end of a pipe whose write end only this process has: when this process ends in any
-// way, the kernel closes the pipe and the guardian removes the folder.
+// scripts here, the example programs, the packages' build scripts); types in temporary.d.mts. A signal
+// handler cannot do it: the programs write and replay synchronously, so a handler would run only once the
+// work is done (Ctrl-C ignored for seconds), and SIGKILL runs none. Instead a small guardian process,
+// detached with setsid (the terminal's Ctrl-C and hang-up do not reach it), holds the read end of a pipe
+// whose write end only this process has: when this process ends in any way, the kernel closes the pipe and
+// the guardian removes the folder.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

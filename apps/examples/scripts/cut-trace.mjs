@@ -4,10 +4,19 @@
 //   node apps/examples/scripts/cut-trace.mjs fixtures/traces/gpt2-generate.ndjson.gz 24000 apps/examples/traces/gpt2-decode-cut.ndjson.gz
 import { readFileSync, writeFileSync } from "node:fs";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { prepareOutputPath } from "../../../scripts/output-path.mjs";
 
 const [source, count, target] = process.argv.slice(2);
 if (!source || !count || !target) {
   console.error("usage: cut-trace.mjs SOURCE EVENTS TARGET");
+  process.exit(2);
+}
+// Checked before the work: a path that cannot be written fails at once, never after reading the source.
+let output;
+try {
+  output = prepareOutputPath(target, "TARGET");
+} catch (error) {
+  console.error(`${error.message} (${error.code})`);
   process.exit(2);
 }
 const lines = gunzipSync(readFileSync(source)).toString("utf8").trim().split("\n");
@@ -38,5 +47,5 @@ const cut = {
   peak_live_bytes: peak,
 };
 const text = [cut, ...events].map((line) => JSON.stringify(line)).join("\n");
-writeFileSync(target, gzipSync(`${text}\n`, { level: 9 }));
+writeFileSync(output, gzipSync(`${text}\n`, { level: 9 }));
 console.log(JSON.stringify(cut));

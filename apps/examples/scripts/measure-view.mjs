@@ -5,12 +5,12 @@
 //   node apps/examples/scripts/measure-view.mjs [TRACE] [TIMES] [RUNS]
 // (default: fixtures/traces/gpt2-generate.ndjson.gz 4 times over, 542,222 events; 5 runs).
 import { spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 import { temporaryFolder } from "../../../scripts/temporary.mjs";
+import { chromiumExecutable, launchChromium } from "./chromium.mjs";
 
 const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const [
@@ -18,7 +18,7 @@ const [
   times = "4",
   runs = "5",
 ] = process.argv.slice(2);
-const executable = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) => existsSync(path));
+const executable = chromiumExecutable;
 if (executable === undefined) {
   console.error("measure-view: no chromium (apt-get install -y --no-install-recommends chromium)");
   process.exit(2);
@@ -43,18 +43,7 @@ try {
   );
   if (replay.status !== 0) throw new Error(replay.stderr);
   const writeMs = performance.now() - started;
-  const browser = await chromium.launch({
-    executablePath: executable,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
+  const browser = await launchChromium(executable);
   const draws = [];
   for (let run = 0; run < Number(runs); run += 1) {
     const page = await browser.newPage({ viewport: { width: 1500, height: 900 } });

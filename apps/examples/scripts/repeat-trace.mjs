@@ -5,10 +5,19 @@
 //   node apps/examples/scripts/repeat-trace.mjs fixtures/traces/gpt2-generate.ndjson.gz 4 /tmp/gpt2-x4.ndjson.gz
 import { readFileSync, writeFileSync } from "node:fs";
 import { gunzipSync, gzipSync } from "node:zlib";
+import { prepareOutputPath } from "../../../scripts/output-path.mjs";
 
 const [source, times, target] = process.argv.slice(2);
 if (!source || !times || !target || !(Number(times) >= 1)) {
   console.error("usage: repeat-trace.mjs SOURCE TIMES TARGET");
+  process.exit(2);
+}
+// Checked before the work: a path that cannot be written fails at once, never after reading the source.
+let output;
+try {
+  output = prepareOutputPath(target, "TARGET");
+} catch (error) {
+  console.error(`${error.message} (${error.code})`);
   process.exit(2);
 }
 const lines = gunzipSync(readFileSync(source)).toString("utf8").trim().split("\n");
@@ -40,5 +49,5 @@ const repeated = {
   allocations,
 };
 const text = [repeated, ...out].map((line) => JSON.stringify(line)).join("\n");
-writeFileSync(target, gzipSync(`${text}\n`, { level: 6 }));
+writeFileSync(output, gzipSync(`${text}\n`, { level: 6 }));
 console.log(JSON.stringify(repeated));

@@ -47,45 +47,18 @@ function traceFile(name: string, lines: unknown[]): string {
 }
 
 describe("hostile: replay refuses what replayTrace refuses (one validation path)", () => {
-  it.each([
-    [
-      "a free of an unknown id",
-      [
-        ["a", 0, 10],
-        ["f", 5],
-      ],
-      /never allocated/,
-    ],
-    [
-      "a double free",
-      [
-        ["a", 0, 10],
-        ["f", 0],
-        ["f", 0],
-      ],
-      /already freed/,
-    ],
-    [
-      "a reused id",
-      [
-        ["a", 0, 10],
-        ["a", 0, 10],
-      ],
-      /already allocated/,
-    ],
-    [
-      "an unmap of an unknown id",
-      [
-        ["m", 0, 4096],
-        ["u", 1],
-      ],
-      /never mapped/,
-    ],
-  ])("%s: one line on stderr, exit code 2", (_name, events, why) => {
+  // Which histories are impossible is @nuvec/allocator's table, checked against every reader there
+  // (test/bad-traces.ts): here, that the program reports the reader's refusal.
+  it("a double free: one line on stderr, exit code 2", () => {
+    const events = [
+      ["a", 0, 10],
+      ["f", 0],
+      ["f", 0],
+    ];
     const { status, stderr } = run("replay", [traceFile("bad-ids.ndjson.gz", events), "--json"]);
     expect(status).toBe(2);
     expect(stderr.trim().split("\n")).toHaveLength(1);
-    expect(stderr).toMatch(why);
+    expect(stderr).toMatch(/already freed/);
     expect(stderr).toContain("ERR_NUVEC_TRACE_EVENT");
   });
 

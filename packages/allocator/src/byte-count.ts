@@ -6,7 +6,8 @@ import { ArgumentError, byteCountProblem } from "@nuvec/stats";
  * it and do not check again.
  */
 export function checkedByteCount(value: unknown, name: string): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  // `+ 0` reads -0 as 0: a limit set to -0 reads back 0.
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value + 0;
   const problem = byteCountProblem(value, name);
   if (problem) throw new ArgumentError(name, problem.message);
   return value as number;

@@ -10,6 +10,8 @@ export const fixturesDir = resolve(repoRoot, "fixtures");
 export const tracesDir = resolve(fixturesDir, "traces");
 export const conformanceFile = resolve(fixturesDir, "conformance/allocator-scenarios.json");
 
+export { thrown } from "../../stats/test/thrown.js";
+
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
 export const GiB = 1024 * MiB;

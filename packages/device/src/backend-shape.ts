@@ -10,22 +10,50 @@
 import type { NativeBackend } from "@nuvec/metal-native";
 import { ArgumentError, describeValue } from "@nuvec/stats";
 
+// Taken at load, as the Device's other intrinsics (environment.ts): a later patch cannot reroute its calls.
+const reflectApply = Reflect.apply;
+
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
-const METHODS = ["newBuffer", "mapFile", "newResidencySet", "attachResidencySet", "counters"] as const;
-const OPTIONAL_METHODS = [
-  "newBufferRange",
-  "checkMetalDevice",
-  "reserveAddressSpace",
-  "mapMemory",
-  "unmapMemory",
-] as const;
-const SIZES = [
-  "memorySize",
-  "recommendedMaxWorkingSetSize",
-  "maxBufferLength",
-  "resourceLimit",
-  "pageSize",
-] as const;
+
+/** How each member of a backend is read and checked. */
+type MemberKind =
+  | "method"
+  | "optional method"
+  | "size"
+  | "optional size"
+  | "string"
+  | "platform"
+  | "boolean"
+  | "optional boolean"
+  | "read when needed";
+
+/**
+ * Every member of {@link NativeBackend}, and how it is checked. A `Record` over the interface's keys: a member
+ * added to the interface and not here fails to compile, so the Device never silently drops one.
+ */
+const MEMBERS: Readonly<Record<keyof NativeBackend, MemberKind>> = {
+  name: "string",
+  platform: "platform",
+  memorySize: "size",
+  recommendedMaxWorkingSetSize: "size",
+  maxBufferLength: "size",
+  resourceLimit: "size",
+  pageSize: "size",
+  supportsResidencySets: "boolean",
+  hostVisible: "optional boolean",
+  newBuffer: "method",
+  newBufferRange: "optional method",
+  mapGranularity: "optional size",
+  reserveAddressSpace: "optional method",
+  mapMemory: "optional method",
+  unmapMemory: "optional method",
+  mapFile: "method",
+  newResidencySet: "method",
+  attachResidencySet: "method",
+  checkMetalDevice: "optional method",
+  counters: "method",
+  lastWiringError: "read when needed",
+};
 
 function bad(member: string, message: string, cause?: unknown): ArgumentError {
   return new ArgumentError(
@@ -62,66 +90,54 @@ export function checkedBackend(backend: unknown): NativeBackend {
       `Device.open(): backend must be an object, got ${describeValue(backend)}`,
     );
   }
-  const apply = Reflect.apply;
+  const apply = reflectApply;
   const shape: Record<string, unknown> = {};
-  for (const member of [...METHODS, ...OPTIONAL_METHODS]) {
+  for (const [member, kind] of Object.entries(MEMBERS) as [string, MemberKind][]) {
+    if (kind === "read when needed") continue;
     const value = read(backend, member);
-    const optional = (OPTIONAL_METHODS as readonly string[]).includes(member);
+    const optional = kind.startsWith("optional");
     if (value === undefined && optional) continue;
-    if (typeof value !== "function") {
-      throw bad(
-        member,
-        value === undefined ? "is missing (a function)" : `must be a function, got ${describeValue(value)}`,
-      );
+    if (kind === "method" || kind === "optional method") {
+      if (typeof value !== "function") {
+        throw bad(
+          member,
+          value === undefined ? "is missing (a function)" : `must be a function, got ${describeValue(value)}`,
+        );
+      }
+      shape[member] = (...args: unknown[]) => apply(value, backend, args);
+    } else if (kind === "size" || kind === "optional size") {
+      if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+        throw bad(member, `must be a non-negative safe integer, got ${describeValue(value)}`);
+      }
+      shape[member] = value;
+    } else if (kind === "string") {
+      if (typeof value !== "string") throw bad(member, `must be a string, got ${describeValue(value)}`);
+      shape[member] = value;
+    } else if (kind === "platform") {
+      if (!(PLATFORMS as readonly unknown[]).includes(value)) {
+        throw bad(member, `must be one of ${PLATFORMS.join(", ")}, got ${describeValue(value)}`);
+      }
+      shape[member] = value;
+    } else {
+      if (typeof value !== "boolean") throw bad(member, `must be a boolean, got ${describeValue(value)}`);
+      shape[member] = value;
     }
-    shape[member] = (...args: unknown[]) => apply(value, backend, args);
   }
-  for (const member of SIZES) {
-    const value = read(backend, member);
-    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-      throw bad(member, `must be a non-negative safe integer, got ${describeValue(value)}`);
-    }
-    shape[member] = value;
-  }
-  const name = read(backend, "name");
-  if (typeof name !== "string") throw bad("name", `must be a string, got ${describeValue(name)}`);
-  shape.name = name;
-  const platform = read(backend, "platform");
-  if (!(PLATFORMS as readonly unknown[]).includes(platform)) {
-    throw bad("platform", `must be one of ${PLATFORMS.join(", ")}, got ${describeValue(platform)}`);
-  }
-  shape.platform = platform;
-  const supportsResidencySets = read(backend, "supportsResidencySets");
-  if (typeof supportsResidencySets !== "boolean") {
-    throw bad("supportsResidencySets", `must be a boolean, got ${describeValue(supportsResidencySets)}`);
-  }
-  shape.supportsResidencySets = supportsResidencySets;
-  const hostVisible = read(backend, "hostVisible");
-  if (hostVisible !== undefined && typeof hostVisible !== "boolean") {
-    throw bad("hostVisible", `must be a boolean when given, got ${describeValue(hostVisible)}`);
-  }
-  if (hostVisible !== undefined) shape.hostVisible = hostVisible;
   // Address spaces: a granularity (a power of two) with all three calls, or none of them.
-  const mapGranularity = read(backend, "mapGranularity");
+  const mapGranularity = shape.mapGranularity as number | undefined;
   const spaceCalls = ["reserveAddressSpace", "mapMemory", "unmapMemory"].filter((member) => member in shape);
   if (mapGranularity !== undefined) {
-    if (
-      typeof mapGranularity !== "number" ||
-      !Number.isSafeInteger(mapGranularity) ||
-      mapGranularity <= 0 ||
-      (mapGranularity & (mapGranularity - 1)) !== 0
-    ) {
+    if (mapGranularity <= 0 || (mapGranularity & (mapGranularity - 1)) !== 0 || mapGranularity > 2 ** 30) {
       throw bad("mapGranularity", `must be a power of two when given, got ${describeValue(mapGranularity)}`);
     }
     if (spaceCalls.length !== 3) {
       throw bad("mapGranularity", "is given without reserveAddressSpace, mapMemory and unmapMemory");
     }
-    shape.mapGranularity = mapGranularity;
   } else {
     for (const member of spaceCalls) delete shape[member];
   }
-  // CUDA's device ordinal, which a 0-byte buffer's handle names.
-  const ordinal = platform === "cuda" ? read(backend, "device") : undefined;
+  // CUDA's device ordinal (beyond the interface), which a 0-byte buffer's handle names.
+  const ordinal = shape.platform === "cuda" ? read(backend, "device") : undefined;
   if (typeof ordinal === "number") shape.device = ordinal;
   Object.defineProperty(shape, "lastWiringError", {
     enumerable: true,

@@ -2,7 +2,7 @@
 // the expected state after every step, to the byte (fixtures/conformance).
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
-import { allocatorScenarios, replayScenario, scenarioFacts } from "../test/conformance.js";
+import { allocatorScenarios, replayOnDevice, scenarioFacts } from "../test/conformance.js";
 import { Device } from "./index.js";
 
 describe("allocator conformance scenarios through the Device over the mock", () => {
@@ -11,7 +11,7 @@ describe("allocator conformance scenarios through the Device over the mock", () 
     (_index, scenario) => {
       const backend = new MockBackend({ ...scenarioFacts(scenario), realFiles: false });
       const device = Device.open({ backend, policy: "mlx" });
-      replayScenario(device, scenario, (id, length) => {
+      replayOnDevice(device, scenario, (id, length) => {
         backend.addFile(`file-${id}`, length);
         return `file-${id}`;
       });

@@ -128,6 +128,13 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /** @internal Made by {@link Device.malloc}. */
   constructor(device: Owner, state: BufferState) {
+    // Only a Device has a BufferState to give (the class is not exported): no handle forged over nothing.
+    if (!(state instanceof BufferState)) {
+      throw new ArgumentError(
+        "new DeviceBuffer()",
+        "new DeviceBuffer(): a DeviceBuffer is made by device.malloc(bytes)",
+      );
+    }
     this.#device = device;
     this.#state = state;
   }
@@ -160,7 +167,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
   contents(): ArrayBuffer {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
-    if (this.#device.native.backend.hostVisible === false) throw notHostVisible("contents()");
+    if (this.#device.native.hostVisible === false) throw notHostVisible("contents()");
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);

@@ -11,7 +11,7 @@ import {
 } from "@nuvec/metal-native";
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
-import { ArgumentError, Teardown } from "@nuvec/stats";
+import { ArgumentError, checkArgument, Teardown } from "@nuvec/stats";
 import { checkedBackend } from "./backend-shape.js";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
@@ -25,16 +25,14 @@ import {
   wiredLimitTooLarge,
 } from "./errors.js";
 import { DeviceFigures } from "./figures.js";
+import { MADE_BY_DEVICE } from "./handle-owner.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
 import { MappedFile, mappedFileState } from "./mapped-file.js";
 import { checkMetalOptions } from "./metal-options.js";
 import { DeviceNative } from "./native-access.js";
 import {
-  checkByteCount,
   checkOpenOptions,
-  checkPath,
-  checkTimerInterval,
   type DeviceCounters,
   type DeviceInfo,
   type DeviceOptions,
@@ -43,8 +41,13 @@ import {
 import { allocatorOver, residencyOver } from "./parts.js";
 import { Quarantine } from "./quarantine.js";
 import { SafetyNet } from "./safety-net.js";
+import { DEVICE_OPEN, LIMIT, PATH, TRACE_NAME, timerInterval } from "./schemas.js";
 import { type Trace, TraceRecorder, traceOpening } from "./trace.js";
 import { WiringWarning } from "./wiring-warning.js";
+
+// What only Device.open holds: the constructor refuses to run without it, so `new Device(...)` from
+// JavaScript (where `private` does not reach) cannot skip open's checks.
+const OPEN_TOKEN: unique symbol = Symbol("Device.open");
 
 /**
  * A GPU (or host) device with MLX's caching allocator, hard memory limits, statistics, mapped files and
@@ -77,11 +80,18 @@ export class Device {
   readonly #native: DeviceNative;
 
   private constructor(
+    token: typeof OPEN_TOKEN,
     backend: NativeBackend,
     options: DeviceOptions,
     maxPercentPerSet: string | undefined,
     givenBackend: NativeBackend,
   ) {
+    if (token !== OPEN_TOKEN) {
+      throw new ArgumentError(
+        "new Device()",
+        "new Device(): a Device is made by Device.open(options), which checks its options and backend",
+      );
+    }
     this.#backend = backend;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
@@ -103,7 +113,9 @@ export class Device {
    * Opens a device: the real native backend (Metal on macOS, host memory on Linux) unless `backend` is given
    * (e.g. `new MockBackend()` from `@nuvec/metal-native/mock` in tests).
    */
-  static open(options: DeviceOptions = {}): Device {
+  static open(given: DeviceOptions = {}): Device {
+    // Every option checked by its declaration, each read once; the Device uses what the check returned.
+    const options: DeviceOptions = DEVICE_OPEN.parse(given);
     const maxPercentPerSet = checkOpenOptions(options);
     checkEnvironment(options.safetyNet !== false);
     const keepAlive = options.residencyKeepAliveMilliseconds;
@@ -114,7 +126,7 @@ export class Device {
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
       throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
     }
-    const device = new Device(backend, options, maxPercentPerSet, givenBackend);
+    const device = new Device(OPEN_TOKEN, backend, options, maxPercentPerSet, givenBackend);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
     if (keepAlive !== undefined) device.startResidencyKeepAlive(keepAlive);
     return device;
@@ -272,7 +284,7 @@ export class Device {
    */
   mapFile(path: string): MappedFile<Device> {
     if (this.#closed) throw deviceClosed("mapFile()");
-    checkPath(path);
+    path = checkArgument(PATH, path, "path", "mapFile()");
     if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
@@ -283,7 +295,7 @@ export class Device {
       throw error;
     }
     this.#wiring.watch(() => this.#residency.insert(native, true));
-    const file = new MappedFile(this, native, mapping);
+    const file = new MappedFile(this, native, mapping, MADE_BY_DEVICE);
     this.#trace?.map(file, native.length);
     this.#mappings.add(file);
     return file;
@@ -369,6 +381,7 @@ export class Device {
    */
   setMemoryLimit(bytes: number): number {
     this.#ensureOpen("setMemoryLimit()");
+    bytes = checkArgument(LIMIT, bytes, "bytes", "setMemoryLimit()");
     const previous = this.#allocator.setMemoryLimit(bytes);
     this.#trace?.limit("memory", bytes);
     return previous;
@@ -377,6 +390,7 @@ export class Device {
   /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
   setCacheLimit(bytes: number): number {
     this.#ensureOpen("setCacheLimit()");
+    bytes = checkArgument(LIMIT, bytes, "bytes", "setCacheLimit()");
     const previous = this.#allocator.setCacheLimit(bytes);
     this.#trace?.limit("cache", bytes);
     return previous;
@@ -389,7 +403,7 @@ export class Device {
    */
   setWiredLimit(bytes: number): number {
     this.#ensureOpen("setWiredLimit()");
-    checkByteCount(bytes, "bytes");
+    bytes = checkArgument(LIMIT, bytes, "bytes", "setWiredLimit()");
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
     if (bytes > maximum) throw wiredLimitTooLarge(bytes, maximum);
     const previous = this.#residency.wiredLimit;
@@ -417,7 +431,7 @@ export class Device {
    */
   startResidencyKeepAlive(intervalMilliseconds = 1000): void {
     this.#ensureOpen("startResidencyKeepAlive()");
-    checkTimerInterval(intervalMilliseconds, "intervalMilliseconds");
+    checkArgument(timerInterval, intervalMilliseconds, "intervalMilliseconds", "startResidencyKeepAlive()");
     this.#keepAlive.start(intervalMilliseconds, () => {
       if (!this.#closed) this.#wiring.watch(() => this.#residency.refresh());
     });
@@ -443,6 +457,7 @@ export class Device {
   /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
   startTrace(name = "device-trace"): void {
     this.#ensureOpen("startTrace()");
+    name = checkArgument(TRACE_NAME, name, "name", "startTrace()");
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, {
       ...traceOpening(this.#liveBuffers, this.#mappings, {

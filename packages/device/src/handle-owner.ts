@@ -8,7 +8,13 @@ export interface HandleOwner {
   /** True once the device was closed. */
   readonly closed: boolean;
   /** The runtime-author surface: the handle reads whether the backend's memory is host-visible. */
-  readonly native: { readonly backend: NativeBackend };
+  readonly native: { readonly backend: NativeBackend; readonly hostVisible: boolean | undefined };
   /** Frees `handle` (this buffer or mapped file). */
   free(handle: object, options?: FreeOptions): void;
 }
+
+/**
+ * @internal What only a Device passes to the constructor of a {@link MappedFile}: `new MappedFile(...)` from
+ * outside cannot forge a handle over memory the Device never mapped.
+ */
+export const MADE_BY_DEVICE: unique symbol = Symbol("made by a Device");

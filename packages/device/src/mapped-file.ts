@@ -1,8 +1,9 @@
 // A file mapped without a copy by Device.mapFile, and the state the Device keeps for it.
 import type { Mapping } from "@nuvec/allocator";
 import type { NativeMappedFile } from "@nuvec/metal-native";
+import { ArgumentError } from "@nuvec/stats";
 import { deviceClosed, mappingFreed } from "./errors.js";
-import type { HandleOwner } from "./handle-owner.js";
+import { type HandleOwner, MADE_BY_DEVICE } from "./handle-owner.js";
 import type { FreeOptions } from "./options.js";
 
 /** @internal What the Device keeps for a mapped file: the backend's mapping and the allocator's account. */
@@ -31,7 +32,13 @@ export class MappedFile<Owner extends HandleOwner = HandleOwner> {
   }
 
   /** @internal Made by {@link Device.mapFile}. */
-  constructor(device: Owner, native: NativeMappedFile, mapping: Mapping) {
+  constructor(device: Owner, native: NativeMappedFile, mapping: Mapping, token?: typeof MADE_BY_DEVICE) {
+    if (token !== MADE_BY_DEVICE) {
+      throw new ArgumentError(
+        "new MappedFile()",
+        "new MappedFile(): a MappedFile is made by device.mapFile(path)",
+      );
+    }
     this.#device = device;
     this.#state = { native, mapping, live: true };
   }

@@ -58,6 +58,14 @@ export class DeviceNative {
     this.#givenBackend = givenBackend;
   }
 
+  /**
+   * Whether the CPU can address the backend's memory (`contents()` works), as read from the backend once at
+   * open; `undefined` when the backend does not say (it can).
+   */
+  get hostVisible(): boolean | undefined {
+    return this.#backend.hostVisible;
+  }
+
   /** The native backend the device runs on (its facts, its counters): the object it was opened with. */
   get backend(): NativeBackend {
     return this.#givenBackend;

@@ -11,15 +11,11 @@ import type {
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError, type NuvecError, StateError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { patternBytes as pattern } from "../../native-core/test/support.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device } from "./index.js";
 
 const GIB = 1024 ** 3;
-
-function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed * 7 + 1) & 0xff;
-  return bytes;
-}
 
 function hostDevice(): Device {
   return Device.open({
@@ -106,12 +102,7 @@ function expectDeviceError(
   type: abstract new (...args: never[]) => NuvecError,
   code: string,
 ) {
-  let caught: unknown;
-  try {
-    action();
-  } catch (error) {
-    caught = error;
-  }
+  const caught = thrown(action);
   expect(caught).toBeInstanceOf(type);
   expect((caught as NuvecError).code).toBe(code);
   return caught as NuvecError;

@@ -2,10 +2,14 @@
 // header mapping tensor names to { dtype, shape, data_offsets: [begin, end] } (offsets relative to the end of
 // the header), then the data. The reader trusts nothing in the file: a checkpoint is input from anywhere.
 
-import { ArgumentError } from "@nuvec/stats";
-import type { Device } from "./device.js";
+import { ArgumentError, checkArgument, rules } from "@nuvec/stats";
+import { Device } from "./device.js";
 import { safetensorsFormat } from "./errors.js";
 import type { MappedFile } from "./mapped-file.js";
+import { PATH, SAFETENSORS_BYTES } from "./schemas.js";
+
+/** `mapSafetensors`'s device: one made by `Device.open`. */
+const A_DEVICE = rules.rule<Device>("a Device (from Device.open)", (value) => value instanceof Device);
 
 /** Bytes per element of the dtypes safetensors knows. */
 export const SAFETENSORS_DTYPE_BYTES: Readonly<Record<string, number>> = {
@@ -58,9 +62,7 @@ export interface SafetensorsHeader {
  * `FormatError` (`ERR_NUVEC_SAFETENSORS`) naming the tensor and what is wrong.
  */
 export function readSafetensorsHeader(bytes: ArrayBuffer): SafetensorsHeader {
-  if (!(bytes instanceof ArrayBuffer)) {
-    throw new ArgumentError("bytes", "readSafetensorsHeader(bytes): bytes must be an ArrayBuffer");
-  }
+  checkArgument(SAFETENSORS_BYTES, bytes, "bytes", "readSafetensorsHeader()");
   if (bytes.byteLength < 8) throw safetensorsFormat(`the file is ${bytes.byteLength} bytes: too short`);
   const headerLength = Number(new DataView(bytes).getBigUint64(0, true));
   if (headerLength > bytes.byteLength - 8 || headerLength > 100 * 1024 * 1024) {
@@ -179,7 +181,8 @@ export interface MappedSafetensors {
  * again before it is thrown: nothing stays charged.
  */
 export function mapSafetensors(device: Device, path: string): MappedSafetensors {
-  const file = device.mapFile(path);
+  checkArgument(A_DEVICE, device, "device", "mapSafetensors()");
+  const file = device.mapFile(checkArgument(PATH, path, "path", "mapSafetensors()"));
   let header: SafetensorsHeader;
   try {
     header = readSafetensorsHeader(file.contents());

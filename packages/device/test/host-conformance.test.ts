@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
 import { afterAll, describe, expect, it } from "vitest";
 import { Device } from "../src/index.js";
-import { type AllocatorScenario, allocatorScenarios, replayScenario, scenarioFacts } from "./conformance.js";
+import { type AllocatorScenario, allocatorScenarios, replayOnDevice, scenarioFacts } from "./conformance.js";
 
 let host: NativeBackend | undefined;
 try {
@@ -49,7 +49,7 @@ describe.skipIf(host === undefined)("conformance scenarios on the host backend",
       const backend = host as NativeBackend;
       const before = backend.counters();
       const device = Device.open({ backend: asScenarioDevice(backend, scenario), policy: "mlx" });
-      replayScenario(device, scenario, (id, length) => sparseFile(`${index}-${id}.bin`, length));
+      replayOnDevice(device, scenario, (id, length) => sparseFile(`${index}-${id}.bin`, length));
       device.close();
       const after = backend.counters();
       expect(after.buffersMade - before.buffersMade).toBe(after.buffersReleased - before.buffersReleased);

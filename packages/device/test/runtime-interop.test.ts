@@ -1,15 +1,10 @@
-// What a runtime's native code relies on: native handles, frees deferred until a kernel's promise
-// settles, and the Metal options refused where there is no Metal. The same tests run on the mock and on the
-// real host backend; on the host, handles are checked against the process's memory (/proc/self/mem), read
-// around every view as a kernel would. Kernels that really run on the memory: apps/examples (kernel addon).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
-import { readOwnMemory } from "../../native-core/test/support.js";
+import { describe, expect, it } from "vitest";
+import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
+import { scratchFolder } from "../../stats/test/scratch.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import { captureWarnings } from "./reliability/support.js";
 
@@ -19,22 +14,9 @@ function cpuAddress(handle: DeviceMemoryHandle): bigint {
   return handle.address;
 }
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-runtime-interop-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-let fileNumber = 0;
-
-function writeFile(bytes: Uint8Array): string {
-  fileNumber += 1;
-  const path = join(folder, `file-${fileNumber}.bin`);
-  writeFileSync(path, bytes);
-  return path;
-}
-
-function pattern(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  for (let index = 0; index < length; index += 1) bytes[index] = (index * 31 + seed) & 0xff;
-  return bytes;
-}
+const scratch = scratchFolder("nuvec-runtime-interop-");
+let files = 0;
+const writeFile = (bytes: Uint8Array) => scratch.write(`file-${files++}.bin`, bytes);
 
 /** A promise and the functions that settle it. */
 function deferred() {
@@ -234,13 +216,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const before = { stats: device.memoryStats(), counters: device.counters() };
       // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
       for (const after of [5, "soon", null, {}, { then: 1 }]) {
-        const error = (() => {
-          try {
-            buffer.free({ after: after as never });
-          } catch (caught) {
-            return caught;
-          }
-        })();
+        const error = thrown(() => buffer.free({ after: after as never }));
         expect(error).toBeInstanceOf(ArgumentError);
         expect((error as ArgumentError).argument).toBe("after");
       }
@@ -328,13 +304,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         [{ device: 0n }, "metal.device"],
         ["queue", "metal"],
       ] as const) {
-        const error = (() => {
-          try {
-            Device.open({ backend, metal: metal as never });
-          } catch (caught) {
-            return caught;
-          }
-        })();
+        const error = thrown(() => Device.open({ backend, metal: metal as never }));
         expect(error).toBeInstanceOf(ArgumentError);
         expect((error as ArgumentError).argument).toBe(argument);
       }

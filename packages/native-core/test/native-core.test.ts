@@ -94,7 +94,7 @@ describe("native/core's C++ unit tests (AddonState, WiringResidencySet)", () => 
         expect(run.status).toBe(0);
         for (const rule of rules) expect(run.stdout).toContain(`ok ${rule}`);
         expect(run.stdout).toMatch(/all \d+ checks passed/);
-      }, 120_000);
+      }, 300_000);
     }
   });
 });

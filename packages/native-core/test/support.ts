@@ -1,15 +1,7 @@
 // Helpers every backend's tests share (the mock's, the host's contract, CUDA's): said once here.
 import { closeSync, openSync, readSync } from "node:fs";
 
-/** Calls `action`, expects it to throw, and returns the error. */
-export function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected the call to throw, it returned");
-}
+export { thrown } from "../../stats/test/thrown.js";
 
 /** Deterministic bytes (a linear congruential generator), so failures reproduce. */
 export function patternBytes(length: number, seed: number): Uint8Array {

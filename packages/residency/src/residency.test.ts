@@ -1,5 +1,7 @@
 import { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
+import { thrown } from "../../stats/test/thrown.js";
 import {
   allocation,
   type FakeAllocation,
@@ -58,42 +60,30 @@ describe("construction", () => {
     ]);
   });
 
-  it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], [2 ** 53], ["8"], [undefined]])(
-    "refuses a working set of %s",
-    (workingSet) => {
-      const backend = new FakeBackend();
-      expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(ArgumentError);
-      expect(backend.creationAttempts).toBe(0);
-    },
-  );
+  it.each(BAD_BYTE_COUNTS)("refuses a working set of %s", (_label, workingSet) => {
+    const backend = new FakeBackend();
+    expect(() => new Residency(backend, { workingSet: workingSet as number })).toThrow(ArgumentError);
+    expect(backend.creationAttempts).toBe(0);
+  });
 });
 
 describe("choose: the seed's choice of set", () => {
-  it("takes the first set with room", () => {
+  // A cap of 100 bytes: [what it shows, sizes inserted in order, the set of each, the bytes of each set].
+  it.each([
+    ["takes the first set with room", [60, 60, 40, 30], [0, 1, 0, 1], [100, 90]],
+    ["fits exactly at the cap", [100, 1], [0, 1], [100, 1]],
+    ["gives an allocation larger than the cap a set of its own", [100, 500, 10], [0, 1, 2], [100, 500, 10]],
+    [
+      "puts the first allocation larger than the cap in a new set, not in the empty set 0",
+      [150],
+      [1],
+      [0, 150],
+    ],
+  ])("%s", (_title, sizes, sets, setBytes) => {
     const { residency } = make({ cap: 100, wiredLimit: GiB });
-    const [a, b, c, d] = insertAll(residency, [60, 60, 40, 30]);
-    expect([a, b, c, d].map((item) => residency.setIndexOf(item!))).toEqual([0, 1, 0, 1]);
-    expect(residency.setBytes()).toEqual([100, 90]);
-  });
-
-  it("fits exactly at the cap", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    insertAll(residency, [100, 1]);
-    expect(residency.setBytes()).toEqual([100, 1]);
-  });
-
-  it("gives an allocation larger than the cap a set of its own", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    const [, big, small] = insertAll(residency, [100, 500, 10]);
-    expect(residency.setIndexOf(big!)).toBe(1);
-    expect(residency.setBytes()).toEqual([100, 500, 10]);
-    expect(residency.setIndexOf(small!)).toBe(2);
-  });
-
-  it("puts the first allocation larger than the cap in a new set, not in the empty set 0", () => {
-    const { residency } = make({ cap: 100, wiredLimit: GiB });
-    insertAll(residency, [150]);
-    expect(residency.setBytes()).toEqual([0, 150]);
+    const items = insertAll(residency, sizes);
+    expect(items.map((item) => residency.setIndexOf(item))).toEqual(sets);
+    expect(residency.setBytes()).toEqual(setBytes);
   });
 
   it("reuses the first emptied set after set 0, never set 0 itself", () => {
@@ -291,13 +281,7 @@ describe("insert", () => {
     const [a] = insertAll(residency, [100]);
     const before = snapshot(residency);
     backend.resetCounters();
-    const error = (() => {
-      try {
-        residency.insert(a!, true);
-      } catch (caught) {
-        return caught;
-      }
-    })();
+    const error = thrown(() => residency.insert(a!, true));
     expect(error).toBeInstanceOf(StateError);
     expect(error).toBeInstanceOf(NuvecError);
     expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
@@ -307,23 +291,19 @@ describe("insert", () => {
     expect(backend.sizeReads.get(a!)).toBe(1);
   });
 
-  it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], [2 ** 53], ["12"], [undefined], [12n]])(
-    "refuses a size of %s from the backend, changing nothing",
-    (size) => {
-      const { residency, backend } = make({ wiredLimit: 1000 });
-      insertAll(residency, [100]);
-      const before = snapshot(residency);
-      backend.resetCounters();
-      const bad = allocation("bad", size as number);
-      expect(() => residency.insert(bad, false)).toThrow(ArgumentError);
-      expect(() => residency.insert(bad, false)).toThrow(
-        /allocatedSize must be a (number of bytes|non-negative safe integer)/,
-      );
-      expect(residency.has(bad)).toBe(false);
-      expect(snapshot(residency)).toEqual(before);
-      expect(backend.log).toEqual([]);
-    },
-  );
+  it.each(BAD_BYTE_COUNTS)("refuses a size of %s from the backend, changing nothing", (_label, size) => {
+    const { residency, backend } = make({ wiredLimit: 1000 });
+    insertAll(residency, [100]);
+    const before = snapshot(residency);
+    backend.resetCounters();
+    const bad = allocation("bad", size as number);
+    expect(() => residency.insert(bad, false)).toThrow(
+      expect.objectContaining({ name: "ArgumentError", argument: "allocatedSize" }),
+    );
+    expect(residency.has(bad)).toBe(false);
+    expect(snapshot(residency)).toEqual(before);
+    expect(backend.log).toEqual([]);
+  });
 
   it("accepts -0 as 0", () => {
     const { residency } = make({ wiredLimit: 10 });
@@ -467,26 +447,21 @@ describe("setWiredLimit", () => {
     expect(backend.committedBytes()).toEqual([0, 0, 0]);
   });
 
-  it.each([[-1], [1.5], [Number.NaN], [Number.POSITIVE_INFINITY], [2 ** 53], ["1"], [null]])(
-    "refuses a limit of %s, changing nothing",
-    (wiredLimit) => {
-      const { residency, backend } = make({ wiredLimit: 100 });
-      insertAll(residency, [60, 60]);
-      const before = snapshot(residency);
-      backend.resetCounters();
-      let error: unknown;
-      try {
-        residency.setWiredLimit(wiredLimit as number);
-      } catch (caught) {
-        error = caught;
-      }
-      expect(error).toBeInstanceOf(ArgumentError);
-      expect((error as ArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-      expect((error as ArgumentError).argument).toBe("bytes");
-      expect(snapshot(residency)).toEqual(before);
-      expect(backend.log).toEqual([]);
-    },
-  );
+  it.each(BAD_BYTE_COUNTS)("refuses a limit of %s, changing nothing", (_label, wiredLimit) => {
+    const { residency, backend } = make({ wiredLimit: 100 });
+    insertAll(residency, [60, 60]);
+    const before = snapshot(residency);
+    backend.resetCounters();
+    expect(() => residency.setWiredLimit(wiredLimit as number)).toThrow(
+      expect.objectContaining({
+        name: "ArgumentError",
+        code: "ERR_NUVEC_INVALID_ARGUMENT",
+        argument: "bytes",
+      }),
+    );
+    expect(snapshot(residency)).toEqual(before);
+    expect(backend.log).toEqual([]);
+  });
 
   it("accepts -0 as 0", () => {
     const { residency } = make({ wiredLimit: 100 });
@@ -631,12 +606,7 @@ describe("close", () => {
       () => residency.setIndexOf(a!),
     ];
     for (const call of calls) {
-      let error: unknown;
-      try {
-        call();
-      } catch (caught) {
-        error = caught;
-      }
+      const error = thrown(call);
       expect(error).toBeInstanceOf(StateError);
       expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_CLOSED");
     }

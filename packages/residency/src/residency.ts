@@ -1,5 +1,6 @@
 import { StateError, Teardown } from "@nuvec/stats";
 import { assertBytes } from "./errors.js";
+import { RESIDENCY_OPTIONS } from "./option-schema.js";
 import { MAX_RESIDENCY_SETS, maxPercentPerSetFromEnvironment, residencySetCap } from "./set-cap.js";
 import type { ResidencyBackend, ResidencyOptions, ResidencySetHandle } from "./types.js";
 
@@ -46,8 +47,9 @@ export class Residency<A, S extends ResidencySetHandle<A> = ResidencySetHandle<A
    *
    * @throws ArgumentError when `options.workingSet` is not a non-negative safe integer.
    */
-  constructor(backend: ResidencyBackend<A, S>, options: ResidencyOptions) {
-    assertBytes(options?.workingSet, "workingSet");
+  constructor(backend: ResidencyBackend<A, S>, given: ResidencyOptions) {
+    // Every option checked by its declaration (each read once); residency uses what the check returned.
+    const options: ResidencyOptions = RESIDENCY_OPTIONS.parse(given);
     const percentText =
       options.maxPercentPerSet === undefined ? maxPercentPerSetFromEnvironment() : options.maxPercentPerSet;
     this.#backend = backend;

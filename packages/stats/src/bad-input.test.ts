@@ -57,6 +57,17 @@ const BAD_CALLS: Readonly<Record<string, readonly Call[]>> = {
       () => stats.formatMemoryStats(emptyMemoryStats(), null as never),
     ],
   ],
+  optionsSchema: [
+    ['optionsSchema("f()", {}).parse({ x: 1 })', "x", () => stats.optionsSchema("f()", {}).parse({ x: 1 })],
+  ],
+  checkArgument: [
+    [
+      'checkArgument(rules.boolean, 1, "flag", "f()")',
+      "flag",
+      () => stats.checkArgument(stats.rules.boolean, 1, "flag", "f()"),
+    ],
+  ],
+  Teardown: [["new Teardown().run(1)", "step", () => new stats.Teardown().run(1 as never)]],
   // Functions that take no argument a caller can get wrong, or report a problem instead of throwing.
   byteCountProblem: [],
   describeValue: [],

@@ -19,6 +19,15 @@ export {
 export { type FormatMemoryStatsOptions, formatBytes, formatMemoryStats } from "./format.js";
 export { emptyMemoryStats, MEMORY_STATS_FIELDS, type MemoryStats } from "./memory-stats.js";
 export {
+  checkArgument,
+  type Fields,
+  type OptionsSchema,
+  optionsSchema,
+  type Rule,
+  rules,
+  type SchemaType,
+} from "./schema.js";
+export {
   allocationSize,
   assertByteCount,
   type ByteCountProblem,

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { BAD_BYTE_COUNTS } from "../test/bad-byte-counts.js";
 import { ArgumentError } from "./errors.js";
-import { allocationSize, assertByteCount, mappingSize, PAGE, SMALL } from "./size.js";
+import { allocationSize, assertByteCount, byteCountProblem, mappingSize, PAGE, SMALL } from "./size.js";
 
 describe("allocationSize", () => {
   it.each([
@@ -158,6 +159,19 @@ describe("mappingSize", () => {
 });
 
 describe("assertByteCount", () => {
+  it.each(BAD_BYTE_COUNTS)(
+    "refuses %s with ArgumentError and byteCountProblem's message",
+    (_label, value) => {
+      const problem = byteCountProblem(value, "bytes");
+      expect(problem?.message).toMatch(
+        /^bytes must be a (number of bytes|non-negative safe integer number of bytes), got /,
+      );
+      expect(() => assertByteCount(value, "bytes")).toThrow(
+        expect.objectContaining({ name: "ArgumentError", argument: "bytes", message: problem?.message }),
+      );
+    },
+  );
+
   it("names the argument", () => {
     expect(() => assertByteCount(-5, "bytes")).toThrow(/bytes.*-5/);
     expect(() => assertByteCount("5", "limit")).toThrow(/limit must be a number.*"5"/);

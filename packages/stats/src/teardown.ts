@@ -1,7 +1,10 @@
 // One way for every teardown (close, dispose, clearing a cache) to survive a step that throws: run every
-// step, remember what failed, and report once everything ran. A teardown that stopped at its first failure
-// left the rest unreleased and the object half open ("closed" still false), so a retry could not finish it
+// step, remember what failed, and report once everything ran. A teardown that stops at its first failure
+// leaves the rest unreleased and the object half open ("closed" still false), which a retry cannot finish
 // either.
+
+import { ArgumentError } from "./errors.js";
+import { describeValue } from "./size.js";
 
 /**
  * Collects the failures of the steps of a teardown, so that every step runs: `run(step)` catches what the
@@ -16,8 +19,17 @@
 export class Teardown {
   readonly #failures: unknown[] = [];
 
-  /** Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on. */
+  /**
+   * Runs `step`; what it throws is kept for {@link Teardown.finish}, and the teardown goes on. A `step` that
+   * is not a function is a caller's mistake, refused at once (`ArgumentError`), not kept as a failure.
+   */
   run(step: () => void): void {
+    if (typeof step !== "function") {
+      throw new ArgumentError(
+        "step",
+        `Teardown.run(step): step must be a function, got ${describeValue(step)}`,
+      );
+    }
     try {
       step();
     } catch (error) {

@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ArgumentError } from "@nuvec/device";
+import { ArgumentError, NativeUnavailableError } from "@nuvec/device";
+import { nativeBinaryDefect } from "@nuvec/metal-native/addon";
 
 /** The raw addon (kernel/kernel.cc). */
 interface RawKernelAddon {
@@ -65,7 +66,8 @@ let addon: RawKernelAddon | undefined;
 
 /**
  * Loads the example kernel addon (built by `pnpm --filter @nuvec/examples build`). Throws when it was not
- * built (Windows, or NUVEC_SKIP_NATIVE_BUILD=1).
+ * built (Windows, or NUVEC_SKIP_NATIVE_BUILD=1), and `NativeUnavailableError` (`damaged`) when the built file
+ * is damaged (checked before it is loaded).
  */
 export function loadKernelAddon(): KernelAddon {
   if (addon === undefined) {
@@ -73,6 +75,14 @@ export function loadKernelAddon(): KernelAddon {
     if (!existsSync(path)) {
       throw new Error(
         `the example kernel addon is not built (${path}): run pnpm --filter @nuvec/examples build`,
+      );
+    }
+    // Checked as nuvec's own addons are: a truncated file would kill the process inside the dynamic loader.
+    const defect = nativeBinaryDefect(path);
+    if (defect !== undefined) {
+      throw new NativeUnavailableError(
+        `the example kernel addon ${path} is damaged: ${defect}. Rebuild it: pnpm --filter @nuvec/examples build`,
+        { reason: "damaged", path },
       );
     }
     addon = createRequire(import.meta.url)(path) as RawKernelAddon;

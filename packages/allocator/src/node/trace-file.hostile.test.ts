@@ -3,26 +3,19 @@
 // anything is read; a gzip bomb of one endless line is refused with a typed error; a 36-million-event trace
 // replays as a stream within 150 MiB of resident memory.
 import { execFileSync, spawnSync } from "node:child_process";
-import { createWriteStream, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { createWriteStream, existsSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createGzip, gzipSync } from "node:zlib";
 import { FormatError } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
+import { badIdHistories } from "../../test/bad-traces.js";
 import { readTrace, replayTraceFile, replayTraceStream, streamTrace } from "../node.js";
 import { replayTrace } from "../replay.js";
-import type { TraceEvent } from "../trace-format.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const folder = mkdtempSync(join(tmpdir(), "nuvec-hostile-trace-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-function write(name: string, content: string | Buffer): string {
-  const path = join(folder, name);
-  writeFileSync(path, content);
-  return path;
-}
+const { folder, write } = scratchFolder("nuvec-hostile-trace-");
 
 async function* chunks(text: string) {
   yield Buffer.from(text);
@@ -39,61 +32,7 @@ async function caught(run: () => unknown): Promise<unknown> {
 }
 
 describe("hostile: impossible id histories are refused by every replay", () => {
-  const cases: [string, TraceEvent[], RegExp][] = [
-    [
-      "a free of an unknown id",
-      [
-        ["a", 0, 10],
-        ["f", 7],
-      ],
-      /never allocated/,
-    ],
-    [
-      "a double free",
-      [
-        ["a", 0, 10],
-        ["f", 0],
-        ["f", 0],
-      ],
-      /already freed/,
-    ],
-    [
-      "a reused id",
-      [
-        ["a", 0, 10],
-        ["f", 0],
-        ["a", 0, 10],
-      ],
-      /already allocated/,
-    ],
-    [
-      "an unmap of an unknown id",
-      [
-        ["m", 0, 4096],
-        ["u", 3],
-      ],
-      /never mapped/,
-    ],
-    [
-      "a double unmap",
-      [
-        ["m", 0, 4096],
-        ["u", 0],
-        ["u", 0],
-      ],
-      /already released/,
-    ],
-    [
-      "a reused mapping id",
-      [
-        ["m", 0, 4096],
-        ["u", 0],
-        ["m", 0, 4096],
-      ],
-      /already used/,
-    ],
-  ];
-  it.each(cases)(
+  it.each(badIdHistories)(
     "%s: replayTrace, replayTraceFile and replayTraceStream agree",
     async (_name, events, why) => {
       const text = `${events.map((event) => JSON.stringify(event)).join("\n")}\n`;

@@ -1,18 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { readTrace, replayTraceFile } from "../node.js";
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-trace-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-function write(name: string, content: string | Buffer): string {
-  const path = join(folder, name);
-  writeFileSync(path, content);
-  return path;
-}
+const { folder, write } = scratchFolder("nuvec-trace-");
 
 const text = `${JSON.stringify({ name: "tiny", events: 3 })}\n["a",0,1000]\n["a",1,20]\n["f",0]\n`;
 

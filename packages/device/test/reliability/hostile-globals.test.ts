@@ -82,7 +82,10 @@ describe.skipIf(!deviceBuilt)("hostile globals (each in a child process)", () =>
         "backend.pageSize",
         'Device.open(): backend.pageSize must be a non-negative safe integer, got "16384"',
       ),
-      "not an object": refusal("backend", "Device.open(): backend must be an object, got 42"),
+      "not an object": refusal(
+        "backend",
+        "Device.open(): backend must be a native backend (an object), got 42",
+      ),
     });
   });
 });

@@ -5,6 +5,28 @@ import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer, viewOfLength } from "./support.js";
 
 /**
+ * The memory a `contents(length)` hands out: `memory` itself when it has that length, else a view of that
+ * length holding its bytes (see `viewOfLength`). Real memory only within the backend's `realMemoryUpTo`.
+ */
+function contentsOf(
+  core: MockCore,
+  label: string,
+  total: number,
+  memory: ArrayBuffer | undefined,
+  length: number,
+): ArrayBuffer {
+  checkViewLength(length, total);
+  if (memory === undefined && total > core.realMemoryUpTo) {
+    throw allocationFailed(
+      total,
+      `${label}.contents(): the mock gives real memory only to buffers of up to ` +
+        `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${total}`,
+    );
+  }
+  return viewOfLength(memory, length);
+}
+
+/**
  * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
  * `contents()` is called, and only for buffers of at most `realMemoryUpTo` bytes, so a test can make
  * buffers of many gigabytes.
@@ -54,17 +76,7 @@ export class MockBuffer implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      checkViewLength(length, this.length);
-      if (this.#memory === undefined) {
-        if (this.length > this.#core.realMemoryUpTo) {
-          throw allocationFailed(
-            this.length,
-            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
-              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
-          );
-        }
-      }
-      this.#memory = viewOfLength(this.#memory, length);
+      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
       return this.#memory;
     });
   }
@@ -179,17 +191,7 @@ export class MockBufferRange implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      checkViewLength(length, this.length);
-      if (this.#memory === undefined) {
-        if (this.length > this.#core.realMemoryUpTo) {
-          throw allocationFailed(
-            this.length,
-            `${this.label}.contents(): the mock gives real memory only to buffers of up to ` +
-              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.length}`,
-          );
-        }
-      }
-      this.#memory = viewOfLength(this.#memory, length);
+      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
       return this.#memory;
     });
   }

@@ -26,7 +26,7 @@ function runWithTransfer(script: string): unknown {
 
 const mockUrl = new URL("../../dist/mock.js", import.meta.url).href;
 
-describe("views moved away by their holder (item 6)", () => {
+describe("views moved away by their holder", () => {
   it("detaching a view that was already transferred does not throw: the bytes went with it", () => {
     const memory = new ArrayBuffer(64);
     new Uint8Array(memory).fill(7);
@@ -94,7 +94,7 @@ describe("views moved away by their holder (item 6)", () => {
   });
 });
 
-describe.skipIf(process.platform === "win32")("mapFile of what is not a regular file (item 13)", () => {
+describe.skipIf(process.platform === "win32")("mapFile of what is not a regular file", () => {
   it("refuses a FIFO at once, as the host does (mmap, ENODEV), instead of waiting for a writer", () => {
     const fifo = join(folder, "pipe");
     expect(spawnSync("mkfifo", [fifo]).status).toBe(0);

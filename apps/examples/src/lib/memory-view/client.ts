@@ -4,6 +4,7 @@
 // policy's reserved memory as a line, the peaks, and a tooltip for what is under the pointer. Self-contained
 // (the report inlines this function's source); it gets the core, uPlot and the page as arguments.
 import type { Columns, CoreInput, CoreModel, MemoryViewCore } from "./core.js";
+import type { MemoryViewDrawing } from "./drawing.js";
 
 /** The parts of uPlot the view uses. */
 interface UPlotChart {
@@ -49,21 +50,15 @@ export interface MemoryViewApi {
   select(policy: number): void;
 }
 
-/** Runs the page: `core` is `memoryViewCore()`, `uPlot` the inlined library. */
+/** Runs the page: `core` is `memoryViewCore()`, `drawing` `memoryViewDrawing()`, `uPlot` the inlined library. */
 export function memoryViewClient(
   core: MemoryViewCore,
+  drawing: MemoryViewDrawing,
   uPlot: UPlotStatic,
   document: Document,
   window: Window,
 ): void {
-  // Two shades per size class, alternating between neighbouring allocations so each band stands apart.
-  const COLORS = ["#93c5fd", "#3b82f6", "#34d399", "#a78bfa", "#f472b6", "#94a3b8"];
-  const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b"];
-  const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed", "#be123c", "#0f766e"];
-  const EXTERNAL_COLORS = ["#111827", "#6b7280"];
-  // Opaque: neighbouring columns may share a pixel, and a translucent fill drawn twice would show stripes.
-  const SLACK = "#d1d5db";
-  const CACHE = "#fcdcaa";
+  const { COLORS, POLICY_COLORS, EXTERNAL_COLORS, SLACK, CACHE, chartData } = drawing;
   const byId = (id: string) => document.getElementById(id) as HTMLElement;
   const meta = JSON.parse(byId("nuvec-meta").textContent as string) as {
     title: string;
@@ -154,33 +149,6 @@ export function memoryViewClient(
     return peak;
   }
 
-  /** The chart's data at the current zoom: four points per column (first, min/max in order, last). */
-  function chartData(): ArrayLike<number>[] {
-    const points = cols.count * 4;
-    const xs = new Float64Array(points);
-    for (let column = 0; column < cols.count; column += 1) {
-      const from = cols.bounds[column] as number;
-      const width = (cols.bounds[column + 1] as number) - from;
-      xs[column * 4] = from;
-      xs[column * 4 + 1] = from + width / 4;
-      xs[column * 4 + 2] = from + width / 2;
-      xs[column * 4 + 3] = from + (width * 3) / 4;
-    }
-    const lines = [...cols.reserved, ...cols.external].map((series) => {
-      const ys = new Float64Array(points);
-      for (let column = 0; column < cols.count; column += 1) {
-        const low = series.min[column] as number;
-        const high = series.max[column] as number;
-        ys[column * 4] = series.first[column] as number;
-        ys[column * 4 + 1] = series.minFirst[column] ? low : high;
-        ys[column * 4 + 2] = series.minFirst[column] ? high : low;
-        ys[column * 4 + 3] = series.last[column] as number;
-      }
-      return ys;
-    });
-    return [xs, ...lines];
-  }
-
   function computeColumns(): void {
     computeColumnsFor(Math.max(50, Math.round(chart.bbox.width / window.devicePixelRatio)));
   }
@@ -191,7 +159,7 @@ export function memoryViewClient(
     (byId("nuvec-from") as HTMLInputElement).value = String(range.from);
     (byId("nuvec-to") as HTMLInputElement).value = String(range.to);
     computeColumns();
-    chart.setData(chartData(), false);
+    chart.setData(chartData(cols), false);
     chart.setScale("x", { min: range.from, max: range.to });
     chart.setScale("y", { min: 0, max: yMax });
   }
@@ -211,171 +179,21 @@ export function memoryViewClient(
   }
 
   // The first and last columns where each allocation was drawn as a band of its own, for `locate`.
-  let firstColumn = new Int32Array(0);
-  let lastColumn = new Int32Array(0);
+  const placed = { first: new Int32Array(0), last: new Int32Array(0) };
 
-  /** Draws the stacked allocations and the selected policy's slack and cache bands. */
   function drawBands(u: UPlotChart): void {
-    const context = u.ctx;
-    const { left, top, width, height } = u.bbox;
-    context.save();
-    context.beginPath();
-    context.rect(left, top, width, height);
-    context.clip();
-    const bottom = u.valToPos(0, "y", true);
-    const yOf = (bytes: number) => u.valToPos(bytes, "y", true);
-    const n = model.start.length;
-    if (firstColumn.length !== n) {
-      firstColumn = new Int32Array(n);
-      lastColumn = new Int32Array(n);
-    }
-    firstColumn.fill(-1);
-    // Rectangles extend across columns while an allocation keeps its place: far fewer fill calls.
-    const openX = new Float64Array(n).fill(Number.NaN);
-    const openTop = new Float64Array(n);
-    const openBottom = new Float64Array(n);
-    const openEnd = new Float64Array(n);
-    const openColor = new Int8Array(n);
-    const flush = (index: number) => {
-      const x = openX[index] as number;
-      if (Number.isNaN(x)) return;
-      const color = openColor[index] as number;
-      context.fillStyle = (color >= 0 ? COLORS : SHADES)[Math.abs(color) - 1] as string;
-      context.fillRect(
-        x,
-        openTop[index] as number,
-        (openEnd[index] as number) - x,
-        (openBottom[index] as number) - (openTop[index] as number),
-      );
-      openX[index] = Number.NaN;
-    };
-    const place = (index: number, x: number, w: number, y0: number, y1: number, color: number) => {
-      if (!Number.isNaN(openX[index] as number)) {
-        if (
-          openTop[index] === y0 &&
-          openBottom[index] === y1 &&
-          openColor[index] === color &&
-          Math.abs((openEnd[index] as number) - x) < 0.01
-        ) {
-          openEnd[index] = x + w;
-          return;
-        }
-        flush(index);
-      }
-      openX[index] = x;
-      openTop[index] = y0;
-      openBottom[index] = y1;
-      openEnd[index] = x + w;
-      openColor[index] = color;
-    };
-    let live: number[] = [];
-    let next = 0;
-    const touched = new Uint8Array(n);
-    const policy = api.selected;
-    for (let column = 0; column < cols.count; column += 1) {
-      const rep = cols.rep[column] as number;
-      while (next < n && (model.start[next] as number) <= rep) {
-        live.push(next);
-        next += 1;
-      }
-      const kept: number[] = [];
-      const [x, w] = columnSpan(column);
-      let offset = 0;
-      let pixel = bottom;
-      let runFirst = -1;
-      // Sub-pixel allocations pile into one run until it is a pixel tall; its first one names it.
-      const closeRun = (y: number) => {
-        place(
-          runFirst,
-          x,
-          w,
-          Math.round(y),
-          Math.round(pixel),
-          core.sizeClass(model.size[runFirst] as number) + 1,
-        );
-        touched[runFirst] = 1;
-        pixel = y;
-        runFirst = -1;
-      };
-      for (const index of live) {
-        if ((model.end[index] as number) <= rep) {
-          flush(index);
-          continue;
-        }
-        kept.push(index);
-        const size = model.size[index] as number;
-        const lower = yOf(offset);
-        offset += size;
-        const upper = yOf(offset);
-        if (lower - upper >= 1) {
-          if (runFirst >= 0) closeRun(lower);
-          const color = (index % 2 === 0 ? 1 : -1) * (core.sizeClass(size) + 1);
-          place(index, x, w, Math.round(upper), Math.round(pixel), color);
-          touched[index] = 1;
-          if (firstColumn[index] === -1) firstColumn[index] = column;
-          lastColumn[index] = column;
-          pixel = upper;
-          continue;
-        }
-        if (runFirst < 0) runFirst = index;
-        else flush(index);
-        if (pixel - upper >= 1) closeRun(upper);
-      }
-      if (runFirst >= 0) closeRun(yOf(offset));
-      live = kept;
-      // Above the allocations: the selected policy's slack (active beyond the requested sizes), then cache.
-      const active = (model.policies[policy] as { active: Float64Array }).active[rep] as number;
-      const reserved = (model.policies[policy] as { reserved: Float64Array }).reserved[rep] as number;
-      if (active > offset) {
-        context.fillStyle = SLACK;
-        context.fillRect(x, yOf(active), w, yOf(offset) - yOf(active));
-      }
-      if (reserved > Math.max(active, offset)) {
-        context.fillStyle = CACHE;
-        const from = Math.max(active, offset);
-        context.fillRect(x, yOf(reserved), w, yOf(from) - yOf(reserved));
-      }
-    }
-    for (let index = 0; index < n; index += 1) if (touched[index]) flush(index);
-    context.restore();
+    const view = { model, cols, policy: api.selected, columnSpan, sizeClass: core.sizeClass, placed };
+    drawing.drawBands(u, view);
   }
 
-  /** Dashed lines at the selected policy's reported peaks, labelled. */
   function drawPeaks(u: UPlotChart): void {
-    const context = u.ctx;
-    const { left, top, width } = u.bbox;
-    const peaks = meta.peaks[api.selected] as { active: number; reserved: number };
-    const name = meta.policies[api.selected] as string;
-    const marks: [number, string, string][] = [
-      [
-        peaks.reserved,
-        `peak reserved (${name}) ${core.formatBytes(peaks.reserved)}`,
-        POLICY_COLORS[api.selected % POLICY_COLORS.length] as string,
-      ],
-      [peaks.active, `peak active (${name}) ${core.formatBytes(peaks.active)}`, "#1f2937"],
-    ];
-    context.save();
-    context.font = `${12 * window.devicePixelRatio}px system-ui, sans-serif`;
-    context.textAlign = "left";
-    context.textBaseline = "alphabetic";
-    marks.forEach(([value, label, color], index) => {
-      const y = Math.round(u.valToPos(value, "y", true));
-      if (y < top) return;
-      context.strokeStyle = color;
-      context.fillStyle = color;
-      context.setLineDash([6 * window.devicePixelRatio, 4 * window.devicePixelRatio]);
-      context.lineWidth = window.devicePixelRatio;
-      context.beginPath();
-      context.moveTo(left, y + 0.5);
-      context.lineTo(left + width, y + 0.5);
-      context.stroke();
-      context.fillText(
-        label,
-        left + 6 + index * 320 * window.devicePixelRatio,
-        y - 4 * window.devicePixelRatio,
-      );
+    drawing.drawPeaks(u, {
+      peaks: meta.peaks[api.selected] as { active: number; reserved: number },
+      name: meta.policies[api.selected] as string,
+      policy: api.selected,
+      formatBytes: core.formatBytes,
+      pixelRatio: window.devicePixelRatio,
     });
-    context.restore();
   }
 
   function pagePoint(event: number, bytes: number): { x: number; y: number } {
@@ -387,11 +205,11 @@ export function memoryViewClient(
   }
 
   function locate(index: number): { x: number; y: number } | undefined {
-    const first = firstColumn[index];
+    const first = placed.first[index];
     if (first === undefined || first < 0) return undefined;
     // The middle of where its band was drawn (an allocation lives over one run of events, so it is live at
     // every column in between), at its place in that column's stack.
-    const column = Math.floor((first + (lastColumn[index] as number)) / 2);
+    const column = Math.floor((first + (placed.last[index] as number)) / 2);
     const rep = cols.rep[column] as number;
     let offset = 0;
     for (const other of core.liveAt(model, rep)) {
@@ -583,7 +401,7 @@ export function memoryViewClient(
         ],
       },
     };
-    chart = new uPlot(options, chartData(), main);
+    chart = new uPlot(options, chartData(cols), main);
     setRange(0, meta.events);
     chart.over.addEventListener("mouseleave", () => {
       tooltip.style.display = "none";

@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { gzipSync } from "node:zlib";
 import { memoryViewClient } from "./client.js";
 import { memoryViewCore } from "./core.js";
+import { memoryViewDrawing } from "./drawing.js";
 import type { RecordedWorkload } from "./recorder.js";
 
 /** The summary beside the chart: one column per policy (or source), one row per figure. */
@@ -164,7 +165,13 @@ ${notice}-->
 <script type="application/json" id="nuvec-meta">${scriptJson(meta)}</script>
 <script type="application/octet-stream" id="nuvec-data">${data}</script>
 <script>
-(${memoryViewClient.toString()})((${memoryViewCore.toString()})(), window.uPlot, document, window);
+(${memoryViewClient.toString()})(
+  (${memoryViewCore.toString()})(),
+  (${memoryViewDrawing.toString()})(),
+  window.uPlot,
+  document,
+  window,
+);
 </script>
 </body>
 </html>

@@ -89,6 +89,7 @@ try {
     Promise.resolve = () => {
       throw new Error("Promise.resolve is patched");
     };
+    // biome-ignore lint/suspicious/noThenProperty: the hostile patch this scenario is about
     Promise.prototype.then = function patchedThen() {
       return this;
     };
@@ -117,6 +118,7 @@ try {
     outcome.readsAtOpen = reads;
     hostile = true;
     const buffer = device.malloc(1 << 20);
+    buffer.contents()[0] = 1; // host-visibility as read at open, not through the trap again
     outcome.counters = device.counters().backend.buffersMade;
     buffer.free();
     outcome.readsAfterOpen = reads - outcome.readsAtOpen;

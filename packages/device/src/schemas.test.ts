@@ -1,0 +1,142 @@
+// Options and arguments that must not slip through: every option of Device.open and free, and the
+// arguments of the setters, startTrace, mapFile and the safetensors reader, are checked by one declaration
+// per entry point (schemas.ts), whose type is the public options type; the constructor cannot skip open.
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { ArgumentError, type SchemaType } from "@nuvec/stats";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { Device } from "./device.js";
+import { DeviceBuffer } from "./device-buffer.js";
+import { MappedFile } from "./mapped-file.js";
+import type { DeviceOptions, FreeOptions } from "./options.js";
+import { mapSafetensors, readSafetensorsHeader } from "./safetensors.js";
+import { DEVICE_OPEN, type FREE_OPTIONS } from "./schemas.js";
+
+function refusal(call: () => unknown): ArgumentError {
+  let thrown: unknown;
+  try {
+    call();
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(ArgumentError);
+  return thrown as ArgumentError;
+}
+
+function open(options: DeviceOptions = {}) {
+  const backend = new MockBackend({ realFiles: false });
+  return { backend, device: Device.open({ backend, ...options }) };
+}
+
+describe("the declarations are the public types", () => {
+  it("Device.open's declaration is DeviceOptions; free's is FreeOptions", () => {
+    expectTypeOf<SchemaType<typeof DEVICE_OPEN.fields>>().toEqualTypeOf<DeviceOptions>();
+    expectTypeOf<SchemaType<typeof FREE_OPTIONS.fields>>().toEqualTypeOf<FreeOptions>();
+  });
+});
+
+describe("Device.open refuses every bad option, naming it and the entry point, with nothing made", () => {
+  // One bad value per declared option: the table must name every option the declaration has.
+  const BAD: Record<keyof typeof DEVICE_OPEN.fields, unknown> = {
+    backend: "mock",
+    memoryLimit: -1,
+    cacheLimit: 1.5,
+    wiredLimit: "1",
+    policy: "lru",
+    segments: { blockRounding: 3 },
+    reserveRatio: 0.5,
+    boundedRelease: "smallest",
+    residencySetMaxPercent: 101,
+    safetyNet: "no",
+    residencyKeepAliveMilliseconds: 2 ** 31,
+    metal: { commandQueue: 1 },
+  };
+  it("names every declared option in the table", () => {
+    expect(Object.keys(BAD).sort()).toEqual(Object.keys(DEVICE_OPEN.fields).sort());
+  });
+  const named: Record<string, string> = { segments: "segments.blockRounding", metal: "metal.commandQueue" };
+  it.each(Object.entries(BAD))("%s: %j", (option, value) => {
+    const backend = new MockBackend({ realFiles: false });
+    const error = refusal(() =>
+      Device.open({ ...(option === "backend" ? {} : { backend }), [option]: value } as DeviceOptions),
+    );
+    expect(error.code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+    expect(error.argument).toBe(named[option] ?? option);
+    if (option !== "segments") expect(error.message).toMatch(/^Device\.open\(\): /);
+    expect(backend.counters().residencySetsMade).toBe(0);
+    expect(backend.counters().buffersMade).toBe(0);
+  });
+
+  it("an unknown option, and options that are not an object", () => {
+    expect(refusal(() => Device.open({ memoryLimt: 1 } as DeviceOptions)).argument).toBe("memoryLimt");
+    expect(refusal(() => Device.open(null as unknown as DeviceOptions)).argument).toBe("options");
+  });
+});
+
+describe("arguments", () => {
+  it("startTrace(name) takes a string only; nothing starts", () => {
+    const { device } = open();
+    for (const name of [42, null, {}, "", "x".repeat(257)]) {
+      expect(refusal(() => device.startTrace(name as string)).argument).toBe("name");
+    }
+    expect(() => device.stopTrace()).toThrow(/no trace is being recorded/);
+    device.startTrace("ok");
+    expect(device.stopTrace().header?.name).toBe("ok");
+  });
+
+  it("setMemoryLimit, setCacheLimit and setWiredLimit read -0 back as 0", () => {
+    const { device } = open();
+    device.setCacheLimit(-0);
+    expect(Object.is(device.memoryStats().cacheLimit, 0)).toBe(true);
+    device.setWiredLimit(-0);
+    expect(Object.is(device.memoryStats().wiredLimit, 0)).toBe(true);
+    device.setMemoryLimit(-0);
+    expect(Object.is(device.memoryStats().memoryLimit, 0)).toBe(true);
+    expect(Object.is(device.setCacheLimit(5), 0)).toBe(true);
+  });
+
+  it("free's options: after a promise, no other option", () => {
+    const { device } = open();
+    const buffer = device.malloc(4096);
+    expect(refusal(() => buffer.free({ after: 1 } as unknown as FreeOptions)).argument).toBe("after");
+    expect(refusal(() => buffer.free({ aftr: Promise.resolve() } as FreeOptions)).argument).toBe("aftr");
+    const hostile = {
+      // biome-ignore lint/suspicious/noThenProperty: a thenable whose then getter throws, on purpose
+      get then(): never {
+        throw new Error("then getter");
+      },
+    };
+    expect(refusal(() => buffer.free({ after: hostile })).argument).toBe("after");
+    expect(buffer.freed).toBe(false);
+    buffer.free();
+  });
+
+  it("mapFile and the safetensors reader name their bad arguments", () => {
+    const { device } = open();
+    expect(refusal(() => device.mapFile(7 as unknown as string)).argument).toBe("path");
+    expect(refusal(() => mapSafetensors(null as unknown as Device, "x")).argument).toBe("device");
+    expect(refusal(() => mapSafetensors(device, "" as string)).argument).toBe("path");
+    expect(refusal(() => readSafetensorsHeader(new Uint8Array(8) as unknown as ArrayBuffer)).argument).toBe(
+      "bytes",
+    );
+  });
+});
+
+describe("the constructors cannot skip Device.open, malloc or mapFile", () => {
+  it("new DeviceBuffer(...) and new MappedFile(...) from JavaScript are refused", () => {
+    const { device } = open();
+    const Buffer = DeviceBuffer as unknown as new (...args: unknown[]) => DeviceBuffer;
+    const File = MappedFile as unknown as new (...args: unknown[]) => MappedFile;
+    const fake = { live: true, allocation: { buffer: undefined, length: 5, allocatedLength: 256 } };
+    expect(refusal(() => new Buffer(device, fake)).argument).toBe("new DeviceBuffer()");
+    expect(refusal(() => new File(device, {}, {})).argument).toBe("new MappedFile()");
+    expect(device.counters().liveBuffers).toBe(0);
+  });
+
+  it("new Device(...) from JavaScript is refused before anything is made", () => {
+    const backend = new MockBackend({ realFiles: false });
+    const Constructor = Device as unknown as new (...args: unknown[]) => Device;
+    const error = refusal(() => new Constructor(backend, { safetyNet: "no" }, undefined, backend));
+    expect(error.argument).toBe("new Device()");
+    expect(backend.counters().residencySetsMade).toBe(0);
+  });
+});

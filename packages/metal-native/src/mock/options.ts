@@ -1,0 +1,155 @@
+import type { DeviceFacts } from "@nuvec/native-core";
+import { ArgumentError, describeValue } from "@nuvec/stats";
+import type { MockWiringFault } from "./core.js";
+import { assertPositiveInteger, isPowerOfTwo } from "./support.js";
+
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+
+/** The mock's device facts when no option says otherwise: those of a 16 GiB Apple silicon Mac. */
+export const MOCK_DEFAULTS = Object.freeze({
+  name: "Mock device (16 GiB)",
+  memorySize: 16 * GIB,
+  /** 3/4 of `memorySize` rounded down to a page (derived again when `memorySize` or `pageSize` is set). */
+  recommendedMaxWorkingSetSize: 12 * GIB,
+  /** Half of `memorySize` (derived again when `memorySize` is set). */
+  maxBufferLength: 8 * GIB,
+  resourceLimit: 499_000,
+  pageSize: 16_384,
+  supportsResidencySets: true,
+  realMemoryUpTo: 16 * MIB,
+  callLogLimit: 10_000,
+});
+
+/** How a mock `mapFile` fails: the system call and errno the error carries (default `mmap`, `ENOMEM`). */
+export interface MockMappingFailure {
+  syscall?: string;
+  errno?: string;
+}
+
+/** Options of {@link MockBackend}: every device fact, memory behaviour and fault injection. */
+export interface MockBackendOptions {
+  /** Default `"Mock device (<memory> GiB)"`. */
+  name?: string;
+  /** Default 16 GiB. */
+  memorySize?: number;
+  /** Default 3/4 of `memorySize`, rounded down to a page. */
+  recommendedMaxWorkingSetSize?: number;
+  /** Default half of `memorySize`. */
+  maxBufferLength?: number;
+  /** Default 499000 (macOS's `iogpu.rsrc_limit` fallback). */
+  resourceLimit?: number;
+  /** A power of two; default 16384 (Apple silicon). */
+  pageSize?: number;
+  /** Default true; when false `newResidencySet()` returns `undefined`. */
+  supportsResidencySets?: boolean;
+  /**
+   * Buffers and mappings of up to this many bytes get real memory (an `ArrayBuffer`, made at the first
+   * `contents()`); larger ones have none and their `contents()` throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
+   * Default 16 MiB; `Infinity` gives real memory to everything.
+   */
+  realMemoryUpTo?: number;
+  /**
+   * Whether `mapFile` reads real files through `node:fs` when no virtual file has the path (default true).
+   * When false, a path without a virtual file fails like a missing file (`open`, `ENOENT`).
+   */
+  realFiles?: boolean;
+  /** How many calls the call log keeps, newest last (default 10000; 0 keeps none; totals are always kept). */
+  callLogLimit?: number;
+  /** Fails the `newBuffer` for which it returns true; `attempt` counts valid `newBuffer` calls from 1. */
+  failAllocation?: (bytes: number, attempt: number) => boolean;
+  /**
+   * Fails the `mapFile` for which it returns true or a failure; `attempt` counts valid `mapFile` calls
+   * from 1. Checked before the virtual file table and the file system.
+   */
+  failMapping?: (path: string, attempt: number) => boolean | MockMappingFailure | undefined;
+  /** The number of residency sets that can be made; later `newResidencySet()` calls return `undefined`. */
+  residencySetLimit?: number;
+  /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
+  failWiring?: MockWiringFault;
+  /**
+   * The granularity of address spaces (a power of two): with it the mock has `reserveAddressSpace`,
+   * `mapMemory` and `unmapMemory`, as a CUDA device (and the segments policy's large pool is expandable).
+   * Default: none.
+   */
+  mapGranularity?: number;
+}
+
+function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  assertPositiveInteger(value, name);
+  return value;
+}
+
+/** The device facts a {@link MockBackend} states, and its memory settings: every option checked. */
+export function mockSettings(options: MockBackendOptions): {
+  facts: DeviceFacts;
+  realMemoryUpTo: number;
+  callLogLimit: number;
+  mapGranularity: number | undefined;
+} {
+  const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
+  const pageSize = optionalPositiveInteger(options.pageSize, "pageSize", MOCK_DEFAULTS.pageSize);
+  if (!isPowerOfTwo(pageSize)) {
+    throw new ArgumentError("pageSize", `pageSize must be a power of two, got ${pageSize}`);
+  }
+  const name = options.name ?? `Mock device (${Math.round((memorySize / GIB) * 100) / 100} GiB)`;
+  if (typeof name !== "string" || name === "") {
+    throw new ArgumentError("name", `name must be a non-empty string, got ${describeValue(name)}`);
+  }
+  const supportsResidencySets = options.supportsResidencySets ?? MOCK_DEFAULTS.supportsResidencySets;
+  if (typeof supportsResidencySets !== "boolean") {
+    throw new ArgumentError("supportsResidencySets", "supportsResidencySets must be a boolean");
+  }
+  const realMemoryUpTo = options.realMemoryUpTo ?? MOCK_DEFAULTS.realMemoryUpTo;
+  if (
+    realMemoryUpTo !== Number.POSITIVE_INFINITY &&
+    !(Number.isSafeInteger(realMemoryUpTo) && realMemoryUpTo >= 0)
+  ) {
+    throw new ArgumentError(
+      "realMemoryUpTo",
+      `realMemoryUpTo must be a non-negative safe integer or Infinity, got ${describeValue(realMemoryUpTo)}`,
+    );
+  }
+  const callLogLimit = options.callLogLimit ?? MOCK_DEFAULTS.callLogLimit;
+  if (!Number.isSafeInteger(callLogLimit) || callLogLimit < 0) {
+    throw new ArgumentError(
+      "callLogLimit",
+      `callLogLimit must be a non-negative safe integer, got ${describeValue(callLogLimit)}`,
+    );
+  }
+  const mapGranularity = options.mapGranularity;
+  if (mapGranularity !== undefined && !isPowerOfTwo(mapGranularity)) {
+    throw new ArgumentError(
+      "mapGranularity",
+      `mapGranularity must be a power of two, got ${describeValue(mapGranularity)}`,
+    );
+  }
+  return {
+    facts: {
+      name,
+      platform: "mock",
+      memorySize,
+      recommendedMaxWorkingSetSize: optionalPositiveInteger(
+        options.recommendedMaxWorkingSetSize,
+        "recommendedMaxWorkingSetSize",
+        Math.max(pageSize, Math.floor((memorySize * 0.75) / pageSize) * pageSize),
+      ),
+      maxBufferLength: optionalPositiveInteger(
+        options.maxBufferLength,
+        "maxBufferLength",
+        Math.max(1, Math.floor(memorySize / 2)),
+      ),
+      resourceLimit: optionalPositiveInteger(
+        options.resourceLimit,
+        "resourceLimit",
+        MOCK_DEFAULTS.resourceLimit,
+      ),
+      pageSize,
+      supportsResidencySets,
+    },
+    realMemoryUpTo,
+    callLogLimit,
+    mapGranularity,
+  };
+}
