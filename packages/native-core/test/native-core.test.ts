@@ -45,6 +45,7 @@ const unitTests: Record<string, string[]> = {
     "teardown",
     "ranges",
     "view ledger",
+    "view ledger allocation failures",
     "counters",
     "allocation failures",
   ],

@@ -14,10 +14,15 @@ std::atomic<uint64_t> abandonedBytes{0};
 
 AbandonedTotals ProcessAbandoned() { return AbandonedTotals{abandonedAllocations.load(), abandonedBytes.load()}; }
 
+void CountAbandoned(int64_t allocations, int64_t bytes) {
+  abandonedAllocations += static_cast<uint64_t>(allocations);
+  abandonedBytes += static_cast<uint64_t>(bytes);
+}
+
 ViewLedger::~ViewLedger() {
   // Only when no view is left to end: whatever is still held goes (ranges first, as in the group).
-  for (auto& [key, entry] : orphans_) {
-    for (auto& allocation : entry.first.allocations) allocation.reset();
+  for (OrphanSlot& slot : orphans_) {
+    for (auto& allocation : slot.group.allocations) allocation.reset();
   }
 }
 
@@ -34,43 +39,35 @@ void ViewLedger::ViewGone(uint64_t id, uint64_t viewId) {
       queued_.store(ends_.size(), std::memory_order_release);
       return;
     }
-    auto group = groupOfView_.find(viewId);
-    if (group == groupOfView_.end()) return;
-    uint64_t key = group->second;
-    groupOfView_.erase(group);
-    auto orphan = orphans_.find(key);
-    if (orphan == orphans_.end() || --orphan->second.second > 0) return;
-    freed = std::move(orphan->second.first);
-    orphans_.erase(orphan);
+    auto view = std::lower_bound(orphanViews_.begin(), orphanViews_.end(), std::make_pair(viewId, size_t{0}));
+    if (view == orphanViews_.end() || view->first != viewId || view->second == kEnded) return;
+    OrphanSlot& slot = orphans_[view->second];
+    view->second = kEnded;
+    if (--slot.viewsLeft > 0) return;
+    freed = std::move(slot.group);
   }
   // Outside the lock: giving memory back to the system may take a while.
-  abandonedAllocations -= 1;
-  abandonedBytes -= freed.bytes;
+  CountAbandoned(-1, -static_cast<int64_t>(freed.bytes));
   for (auto& allocation : freed.allocations) allocation.reset();
 }
 
 void ViewLedger::TakeEnds(std::vector<ViewEnd>* ends) {
   ends->clear();
   ends->swap(local_);
-  if (queued_.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ends->insert(ends->end(), ends_.begin(), ends_.end());
-  ends_.clear();
-  queued_.store(0, std::memory_order_release);
 }
 
-void ViewLedger::AdoptLocked(OrphanGroup group) {
-  if (group.viewIds.empty()) return;  // nothing reaches it: freed as the group goes out of scope
-  uint64_t key = ++lastGroup_;
-  for (uint64_t viewId : group.viewIds) groupOfView_[viewId] = key;
-  size_t views = group.viewIds.size();
-  abandonedAllocations += 1;
-  abandonedBytes += group.bytes;
-  orphans_.emplace(key, std::make_pair(std::move(group), views));
+void ViewLedger::TakeRemoteEnds(std::vector<ViewEnd>* ends) {
+  ends->clear();
+  if (queued_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ends->swap(ends_);
+  queued_.store(0, std::memory_order_release);
 }
 
 void AddonState::ApplyEnds() {
   viewLedger->TakeEnds(&ends_);
+  for (const ViewEnd& end : ends_) ViewCollected(end.id, end.viewId);
+  viewLedger->TakeRemoteEnds(&ends_);
   for (const ViewEnd& end : ends_) ViewCollected(end.id, end.viewId);
   ends_.clear();
 }
@@ -272,13 +269,20 @@ void AddonState::TearDown() {
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
   if (viewLedger) {
     // The ledger learns of every view's end, moved or not: what a view still reaches is held until then.
-    viewLedger->Orphan([this](const std::vector<ViewEnd>& ends) {
-      for (const ViewEnd& end : ends) ViewCollected(end.id, end.viewId);
-      return OrphanReachable();
-    });
-    allocations_.clear();
-    platform.reset();
-    return;
+    try {
+      viewLedger->Orphan(
+          [this](const std::vector<ViewEnd>& own, const std::vector<ViewEnd>& others) {
+            for (const ViewEnd& end : own) ViewCollected(end.id, end.viewId);
+            for (const ViewEnd& end : others) ViewCollected(end.id, end.viewId);
+            return OrphanReachable();
+          },
+          [this](OrphanGroup& group) { TakeOrphan(group); });
+      allocations_.clear();
+      platform.reset();
+      return;
+    } catch (const std::bad_alloc&) {
+      // No room to hand it over: what a view may still reach is abandoned below, as with finalizers.
+    }
   }
   // What a view may still reach is abandoned, and so is the parent of such a range (its memory).
   std::vector<uint64_t> abandon;
@@ -311,7 +315,7 @@ void AddonState::TearDown() {
 
 std::vector<OrphanGroup> AddonState::OrphanReachable() {
   // Each allocation a view on record reaches, with every range of its root (they point into the root's
-  // memory), grouped by root.
+  // memory), grouped by root. Only ids and room here: the allocations stay the state's until TakeOrphan.
   auto rootOf = [this](uint64_t id) {
     for (auto found = allocations_.find(id); found != allocations_.end() && found->second.parent != 0;
          found = allocations_.find(id)) {
@@ -326,21 +330,31 @@ std::vector<OrphanGroup> AddonState::OrphanReachable() {
     for (const auto& view : owned.views) views.push_back(view.first);
   }
   std::vector<OrphanGroup> groups;
+  groups.reserve(viewsOfRoot.size());
   for (auto& [root, views] : viewsOfRoot) {
     OrphanGroup group;
     group.viewIds = std::move(views);
     for (auto& [id, owned] : allocations_) {
-      if (id != root && owned.allocation && rootOf(id) == root) group.allocations.push_back(std::move(owned.allocation));
+      if (id != root && owned.allocation && rootOf(id) == root) group.allocationIds.push_back(id);
     }
     auto found = allocations_.find(root);
     if (found != allocations_.end() && found->second.allocation) {
       group.bytes = found->second.allocation->allocatedSize();
-      group.allocations.push_back(std::move(found->second.allocation));
+      group.allocationIds.push_back(root);  // last: its ranges point into it
     }
-    abandoned_ += 1;
+    group.allocations.reserve(group.allocationIds.size());
     groups.push_back(std::move(group));
   }
   return groups;
+}
+
+void AddonState::TakeOrphan(OrphanGroup& group) noexcept {
+  for (uint64_t id : group.allocationIds) {
+    auto found = allocations_.find(id);
+    if (found == allocations_.end() || !found->second.allocation) continue;
+    group.allocations.push_back(std::move(found->second.allocation));  // within the room reserved
+  }
+  abandoned_ += 1;
 }
 
 void AddonState::Unlink(ResidencySet* set, Allocation* allocation) {

@@ -29,6 +29,7 @@
 #ifndef NUVEC_ADDON_STATE_H_
 #define NUVEC_ADDON_STATE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,8 @@ struct AbandonedTotals {
   uint64_t bytes = 0;
 };
 AbandonedTotals ProcessAbandoned();
+// Adds to (or, negative, takes from) the process's abandoned totals.
+void CountAbandoned(int64_t allocations, int64_t bytes);
 
 // A view whose memory no ArrayBuffer reaches any more: allocation `id`, view `viewId`.
 struct ViewEnd {
@@ -79,6 +82,7 @@ struct ViewEnd {
 // allocation and its ranges (ranges first: they point into the root), kept until the last of `viewIds` ends.
 struct OrphanGroup {
   std::vector<std::unique_ptr<Allocation>> allocations;
+  std::vector<uint64_t> allocationIds;  // what `allocations` takes, in order, once nothing can fail
   std::vector<uint64_t> viewIds;
   uint64_t bytes = 0;  // the root's allocated size, counted in the process's abandoned totals meanwhile
 };
@@ -98,35 +102,58 @@ class ViewLedger {
   ViewLedger& operator=(const ViewLedger&) = delete;
   ~ViewLedger();
 
-  // Any thread: the view's backing store is gone.
+  // Any thread: the view's backing store is gone. Allocates only to queue an end from another thread (and
+  // the first ends on the environment's own); a failure there is the caller's to absorb (views.cc).
   void ViewGone(uint64_t id, uint64_t viewId);
   // The environment's thread: whether an end may be queued (a relaxed read: a miss is seen next call).
   bool MayHaveEnds() const { return !local_.empty() || queued_.load(std::memory_order_acquire) != 0; }
-  // The environment's thread: the ends queued so far, moved into `ends` (cleared first).
+  // The environment's thread: the ends queued on it, then those from other threads, each swapped into
+  // `ends` (cleared first): no allocation, so no end is lost on the way.
   void TakeEnds(std::vector<ViewEnd>* ends);
-  // The environment's thread, at its teardown: `settle` is given the ends still queued and returns what
-  // views may still reach; from then on ViewGone frees each group when its last view ends. Atomic with
-  // respect to ViewGone (under the ledger's lock).
-  template <typename Settle>
-  void Orphan(Settle settle) {
+  void TakeRemoteEnds(std::vector<ViewEnd>* ends);
+  // The environment's thread, at its teardown: `settle` is given the ends still queued (this thread's,
+  // then the others') and returns what views may still reach; from then on ViewGone frees each group when
+  // its last view ends. Under the ledger's lock. What can throw (`settle`, the room for the groups) comes
+  // before anything changes: a failure leaves the ledger as it was.
+  template <typename Settle, typename Take>
+  void Orphan(Settle settle, Take take) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<ViewEnd> ends;
-    ends.swap(local_);
-    ends.insert(ends.end(), ends_.begin(), ends_.end());
+    std::vector<OrphanGroup> groups = settle(local_, ends_);
+    size_t views = 0;
+    for (const OrphanGroup& group : groups) views += group.viewIds.size();
+    orphans_.reserve(orphans_.size() + groups.size());
+    orphanViews_.reserve(orphanViews_.size() + views);
+    // From here nothing allocates: `take` moves each group's allocations into its reserved room.
+    for (OrphanGroup& group : groups) {
+      if (group.viewIds.empty()) continue;  // nothing reaches it: the state frees it
+      take(group);
+      size_t slot = orphans_.size();
+      for (uint64_t viewId : group.viewIds) orphanViews_.emplace_back(viewId, slot);
+      CountAbandoned(1, static_cast<int64_t>(group.bytes));
+      size_t count = group.viewIds.size();
+      orphans_.push_back(OrphanSlot{std::move(group), count});
+    }
+    std::sort(orphanViews_.begin(), orphanViews_.end());
+    local_.clear();
     ends_.clear();
     queued_.store(0, std::memory_order_release);
-    std::vector<OrphanGroup> groups = settle(ends);
     orphaned_ = true;
-    for (OrphanGroup& group : groups) AdoptLocked(std::move(group));
   }
   // Groups still held (tests).
   size_t OrphanGroups() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return orphans_.size();
+    size_t held = 0;
+    for (const OrphanSlot& slot : orphans_) held += slot.viewsLeft > 0 ? 1 : 0;
+    return held;
   }
 
  private:
-  void AdoptLocked(OrphanGroup group);
+  // A group handed over at teardown and how many of its views have not ended.
+  struct OrphanSlot {
+    OrphanGroup group;
+    size_t viewsLeft;
+  };
+  static constexpr size_t kEnded = static_cast<size_t>(-1);
 
   const std::thread::id owner_;
   // Ends on the environment's own thread (a detach, a sweep there): only that thread touches them. A deleter
@@ -136,10 +163,9 @@ class ViewLedger {
   std::atomic<size_t> queued_{0};
   std::vector<ViewEnd> ends_;  // from other threads, under the lock
   bool orphaned_ = false;      // written by the environment's thread only, under the lock
-  // Orphaned groups by a key of their own, and the key of each view that still reaches one.
-  uint64_t lastGroup_ = 0;
-  std::unordered_map<uint64_t, std::pair<OrphanGroup, size_t>> orphans_;  // group, views left
-  std::unordered_map<uint64_t, uint64_t> groupOfView_;
+  // After teardown: the groups, and (view id, group) sorted by view id; a view that ended reads kEnded.
+  std::vector<OrphanSlot> orphans_;
+  std::vector<std::pair<uint64_t, size_t>> orphanViews_;
 };
 
 enum class ViewState { kHandedOut, kEscaped };
@@ -295,8 +321,10 @@ class AddonState {
 
  private:
   void ApplyEnds();
-  // What TearDown hands to the ledger: every allocation a view on record may reach, grouped by root.
+  // What TearDown hands to the ledger: every allocation a view on record may reach, grouped by root, by id
+  // and with room for them (may throw; nothing moves yet); then TakeOrphan moves them in (never throws).
   std::vector<OrphanGroup> OrphanReachable();
+  void TakeOrphan(OrphanGroup& group) noexcept;
   void Unlink(ResidencySet* set, Allocation* allocation);
   void MaybeFreeAllocation(Allocation* allocation);
   void MaybeFree(uint64_t id);

@@ -354,6 +354,44 @@ void ViewLedger() {
   std::puts("ok view ledger: ends from any thread, applied on the environment's; after teardown, the last end frees");
 }
 
+// The teardown's handover to the ledger with a failure at each allocation in turn: either it is handed over
+// (the last end frees it) or, with no room for that, abandoned and counted; never freed under a view, never a
+// crash, and no end lost on the way.
+void ViewLedgerAllocationFailures() {
+  using nuvec_test::FailAllocationAfter;
+  using nuvec_test::StopFailingAllocations;
+  bool handedOver = false;
+  bool abandoned = false;
+  for (long at = 0; at < 40 && !(handedOver && abandoned && at > 30); at += 1) {
+    Fixture f;
+    f.state.viewLedger = std::make_shared<nuvec::ViewLedger>();
+    std::shared_ptr<nuvec::ViewLedger> ledger = f.state.viewLedger;
+    uint64_t live = f.buffer(2048);
+    uint64_t liveView = f.state.ViewCreated(live);
+    uint64_t ended = f.buffer(1024);
+    uint64_t endedView = f.state.ViewCreated(ended);
+    ledger->ViewGone(ended, endedView);  // queued: the teardown applies it
+    std::thread([&ledger, ended] { ledger->ViewGone(ended, 999999); }).join();  // an end of no view
+    nuvec::AbandonedTotals before = nuvec::ProcessAbandoned();
+    FailAllocationAfter(at);
+    f.state.TearDown();
+    StopFailingAllocations();
+    CHECK(f.state.tornDown && f.state.OwnedAllocations() == 0);
+    CHECK(f.freed.allocations == 1);  // the ended one, either way
+    CHECK(nuvec::ProcessAbandoned().bytes == before.bytes + 2048);
+    std::thread([&ledger, live, liveView] { ledger->ViewGone(live, liveView); }).join();
+    if (ledger->OrphanGroups() == 0 && f.freed.allocations == 2) {
+      handedOver = true;
+      CHECK(nuvec::ProcessAbandoned().bytes == before.bytes);
+    } else {
+      abandoned = true;  // kept for the rest of the process, counted
+      CHECK(f.freed.allocations == 1 && nuvec::ProcessAbandoned().bytes == before.bytes + 2048);
+    }
+  }
+  CHECK(handedOver && abandoned);
+  std::puts("ok view ledger allocation failures: handed over or abandoned, never freed under a view");
+}
+
 void Counters() {
   Fixture f;
   f.buffer(100);
@@ -472,6 +510,7 @@ int main() {
   TearDown();
   Ranges();
   ViewLedger();
+  ViewLedgerAllocationFailures();
   Counters();
   std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;

@@ -54,9 +54,15 @@ struct ViewToken {
 };
 
 // Any thread: the backing store is gone, so no ArrayBuffer reaches the memory through this view.
-void ViewDeleter(void*, size_t, void* data) {
+void ViewDeleter(void*, size_t, void* data) noexcept {
   std::unique_ptr<ViewToken> token(static_cast<ViewToken*>(data));
-  token->ledger->ViewGone(token->id, token->viewId);
+  try {
+    token->ledger->ViewGone(token->id, token->viewId);
+  } catch (...) {
+    // No room to queue the end (std::bad_alloc): the view stays on record, so its memory stays held and
+    // counted (quarantined, or abandoned after a teardown), never freed under a view. V8 calls this from
+    // code that must not see an exception.
+  }
 }
 
 class BackingStoreViewRef final : public ViewRef {

@@ -48,8 +48,13 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   release(): void {
     this.assertLive("release");
     this.#released = true;
-    this.#jobView = undefined;
-    this.releaseMemory();
+    try {
+      this.releaseMemory();
+    } finally {
+      // Only now: held through the native call, the view cannot be collected just before it (the addon
+      // could not tell it from one moved away, and would quarantine the memory).
+      this.#jobView = undefined;
+    }
   }
 
   /** Gives the handle back to the addon: at once here; a buffer with live ranges waits for the last one. */

@@ -69,9 +69,13 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.assertLive("detachContents");
     if (!this.#viewsHandedOut) return;
     this.#viewsHandedOut = false;
-    this.forgetView();
-    // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
-    if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
+    try {
+      // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
+      if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
+    } finally {
+      // After the native call, as in release().
+      this.forgetView();
+    }
   }
 
   /** Whether this is a range of another buffer (a range of a range is refused). */

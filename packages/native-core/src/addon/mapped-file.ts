@@ -47,7 +47,10 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
    */
   detachContents(): void {
     this.assertLive("detachContents");
-    this.forgetView();
-    callNative(() => this.raw.detachContents());
+    try {
+      callNative(() => this.raw.detachContents());
+    } finally {
+      this.forgetView(); // after the native call, as in release()
+    }
   }
 }
