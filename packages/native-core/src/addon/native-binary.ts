@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 
 /** The binary format a platform's dynamic loader reads. */
-function formatOf(platform: NodeJS.Platform): "elf" | "mach-o" | undefined {
+function formatOf(platform: string): "elf" | "mach-o" | undefined {
   if (platform === "darwin") return "mach-o";
   if (platform === "win32") return undefined;
   return "elf";
@@ -275,7 +275,7 @@ function digest(fd: number, size: number): string {
  */
 export function nativeBinaryDefect(
   file: string,
-  platform: NodeJS.Platform = process.platform,
+  platform: string = process.platform,
   sha256?: string,
 ): string | undefined {
   const format = formatOf(platform);
