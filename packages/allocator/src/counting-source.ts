@@ -54,6 +54,7 @@ export class CountingMappingSource extends CountingBufferSource {
   readonly mapGranularity: number;
   /** Address ranges reserved so far. */
   reservations = 0;
+  readonly #spaces = new Set<number>();
 
   constructor(facts: ConstructorParameters<typeof CountingBufferSource>[0] & { mapGranularity: number }) {
     super(facts);
@@ -62,7 +63,11 @@ export class CountingMappingSource extends CountingBufferSource {
 
   reserve(_capacity: number): number {
     this.reservations++;
-    return -1e15 - this.reservations;
+    // Apart from buffers (positive) and ranges (small negative serials): the release of a space is no
+    // system release.
+    const space = Number.MIN_SAFE_INTEGER + this.reservations;
+    this.#spaces.add(space);
+    return space;
   }
 
   map(_space: number, _offset: number, _length: number): void {
@@ -74,7 +79,7 @@ export class CountingMappingSource extends CountingBufferSource {
   }
 
   override release(buffer: number): void {
-    if (buffer <= -1e15) return;
+    if (this.#spaces.delete(buffer)) return;
     super.release(buffer);
   }
 }

@@ -39,8 +39,6 @@ export function isMappingSource<S extends object>(source: S): source is S & Mapp
 export class MappedPages<B> {
   /** Bytes backed by memory now: the range's share of `reserved`. */
   mappedBytes = 0;
-  /** Map calls still mapped. */
-  mappings = 0;
   /** Map calls made, and unmap calls made: the system allocations and releases. */
   mapCalls = 0;
   unmapCalls = 0;
@@ -90,14 +88,13 @@ export class MappedPages<B> {
   }
 
   /**
-   * Maps every unmapped page under `[offset, offset + length)`, one map call per run of them; returns the
-   * calls made. A call that throws leaves the pages it covered unmapped (those mapped before it stay).
+   * Maps every unmapped page under `[offset, offset + length)`, one map call per run of them (counted in
+   * `mapCalls`). A call that throws leaves the pages it covered unmapped (those mapped before it stay).
    */
-  mapRange(offset: number, length: number, ahead = 0): number {
+  mapRange(offset: number, length: number, ahead = 0): void {
     const page = this.page;
     const end = Math.ceil((offset + length) / page);
     const limit = this.owner.length;
-    let calls = 0;
     let index = Math.floor(offset / page);
     while (index < end) {
       if (this.owner[index] !== 0) {
@@ -125,12 +122,9 @@ export class MappedPages<B> {
         this.prefixEnd = prefix;
       }
       this.mappedBytes += (runEnd - index) * page;
-      this.mappings++;
       this.mapCalls++;
-      calls++;
       index = runEnd;
     }
-    return calls;
   }
 
   /**
@@ -138,12 +132,11 @@ export class MappedPages<B> {
    * `budget` bytes went back; returns the bytes unmapped. A failing unmap is rethrown after the others ran;
    * its pages leave the books all the same (the source keeps what it could not give back).
    */
-  unmapInside(offset: number, length: number, budget: number): { bytes: number; calls: number } {
+  unmapInside(offset: number, length: number, budget: number): number {
     const page = this.page;
     const first = Math.ceil(offset / page);
     const end = Math.floor((offset + length) / page);
     let bytes = 0;
-    let calls = 0;
     const teardown = new Teardown();
     let index = first;
     while (index < end && bytes < budget) {
@@ -164,15 +157,13 @@ export class MappedPages<B> {
       if (startPage < this.prefixEnd) this.prefixEnd = startPage;
       this.freeIds.push(id);
       this.mappedBytes -= size;
-      this.mappings--;
       bytes += size;
-      calls++;
       this.unmapCalls++;
       teardown.run(() => this.source.unmap(this.space, start, size));
       index = endPage;
     }
     teardown.finish();
-    return { bytes, calls };
+    return bytes;
   }
 
   private newId(start: number, length: number): number {

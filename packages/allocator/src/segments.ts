@@ -823,7 +823,7 @@ export class SegmentAllocator<B> {
       const size = block.size;
       teardown.run(() =>
         this.countPages(pages, () => {
-          released += pages.unmapInside(offset, size, bytes - released).bytes;
+          released += pages.unmapInside(offset, size, bytes - released);
         }),
       );
     }
