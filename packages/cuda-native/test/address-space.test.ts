@@ -11,6 +11,10 @@ import type { CudaBufferRange } from "../src/index.js";
 import { cuda, cudaBackend } from "./support.js";
 
 const MIB = 1024 ** 2;
+
+function expectSame(actual: Uint8Array, expected: Uint8Array): void {
+  expect(Buffer.from(actual).equals(Buffer.from(expected))).toBe(true);
+}
 const GIB = 1024 ** 3;
 
 describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undefined)(
@@ -123,6 +127,29 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       } finally {
         rmSync(directory, { recursive: true, force: true });
       }
+    });
+
+    it("two Devices on one GPU each grow a segment of their own: figures apart, bytes kept, each close gives back its own", () => {
+      const backend = cuda();
+      const before = backend.memoryInfo().free;
+      const first = Device.open({ backend });
+      const second = Device.open({ backend });
+      const a = first.malloc(48 * MIB);
+      const b = second.malloc(48 * MIB);
+      a.write(patternBytes(4096, 1));
+      b.write(patternBytes(4096, 2));
+      expect(first.memoryStats().active).toBe(48 * MIB);
+      expect(second.memoryStats().active).toBe(48 * MIB);
+      // A buffer of one Device is refused by the other.
+      expect(() => second.free(a)).toThrow();
+      a.free();
+      first.clearCache();
+      expect(first.memoryStats().reserved).toBe(0);
+      expectSame(b.read(0, 4096), patternBytes(4096, 2));
+      first.close();
+      expectSame(b.read(0, 4096), patternBytes(4096, 2));
+      second.close();
+      expect(backend.memoryInfo().free).toBe(before);
     });
   },
 );
