@@ -9,7 +9,8 @@ import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
-import { checkSegmentOptions, SegmentAllocator, type SegmentOptions } from "./segments.js";
+import { checkSegmentOptions, type SegmentOptions } from "./segment-options.js";
+import { SegmentAllocator } from "./segments.js";
 import { SizeClassAllocator } from "./size-classes.js";
 import type { TraceAllocatorSetup } from "./trace-format.js";
 

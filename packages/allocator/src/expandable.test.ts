@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { GiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { replayOptionsFromHeader, TraceReplay } from "./replay.js";
-import { checkSegmentOptions, EXPANDABLE_SEGMENT_DEFAULTS, SEGMENT_DEFAULTS } from "./segments.js";
+import { checkSegmentOptions, EXPANDABLE_SEGMENT_DEFAULTS, SEGMENT_DEFAULTS } from "./segment-options.js";
 
 const GRANULE = 2 * MiB;
 

@@ -27,7 +27,7 @@ export {
   EXPANDABLE_SEGMENT_DEFAULTS,
   SEGMENT_DEFAULTS,
   type SegmentOptions,
-} from "./segments.js";
+} from "./segment-options.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file
 // reader is `@nuvec/allocator/node`'s).
 export {

@@ -1,7 +1,7 @@
 // The allocator's options, declared once (the rules of @nuvec/stats): the declaration is the check and makes
 // the error messages; `SchemaType` of it is `AllocatorOptions` (option-schema.test.ts compares them).
 import { optionsSchema, type Rule, rules } from "@nuvec/stats";
-import { checkSegmentOptions, type SegmentOptions } from "./segments.js";
+import { checkSegmentOptions, type SegmentOptions } from "./segment-options.js";
 
 const { byteCount, func, number, oneOf, optional } = rules;
 

@@ -1,4 +1,4 @@
-import type { SegmentOptions } from "./segments.js";
+import type { SegmentOptions } from "./segment-options.js";
 
 /**
  * Which cache policy decides reuse and release: `"bounded"` (the default) keeps reserved memory within

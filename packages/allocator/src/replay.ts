@@ -7,7 +7,7 @@ import { CachingAllocator } from "./allocator.js";
 import type { AllocatorCounters } from "./counters.js";
 import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
-import type { SegmentOptions } from "./segments.js";
+import type { SegmentOptions } from "./segment-options.js";
 import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
 import { TraceIdMap } from "./trace-ids.js";
 import { TraceValidator } from "./trace-validator.js";

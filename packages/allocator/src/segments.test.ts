@@ -2,7 +2,7 @@ import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { GiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
-import { SEGMENT_DEFAULTS, type SegmentOptions } from "./segments.js";
+import { SEGMENT_DEFAULTS, type SegmentOptions } from "./segment-options.js";
 
 /** A range of a test buffer: which segment, where, how long; `live` until released. */
 interface TestRange extends TestBuffer {
