@@ -3,8 +3,9 @@
 // the copy of @nuvec/native-core that binding.gyp includes). The handles, ownership, views and their
 // detaching, escape quarantine, typed errors and counters are that shared code; what is only this addon's:
 //   - the device is opened when JavaScript asks, open(ordinal), not at load (the driver is only touched then);
-//   - memory the CPU cannot address: read()/write() copies and the devicePointer accessor on the handles
-//     (BindingFeatures::copies), contents() refused with ERR_NUVEC_NOT_HOST_VISIBLE (shared);
+//   - memory the CPU cannot address: the devicePointer accessor on the handles
+//     (BindingFeatures::devicePointers); contents() refused with ERR_NUVEC_NOT_HOST_VISIBLE and read()/write()
+//     copying with the driver (shared);
 //   - facts() adds hostVisible, ordinal and driverVersion; memoryInfo, copyFromMapping,
 //     timeDriverAllocFree and driverVersion.
 #include <napi.h>
@@ -172,7 +173,7 @@ Napi::Value DriverVersionOf(const Napi::CallbackInfo& info) { return Napi::Numbe
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
-  data->features.copies = true;
+  data->features.devicePointers = true;
   data->features.accountsExternalMemory = false;
   // No platform until open(): what the "unavailable" error says meanwhile.
   data->state->platformFailure.message = kNotOpen;
