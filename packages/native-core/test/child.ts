@@ -61,3 +61,31 @@ export function addonDamages(addon: Buffer): [string, (file: string) => void][] 
     ["a link to /dev/zero", (file) => symlinkSync("/dev/zero", file)],
   ];
 }
+
+/** The C++ compiler node-gyp's make would pick: $CXX, else the first of c++, g++, clang++ that answers. */
+export const cxx: string | undefined = [process.env.CXX, "c++", "g++", "clang++"]
+  .filter((name): name is string => !!name)
+  .find((name) => spawnSync(name, ["--version"], { encoding: "utf8" }).status === 0);
+
+/**
+ * Compiles a C++ unit test (C++17, every warning an error) from `sources` into `binary` and runs it: both
+ * silent on stderr and exiting 0, the run printing `ok <part>` for each of `parts` and its count of checks.
+ */
+export function compileAndRun(
+  binary: string,
+  sources: string[],
+  options: { includes?: string[]; env?: NodeJS.ProcessEnv; parts: string[] },
+): void {
+  const includes = (options.includes ?? []).flatMap((folder) => ["-I", folder]);
+  const flags = ["-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror"];
+  const build = spawnSync(cxx ?? "c++", [...flags, ...includes, "-o", binary, ...sources], {
+    encoding: "utf8",
+  });
+  expect(build.stderr).toBe("");
+  expect(build.status).toBe(0);
+  const run = spawnSync(binary, [], { encoding: "utf8", env: options.env ?? process.env });
+  expect(run.stderr).toBe("");
+  expect(run.status).toBe(0);
+  for (const part of options.parts) expect(run.stdout).toContain(`ok ${part}`);
+  expect(run.stdout).toMatch(/all \d+ checks passed/);
+}
