@@ -44,6 +44,11 @@ export interface NativeBackendContractOptions {
    */
   readMemory?: (address: bigint, length: number) => Uint8Array;
   /**
+   * This process's memory locked as the kernel counts it (the host: VmLck). With it, every step of the
+   * residency tests also checks that the kernel locked exactly the bytes `wiredBytes` says are wired.
+   */
+  lockedBytes?: () => number;
+  /**
    * Whether buffers are host-visible (default true). False (CUDA device memory): the suite reads and writes
    * buffers with `read`/`write` instead of `contents()`, checks that `contents()` is refused, and skips
    * what is about views (none are ever handed out). Mapped files are host-visible on every backend.
@@ -571,7 +576,16 @@ export function describeNativeBackendContract(
     describe("residency sets", () => {
       /** The set's committed allocations: [allocationCount, allocatedSize]. */
       const holding = (set: NativeResidencySet) => [set.allocationCount, set.allocatedSize];
-      const wiredSince = (start: number) => wiredBytes() - start;
+      /** Where wiring stands now: the counter, and the kernel's figure where the backend gives it. */
+      const wiredNow = () => ({ counted: wiredBytes(), locked: options.lockedBytes?.() ?? 0 });
+      /** Bytes wired since `start`, by the counter; the kernel's figure must have moved by as much. */
+      function wiredSince(start: ReturnType<typeof wiredNow>): number {
+        const now = wiredNow();
+        if (options.lockedBytes !== undefined) {
+          expect(now.locked - start.locked, "bytes the kernel locked").toBe(now.counted - start.counted);
+        }
+        return now.counted - start.counted;
+      }
 
       it("newResidencySet() gives a set exactly when supportsResidencySets, and counts it", () => {
         const before = backend.counters();
@@ -606,10 +620,10 @@ export function describeNativeBackendContract(
 
       it("nothing is wired before requestResidency", (context) => {
         const set = newResidencySet(context);
-        const start = wiredBytes();
+        const start = wiredNow();
         set.add(newBuffer(backend.pageSize));
         set.commit();
-        expect(wiredBytes()).toBe(start);
+        expect(wiredSince(start)).toBe(0);
       });
 
       it("requestResidency wires the committed allocations and stands; endResidency unwires all", (context) => {
@@ -617,7 +631,7 @@ export function describeNativeBackendContract(
         const first = newBuffer(backend.pageSize);
         const second = newBuffer(2 * backend.pageSize);
         const both = first.allocatedSize + second.allocatedSize;
-        const start = wiredBytes();
+        const start = wiredNow();
         const before = backend.counters();
         set.add(first);
         set.commit();
@@ -642,7 +656,7 @@ export function describeNativeBackendContract(
       it("a mapped file in a set is wired by its allocatedSize", (context) => {
         const set = newResidencySet(context);
         const mapping = mapFile(writeTemporaryFile(patternBytes(backend.pageSize + 1, 4)));
-        const start = wiredBytes();
+        const start = wiredNow();
         set.add(mapping);
         set.commit();
         expect(set.allocatedSize).toBe(mapping.allocatedSize);
@@ -660,7 +674,7 @@ export function describeNativeBackendContract(
         set.remove(newBuffer(backend.pageSize));
         set.commit();
         expect(holding(set)).toEqual([1, buffer.allocatedSize]);
-        const start = wiredBytes();
+        const start = wiredNow();
         set.requestResidency();
         set.requestResidency();
         expect(wiredSince(start)).toBe(buffer.allocatedSize);
@@ -672,7 +686,7 @@ export function describeNativeBackendContract(
       it("releasing a set unwires everything; any later call throws StateError", (context) => {
         const set = newResidencySet(context);
         const buffer = newBuffer(backend.pageSize);
-        const start = wiredBytes();
+        const start = wiredNow();
         set.add(buffer);
         set.commit();
         set.requestResidency();
@@ -708,7 +722,7 @@ export function describeNativeBackendContract(
         (context) => {
           const set = newResidencySet(context);
           const buffer = backend.newBuffer(backend.pageSize);
-          const start = wiredBytes();
+          const start = wiredNow();
           set.add(buffer);
           set.commit();
           set.requestResidency();
