@@ -14,28 +14,10 @@ import { ArgumentError, UnsupportedError } from "@nuvec/stats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { patternBytes, thrown } from "../../native-core/test/support.js";
 import { findCudaAddon } from "../src/loader.js";
-import { cuda, cudaBackend } from "./support.js";
+import { cuda, cudaBackend, expectDriverOutOfMemory, expectSameBytes } from "./support.js";
 
 const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
-
-/**
- * Byte for byte, in one comparison: `toEqual` walks a typed array element by element (about a minute for
- * 5 MiB), which would take most of the GPU run's time. On a difference, the first differing offset.
- */
-function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
-  const same =
-    actual.byteLength === expected.byteLength &&
-    Buffer.from(actual.buffer, actual.byteOffset, actual.byteLength).equals(
-      Buffer.from(expected.buffer, expected.byteOffset, expected.byteLength),
-    );
-  if (same) return;
-  const first = actual.findIndex((value, index) => value !== expected[index]);
-  expect({ length: actual.byteLength, firstDifference: first }).toEqual({
-    length: expected.byteLength,
-    firstDifference: -1,
-  });
-}
 
 describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
   let directory: string;
@@ -186,30 +168,18 @@ describe.runIf(cudaBackend !== undefined)("CUDA backend on a GPU", () => {
     // A cached GiB, so the retry has something to clear.
     device.malloc(GIB).free();
     expect(device.memoryStats().cache).toBe(GIB);
-    // Take most of the GPU outside the device, so the driver refuses what the device's limit still allows.
-    const { free } = backend.memoryInfo();
-    const held = backend.newBuffer(Math.floor((free - 4 * GIB) / MIB) * MIB);
-    try {
+    // Most of the GPU taken outside the device: the driver refuses what the device's limit still allows.
+    expectDriverOutOfMemory(backend, device, () => {
       const before = device.counters();
-      const error = thrown(() => device.malloc(8 * GIB));
-      expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" });
-      expect((error as Error & { cause?: unknown }).cause).toMatchObject({
-        name: "OutOfMemoryError",
-        code: "ERR_NUVEC_ALLOCATION_FAILED",
-      });
-      expect(String((error as Error & { cause?: Error }).cause?.message)).toMatch(/CUDA_ERROR_OUT_OF_MEMORY/);
-      const after = device.counters();
-      expect(after.allocationRetries).toBe(before.allocationRetries + 1);
-      expect(device.memoryStats().cache).toBe(0); // cleared for the retry
-      expect(device.memoryStats().active).toBe(0);
-      expect(after.systemAllocations).toBe(before.systemAllocations);
-    } finally {
-      held.release();
-    }
-    // And once the memory is back, the same request succeeds.
-    const buffer = device.malloc(8 * GIB);
-    buffer.write(Uint8Array.of(42), 8 * GIB - 1);
-    expect(buffer.read(8 * GIB - 1)[0]).toBe(42);
+      return (error) => {
+        expect(error.cause).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_ALLOCATION_FAILED" });
+        const after = device.counters();
+        expect(after.allocationRetries).toBe(before.allocationRetries + 1);
+        expect(device.memoryStats().cache).toBe(0); // cleared for the retry
+        expect(device.memoryStats().active).toBe(0);
+        expect(after.systemAllocations).toBe(before.systemAllocations);
+      };
+    });
   });
 
   it("the hard memory limit refuses before the driver is asked", () => {
