@@ -9,16 +9,16 @@ import type { NuvecErrorCode as NativeErrorCode } from "@nuvec/stats";
 import { ArgumentError, NuvecError, StateError, SystemCallError, UnsupportedError } from "@nuvec/stats";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type TestContext } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
-import { deviceFacts } from "../src/facts.js";
-import type {
-  NativeAllocation,
-  NativeBackend,
-  NativeBuffer,
-  NativeCounters,
-  NativeMappedFile,
-  NativeMemoryHandle,
-  NativeResidencySet,
-} from "../src/types.js";
+import {
+  deviceFacts,
+  type NativeAllocation,
+  type NativeBackend,
+  type NativeBuffer,
+  type NativeCounters,
+  type NativeMappedFile,
+  type NativeMemoryHandle,
+  type NativeResidencySet,
+} from "../src/index.js";
 import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeNativeBackendContract}. */
