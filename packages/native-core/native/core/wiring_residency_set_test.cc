@@ -48,11 +48,17 @@ class FakeWiring final : public nuvec::Wiring {
   std::string wiringAdvice(Allocation*, int error) override { return "refused: " + std::to_string(error); }
 };
 
-void WiringFollowsRequestAndCommits() {
+// What each test starts from: the fake wiring, the counters a set's end is reported to, two allocations.
+struct Fixture {
   FakeWiring wiring;
-  auto freed = std::make_shared<FreedCounters>();
+  std::shared_ptr<FreedCounters> freed = std::make_shared<FreedCounters>();
   FakeAllocation a;
   FakeAllocation b;
+};
+
+void WiringFollowsRequestAndCommits() {
+  Fixture fixture;
+  auto& [wiring, freed, a, b] = fixture;
   {
     WiringResidencySet set(&wiring, freed);
     set.add(&a);
@@ -79,9 +85,9 @@ void WiringFollowsRequestAndCommits() {
 }
 
 void FailuresAreCountedAndRetried() {
-  FakeWiring wiring;
-  FakeAllocation a;
-  WiringResidencySet set(&wiring, std::make_shared<FreedCounters>());
+  Fixture fixture;
+  auto& [wiring, freed, a, b] = fixture;
+  WiringResidencySet set(&wiring, freed);
   a.refuse = true;
   set.add(&a);
   set.commit();
@@ -103,10 +109,8 @@ void FailuresAreCountedAndRetried() {
 // residency (and the set's end) unwires all that was wired.
 void AllocationFailures() {
   for (long at = 0; at < 24; at += 1) {
-    FakeWiring wiring;
-    auto freed = std::make_shared<FreedCounters>();
-    FakeAllocation a;
-    FakeAllocation b;
+    Fixture fixture;
+    auto& [wiring, freed, a, b] = fixture;
     {
       WiringResidencySet set(&wiring, freed);
       set.add(&a);
