@@ -162,8 +162,8 @@ describe("ELF (Linux and other POSIX systems)", () => {
     ["it names no program headers (nothing to load)", (file) => file.writeUInt16LE(0, 56)],
     ["its program header size is 40, not 56", (file) => file.writeUInt16LE(40, 54)],
     ["its section header size is 32, not 64", (file) => file.writeUInt16LE(32, 58)],
-    ["its ELF class 3 is neither 32- nor 64-bit", (file) => void (file[4] = 3)],
-    ["its ELF byte order 0 is neither little- nor big-endian", (file) => void (file[5] = 0)],
+    ["its ELF class 3 is neither 32- nor 64-bit", (file) => file.writeUInt8(3, 4)],
+    ["its ELF byte order 0 is neither little- nor big-endian", (file) => file.writeUInt8(0, 5)],
   ])("%s", (message, change) => {
     const file = elf64();
     change(file);
