@@ -62,25 +62,15 @@ Allocation* SpaceArgument(const Napi::CallbackInfo& info) {
   return BufferHandle::Unwrap(info[0].As<Napi::Object>())->handle().Live(env, "address space");
 }
 
-// mapMemory(space, offset, length) / unmapMemory(space, offset, length).
-void MapMemory(const Napi::CallbackInfo& info) {
+// mapMemory(space, offset, length) / unmapMemory(space, offset, length): the same checks, then the call.
+template <bool (CudaPlatformApi::*Call)(Allocation*, size_t, size_t, Failure*)>
+void SpaceCall(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Allocation* space = SpaceArgument(info);
   size_t offset = CheckRange(env, info[1], "offset", space->length());
   size_t length = CheckRange(env, info[2], "length", space->length() - offset);
   Failure failure;
-  if (!CudaPlatformOf(env).mapMemory(space, offset, length, &failure)) {
-    ThrowFailure(env, failure, "length", static_cast<double>(length));
-  }
-}
-
-void UnmapMemory(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Allocation* space = SpaceArgument(info);
-  size_t offset = CheckRange(env, info[1], "offset", space->length());
-  size_t length = CheckRange(env, info[2], "length", space->length() - offset);
-  Failure failure;
-  if (!CudaPlatformOf(env).unmapMemory(space, offset, length, &failure)) {
+  if (!(CudaPlatformOf(env).*Call)(space, offset, length, &failure)) {
     ThrowFailure(env, failure, "length", static_cast<double>(length));
   }
 }
@@ -185,9 +175,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("timeDriverAllocFree", Napi::Function::New<TimeDriverAllocFree>(env, "timeDriverAllocFree"));
   exports.Set("driverVersion", Napi::Function::New<DriverVersionOf>(env, "driverVersion"));
   exports.Set("reserveAddressSpace", Napi::Function::New<ReserveAddressSpace>(env, "reserveAddressSpace"));
-  exports.Set("mapMemory", Napi::Function::New<MapMemory>(env, "mapMemory"));
+  exports.Set("mapMemory", Napi::Function::New<SpaceCall<&CudaPlatformApi::mapMemory>>(env, "mapMemory"));
   exports.Set("clearCurrentContext", Napi::Function::New<ClearCurrentContext>(env, "clearCurrentContext"));
-  exports.Set("unmapMemory", Napi::Function::New<UnmapMemory>(env, "unmapMemory"));
+  exports.Set("unmapMemory", Napi::Function::New<SpaceCall<&CudaPlatformApi::unmapMemory>>(env, "unmapMemory"));
   return exports;
 }
 
