@@ -8,12 +8,11 @@ import {
   AddonMappedFile,
   AddonResidencySet,
   callNative,
-  checkSource,
   type RawBufferHandle,
   type RawMappedFileHandle,
   type RawResidencySetHandle,
 } from "@nuvec/metal-native/addon";
-import { ArgumentError, StateError } from "@nuvec/stats";
+import { StateError } from "@nuvec/stats";
 import { checkByteCount, checkCount } from "./arguments.js";
 import type { RawCudaAddon, RawCudaBufferHandle, RawCudaFacts, RawCudaMappedFileHandle } from "./raw.js";
 
@@ -62,25 +61,10 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
 
 /**
  * A range of a {@link CudaBuffer} (`CudaBackend.newBufferRange`): a block the segments policy hands out.
- * `nativeHandle().devicePointer` is the block's; `read` and `write` copy at its offset in the segment. Made
- * without a native call.
+ * `nativeHandle().devicePointer` is the block's; `read` and `write` copy at its offset in the segment
+ * (`cuMemcpyDtoH`, `cuMemcpyHtoD`). Made without a native call.
  */
-export class CudaBufferRange extends AddonBufferRange<CudaBufferHandle> {
-  /** Copies `length` bytes from `offset` of the range to a new `Uint8Array` (`cuMemcpyDtoH`). */
-  read(offset = 0, length: number = this.length - offset): Uint8Array {
-    this.assertLive("read");
-    this.checkSpan(offset, length, "read");
-    return (this.segment as CudaBuffer).copyOut(this.offset + offset, length);
-  }
-
-  /** Copies `source` into the range at `offset` (`cuMemcpyHtoD`). */
-  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
-    this.assertLive("write");
-    checkSource(source);
-    this.checkSpan(offset, source.byteLength, "write");
-    (this.segment as CudaBuffer).copyIn(source, this.offset + offset);
-  }
-}
+export class CudaBufferRange extends AddonBufferRange<CudaBufferHandle> {}
 
 /**
  * A file mapped private and copy-on-write, as on the host: the CPU reads it through `contents()`. Wired (in a

@@ -183,8 +183,8 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /**
    * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0), the same
-   * on every backend: the backend's copy where it has one (every native backend: no view is made, so none
-   * is detached on free), else through `contents()`. Must fit within `length`.
+   * on every backend: the backend's copy, which makes no view (so none is detached on free). Must fit within
+   * `length`.
    */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     this.#check("write()");
@@ -197,28 +197,19 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     this.#checkSpan("write()", offset, source.byteLength);
     const native = this.#state.allocation.buffer;
     if (native === undefined || source.byteLength === 0) return;
-    if (native.write !== undefined) {
-      native.write(source, offset);
-      return;
-    }
-    const bytes =
-      source instanceof ArrayBuffer
-        ? new Uint8Array(source)
-        : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-    new Uint8Array(this.#viewOf(native), offset, bytes.byteLength).set(bytes);
+    native.write(source, offset);
   }
 
   /**
    * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
-   * the backend's copy where it has one (no view made), else through `contents()`.
+   * the backend's copy (no view made).
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
     this.#check("read()");
     this.#checkSpan("read()", offset, length);
     const native = this.#state.allocation.buffer;
     if (native === undefined || length === 0) return new Uint8Array(0);
-    if (native.read !== undefined) return native.read(offset, length);
-    return new Uint8Array(this.#viewOf(native), offset, length).slice();
+    return native.read(offset, length);
   }
 
   /**

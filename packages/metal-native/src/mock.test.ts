@@ -84,14 +84,20 @@ describe("MockBackend buffers", () => {
     expect(sizes).toEqual([1, 16_383, 16_384, 32_768]);
   });
 
-  it("large buffers need no memory; their contents() throws OutOfMemoryError naming realMemoryUpTo", () => {
+  it("large buffers need no memory; their contents(), read and write throw OutOfMemoryError naming realMemoryUpTo", () => {
     const mock = new MockBackend();
     const buffer = mock.newBuffer(mock.maxBufferLength);
     expect(buffer).toBeInstanceOf(MockBuffer);
     expect([buffer.allocatedSize, mock.counters().bufferBytes]).toEqual([8 * GIB, 8 * GIB]);
-    const error = thrown(() => buffer.contents());
-    expect(error).toEqual(allocationFailed);
-    expect(error).toMatchObject({ requested: 8 * GIB, message: expect.stringMatching(/realMemoryUpTo/) });
+    for (const call of [
+      () => buffer.contents(),
+      () => buffer.read(0, 1),
+      () => buffer.write(new Uint8Array(1)),
+    ]) {
+      const error = thrown(call);
+      expect(error).toEqual(allocationFailed);
+      expect(error).toMatchObject({ requested: 8 * GIB, message: expect.stringMatching(/realMemoryUpTo/) });
+    }
     expect(buffer.hasMemory).toBe(false);
     buffer.release();
     expect(mock.counters().bufferBytes).toBe(0);
@@ -123,6 +129,32 @@ describe("MockBackend buffers", () => {
     buffer.release();
     expect(buffer.detachments).toBe(2);
     expect(next.byteLength).toBe(0);
+  });
+
+  it("read and write hand out no view: nothing for detachContents or release to detach", () => {
+    const mock = new MockBackend();
+    const buffer = mock.newBuffer(1000);
+    expect(buffer.read(0, 4)).toEqual(new Uint8Array(4));
+    expect(buffer.hasMemory).toBe(false); // zeros need no memory
+    buffer.write(Uint8Array.of(1, 2), 998);
+    expect(buffer.hasMemory).toBe(true);
+    buffer.detachContents();
+    expect([buffer.detachments, mock.callCounts()["buffer.contents"]]).toEqual([0, 0]);
+    // A view handed out sees the writes; a write past a shorter view widens the memory, detaching that view
+    // (the mock keeps one view length at a time), and byte 999, past the view, was dropped with it.
+    const view = new Uint8Array(buffer.contents(999));
+    buffer.write(Uint8Array.of(7), 0);
+    expect(view[0]).toBe(7);
+    buffer.write(view.subarray(998, 999), 999);
+    expect(view.byteLength).toBe(0);
+    expect([...buffer.read(997, 3)]).toEqual([0, 1, 1]);
+    buffer.release();
+    expect(buffer.detachments).toBe(0);
+    const range = mock.newBufferRange(mock.newBuffer(64), 16, 8);
+    range.write(Uint8Array.of(5), 7);
+    range.detachContents();
+    expect([...range.read(6, 2)]).toEqual([0, 5]);
+    expect(range.contents().byteLength).toBe(8);
   });
 
   it("lists the live buffers, ids in order", () => {
@@ -467,6 +499,8 @@ describe("MockBackend call log", () => {
     const buffer = mock.newBuffer(300);
     expect(() => mock.newBuffer(-5)).toThrow(ArgumentError);
     buffer.contents();
+    expect(() => buffer.write(new Uint8Array(2), 299)).toThrow(ArgumentError);
+    buffer.read(0, 300);
     const set = mock.newResidencySet() as MockResidencySet;
     set.add(buffer);
     buffer.release();
@@ -484,10 +518,12 @@ describe("MockBackend call log", () => {
       [1, "newBuffer", undefined, 300, "ok", undefined],
       [2, "newBuffer", undefined, -5, "rejected", "ERR_NUVEC_INVALID_ARGUMENT"],
       [3, "buffer.contents", "buffer#1", undefined, "ok", undefined],
-      [4, "newResidencySet", "set#1", undefined, "ok", undefined],
-      [5, "residencySet.add", "set#1", "buffer#1", "ok", undefined],
-      [6, "buffer.release", "buffer#1", undefined, "ok", undefined],
-      [7, "buffer.release", "buffer#1", undefined, "rejected", "ERR_NUVEC_RELEASED"],
+      [4, "buffer.write", "buffer#1", undefined, "rejected", "ERR_NUVEC_INVALID_ARGUMENT"],
+      [5, "buffer.read", "buffer#1", undefined, "ok", undefined],
+      [6, "newResidencySet", "set#1", undefined, "ok", undefined],
+      [7, "residencySet.add", "set#1", "buffer#1", "ok", undefined],
+      [8, "buffer.release", "buffer#1", undefined, "ok", undefined],
+      [9, "buffer.release", "buffer#1", undefined, "rejected", "ERR_NUVEC_RELEASED"],
     ]);
   });
 

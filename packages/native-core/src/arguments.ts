@@ -65,3 +65,21 @@ export function checkSource(source: unknown): ArrayBuffer | ArrayBufferView {
     `source must be an ArrayBuffer or an ArrayBuffer view, got ${typeof source} ${describeValue(source)}`,
   );
 }
+
+/** Checks the span of a `read(offset, length)` of `size` bytes: `offset` in 0..size, `length` in 0..size − offset. */
+export function checkReadSpan(offset: unknown, length: unknown, size: number): void {
+  checkByteCount(offset, "offset", size);
+  checkByteCount(length, "length", size - (offset as number));
+}
+
+/** Checks a `write(source, offset)` into `size` bytes: a copy source ({@link checkSource}) that fits at `offset`. */
+export function checkWriteSpan(source: unknown, offset: unknown, size: number): void {
+  const bytes = checkSource(source).byteLength;
+  const at = checkByteCount(offset, "offset", size);
+  if (bytes > size - at) {
+    throw new ArgumentError(
+      "source",
+      `write(): ${bytes} bytes do not fit at offset ${at} of a ${size}-byte buffer`,
+    );
+  }
+}

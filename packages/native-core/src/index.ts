@@ -6,7 +6,14 @@
  * @packageDocumentation
  */
 
-export { checkBufferLength, checkOptionalPointer, checkPath, checkViewLength } from "./arguments.js";
+export {
+  checkBufferLength,
+  checkOptionalPointer,
+  checkPath,
+  checkReadSpan,
+  checkViewLength,
+  checkWriteSpan,
+} from "./arguments.js";
 export { allocationFailed, notHostVisible, releasedError, systemCallError } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";

@@ -150,12 +150,17 @@ export interface NativeBuffer extends NativeMemory {
    */
   readonly quarantined?: boolean;
   /**
-   * Copies `length` bytes from `offset` out of the buffer, handing out no view (every native backend has
-   * it; where a backend has not, the device copies through `contents()`). Throws after release.
+   * Copies `length` bytes from `offset` out of the buffer as a new `Uint8Array`, handing out no view (so
+   * nothing is left for `detachContents()` to detach). Every backend has it, the mock included, and on
+   * memory the CPU cannot address it is the only way to the bytes. A span outside the buffer is an
+   * `ArgumentError`; throws after release.
    */
-  read?(offset: number, length: number): Uint8Array;
-  /** Copies `source` into the buffer at `offset` (see `read`). Throws after release. */
-  write?(source: ArrayBuffer | ArrayBufferView, offset: number): void;
+  read(offset: number, length: number): Uint8Array;
+  /**
+   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset`, handing out no view
+   * (see `read`). A source that does not fit at `offset` is an `ArgumentError`; throws after release.
+   */
+  write(source: ArrayBuffer | ArrayBufferView, offset: number): void;
 }
 
 /** A file mapped into memory without a copy (private, copy-on-write: writes never reach the file). */

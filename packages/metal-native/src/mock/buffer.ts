@@ -1,29 +1,108 @@
 import type { MockMemoryHandle, NativeBuffer } from "@nuvec/native-core";
-import { allocationFailed, checkViewLength, offsetHandle, releasedError } from "@nuvec/native-core";
+import {
+  allocationFailed,
+  checkReadSpan,
+  checkViewLength,
+  checkWriteSpan,
+  offsetHandle,
+  releasedError,
+} from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer, viewOfLength } from "./support.js";
 
 /**
- * The memory a `contents(length)` hands out: `memory` itself when it has that length, else a view of that
- * length holding its bytes (see `viewOfLength`). Real memory only within the backend's `realMemoryUpTo`.
+ * The bytes of a mock buffer or range and the `ArrayBuffer` holding them, made on first use (real memory only
+ * within the backend's `realMemoryUpTo`). `contents(length)` hands that `ArrayBuffer` out as the view (the
+ * mock keeps one view length at a time: see `viewOfLength`); `read` and `write` copy and hand nothing out, so
+ * a later `detach()` finds a view only where `contents()` made one.
  */
-function contentsOf(
-  core: MockCore,
-  label: string,
-  total: number,
-  memory: ArrayBuffer | undefined,
-  length: number,
-): ArrayBuffer {
-  checkViewLength(length, total);
-  if (memory === undefined && total > core.realMemoryUpTo) {
-    throw allocationFailed(
-      total,
-      `${label}.contents(): the mock gives real memory only to buffers of up to ` +
-        `${core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${total}`,
-    );
+class MockBytes {
+  readonly #core: MockCore;
+  readonly #label: string;
+  readonly #length: number;
+  #memory: ArrayBuffer | undefined;
+  // Whether `#memory` is out as a view (`contents()`) and not detached since.
+  #viewed = false;
+
+  constructor(core: MockCore, label: string, length: number) {
+    this.#core = core;
+    this.#label = label;
+    this.#length = length;
   }
-  return viewOfLength(memory, length);
+
+  get hasMemory(): boolean {
+    return this.#memory !== undefined;
+  }
+
+  /** `contents(length)`: the view of the first `length` bytes, the same one until detached. */
+  view(length: number): ArrayBuffer {
+    checkViewLength(length, this.#length);
+    this.#assertRealMemory("contents");
+    this.#memory = viewOfLength(this.#memory, length);
+    this.#viewed = true;
+    return this.#memory;
+  }
+
+  /** Detaches the view handed out, keeping its bytes; returns whether there was one. */
+  detach(): boolean {
+    if (!this.#viewed || this.#memory === undefined) return false;
+    this.#viewed = false;
+    // After the holder moved the ArrayBuffer away, its bytes went with it: the next contents() is fresh
+    // zeros (the mock cannot keep memory that JavaScript took: DECISIONS.md).
+    this.#memory = detachArrayBuffer(this.#memory, this.#length);
+    return true;
+  }
+
+  /** Drops the memory (release), detaching the view; returns whether there was one. */
+  drop(): boolean {
+    const viewed = this.#viewed && this.#memory !== undefined;
+    if (viewed) detachArrayBuffer(this.#memory as ArrayBuffer, this.#length);
+    this.#memory = undefined;
+    this.#viewed = false;
+    return viewed;
+  }
+
+  /** `read(offset, length)`: a copy; bytes past the memory's end (a shorter view's) are zeros, as `contents()` shows them. */
+  read(offset: number, length: number): Uint8Array {
+    checkReadSpan(offset, length, this.#length);
+    this.#assertRealMemory("read");
+    const copy = new Uint8Array(length);
+    const memory = this.#memory;
+    const available = memory === undefined ? 0 : Math.min(length, memory.byteLength - offset);
+    if (available > 0) copy.set(new Uint8Array(memory as ArrayBuffer, offset, available));
+    return copy;
+  }
+
+  /** `write(source, offset)`: the bytes copied in; memory made (or widened to the whole length) only when needed. */
+  write(source: ArrayBuffer | ArrayBufferView, offset: number): void {
+    checkWriteSpan(source, offset, this.#length);
+    this.#assertRealMemory("write");
+    let bytes = ArrayBuffer.isView(source)
+      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+      : new Uint8Array(source);
+    if (bytes.byteLength === 0) return;
+    const memory = this.#memory;
+    if (memory === undefined || memory.byteLength < offset + bytes.byteLength) {
+      // The memory is missing, moved away, or a shorter view's: widen it to the whole length (which detaches
+      // that shorter view, as contents() of another length does), copying the source first in case it is a
+      // view of that memory.
+      bytes = bytes.slice();
+      this.#memory = viewOfLength(memory, this.#length);
+      this.#viewed = false;
+    }
+    new Uint8Array(this.#memory as ArrayBuffer).set(bytes, offset);
+  }
+
+  #assertRealMemory(method: string): void {
+    if (this.#memory === undefined && this.#length > this.#core.realMemoryUpTo) {
+      throw allocationFailed(
+        this.#length,
+        `${this.#label}.${method}(): the mock gives real memory only to buffers of up to ` +
+          `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), this one has ${this.#length}`,
+      );
+    }
+  }
 }
 
 /**
@@ -39,7 +118,7 @@ export class MockBuffer implements NativeBuffer {
   readonly length: number;
   readonly allocatedSize: number;
   readonly #core: MockCore;
-  #memory: ArrayBuffer | undefined;
+  readonly #bytes: MockBytes;
   #released = false;
   #detachments = 0;
   #liveRanges = 0;
@@ -51,15 +130,16 @@ export class MockBuffer implements NativeBuffer {
     this.label = `buffer#${id}`;
     this.length = length;
     this.allocatedSize = allocatedSize;
+    this.#bytes = new MockBytes(core, this.label, length);
   }
 
   get released(): boolean {
     return this.#released;
   }
 
-  /** Whether real memory stands behind it (`contents()` was called at least once). */
+  /** Whether real memory stands behind it (made by the first `contents()` or `write()`). */
   get hasMemory(): boolean {
-    return this.#memory !== undefined;
+    return this.#bytes.hasMemory;
   }
 
   /** How many `ArrayBuffer`s were detached so far (by `detachContents()` and `release()`). */
@@ -76,8 +156,7 @@ export class MockBuffer implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("buffer.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
-      return this.#memory;
+      return this.#bytes.view(length);
     });
   }
 
@@ -85,12 +164,27 @@ export class MockBuffer implements NativeBuffer {
   detachContents(): void {
     this.#core.run("buffer.detachContents", this.label, undefined, () => {
       this.#assertLive("detachContents");
-      if (this.#memory !== undefined) {
-        // After the holder moved the ArrayBuffer away, its bytes went with it: the next contents() is fresh
-        // zeros (the mock cannot keep memory that JavaScript took: DECISIONS.md).
-        this.#memory = detachArrayBuffer(this.#memory, this.length);
-        this.#detachments += 1;
-      }
+      if (this.#bytes.detach()) this.#detachments += 1;
+    });
+  }
+
+  /**
+   * A copy of `length` bytes from `offset` (default: to the end), handing out no view. The addon's checks and
+   * errors: an `ArgumentError` for a span outside the buffer, `OutOfMemoryError` past `realMemoryUpTo`,
+   * `StateError` after release.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    return this.#core.run("buffer.read", this.label, undefined, () => {
+      this.#assertLive("read");
+      return this.#bytes.read(offset, length);
+    });
+  }
+
+  /** Copies `source` in at `offset` (default 0), handing out no view; errors as `read`'s. */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.#core.run("buffer.write", this.label, undefined, () => {
+      this.#assertLive("write");
+      this.#bytes.write(source, offset);
     });
   }
 
@@ -110,11 +204,7 @@ export class MockBuffer implements NativeBuffer {
     this.#core.run("buffer.release", this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
-      if (this.#memory !== undefined) {
-        detachArrayBuffer(this.#memory, this.length);
-        this.#memory = undefined;
-        this.#detachments += 1;
-      }
+      if (this.#bytes.drop()) this.#detachments += 1;
       // A segment with live ranges keeps its memory (and stays in the counters) until the last one goes.
       if (this.#liveRanges === 0) this.#giveBack();
     });
@@ -166,7 +256,7 @@ export class MockBufferRange implements NativeBuffer {
   /** `"<segment>+<offset>"`: how the call log names it. */
   readonly label: string;
   readonly #core: MockCore;
-  #memory: ArrayBuffer | undefined;
+  readonly #bytes: MockBytes;
   #released = false;
 
   /** Made by {@link MockBackend.newBufferRange} only (arguments checked there). */
@@ -177,6 +267,7 @@ export class MockBufferRange implements NativeBuffer {
     this.length = length;
     this.allocatedSize = length;
     this.label = `${segment.label}+${offset}`;
+    this.#bytes = new MockBytes(core, this.label, length);
     segment.rangeMade();
   }
 
@@ -191,8 +282,7 @@ export class MockBufferRange implements NativeBuffer {
   contents(length: number = this.length): ArrayBuffer {
     return this.#core.run("range.contents", this.label, undefined, () => {
       this.#assertLive("contents");
-      this.#memory = contentsOf(this.#core, this.label, this.length, this.#memory, length);
-      return this.#memory;
+      return this.#bytes.view(length);
     });
   }
 
@@ -200,7 +290,23 @@ export class MockBufferRange implements NativeBuffer {
   detachContents(): void {
     this.#core.run("range.detachContents", this.label, undefined, () => {
       this.#assertLive("detachContents");
-      if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory, this.length);
+      this.#bytes.detach();
+    });
+  }
+
+  /** A copy of the range's bytes (its own: see the class), as {@link MockBuffer.read}. */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    return this.#core.run("range.read", this.label, undefined, () => {
+      this.#assertLive("read");
+      return this.#bytes.read(offset, length);
+    });
+  }
+
+  /** Copies `source` into the range at `offset`, as {@link MockBuffer.write}. */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.#core.run("range.write", this.label, undefined, () => {
+      this.#assertLive("write");
+      this.#bytes.write(source, offset);
     });
   }
 
@@ -217,10 +323,7 @@ export class MockBufferRange implements NativeBuffer {
     this.#core.run("range.release", this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
-      if (this.#memory !== undefined) {
-        detachArrayBuffer(this.#memory, this.length);
-        this.#memory = undefined;
-      }
+      this.#bytes.drop();
       this.segment.rangeReleased();
     });
   }

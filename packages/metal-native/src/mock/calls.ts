@@ -5,11 +5,15 @@ export type MockCallName =
   | "newBuffer"
   | "buffer.contents"
   | "buffer.detachContents"
+  | "buffer.read"
+  | "buffer.write"
   | "buffer.nativeHandle"
   | "buffer.release"
   | "newBufferRange"
   | "range.contents"
   | "range.detachContents"
+  | "range.read"
+  | "range.write"
   | "range.nativeHandle"
   | "range.release"
   | "mapFile"
@@ -58,11 +62,15 @@ function zeroCounts(): MockCallCounts {
     newBuffer: 0,
     "buffer.contents": 0,
     "buffer.detachContents": 0,
+    "buffer.read": 0,
+    "buffer.write": 0,
     "buffer.nativeHandle": 0,
     "buffer.release": 0,
     newBufferRange: 0,
     "range.contents": 0,
     "range.detachContents": 0,
+    "range.read": 0,
+    "range.write": 0,
     "range.nativeHandle": 0,
     "range.release": 0,
     mapFile: 0,

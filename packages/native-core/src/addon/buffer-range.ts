@@ -1,4 +1,4 @@
-import { ArgumentError } from "@nuvec/stats";
+import { checkReadSpan, checkWriteSpan } from "../arguments.js";
 import { notHostVisible, releasedError } from "../errors.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
@@ -60,6 +60,23 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
     return offsetHandle(this.segment.nativeHandle(), this.offset);
   }
 
+  /**
+   * A copy of `length` bytes from `offset` of the range (default: to its end), made by the addon through the
+   * segment's handle at the range's offset; no view is handed out. Throws after release.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.assertLive("read");
+    checkReadSpan(offset, length, this.length);
+    return this.segment.copyOut(this.offset + offset, length);
+  }
+
+  /** Copies `source` into the range at `offset` (default 0), through the segment's handle. Throws after release. */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.assertLive("write");
+    checkWriteSpan(source, offset, this.length);
+    this.segment.copyIn(source, this.offset + offset);
+  }
+
   /** Gives the range back (never the segment's memory while the segment lives). A second call throws. */
   release(): void {
     this.assertLive("release");
@@ -70,21 +87,5 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
   /** Throws a `StateError` (`ERR_NUVEC_RELEASED`) naming `method` once released. */
   protected assertLive(method: string): void {
     if (this.#released) throw releasedError(`${method}(): the buffer range was already released`);
-  }
-
-  /** Checks `offset`/`length` of a copy against the range (a {@link ArgumentError} naming it). */
-  protected checkSpan(offset: number, length: number, method: string): void {
-    if (!Number.isSafeInteger(offset) || offset < 0 || offset > this.length) {
-      throw new ArgumentError(
-        "offset",
-        `${method}(): offset must be a whole number from 0 to ${this.length}`,
-      );
-    }
-    if (!Number.isSafeInteger(length) || length < 0 || length > this.length - offset) {
-      throw new ArgumentError(
-        "length",
-        `${method}(): ${length} bytes at offset ${offset} do not fit in a ${this.length}-byte range`,
-      );
-    }
   }
 }

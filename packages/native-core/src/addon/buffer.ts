@@ -1,5 +1,4 @@
-import { ArgumentError } from "@nuvec/stats";
-import { checkByteCount, checkSource, checkViewLength } from "../arguments.js";
+import { checkReadSpan, checkViewLength, checkWriteSpan } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
@@ -85,22 +84,14 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
     this.assertLive("read");
-    checkByteCount(offset, "offset", this.length);
-    checkByteCount(length, "length", this.length - offset);
+    checkReadSpan(offset, length, this.length);
     return this.copyOut(offset, length);
   }
 
   /** Copies `source` (an `ArrayBuffer` or any view of one) in at `offset`, in the addon. Throws after release. */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     this.assertLive("write");
-    checkSource(source);
-    checkByteCount(offset, "offset", this.length);
-    if (source.byteLength > this.length - offset) {
-      throw new ArgumentError(
-        "source",
-        `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
-      );
-    }
+    checkWriteSpan(source, offset, this.length);
     this.copyIn(source, offset);
   }
 

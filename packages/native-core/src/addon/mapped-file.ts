@@ -1,6 +1,5 @@
 import type { NativeMappedFile, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
-import { callNative } from "./call.js";
 import type { AddonOwner } from "./owner.js";
 import type { RawMappedFileHandle } from "./raw.js";
 
