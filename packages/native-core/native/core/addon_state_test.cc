@@ -68,26 +68,43 @@ struct Fixture {
   uint64_t set() { return state.AddSet(std::make_unique<FakeSet>(&freed)); }
 };
 
+// Runs `step` with std::bad_alloc injected at its allocation number `at`; returns whether it completed.
+template <typename Step>
+bool CompletesFailingAt(long at, Step step) {
+  nuvec_test::FailAllocationAfter(at);
+  bool completed = true;
+  try {
+    step();
+  } catch (const std::bad_alloc&) {
+    completed = false;
+  }
+  nuvec_test::StopFailingAllocations();
+  return completed;
+}
+
 void AddAndRelease() {
   Fixture f;
   uint64_t buffer = f.buffer(4096);
+  uint64_t other = f.buffer(300);
   uint64_t mapping = f.mapping(16384);
-  CHECK(f.state.counters.buffersMade == 1 && f.state.counters.bufferBytes == 4096);
-  CHECK(f.state.counters.mappingsMade == 1 && f.state.counters.mappedBytes == 16384);
-  CHECK(f.externalBytes == 4096);  // mapped files are not V8's business
+  f.set();
+  const nuvec::Counters& counters = f.state.counters;
+  CHECK(counters.buffersMade == 2 && counters.bufferBytes == 4396 && counters.residencySetsMade == 1);
+  CHECK(counters.mappingsMade == 1 && counters.mappedBytes == 16384 && counters.quarantinedAllocations == 0);
+  CHECK(f.externalBytes == 4396);  // mapped files are not V8's business
   CHECK(f.state.FindAllocation(buffer) != nullptr);
   f.state.HandleDone(buffer, true);
-  CHECK(f.freed.allocations == 1);
-  CHECK(f.state.FindAllocation(buffer) == nullptr);
-  CHECK(f.state.counters.buffersReleased == 1 && f.state.counters.bufferBytes == 0);
-  CHECK(f.externalBytes == 0);
+  CHECK(f.freed.allocations == 1 && f.state.FindAllocation(buffer) == nullptr);
+  CHECK(counters.buffersReleased == 1 && counters.bufferBytes == 300 && f.externalBytes == 300);
+  CHECK(counters.mappingsReleased == 0 && counters.mappedBytes == 16384);
   // A second release, or the handle's collection after release(), finds nothing to do.
   f.state.HandleDone(buffer, true);
   f.state.HandleDone(buffer, false);
-  CHECK(f.state.counters.buffersReleased == 1 && f.freed.allocations == 1);
+  CHECK(counters.buffersReleased == 1 && f.freed.allocations == 1);
   f.state.HandleDone(mapping, false);
-  CHECK(f.freed.allocations == 2 && f.state.counters.mappingsReleased == 1 && f.state.counters.mappedBytes == 0);
-  CHECK(f.state.OwnedAllocations() == 0);
+  CHECK(f.freed.allocations == 2 && counters.mappingsReleased == 1 && counters.mappedBytes == 0);
+  f.state.HandleDone(other, false);
+  CHECK(f.state.OwnedAllocations() == 0 && counters.bufferBytes == 0 && f.externalBytes == 0);
   std::puts("ok add/release: counted once, freed once, V8 told of buffers only");
 }
 
@@ -99,8 +116,7 @@ void ViewsDetachedByUs() {
   f.state.ViewDetachedByUs(buffer, view);
   CHECK(!f.state.SettleViews(buffer));
   f.state.HandleDone(buffer, true);
-  CHECK(f.freed.allocations == 1);
-  CHECK(f.state.counters.quarantinedAllocations == 0);
+  CHECK(f.freed.allocations == 1 && f.state.counters.quarantinedAllocations == 0);
   f.state.ViewCollected(buffer, view);  // the late finalizer finds nothing
   CHECK(f.freed.allocations == 1);
   // A cached buffer's views, each detached on free before the next is made, their finalizers all pending
@@ -132,20 +148,19 @@ void EscapedViewsQuarantine() {
   f.state.ViewDetachedByUs(buffer, ours);
   CHECK(f.state.SettleViews(buffer));
   f.state.HandleDone(buffer, true);
-  CHECK(f.freed.allocations == 0);
-  CHECK(f.state.counters.quarantinedAllocations == 1 && f.state.counters.quarantinedBytes == 1024);
+  const nuvec::Counters& counters = f.state.counters;
+  CHECK(f.freed.allocations == 0 && counters.quarantinedAllocations == 1 && counters.quarantinedBytes == 1024);
   CHECK(f.state.ViewRecords(buffer) == 2);  // the two moved views; ours went when we detached it
   CHECK(f.state.QuarantinedBytes(buffer) == 1024);
-  CHECK(f.state.counters.buffersReleased == 1 && f.state.counters.bufferBytes == 0);  // released for JS
-  CHECK(f.externalBytes == 1024);                                                     // still held
+  CHECK(counters.buffersReleased == 1 && counters.bufferBytes == 0);  // released for JS
+  CHECK(f.externalBytes == 1024);                                     // still held
   f.state.ViewCollected(buffer, ours);
   f.state.ViewCollected(buffer, movedA);
-  CHECK(f.freed.allocations == 0);  // one escaped view still reaches the memory
-  CHECK(f.state.counters.quarantinedAllocations == 1);
+  // One escaped view still reaches the memory.
+  CHECK(f.freed.allocations == 0 && counters.quarantinedAllocations == 1);
   f.state.ViewCollected(buffer, movedB);
-  CHECK(f.freed.allocations == 1 && f.state.QuarantinedBytes(buffer) == 0);
-  CHECK(f.state.counters.quarantinedAllocations == 0 && f.state.counters.quarantinedBytes == 0);
-  CHECK(f.externalBytes == 0);
+  CHECK(f.freed.allocations == 1 && f.state.QuarantinedBytes(buffer) == 0 && f.externalBytes == 0);
+  CHECK(counters.quarantinedAllocations == 0 && counters.quarantinedBytes == 0);
   std::puts("ok escaped views: quarantined until the last one is collected");
 }
 
@@ -155,27 +170,25 @@ void HandleCollected() {
   uint64_t buffer = f.buffer(512);
   uint64_t view = f.state.ViewCreated(buffer);
   f.state.HandleDone(buffer, false);
-  CHECK(f.freed.allocations == 0);
-  CHECK(f.state.counters.buffersReleased == 1);
-  CHECK(f.state.counters.quarantinedAllocations == 0);  // not escaped: merely still reachable
+  const nuvec::Counters& counters = f.state.counters;
+  // Not escaped: merely still reachable, so not quarantined.
+  CHECK(f.freed.allocations == 0 && counters.buffersReleased == 1 && counters.quarantinedAllocations == 0);
   f.state.ViewCollected(buffer, view);
   CHECK(f.freed.allocations == 1);
   // Collected after release(): nothing more to do.
   uint64_t other = f.buffer(512);
   f.state.HandleDone(other, true);
   f.state.HandleDone(other, false);
-  CHECK(f.freed.allocations == 2 && f.state.counters.buffersReleased == 2);
+  CHECK(f.freed.allocations == 2 && counters.buffersReleased == 2);
   // Collected with an escaped view (detachContents() found it transferred away, then the handle went).
   uint64_t third = f.buffer(512);
   uint64_t moved = f.state.ViewCreated(third);
   CHECK(f.state.SettleViews(third));
-  CHECK(f.state.counters.quarantinedAllocations == 0);  // not released yet: not counted
+  CHECK(counters.quarantinedAllocations == 0);  // not released yet: not counted
   f.state.HandleDone(third, false);
-  CHECK(f.state.counters.quarantinedAllocations == 1 && f.freed.allocations == 2);
-  CHECK(f.state.counters.quarantinedBytes == 512);
+  CHECK(counters.quarantinedAllocations == 1 && counters.quarantinedBytes == 512 && f.freed.allocations == 2);
   f.state.ViewCollected(third, moved);
-  CHECK(f.state.counters.quarantinedAllocations == 0 && f.freed.allocations == 3);
-  CHECK(f.state.counters.quarantinedBytes == 0);
+  CHECK(counters.quarantinedAllocations == 0 && counters.quarantinedBytes == 0 && f.freed.allocations == 3);
   CHECK(f.externalBytes == 0);
   std::puts("ok handle collected before and after release");
 }
@@ -249,6 +262,8 @@ void TearDown() {
   f.state.HandleDone(quarantined, true);
   uint64_t moved = f.buffer(2048);
   f.state.ViewCreated(moved);
+  // A range with a view moved away keeps its segment (no memory of its own): both abandoned.
+  f.state.ViewCreated(f.state.AddRange(f.buffer(8192), 0, 512));
   // Live with a view the binding detached at teardown: nothing reaches it any more.
   uint64_t detached = f.buffer(1024);
   f.state.ViewDetachedByUs(detached, f.state.ViewCreated(detached));
@@ -256,11 +271,11 @@ void TearDown() {
   int64_t before = f.externalBytes;
   nuvec::AbandonedTotals abandonedBefore = nuvec::ProcessAbandoned();
   f.state.TearDown();
-  CHECK(nuvec::ProcessAbandoned().allocations == abandonedBefore.allocations + 2);
-  CHECK(nuvec::ProcessAbandoned().bytes == abandonedBefore.bytes + 4096 + 2048);
-  CHECK(f.state.tornDown);
+  // The process counts memory: the range and its segment are one allocation of 8192 bytes there.
+  CHECK(nuvec::ProcessAbandoned().allocations == abandonedBefore.allocations + 3);
+  CHECK(nuvec::ProcessAbandoned().bytes == abandonedBefore.bytes + 4096 + 2048 + 8192);
+  CHECK(f.state.tornDown && f.state.AbandonedAllocations() == 4);
   CHECK(f.freed.allocations == 3 && f.freed.sets == 1);  // held, detached and the mapping
-  CHECK(f.state.AbandonedAllocations() == 2);
   CHECK(f.state.OwnedAllocations() == 0 && f.state.OwnedSets() == 0);
   CHECK(f.externalBytes == before);  // no V8 accounting while the environment goes away
   // Node calls the views' finalizers during the teardown, moved ones too: they find nothing to free.
@@ -285,16 +300,12 @@ void Ranges() {
   CHECK(f.state.FindAllocation(segment) != nullptr);
   f.state.HandleDone(range, true);
   CHECK(f.freed.allocations == 1 && f.state.OwnedAllocations() == 0 && f.externalBytes == 0);
-  // A range with a view moved away keeps its segment through the teardown: both are abandoned.
-  Fixture g;
-  uint64_t kept = g.buffer(8192);
-  uint64_t escaped = g.state.AddRange(kept, 0, 512);
-  g.state.ViewCreated(escaped);
-  uint64_t plain = g.buffer(512);
-  static_cast<void>(plain);
-  g.state.TearDown();
-  CHECK(g.state.AbandonedAllocations() == 2 && g.freed.allocations == 1);
-  std::puts("ok ranges: a segment's memory stays while a range of it exists, through teardown too");
+  std::puts("ok ranges: a segment's memory stays while a range of it exists (through teardown: TearDown)");
+}
+
+// A view's end reported to `ledger` from a thread of its own, as a backing store's deleter may run.
+void EndOnAnotherThread(nuvec::ViewLedger* ledger, uint64_t id, uint64_t viewId) {
+  std::thread([ledger, id, viewId] { ledger->ViewGone(id, viewId); }).join();
 }
 
 // Views whose backing stores report their end to a ViewLedger, from any thread (the addon's V8 views).
@@ -302,9 +313,6 @@ void ViewLedger() {
   Fixture f;
   f.state.viewLedger = std::make_shared<nuvec::ViewLedger>();
   std::shared_ptr<nuvec::ViewLedger> ledger = f.state.viewLedger;
-  auto endOnAnotherThread = [&ledger](uint64_t id, uint64_t viewId) {
-    std::thread([&ledger, id, viewId] { ledger->ViewGone(id, viewId); }).join();
-  };
   // Detached by us: the store's deleter ran at once, so the view never escapes.
   uint64_t cached = f.buffer(4096);
   uint64_t first = f.state.ViewCreated(cached);
@@ -318,7 +326,7 @@ void ViewLedger() {
   CHECK(f.state.SettleViews(cached));
   f.state.HandleDone(cached, true);
   CHECK(f.freed.allocations == 0 && f.state.counters.quarantinedBytes == 4096);
-  endOnAnotherThread(cached, moved);
+  EndOnAnotherThread(ledger.get(), cached, moved);
   CHECK(f.freed.allocations == 0);  // not before the environment's thread applies it
   f.state.SettleEndedViews();
   CHECK(f.freed.allocations == 1 && f.state.counters.quarantinedBytes == 0 && f.state.counters.quarantinedAllocations == 0);
@@ -340,16 +348,16 @@ void ViewLedger() {
   CHECK(ledger->OrphanGroups() == 2);
   CHECK(nuvec::ProcessAbandoned().allocations == before.allocations + 2);
   CHECK(nuvec::ProcessAbandoned().bytes == before.bytes + 2048 + 8192);
-  endOnAnotherThread(live, liveView);
+  EndOnAnotherThread(ledger.get(), live, liveView);
   CHECK(f.freed.allocations == 4 && ledger->OrphanGroups() == 1);
-  endOnAnotherThread(range, rangeView);
+  EndOnAnotherThread(ledger.get(), range, rangeView);
   CHECK(f.freed.allocations == 4);  // the segment's own view still reaches it
-  endOnAnotherThread(segment, segmentView);
+  EndOnAnotherThread(ledger.get(), segment, segmentView);
   // The range (no memory of its own), then its segment.
   CHECK(f.freed.allocations == 5 && ledger->OrphanGroups() == 0);
   CHECK(nuvec::ProcessAbandoned().allocations == before.allocations);
   CHECK(nuvec::ProcessAbandoned().bytes == before.bytes);
-  endOnAnotherThread(live, liveView);  // twice: nothing
+  EndOnAnotherThread(ledger.get(), live, liveView);  // twice: nothing
   CHECK(f.freed.allocations == 5);
   std::puts("ok view ledger: ends from any thread, applied on the environment's; after teardown, the last end frees");
 }
@@ -358,8 +366,6 @@ void ViewLedger() {
 // (the last end frees it) or, with no room for that, abandoned and counted; never freed under a view, never a
 // crash, and no end lost on the way.
 void ViewLedgerAllocationFailures() {
-  using nuvec_test::FailAllocationAfter;
-  using nuvec_test::StopFailingAllocations;
   bool handedOver = false;
   bool abandoned = false;
   for (long at = 0; at < 40 && !(handedOver && abandoned && at > 30); at += 1) {
@@ -371,15 +377,13 @@ void ViewLedgerAllocationFailures() {
     uint64_t ended = f.buffer(1024);
     uint64_t endedView = f.state.ViewCreated(ended);
     ledger->ViewGone(ended, endedView);  // queued: the teardown applies it
-    std::thread([&ledger, ended] { ledger->ViewGone(ended, 999999); }).join();  // an end of no view
+    EndOnAnotherThread(ledger.get(), ended, 999999);  // an end of no view
     nuvec::AbandonedTotals before = nuvec::ProcessAbandoned();
-    FailAllocationAfter(at);
-    f.state.TearDown();
-    StopFailingAllocations();
+    CHECK(CompletesFailingAt(at, [&] { f.state.TearDown(); }));  // never throws
     CHECK(f.state.tornDown && f.state.OwnedAllocations() == 0);
     CHECK(f.freed.allocations == 1);  // the ended one, either way
     CHECK(nuvec::ProcessAbandoned().bytes == before.bytes + 2048);
-    std::thread([&ledger, live, liveView] { ledger->ViewGone(live, liveView); }).join();
+    EndOnAnotherThread(ledger.get(), live, liveView);
     if (ledger->OrphanGroups() == 0 && f.freed.allocations == 2) {
       handedOver = true;
       CHECK(nuvec::ProcessAbandoned().bytes == before.bytes);
@@ -392,42 +396,17 @@ void ViewLedgerAllocationFailures() {
   std::puts("ok view ledger allocation failures: handed over or abandoned, never freed under a view");
 }
 
-void Counters() {
-  Fixture f;
-  f.buffer(100);
-  f.buffer(200);
-  uint64_t c = f.buffer(300);
-  f.mapping(4096);
-  f.set();
-  f.state.HandleDone(c, true);
-  const nuvec::Counters& counters = f.state.counters;
-  CHECK(counters.buffersMade == 3 && counters.buffersReleased == 1 && counters.bufferBytes == 300);
-  CHECK(counters.mappingsMade == 1 && counters.mappingsReleased == 0 && counters.mappedBytes == 4096);
-  CHECK(counters.residencySetsMade == 1 && counters.quarantinedAllocations == 0);
-  CHECK(f.externalBytes == 300);
-  std::puts("ok counters");
-}
-
 // Every step that can throw std::bad_alloc, failed in turn: the state is left as before the call (no
 // counter moved, nothing recorded half way), and what the call was given is freed or still freeable.
 void AllocationFailures() {
-  using nuvec_test::FailAllocationAfter;
-  using nuvec_test::StopFailingAllocations;
   // AddAllocation: a failed record frees the allocation with the argument and counts nothing.
   for (long at = 0; at < 8; at += 1) {
     Fixture f;
     auto allocation = std::make_unique<FakeAllocation>(4096, &f.freed);
-    FailAllocationAfter(at);
     uint64_t id = 0;
-    try {
-      id = f.state.AddAllocation(std::move(allocation), false);
-    } catch (const std::bad_alloc&) {
-    }
-    StopFailingAllocations();
-    if (id == 0) {
-      CHECK(f.freed.allocations == 1);
+    if (!CompletesFailingAt(at, [&] { id = f.state.AddAllocation(std::move(allocation), false); })) {
+      CHECK(id == 0 && f.freed.allocations == 1 && f.externalBytes == 0);
       CHECK(f.state.counters.buffersMade == 0 && f.state.counters.bufferBytes == 0);
-      CHECK(f.externalBytes == 0);
     } else {
       f.state.HandleDone(id, true);
       CHECK(f.freed.allocations == 1 && f.externalBytes == 0);
@@ -437,13 +416,8 @@ void AllocationFailures() {
   for (long at = 0; at < 8; at += 1) {
     Fixture f;
     uint64_t parent = f.buffer(65536);
-    FailAllocationAfter(at);
     uint64_t range = 0;
-    try {
-      range = f.state.AddRange(parent, 0, 4096);
-    } catch (const std::bad_alloc&) {
-    }
-    StopFailingAllocations();
+    CompletesFailingAt(at, [&] { range = f.state.AddRange(parent, 0, 4096); });
     if (range != 0) f.state.HandleDone(range, true);
     f.state.HandleDone(parent, true);
     CHECK(f.freed.allocations == 1);  // a range is no memory of its own: only the parent is freed
@@ -456,14 +430,7 @@ void AllocationFailures() {
     uint64_t set = f.set();
     ResidencySet* handle = f.state.FindSet(set);
     Allocation* allocation = f.state.FindAllocation(buffer);
-    FailAllocationAfter(at);
-    bool added = true;
-    try {
-      f.state.AddToSet(handle, buffer);
-    } catch (const std::bad_alloc&) {
-      added = false;
-    }
-    StopFailingAllocations();
+    bool added = CompletesFailingAt(at, [&] { f.state.AddToSet(handle, buffer); });
     CHECK(handle->members.count(allocation) == (added ? 1u : 0u));
     CHECK(allocation->sets.count(handle) == (added ? 1u : 0u));
     f.state.HandleDone(buffer, true);
@@ -478,15 +445,7 @@ void AllocationFailures() {
     uint64_t set = f.set();
     f.state.AddToSet(f.state.FindSet(set), buffer);
     f.state.Commit(f.state.FindSet(set));
-    FailAllocationAfter(at);
-    bool freed = true;
-    try {
-      f.state.FreeSet(set);
-    } catch (const std::bad_alloc&) {
-      freed = false;
-    }
-    StopFailingAllocations();
-    if (!freed) {
+    if (!CompletesFailingAt(at, [&] { f.state.FreeSet(set); })) {
       CHECK(f.state.FindSet(set) != nullptr);
       CHECK(f.state.FindAllocation(buffer)->sets.size() == 1);
       f.state.FreeSet(set);
@@ -511,7 +470,6 @@ int main() {
   Ranges();
   ViewLedger();
   ViewLedgerAllocationFailures();
-  Counters();
   std::printf("all %d checks passed\n", nuvec_test::checks);
   return 0;
 }
