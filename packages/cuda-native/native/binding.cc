@@ -55,11 +55,9 @@ Napi::Value ReserveAddressSpace(const Napi::CallbackInfo& info) {
 // The address space behind a buffer handle argument, live.
 Allocation* SpaceArgument(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  AddonData& data = DataOf(env);
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.bufferConstructor.Value())) {
-    ThrowArgument(env, "space", "space must be an address space of this backend");
-  }
-  return BufferHandle::Unwrap(info[0].As<Napi::Object>())->handle().Live(env, "address space");
+  Napi::Object space = HandleArgument(env, info[0], DataOf(env).bufferConstructor, "space",
+                                      "space must be an address space of this backend");
+  return BufferHandle::Unwrap(space)->handle().Live(env, "address space");
 }
 
 // mapMemory(space, offset, length) / unmapMemory(space, offset, length): the same checks, then the call.
@@ -118,14 +116,12 @@ void CopyFromMapping(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AddonData& data = DataOf(env);
   CudaPlatformApi& platform = CudaPlatformOf(env);
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.bufferConstructor.Value())) {
-    ThrowArgument(env, "buffer", "buffer must be a buffer of this backend");
-  }
-  if (!info[1].IsObject() || !info[1].As<Napi::Object>().InstanceOf(data.mappedFileConstructor.Value())) {
-    ThrowArgument(env, "mapping", "mapping must be a mapped file of this backend");
-  }
-  Allocation* target = BufferHandle::Unwrap(info[0].As<Napi::Object>())->handle().Live(env, "buffer");
-  Allocation* source = MappedFileHandle::Unwrap(info[1].As<Napi::Object>())->handle().Live(env, "mapped file");
+  Napi::Object buffer =
+      HandleArgument(env, info[0], data.bufferConstructor, "buffer", "buffer must be a buffer of this backend");
+  Napi::Object mapping = HandleArgument(env, info[1], data.mappedFileConstructor, "mapping",
+                                        "mapping must be a mapped file of this backend");
+  Allocation* target = BufferHandle::Unwrap(buffer)->handle().Live(env, "buffer");
+  Allocation* source = MappedFileHandle::Unwrap(mapping)->handle().Live(env, "mapped file");
   size_t limit = std::min(target->length(), source->length());
   size_t length = CheckRange(env, info[2], "length", limit);
   if (source->devicePointer() == 0) {

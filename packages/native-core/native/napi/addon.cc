@@ -17,6 +17,14 @@ Platform& PlatformOf(Napi::Env env, AddonState& state) {
   return *state.platform;
 }
 
+Napi::Object HandleArgument(Napi::Env env, const Napi::Value& value, const Napi::FunctionReference& constructor,
+                            const char* argument, const char* message) {
+  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(constructor.Value())) {
+    ThrowArgument(env, argument, message);
+  }
+  return value.As<Napi::Object>();
+}
+
 Napi::Object FactsObject(Napi::Env env, const DeviceFacts& facts) {
   Napi::Object object = Napi::Object::New(env);
   object.Set("name", facts.name);
@@ -83,10 +91,9 @@ void AttachResidencySet(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AddonData& data = DataOf(env);
   Platform& platform = PlatformOf(env, *data.state);
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data.residencySetConstructor.Value())) {
-    ThrowArgument(env, "set", "set must be a residency set of this backend");
-  }
-  ResidencySet* set = ResidencySetHandle::Unwrap(info[0].As<Napi::Object>())->Live(env);
+  Napi::Object handle = HandleArgument(env, info[0], data.residencySetConstructor, "set",
+                                       "set must be a residency set of this backend");
+  ResidencySet* set = ResidencySetHandle::Unwrap(handle)->Live(env);
   uint64_t commandQueue = PointerArgument(env, info[1], "commandQueue", true);
   Failure failure;
   platform.attachResidencySet(set, commandQueue, &failure);

@@ -103,6 +103,10 @@ struct AddonData {
 AddonData& DataOf(Napi::Env env);
 // The platform, or ERR_NUVEC_NATIVE_UNAVAILABLE with the state's platformFailure.
 Platform& PlatformOf(Napi::Env env, AddonState& state);
+// `value` as an object of `constructor`'s class (a handle of this addon), else an ERR_NUVEC_INVALID_ARGUMENT
+// naming `argument` with `message`.
+Napi::Object HandleArgument(Napi::Env env, const Napi::Value& value, const Napi::FunctionReference& constructor,
+                            const char* argument, const char* message);
 // Detaches the views of allocation `id` still attached (telling the state) and forgets them all.
 void DetachAllViews(napi_env env, ViewRegistry& views, AddonState& state, uint64_t id);
 // Whether this environment is being torn down (worker or process exit).
