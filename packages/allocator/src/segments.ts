@@ -3,11 +3,9 @@
 // come from the source and blocks are handed out inside them: best fit, split, merged again on free, in two
 // pools (small requests never fragment the large pool's segments), whole idle segments given back to stay
 // within the cache limit, on clearCache() and before a system allocation would fail.
-import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize, Teardown } from "@nuvec/stats";
-import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
+import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
+import { type Allocation, LiveAllocation } from "./allocation.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
-import type { QuarantineCount } from "./byte-count.js";
-import type { AllocatorCounters } from "./counters.js";
 import {
   allocatorClosed,
   bufferTooLarge,
@@ -19,6 +17,7 @@ import {
 } from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
+import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 import type { SegmentOptions } from "./segment-options.js";
 
 const MIB = 1024 * 1024;
@@ -28,20 +27,9 @@ const LARGE = 1;
 /** What the segments policy needs of a source beyond {@link BufferSource}: ranges of its buffers. */
 type RangeSource<B> = BufferSource<B> & Required<Pick<BufferSource<B>, "range">>;
 
-/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on. */
-export interface SegmentAllocatorSetup<B> {
-  memoryLimit: number;
-  cacheLimit: number;
-  /** `floor(0.95·W)`: with the memory limit, the GC limit. */
-  workingSetGcLimit: number;
-  maxBufferLength: number;
-  resourceLimit: number;
-  pageSize: number;
+/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on, and the sizes. */
+export interface SegmentAllocatorSetup<B> extends PolicySetup<B> {
   segments: SegmentOptions;
-  onAcquire: ((buffer: B) => void) | undefined;
-  onRelease: ((buffer: B) => void) | undefined;
-  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
-  quarantine: QuarantineCount;
 }
 
 /**
@@ -52,31 +40,14 @@ export interface SegmentAllocatorSetup<B> {
  * (free blocks, and blocks freed without caching until their segment goes back); `active + cache` is what
  * the segments hold. `systemAllocations` counts segments.
  */
-export class SegmentAllocator<B> {
+export class SegmentAllocator<B> extends PolicyAccounts<B> {
   private readonly source: RangeSource<B>;
   private readonly options: SegmentOptions;
-  private readonly onAcquire: ((buffer: B) => void) | undefined;
-  private readonly onRelease: ((buffer: B) => void) | undefined;
-  private readonly workingSetGcLimit: number;
-  private readonly maxBufferLength: number;
-  private readonly resourceLimit: number;
-  private readonly pageSize: number;
   private readonly pools: FreeBlocks<B>[];
   private readonly rounding: number;
   private readonly smallRequest: number;
   private readonly maxSplitSize: number;
-
-  private memoryLimit: number;
-  private cacheLimit: number;
-  private gcLimitBytes: number;
   private reserved = 0;
-  private active = 0;
-  private mapped = 0;
-  private readonly quarantine: QuarantineCount;
-  private live = 0;
-  private peakActive = 0;
-  private peakActiveWithMapped = 0;
-  private closed = false;
   private segmentCount = 0;
   private idleOldest: Segment<B> | null = null;
   private idleNewest: Segment<B> | null = null;
@@ -88,22 +59,12 @@ export class SegmentAllocator<B> {
   // Blocks merged away, made new by the next splits (no allocation, less for the collector).
   private readonly spareBlocks: Block<B>[] = [];
   private readonly sourceMemorySize: number;
-
-  private cacheHits = 0;
-  private cacheMisses = 0;
-  private systemAllocations = 0;
-  private systemReleases = 0;
-  private outOfMemoryRefusals = 0;
-  private allocationRetries = 0;
-  private peakReserved = 0;
   // The highest `reserved` ever: what releaseIdleOnMiss compares a new segment with. Unlike `peakReserved`,
   // no statistics reset moves it (reading figures never changes decisions).
   private highWaterReserved = 0;
-  private peakLive = 0;
-  private liveBuffers = 0;
-  private mappings = 0;
 
   constructor(source: BufferSource<B>, setup: SegmentAllocatorSetup<B>) {
+    super(setup);
     if (typeof source.range !== "function") {
       throw new ArgumentError(
         "policy",
@@ -121,16 +82,6 @@ export class SegmentAllocator<B> {
     ];
     this.smallRequest = setup.segments.smallRequest;
     this.maxSplitSize = setup.segments.maxSplitSize === 0 ? Infinity : setup.segments.maxSplitSize;
-    this.memoryLimit = setup.memoryLimit;
-    this.cacheLimit = setup.cacheLimit;
-    this.workingSetGcLimit = setup.workingSetGcLimit;
-    this.gcLimitBytes = Math.min(setup.workingSetGcLimit, setup.memoryLimit);
-    this.maxBufferLength = setup.maxBufferLength;
-    this.resourceLimit = setup.resourceLimit;
-    this.pageSize = setup.pageSize;
-    this.onAcquire = setup.onAcquire;
-    this.onRelease = setup.onRelease;
-    this.quarantine = setup.quarantine;
     this.mapping =
       setup.segments.expandable && isMappingSource(source)
         ? (source as unknown as MappingSource<B>)
@@ -138,9 +89,12 @@ export class SegmentAllocator<B> {
     this.sourceMemorySize = source.memorySize;
   }
 
-  /** Above `reserved + mapped + new segment` reaching this, idle segments go back before a new one is made. */
-  get gcLimit(): number {
-    return this.gcLimitBytes;
+  protected get cacheBytes(): number {
+    return this.reserved - this.active;
+  }
+
+  protected get cachedBuffers(): number {
+    return this.pools[SMALL]!.count + this.pools[LARGE]!.count;
   }
 
   /** The source's map granularity when the large pool is expandable; `undefined` otherwise. */
@@ -289,71 +243,6 @@ export class SegmentAllocator<B> {
       this.trim(this.reserved - this.active - this.cacheLimit);
   }
 
-  addMapping(fileLength: number): Mapping {
-    if (this.closed) throw allocatorClosed("add a mapping");
-    const allocatedLength = mappingSize(fileLength, this.pageSize);
-    if (allocatedLength === undefined) {
-      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
-    }
-    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
-    this.ensureResource();
-    this.mappings++;
-    this.mapped += allocatedLength;
-    if (this.active + this.mapped > this.peakActiveWithMapped) {
-      this.peakActiveWithMapped = this.active + this.mapped;
-    }
-    return new LiveMapping(fileLength, allocatedLength, this);
-  }
-
-  removeMapping(mapping: Mapping): void {
-    if (this.closed) throw allocatorClosed("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
-    if (!mapping.live) throw doubleFree("mapping");
-    mapping.live = false;
-    this.mappings--;
-    this.mapped -= mapping.allocatedLength;
-  }
-
-  memoryStats(): MemoryStats {
-    if (this.closed) throw allocatorClosed("read the statistics");
-    return {
-      active: this.active,
-      peakActive: this.peakActive,
-      mapped: this.mapped,
-      activeWithMapped: this.active + this.mapped,
-      peakActiveWithMapped: this.peakActiveWithMapped,
-      cache: this.reserved - this.active,
-      reserved: this.reserved,
-      peakReserved: this.peakReserved,
-      memoryLimit: this.memoryLimit,
-      cacheLimit: this.cacheLimit,
-      systemAllocations: this.systemAllocations,
-      wiredLimit: 0,
-      wired: 0,
-      wiredMapped: 0,
-      quarantined: this.quarantine.bytes,
-    };
-  }
-
-  counters(): AllocatorCounters {
-    if (this.closed) throw allocatorClosed("read the counters");
-    return {
-      cacheHits: this.cacheHits,
-      cacheMisses: this.cacheMisses,
-      systemAllocations: this.systemAllocations,
-      systemReleases: this.systemReleases,
-      outOfMemoryRefusals: this.outOfMemoryRefusals,
-      allocationRetries: this.allocationRetries,
-      peakLive: this.peakLive,
-      liveBuffers: this.liveBuffers,
-      cachedBuffers: this.pools[SMALL]!.count + this.pools[LARGE]!.count,
-      mappings: this.mappings,
-    };
-  }
-
   /** Segments held (live or idle) and the largest free block of each pool: what fragmentation looks like. */
   segmentFigures(): {
     segments: number;
@@ -370,22 +259,6 @@ export class SegmentAllocator<B> {
       largestFreeSmall: this.pools[SMALL]!.largest(),
       largestFreeLarge: this.pools[LARGE]!.largest(),
     };
-  }
-
-  resetPeak(): void {
-    if (this.closed) throw allocatorClosed("reset the peak");
-    this.peakActive = this.active;
-    this.peakActiveWithMapped = this.active + this.mapped;
-    this.peakReserved = this.reserved;
-    this.peakLive = this.live;
-  }
-
-  setMemoryLimit(bytes: number): number {
-    if (this.closed) throw allocatorClosed("set the memory limit");
-    const previous = this.memoryLimit;
-    this.memoryLimit = bytes;
-    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
-    return previous;
   }
 
   setCacheLimit(bytes: number): number {
@@ -754,7 +627,7 @@ export class SegmentAllocator<B> {
   }
 
   /** Counts segments and mappings against the device's resource limit; idle segments go first. */
-  private ensureResource(): void {
+  protected ensureResource(): void {
     if (this.segmentCount + this.mappings < this.resourceLimit) return;
     this.releaseIdle(Infinity);
     if (this.segmentCount + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);

@@ -1,9 +1,8 @@
-import { ArgumentError, allocationSize, type MemoryStats, mappingSize, Teardown } from "@nuvec/stats";
-import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
+import { allocationSize, Teardown } from "@nuvec/stats";
+import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
-import { checkedByteCount, type QuarantineCount } from "./byte-count.js";
-import type { AllocatorCounters } from "./counters.js";
+import { checkedByteCount } from "./byte-count.js";
 import {
   allocatorClosed,
   bufferTooLarge,
@@ -14,21 +13,11 @@ import {
   systemAllocationFailed,
 } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
+import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 
 /** The allocator's hooks, limits and policy, as {@link CachingAllocator} passes them on. */
-export interface SizeClassAllocatorSetup<B> {
-  memoryLimit: number;
-  cacheLimit: number;
-  /** `floor(0.95·W)`: with the memory limit, the GC limit. */
-  workingSetGcLimit: number;
-  maxBufferLength: number;
-  resourceLimit: number;
-  pageSize: number;
+export interface SizeClassAllocatorSetup<B> extends PolicySetup<B> {
   cachePolicy: CachePolicy<B>;
-  onAcquire: ((buffer: B) => void) | undefined;
-  onRelease: ((buffer: B) => void) | undefined;
-  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
-  quarantine: QuarantineCount;
 }
 
 /**
@@ -37,62 +26,27 @@ export interface SizeClassAllocatorSetup<B> {
  * accounting, and the retry after a failed system allocation. `CachingAllocator` runs it under the `mlx`
  * and `bounded` policies (they differ only in {@link CachePolicy}); the public surface is the same.
  */
-export class SizeClassAllocator<B> {
+export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   private readonly source: BufferSource<B>;
   private readonly cache: BufferCache<B>;
   private readonly cachePolicy: CachePolicy<B>;
-  private readonly onAcquire: ((buffer: B) => void) | undefined;
-  private readonly onRelease: ((buffer: B) => void) | undefined;
-  private readonly workingSetGcLimit: number;
-  private readonly maxBufferLength: number;
-  private readonly resourceLimit: number;
-  private readonly pageSize: number;
-  // Freed buffers whose memory the source still holds for a view moved out of its reach.
-  private readonly quarantine: QuarantineCount;
-
-  private memoryLimit: number;
-  private cacheLimit: number;
-  private gcLimitBytes: number;
-  private active = 0;
-  private mapped = 0;
-  private live = 0;
-  private peakActive = 0;
-  private peakActiveWithMapped = 0;
-  private peakReserved = 0;
-  private closed = false;
-
-  private cacheHits = 0;
-  private cacheMisses = 0;
-  private systemAllocations = 0;
-  private systemReleases = 0;
-  private outOfMemoryRefusals = 0;
-  private allocationRetries = 0;
-  private peakLive = 0;
   // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
   // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
   private highWaterLive = 0;
-  private liveBuffers = 0;
-  private mappings = 0;
 
   constructor(source: BufferSource<B>, setup: SizeClassAllocatorSetup<B>) {
+    super(setup);
     this.source = source;
-    this.memoryLimit = setup.memoryLimit;
-    this.cacheLimit = setup.cacheLimit;
-    this.workingSetGcLimit = setup.workingSetGcLimit;
-    this.gcLimitBytes = Math.min(setup.workingSetGcLimit, setup.memoryLimit);
-    this.maxBufferLength = setup.maxBufferLength;
-    this.resourceLimit = setup.resourceLimit;
-    this.pageSize = setup.pageSize;
     this.cachePolicy = setup.cachePolicy;
-    this.onAcquire = setup.onAcquire;
-    this.onRelease = setup.onRelease;
-    this.quarantine = setup.quarantine;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
   }
 
-  /** Below `active + mapped + cache + request` reaching this, a miss releases no cached buffer. */
-  get gcLimit(): number {
-    return this.gcLimitBytes;
+  protected get cacheBytes(): number {
+    return this.cache.bytes;
+  }
+
+  protected get cachedBuffers(): number {
+    return this.cache.buffers;
   }
 
   /** See {@link CachingAllocator.malloc}. */
@@ -191,91 +145,6 @@ export class SizeClassAllocator<B> {
     else this.releaseToSystem(record);
   }
 
-  /** See {@link CachingAllocator.addMapping}; the closed state and the byte count are checked there. */
-  addMapping(fileLength: number): Mapping {
-    const allocatedLength = mappingSize(fileLength, this.pageSize);
-    if (allocatedLength === undefined) {
-      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
-    }
-    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
-    this.ensureResource();
-    this.mappings++;
-    this.mapped += allocatedLength;
-    if (this.active + this.mapped > this.peakActiveWithMapped) {
-      this.peakActiveWithMapped = this.active + this.mapped;
-    }
-    return new LiveMapping(fileLength, allocatedLength, this);
-  }
-
-  /** See {@link CachingAllocator.removeMapping}. */
-  removeMapping(mapping: Mapping): void {
-    if (this.closed) throw allocatorClosed("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
-    if (!mapping.live) throw doubleFree("mapping");
-    mapping.live = false;
-    this.mappings--;
-    this.mapped -= mapping.allocatedLength;
-  }
-
-  /** See {@link CachingAllocator.memoryStats}. */
-  memoryStats(): MemoryStats {
-    if (this.closed) throw allocatorClosed("read the statistics");
-    return {
-      active: this.active,
-      peakActive: this.peakActive,
-      mapped: this.mapped,
-      activeWithMapped: this.active + this.mapped,
-      peakActiveWithMapped: this.peakActiveWithMapped,
-      cache: this.cache.bytes,
-      reserved: this.active + this.cache.bytes,
-      peakReserved: this.peakReserved,
-      memoryLimit: this.memoryLimit,
-      cacheLimit: this.cacheLimit,
-      systemAllocations: this.systemAllocations,
-      wiredLimit: 0,
-      wired: 0,
-      wiredMapped: 0,
-      quarantined: this.quarantine.bytes,
-    };
-  }
-
-  /** The counters beyond MLX's statistics (a fresh object). */
-  counters(): AllocatorCounters {
-    if (this.closed) throw allocatorClosed("read the counters");
-    return {
-      cacheHits: this.cacheHits,
-      cacheMisses: this.cacheMisses,
-      systemAllocations: this.systemAllocations,
-      systemReleases: this.systemReleases,
-      outOfMemoryRefusals: this.outOfMemoryRefusals,
-      allocationRetries: this.allocationRetries,
-      peakLive: this.peakLive,
-      liveBuffers: this.liveBuffers,
-      cachedBuffers: this.cache.buffers,
-      mappings: this.mappings,
-    };
-  }
-
-  /** See {@link CachingAllocator.resetPeak}. */
-  resetPeak(): void {
-    if (this.closed) throw allocatorClosed("reset the peak");
-    this.peakActive = this.active;
-    this.peakActiveWithMapped = this.active + this.mapped;
-    this.peakReserved = this.active + this.cache.bytes;
-    this.peakLive = this.live;
-  }
-
-  /** See {@link CachingAllocator.setMemoryLimit}; the closed state and the byte count are checked there. */
-  setMemoryLimit(bytes: number): number {
-    const previous = this.memoryLimit;
-    this.memoryLimit = bytes;
-    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
-    return previous;
-  }
-
   /** See {@link CachingAllocator.setCacheLimit}; the closed state and the byte count are checked there. */
   setCacheLimit(bytes: number): number {
     const previous = this.cacheLimit;
@@ -340,7 +209,7 @@ export class SizeClassAllocator<B> {
   }
 
   /** MLX counts cached, live and (nuvec) mapped resources against the device's limit. */
-  private ensureResource(): void {
+  protected ensureResource(): void {
     if (this.liveBuffers + this.cache.buffers + this.mappings < this.resourceLimit) return;
     this.cache.clear();
     if (this.liveBuffers + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);

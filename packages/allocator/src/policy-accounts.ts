@@ -1,0 +1,169 @@
+// The books every policy keeps alike: the limits, mapped files against the hard limit, the peaks, the
+// statistics and the counters. The size-class policies (size-classes.ts) and the segments policy
+// (segments.ts) differ in how they hold the cache; each says what its cache is.
+import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { LiveMapping, type Mapping } from "./allocation.js";
+import type { QuarantineCount } from "./byte-count.js";
+import type { AllocatorCounters } from "./counters.js";
+import { allocatorClosed, doubleFree, foreignAllocation, outOfMemory } from "./errors.js";
+
+/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on to a policy. */
+export interface PolicySetup<B> {
+  memoryLimit: number;
+  cacheLimit: number;
+  /** `floor(0.95·W)`: with the memory limit, the GC limit. */
+  workingSetGcLimit: number;
+  maxBufferLength: number;
+  resourceLimit: number;
+  pageSize: number;
+  onAcquire: ((buffer: B) => void) | undefined;
+  onRelease: ((buffer: B) => void) | undefined;
+  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
+  quarantine: QuarantineCount;
+}
+
+/** The accounts of a policy; a policy adds `malloc`, `free` and how its cache is held and released. */
+export abstract class PolicyAccounts<B> {
+  protected readonly onAcquire: ((buffer: B) => void) | undefined;
+  protected readonly onRelease: ((buffer: B) => void) | undefined;
+  protected readonly workingSetGcLimit: number;
+  protected readonly maxBufferLength: number;
+  protected readonly resourceLimit: number;
+  protected readonly pageSize: number;
+  // Freed buffers whose memory the source still holds for a view moved out of its reach.
+  protected readonly quarantine: QuarantineCount;
+
+  protected memoryLimit: number;
+  protected cacheLimit: number;
+  protected gcLimitBytes: number;
+  protected active = 0;
+  protected mapped = 0;
+  /** The sum of the size classes (or block sizes) of live requests. */
+  protected live = 0;
+  protected peakActive = 0;
+  protected peakActiveWithMapped = 0;
+  protected peakReserved = 0;
+  protected closed = false;
+
+  protected cacheHits = 0;
+  protected cacheMisses = 0;
+  protected systemAllocations = 0;
+  protected systemReleases = 0;
+  protected outOfMemoryRefusals = 0;
+  protected allocationRetries = 0;
+  protected peakLive = 0;
+  protected liveBuffers = 0;
+  protected mappings = 0;
+
+  constructor(setup: PolicySetup<B>) {
+    this.memoryLimit = setup.memoryLimit;
+    this.cacheLimit = setup.cacheLimit;
+    this.workingSetGcLimit = setup.workingSetGcLimit;
+    this.gcLimitBytes = Math.min(setup.workingSetGcLimit, setup.memoryLimit);
+    this.maxBufferLength = setup.maxBufferLength;
+    this.resourceLimit = setup.resourceLimit;
+    this.pageSize = setup.pageSize;
+    this.onAcquire = setup.onAcquire;
+    this.onRelease = setup.onRelease;
+    this.quarantine = setup.quarantine;
+  }
+
+  /** The bytes held for reuse: `reserved - active`. */
+  protected abstract get cacheBytes(): number;
+  /** The free buffers or blocks held for reuse. */
+  protected abstract get cachedBuffers(): number;
+  /** Makes room for one more system resource under the device's limit, or throws. */
+  protected abstract ensureResource(): void;
+
+  /** The GC limit: `min(memoryLimit, floor(0.95·W))`. */
+  get gcLimit(): number {
+    return this.gcLimitBytes;
+  }
+
+  /** See {@link CachingAllocator.addMapping}; the byte count is checked there. */
+  addMapping(fileLength: number): Mapping {
+    if (this.closed) throw allocatorClosed("add a mapping");
+    const allocatedLength = mappingSize(fileLength, this.pageSize);
+    if (allocatedLength === undefined) {
+      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
+    }
+    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
+      this.outOfMemoryRefusals++;
+      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
+    }
+    this.ensureResource();
+    this.mappings++;
+    this.mapped += allocatedLength;
+    if (this.active + this.mapped > this.peakActiveWithMapped) {
+      this.peakActiveWithMapped = this.active + this.mapped;
+    }
+    return new LiveMapping(fileLength, allocatedLength, this);
+  }
+
+  /** See {@link CachingAllocator.removeMapping}. */
+  removeMapping(mapping: Mapping): void {
+    if (this.closed) throw allocatorClosed("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
+    if (!mapping.live) throw doubleFree("mapping");
+    mapping.live = false;
+    this.mappings--;
+    this.mapped -= mapping.allocatedLength;
+  }
+
+  /** See {@link CachingAllocator.memoryStats}. */
+  memoryStats(): MemoryStats {
+    if (this.closed) throw allocatorClosed("read the statistics");
+    return {
+      active: this.active,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
+      activeWithMapped: this.active + this.mapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
+      cache: this.cacheBytes,
+      reserved: this.active + this.cacheBytes,
+      peakReserved: this.peakReserved,
+      memoryLimit: this.memoryLimit,
+      cacheLimit: this.cacheLimit,
+      systemAllocations: this.systemAllocations,
+      wiredLimit: 0,
+      wired: 0,
+      wiredMapped: 0,
+      quarantined: this.quarantine.bytes,
+    };
+  }
+
+  /** The counters beyond MLX's statistics (a fresh object). */
+  counters(): AllocatorCounters {
+    if (this.closed) throw allocatorClosed("read the counters");
+    return {
+      cacheHits: this.cacheHits,
+      cacheMisses: this.cacheMisses,
+      systemAllocations: this.systemAllocations,
+      systemReleases: this.systemReleases,
+      outOfMemoryRefusals: this.outOfMemoryRefusals,
+      allocationRetries: this.allocationRetries,
+      peakLive: this.peakLive,
+      liveBuffers: this.liveBuffers,
+      cachedBuffers: this.cachedBuffers,
+      mappings: this.mappings,
+    };
+  }
+
+  /** See {@link CachingAllocator.resetPeak}. */
+  resetPeak(): void {
+    if (this.closed) throw allocatorClosed("reset the peak");
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.active + this.cacheBytes;
+    this.peakLive = this.live;
+  }
+
+  /** See {@link CachingAllocator.setMemoryLimit}; the byte count is checked there. */
+  setMemoryLimit(bytes: number): number {
+    if (this.closed) throw allocatorClosed("set the memory limit");
+    const previous = this.memoryLimit;
+    this.memoryLimit = bytes;
+    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
+    return previous;
+  }
+}
