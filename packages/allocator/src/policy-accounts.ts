@@ -2,7 +2,7 @@
 // statistics and the counters. The size-class policies (size-classes.ts) and the segments policy
 // (segments.ts) differ in how they hold the cache; each says what its cache is.
 import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
-import { LiveMapping, type Mapping } from "./allocation.js";
+import { type Allocation, LiveMapping, type Mapping } from "./allocation.js";
 import type { QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
 import { allocatorClosed, doubleFree, foreignAllocation, outOfMemory } from "./errors.js";
@@ -74,6 +74,44 @@ export abstract class PolicyAccounts<B> {
   protected abstract get cachedBuffers(): number;
   /** Makes room for one more system resource under the device's limit, or throws. */
   protected abstract ensureResource(): void;
+  /** Takes a live allocation off the books: to the cache when `mayCache`, else never to be reused. */
+  protected abstract freeAllocation(allocation: Allocation<B>, mayCache: boolean): void;
+
+  /** See {@link CachingAllocator.free}. */
+  free(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, true);
+  }
+
+  /** See {@link CachingAllocator.freeWithoutCaching}. */
+  freeWithoutCaching(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, false);
+  }
+
+  /**
+   * Refuses `bytes` more past the hard limit on `active + mapped + quarantined` (the refusal counted,
+   * nothing else changed); returns what is used now.
+   */
+  protected withinLimit(bytes: number): number {
+    const used = this.active + this.mapped + this.quarantine.bytes;
+    if (used + bytes > this.memoryLimit) {
+      this.outOfMemoryRefusals++;
+      throw outOfMemory(bytes, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
+    }
+    return used;
+  }
+
+  /** Counts an allocation of `length` bytes handed out for a request of `liveSize`; returns the new `live`. */
+  protected charge(length: number, liveSize: number): number {
+    this.liveBuffers++;
+    const active = this.active + length;
+    this.active = active;
+    if (active > this.peakActive) this.peakActive = active;
+    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
+    const live = this.live + liveSize;
+    this.live = live;
+    if (live > this.peakLive) this.peakLive = live;
+    return live;
+  }
 
   /** The GC limit: `min(memoryLimit, floor(0.95·W))`. */
   get gcLimit(): number {
@@ -87,10 +125,7 @@ export abstract class PolicyAccounts<B> {
     if (allocatedLength === undefined) {
       throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
     }
-    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
+    this.withinLimit(allocatedLength);
     this.ensureResource();
     this.mappings++;
     this.mapped += allocatedLength;

@@ -11,7 +11,6 @@ import {
   bufferTooLarge,
   doubleFree,
   foreignAllocation,
-  outOfMemory,
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
@@ -122,11 +121,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     const size = this.blockSize(bytes);
     if (size > this.maxBufferLength) throw bufferTooLarge(bytes, this.maxBufferLength);
-    const used = this.active + this.mapped + this.quarantine.bytes;
-    if (used + size > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(size, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
+    const used = this.withinLimit(size);
     const pool = size <= this.smallRequest ? SMALL : LARGE;
     const free = this.pools[pool]!;
     // A free block kept whole by the split limit serves only requests of its own kind (≥ the limit), and
@@ -197,26 +192,11 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     block.allocation = allocation;
     block.liveSize = size;
     block.segment.live++;
-    this.liveBuffers++;
-    const active = this.active + block.size;
-    this.active = active;
-    if (active > this.peakActive) this.peakActive = active;
-    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
-    const live = this.live + size;
-    this.live = live;
-    if (live > this.peakLive) this.peakLive = live;
+    this.charge(block.size, size);
     return allocation;
   }
 
-  free(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, true);
-  }
-
-  freeWithoutCaching(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, false);
-  }
-
-  private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
+  protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     if (this.closed) throw allocatorClosed("free");
     if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const block = (allocation as LiveAllocation<B>).record as Block<B> | undefined;

@@ -8,7 +8,6 @@ import {
   bufferTooLarge,
   doubleFree,
   foreignAllocation,
-  outOfMemory,
   resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
@@ -59,11 +58,7 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
       throw bufferTooLarge(bytes, this.maxBufferLength);
     }
-    const used = this.active + this.mapped + this.quarantine.bytes;
-    if (used + sizeClass > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(sizeClass, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
+    const used = this.withinLimit(sizeClass);
 
     const cache = this.cache;
     let record: CachedBuffer<B> | undefined;
@@ -89,14 +84,7 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
     record.allocation = allocation;
     record.liveSizeClass = sizeClass;
-    this.liveBuffers++;
-    const active = this.active + record.length;
-    this.active = active;
-    if (active > this.peakActive) this.peakActive = active;
-    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
-    const live = this.live + sizeClass;
-    this.live = live;
-    if (live > this.peakLive) this.peakLive = live;
+    const live = this.charge(record.length, sizeClass);
     if (live > this.highWaterLive) this.highWaterLive = live;
     if (cache.bytes > this.cacheLimit) {
       try {
@@ -116,21 +104,12 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
         throw error;
       }
     }
-    if (active + cache.bytes > this.peakReserved) this.peakReserved = active + cache.bytes;
+    const reserved = this.active + cache.bytes;
+    if (reserved > this.peakReserved) this.peakReserved = reserved;
     return allocation;
   }
 
-  /** See {@link CachingAllocator.free}. */
-  free(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, true);
-  }
-
-  /** See {@link CachingAllocator.freeWithoutCaching}. */
-  freeWithoutCaching(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, false);
-  }
-
-  private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
+  protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     if (this.closed) throw allocatorClosed("free");
     if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
