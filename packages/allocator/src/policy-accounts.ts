@@ -3,9 +3,17 @@
 // (segments.ts) differ in how they hold the cache; each says what its cache is.
 import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveMapping, type Mapping } from "./allocation.js";
+import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
-import { allocatorClosed, doubleFree, foreignAllocation, outOfMemory } from "./errors.js";
+import {
+  allocatorClosed,
+  doubleFree,
+  foreignAllocation,
+  outOfMemory,
+  resourceLimit,
+  systemAllocationFailed,
+} from "./errors.js";
 
 /** The allocator's hooks and limits, as {@link CachingAllocator} passes them on to a policy. */
 export interface PolicySetup<B> {
@@ -72,8 +80,10 @@ export abstract class PolicyAccounts<B> {
   protected abstract get cacheBytes(): number;
   /** The free buffers or blocks held for reuse. */
   protected abstract get cachedBuffers(): number;
-  /** Makes room for one more system resource under the device's limit, or throws. */
-  protected abstract ensureResource(): void;
+  /** System resources held besides the mappings (live and cached buffers, or segments). */
+  protected abstract get resources(): number;
+  /** Gives every cached buffer (every idle segment, every free mapped page) back to the system. */
+  protected abstract releaseCached(): void;
   /** Takes a live allocation off the books: to the cache when `mayCache`, else never to be reused. */
   protected abstract freeAllocation(allocation: Allocation<B>, mayCache: boolean): void;
 
@@ -116,6 +126,56 @@ export abstract class PolicyAccounts<B> {
   /** The GC limit: `min(memoryLimit, floor(0.95·W))`. */
   get gcLimit(): number {
     return this.gcLimitBytes;
+  }
+
+  /** MLX counts live, cached and (nuvec) mapped resources against the device's limit; the cache goes first. */
+  protected ensureResource(): void {
+    if (this.resources + this.mappings < this.resourceLimit) return;
+    this.releaseCached();
+    if (this.resources + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
+  }
+
+  /**
+   * Runs `attempt`, a system allocation of `bytes`. Only a refusal to allocate is worth a retry: anything
+   * else (a closed backend, a bad argument, a bug) propagates unchanged, and the cache is left alone. On a
+   * refusal the whole cache goes back and `attempt` runs once more (PyTorch's retry: the system may have
+   * refused because of what the cache holds); refused again, it is `ERR_NUVEC_SYSTEM_ALLOCATION_FAILED`.
+   */
+  protected withRetry<T>(source: BufferSource<B>, bytes: number, attempt: () => T): T {
+    try {
+      return attempt();
+    } catch (error) {
+      if (!(source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
+      this.allocationRetries++;
+      this.releaseCached();
+      try {
+        return attempt();
+      } catch (error) {
+        throw systemAllocationFailed(bytes, error);
+      }
+    }
+  }
+
+  /** Acquires a system buffer of `bytes` (with the retry) and runs the `onAcquire` hook on it. */
+  protected acquireBuffer(source: BufferSource<B>, bytes: number): B {
+    const buffer = this.withRetry(source, bytes, () => source.acquire(bytes));
+    if (this.onAcquire !== undefined) {
+      try {
+        this.onAcquire(buffer);
+      } catch (error) {
+        // The hook refused it: the buffer goes back, nothing is counted.
+        source.release(buffer);
+        throw error;
+      }
+    }
+    this.systemAllocations++;
+    return buffer;
+  }
+
+  /** See {@link CachingAllocator.clearCache}. */
+  clearCache(): void {
+    if (this.closed) throw allocatorClosed("clear the cache");
+    this.releaseCached();
   }
 
   /** See {@link CachingAllocator.addMapping}; the byte count is checked there. */

@@ -5,13 +5,12 @@
 // within the cache limit, on clearCache() and before a system allocation would fail.
 import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
-import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
+import type { BufferSource } from "./buffer-source.js";
 import {
   allocatorClosed,
   bufferTooLarge,
   doubleFree,
   foreignAllocation,
-  resourceLimit,
   systemAllocationFailed,
 } from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
@@ -250,8 +249,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     return previous;
   }
 
-  clearCache(): void {
-    if (this.closed) throw allocatorClosed("clear the cache");
+  protected releaseCached(): void {
     this.releaseIdle(Infinity);
   }
 
@@ -393,29 +391,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     if (required >= this.gcLimitBytes && this.idleOldest !== null)
       this.releaseIdle(required - this.gcLimitBytes);
     this.ensureResource();
-    let buffer: B;
-    try {
-      buffer = this.source.acquire(segmentSize);
-    } catch (error) {
-      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      // The system may have refused because of what the idle segments hold: give them all back and retry.
-      this.allocationRetries++;
-      this.releaseIdle(Infinity);
-      try {
-        buffer = this.source.acquire(segmentSize);
-      } catch (error) {
-        throw systemAllocationFailed(segmentSize, error);
-      }
-    }
-    if (this.onAcquire !== undefined) {
-      try {
-        this.onAcquire(buffer);
-      } catch (error) {
-        this.source.release(buffer);
-        throw error;
-      }
-    }
-    this.systemAllocations++;
+    const buffer = this.acquireBuffer(this.source, segmentSize);
     this.segmentCount++;
     const segment = new Segment<B>(buffer, segmentSize, pool);
     const block = new Block<B>(segment, 0, segmentSize, this);
@@ -516,18 +492,9 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     if (excess > 0) this.releaseIdle(excess);
     const required = this.reserved + this.mapped + missing;
     if (required >= this.gcLimitBytes) this.releaseIdle(required - this.gcLimitBytes);
-    try {
-      this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
-    } catch (error) {
-      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      this.allocationRetries++;
-      this.releaseIdle(Infinity);
-      try {
-        this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
-      } catch (error) {
-        throw systemAllocationFailed(missing, error);
-      }
-    }
+    this.withRetry(this.source, missing, () =>
+      this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead)),
+    );
   }
 
   /** Unmaps whole mappings of the expandable segment that lie in free blocks until `bytes` went back. */
@@ -606,10 +573,8 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     teardown.finish();
   }
 
-  /** Counts segments and mappings against the device's resource limit; idle segments go first. */
-  protected ensureResource(): void {
-    if (this.segmentCount + this.mappings < this.resourceLimit) return;
-    this.releaseIdle(Infinity);
-    if (this.segmentCount + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
+  /** Segments count against the device's resource limit (with mappings); idle segments go first. */
+  protected get resources(): number {
+    return this.segmentCount;
   }
 }

@@ -1,16 +1,9 @@
 import { allocationSize, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
-import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
+import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
-import {
-  allocatorClosed,
-  bufferTooLarge,
-  doubleFree,
-  foreignAllocation,
-  resourceLimit,
-  systemAllocationFailed,
-} from "./errors.js";
+import { allocatorClosed, bufferTooLarge, doubleFree, foreignAllocation } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 
@@ -132,12 +125,6 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     return previous;
   }
 
-  /** See {@link CachingAllocator.clearCache}. */
-  clearCache(): void {
-    if (this.closed) throw allocatorClosed("clear the cache");
-    this.cache.clear();
-  }
-
   /** See {@link CachingAllocator.close}. */
   close(): void {
     if (this.closed) return;
@@ -158,40 +145,17 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
     this.ensureResource();
 
-    let buffer: B;
-    try {
-      buffer = this.source.acquire(sizeClass);
-    } catch (error) {
-      // Only a refusal to allocate is worth a retry; anything else (a closed backend, a bad argument, a bug)
-      // propagates unchanged, and the cache is left alone.
-      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      // PyTorch's retry: the system may have refused because of what the cache holds.
-      this.allocationRetries++;
-      cache.clear();
-      try {
-        buffer = this.source.acquire(sizeClass);
-      } catch (error) {
-        throw systemAllocationFailed(sizeClass, error);
-      }
-    }
-    if (this.onAcquire !== undefined) {
-      try {
-        this.onAcquire(buffer);
-      } catch (error) {
-        this.source.release(buffer);
-        throw error;
-      }
-    }
-    this.systemAllocations++;
+    const buffer = this.acquireBuffer(this.source, sizeClass);
     this.cacheMisses++;
     return new CachedBuffer(buffer, sizeClass, this);
   }
 
-  /** MLX counts cached, live and (nuvec) mapped resources against the device's limit. */
-  protected ensureResource(): void {
-    if (this.liveBuffers + this.cache.buffers + this.mappings < this.resourceLimit) return;
+  protected get resources(): number {
+    return this.liveBuffers + this.cache.buffers;
+  }
+
+  protected releaseCached(): void {
     this.cache.clear();
-    if (this.liveBuffers + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
   }
 
   /**
