@@ -3,7 +3,7 @@
 // a buffer and never leaves a counter wrong.
 
 import { describe, expect, it } from "vitest";
-import { MiB, type TestBuffer, TestSource, thrown } from "../test/support.js";
+import { MiB, refusal, type TestBuffer, TestSource, thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { isAllocationFailure } from "./buffer-source.js";
@@ -51,7 +51,7 @@ describe("the retry after a failed system allocation", () => {
     const allocator = new CachingAllocator(source);
     source.acquireError = new ClosedSourceError("treated as a refusal by this source");
     expect(() => allocator.malloc(1 * MiB)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" }),
+      refusal("OutOfMemoryError", "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED"),
     );
     expect(allocator.counters().allocationRetries).toBe(1);
   });
