@@ -77,16 +77,6 @@ describe("buffers and cache", () => {
     expect(allocator.malloc(n).allocatedLength).toBe(n + PAGE);
     expect(allocator.counters().cacheHits).toBe(1);
   });
-
-  it("takes the smallest fitting length first, and among one length the one cached longest ago", () => {
-    const { allocator } = setup();
-    const [a, b, c, d] = [1280, 1024, 4096, 4096].map((bytes) => allocator.malloc(bytes));
-    for (const allocation of [a, b, d, c]) allocator.free(allocation!);
-    expect(allocator.malloc(768).allocatedLength).toBe(1024); // both fit [768, 1536)
-    expect(allocator.malloc(768).allocatedLength).toBe(1280);
-    expect(allocator.malloc(4096).buffer).toBe(d!.buffer);
-    expect(allocator.malloc(4096).buffer).toBe(c!.buffer);
-  });
 });
 
 describe("limits from the device", () => {
