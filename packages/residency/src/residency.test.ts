@@ -70,10 +70,7 @@ describe("construction", () => {
   it("makes the first set: committed, residency requested, attached, in that order", () => {
     const { backend, residency } = make();
     expect(residency.supported).toBe(true);
-    expect(residency.setCount).toBe(1);
-    expect(residency.wiredLimit).toBe(0);
-    expect(residency.wired).toBe(0);
-    expect(residency.setBytes()).toEqual([0]);
+    expect(snapshot(residency)).toMatchObject({ setCount: 1, wiredLimit: 0, wired: 0, setBytes: [0] });
     expect(backend.log).toEqual([
       { kind: "create", set: 0 },
       { kind: "commit", set: 0 },
@@ -227,8 +224,7 @@ describe("insert", () => {
     expect(residency.has(c)).toBe(true);
     expect(residency.isWired(c)).toBe(false);
     expect(residency.setIndexOf(c)).toBeUndefined();
-    expect(residency.wired).toBe(100);
-    expect(residency.tracked).toBe(3);
+    expect(snapshot(residency)).toMatchObject({ wired: 100, tracked: 3 });
     expect(backend.log).toEqual([]);
   });
 
@@ -273,8 +269,7 @@ describe("insert", () => {
     residency.refresh();
     expect(residency.wired).toBe(100);
     residency.erase(a!);
-    expect(residency.wired).toBe(0);
-    expect(residency.setBytes()).toEqual([0]);
+    expect(snapshot(residency)).toMatchObject({ wired: 0, setBytes: [0] });
     expect(backend.sizeReads.get(a!)).toBe(1);
   });
 
@@ -328,8 +323,7 @@ describe("erase", () => {
     residency.erase(b!);
     expect(backend.commits()).toEqual([0, 1]);
     expect(backend.sets[1]!.committed.size).toBe(0);
-    expect(residency.setBytes()).toEqual([60, 0]);
-    expect(residency.wired).toBe(60);
+    expect(snapshot(residency)).toMatchObject({ setBytes: [60, 0], wired: 60 });
     expect(residency.has(b!)).toBe(false);
     expect(residency.setCount).toBe(2); // emptied sets are kept
     expect(residency.isWired(a!)).toBe(true);
@@ -402,8 +396,7 @@ describe("setWiredLimit", () => {
     backend.resetCounters();
     residency.setWiredLimit(25);
     expect([a, b, c, d].map((item) => residency.isWired(item!))).toEqual([false, false, false, true]);
-    expect(residency.wired).toBe(5);
-    expect(residency.setBytes()).toEqual([0, 0, 5]);
+    expect(snapshot(residency)).toMatchObject({ wired: 5, setBytes: [0, 0, 5] });
     expect(backend.commits()).toEqual([1, 1, 0]);
     expect(backend.requests()).toEqual([0, 0, 0]);
   });
