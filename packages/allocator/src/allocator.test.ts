@@ -16,20 +16,14 @@ function setup(
 }
 
 describe("buffers and cache", () => {
-  it("hands out the size class of the request (allocationSize)", () => {
-    const { allocator } = setup();
+  it("hands out the size class of the request (allocationSize); a miss makes a system buffer of exactly that", () => {
+    const { source, allocator } = setup();
     expect(allocator.malloc(5000)).toMatchObject({ allocatedLength: 5120, length: 5000 });
     expect(allocator.malloc(16384).allocatedLength).toBe(16384);
     expect(allocator.malloc(16385).allocatedLength).toBe(32768);
-    expect(allocator.memoryStats().active).toBe(5120 + 16384 + 32768);
-  });
-
-  it("a miss makes a new system buffer of exactly the size class (systemAllocations += 1)", () => {
-    const { source, allocator } = setup();
-    allocator.malloc(300);
-    expect(source.acquired.map((buffer) => buffer.length)).toEqual([512]);
-    expect(allocator.memoryStats().systemAllocations).toBe(1);
-    expect(allocator.counters()).toMatchObject({ cacheMisses: 1, cacheHits: 0 });
+    expect(source.acquired.map((buffer) => buffer.length)).toEqual([5120, 16384, 32768]);
+    expect(allocator.memoryStats()).toMatchObject({ active: 5120 + 16384 + 32768, systemAllocations: 3 });
+    expect(allocator.counters()).toMatchObject({ cacheMisses: 3, cacheHits: 0 });
   });
 
   it("freeWithoutCaching gives the buffer back to the system, never to the cache (a moved view may reach it)", () => {
@@ -80,19 +74,15 @@ describe("buffers and cache", () => {
 });
 
 describe("limits from the device", () => {
-  it("defaults: memoryLimit = min(1.5·W, 0.95·M), gcLimit = floor(0.95·W), cacheLimit = memoryLimit", () => {
-    const { allocator } = setup({ workingSet: 1 * GiB, memorySize: 2 * GiB });
-    expect(allocator.memoryStats()).toMatchObject({ memoryLimit: 1610612736, cacheLimit: 1610612736 });
-    expect(allocator.gcLimit).toBe(1020054732); // floor(0.95 · 1073741824)
-  });
-
-  it("the memory limit is 0.95·M floored when that is smaller, and caps the GC limit", () => {
-    const { allocator } = setup({ workingSet: 8 * GiB, memorySize: 8 * GiB });
-    expect(allocator.memoryStats().memoryLimit).toBe(8160437862); // floor(0.95 · 8589934592)
-    expect(allocator.gcLimit).toBe(8160437862);
-    const small = setup({ workingSet: 512 * MiB, memorySize: 1 * GiB }).allocator;
-    expect(small.gcLimit).toBe(510027366);
-    expect(small.memoryStats().memoryLimit).toBe(805306368); // 768 MiB
+  // memoryLimit = min(1.5·W, 0.95·M) floored, cacheLimit = memoryLimit, gcLimit = min(floor(0.95·W), memoryLimit).
+  it.each([
+    [{ workingSet: 1 * GiB, memorySize: 2 * GiB }, 1610612736, 1020054732], // 1.5·W; floor(0.95 · 1073741824)
+    [{ workingSet: 8 * GiB, memorySize: 8 * GiB }, 8160437862, 8160437862], // floor(0.95 · 8589934592), both
+    [{ workingSet: 512 * MiB, memorySize: 1 * GiB }, 805306368, 510027366], // 768 MiB
+  ])("defaults over %o: memory and cache limit %i, GC limit %i", (facts, memoryLimit, gcLimit) => {
+    const { allocator } = setup(facts);
+    expect(allocator.memoryStats()).toMatchObject({ memoryLimit, cacheLimit: memoryLimit });
+    expect(allocator.gcLimit).toBe(gcLimit);
   });
 
   it("setMemoryLimit returns the previous limit and recomputes gcLimit = min(x, floor(0.95·W))", () => {
