@@ -333,21 +333,13 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     const before = block.before;
     if (before?.free) {
       this.unstore(before);
-      this.dropRange(block);
-      before.size += block.size;
-      before.after = block.after;
-      if (block.after !== null) block.after.before = before;
-      this.keepSpare(block);
+      this.merge(before, block);
       block = before;
     }
     const after = block.after;
     if (after?.free) {
       this.unstore(after);
-      this.dropRange(after);
-      block.size += after.size;
-      block.after = after.after;
-      if (after.after !== null) after.after.before = block;
-      this.keepSpare(after);
+      this.merge(block, after);
     }
     this.store(block);
   }
@@ -426,6 +418,15 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     segment.idleNewer = null;
     segment.idleOlder = null;
     this.idleBytes -= segment.size;
+  }
+
+  /** Merges `right` into `left`, the block just before it; `right`'s range goes back, the block is kept spare. */
+  private merge(left: Block<B>, right: Block<B>): void {
+    this.dropRange(right);
+    left.size += right.size;
+    left.after = right.after;
+    if (right.after !== null) right.after.before = left;
+    this.keepSpare(right);
   }
 
   /** Gives idle segments back, oldest idle first, until `bytes` of cache are gone or none is idle. */
