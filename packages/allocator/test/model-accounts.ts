@@ -74,8 +74,24 @@ export abstract class ModelAccounts {
   protected abstract get resources(): number;
   protected abstract get liveBuffers(): number;
   protected abstract get cachedBuffers(): number;
-  /** Releases everything cached. */
-  abstract clearCache(): void;
+  /** Releases cached memory, the policy's way, until at least `bytes` are gone (all of it for Infinity). */
+  protected abstract releaseCache(bytes: number): void;
+
+  clearCache(): void {
+    this.releaseCache(Number.POSITIVE_INFINITY);
+  }
+
+  /** Releases what the cache holds beyond its limit. */
+  protected trimToLimit(): void {
+    if (this.cacheBytes > this.cacheLimit) this.releaseCache(this.cacheBytes - this.cacheLimit);
+  }
+
+  setCacheLimit(bytes: number): number {
+    const previous = this.cacheLimit;
+    this.cacheLimit = bytes;
+    this.trimToLimit();
+    return previous;
+  }
 
   /** Whether `bytes` more stay within the hard memory limit; a refusal is counted. */
   protected withinLimit(bytes: number): boolean {

@@ -59,9 +59,10 @@ export class ReferenceModel extends ModelAccounts {
   }
 
   /** MLX's `release_cached_buffers`: oldest first until `bytes` are freed, all of them from 90% on. */
-  #releaseCached(bytes: number): void {
+  protected releaseCache(bytes: number): void {
     if (bytes >= 0.9 * this.cacheBytes) {
-      this.clearCache();
+      this.systemReleases += this.cache.length;
+      this.cache = [];
       return;
     }
     let freed = 0;
@@ -70,11 +71,6 @@ export class ReferenceModel extends ModelAccounts {
       freed += oldest.length;
       this.systemReleases += 1;
     }
-  }
-
-  clearCache(): void {
-    this.systemReleases += this.cache.length;
-    this.cache = [];
   }
 
   protected get resources(): number {
@@ -126,7 +122,7 @@ export class ReferenceModel extends ModelAccounts {
         while (this.cache.length > 0 && this.active + this.cacheBytes + wanted > bound) this.#releaseOne();
       }
       const required = this.active + this.mapped + this.cacheBytes + wanted;
-      if (required >= this.gcLimit) this.#releaseCached(required - this.gcLimit);
+      if (required >= this.gcLimit) this.releaseCache(required - this.gcLimit);
       if (!this.resourceAvailable()) return { ok: false, refusal: "resource-limit" };
       handed = { id: this.#nextId++, length: wanted };
       this.systemAllocations += 1;
@@ -136,7 +132,7 @@ export class ReferenceModel extends ModelAccounts {
     this.liveBytes += wanted;
     this.peakLive = Math.max(this.peakLive, this.liveBytes);
     this.highWaterLive = Math.max(this.highWaterLive, this.liveBytes);
-    if (this.cacheBytes > this.cacheLimit) this.#releaseCached(this.cacheBytes - this.cacheLimit);
+    this.trimToLimit();
     this.peakReserved = Math.max(this.peakReserved, this.active + this.cacheBytes);
     return { ok: true, value: { id: handed.id, length: handed.length } };
   }
@@ -173,13 +169,6 @@ export class ReferenceModel extends ModelAccounts {
   returnQuarantined(bytes: number): void {
     if (bytes > this.quarantined) throw new Error(`model: ${bytes} bytes are more than the quarantined`);
     this.quarantined -= bytes;
-  }
-
-  setCacheLimit(bytes: number): number {
-    const previous = this.cacheLimit;
-    this.cacheLimit = bytes;
-    if (this.cacheBytes > bytes) this.#releaseCached(this.cacheBytes - bytes);
-    return previous;
   }
 
   override resetPeak(): void {

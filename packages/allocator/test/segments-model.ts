@@ -218,15 +218,10 @@ export class SegmentsModel extends ModelAccounts {
       merged.freedAt = ++this.#clock;
     }
     if (this.#isIdle(segment)) this.idle.push(segment);
-    if (this.cacheBytes > this.cacheLimit) this.#releaseIdle(this.cacheBytes - this.cacheLimit);
+    this.trimToLimit();
   }
 
-  setCacheLimit(bytes: number): void {
-    this.cacheLimit = bytes;
-    if (this.cacheBytes > bytes) this.#releaseIdle(this.cacheBytes - bytes);
-  }
-
-  clearCache(): void {
-    this.#releaseIdle(Number.POSITIVE_INFINITY);
+  protected releaseCache(bytes: number): void {
+    this.#releaseIdle(bytes);
   }
 }
