@@ -2,7 +2,7 @@
 // statistics and the counters. The size-class policies (size-classes.ts) and the segments policy
 // (segments.ts) differ in how they hold the cache; each says what its cache is.
 import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
-import { type Allocation, LiveMapping, type Mapping } from "./allocation.js";
+import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
@@ -86,6 +86,28 @@ export abstract class PolicyAccounts<B> {
   protected abstract releaseCached(): void;
   /** Takes a live allocation off the books: to the cache when `mayCache`, else never to be reused. */
   protected abstract freeAllocation(allocation: Allocation<B>, mayCache: boolean): void;
+
+  /**
+   * Takes a live allocation of this allocator off its record (a `kind`: a cached buffer or a block) and
+   * returns the record; `undefined` for a 0-byte allocation, which holds none.
+   *
+   * @throws ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`) for another allocator's allocation or a look-alike;
+   * StateError (`ERR_NUVEC_DOUBLE_FREE`) for one freed already. Nothing changed then.
+   */
+  protected unlive<R extends { readonly owner: object; allocation: object | null }>(
+    allocation: Allocation<B>,
+    kind: abstract new (...args: never[]) => R,
+  ): R | undefined {
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
+    const record = (allocation as LiveAllocation<B>).record;
+    if (record === undefined) return undefined;
+    if (!(record instanceof kind) || record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation !== allocation) throw doubleFree("allocation");
+    record.allocation = null;
+    this.liveBuffers--;
+    return record;
+  }
 
   /** See {@link CachingAllocator.free}. */
   free(allocation: Allocation<B>): void {

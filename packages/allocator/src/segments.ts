@@ -6,13 +6,7 @@
 import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
 import type { BufferSource } from "./buffer-source.js";
-import {
-  allocatorClosed,
-  bufferTooLarge,
-  doubleFree,
-  foreignAllocation,
-  systemAllocationFailed,
-} from "./errors.js";
+import { allocatorClosed, bufferTooLarge, systemAllocationFailed } from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
@@ -196,16 +190,10 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
   }
 
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    if (this.closed) throw allocatorClosed("free");
-    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
-    const block = (allocation as LiveAllocation<B>).record as Block<B> | undefined;
+    const block = this.unlive<Block<B>>(allocation, Block);
     if (block === undefined) return;
-    if (!(block instanceof Block) || block.owner !== this) throw foreignAllocation("allocation");
-    if (block.allocation !== allocation) throw doubleFree("allocation");
-    block.allocation = null;
     const segment = block.segment;
     segment.live--;
-    this.liveBuffers--;
     this.active -= block.size;
     this.live -= block.liveSize;
     block.liveSize = 0;

@@ -3,7 +3,7 @@ import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
-import { allocatorClosed, bufferTooLarge, doubleFree, foreignAllocation } from "./errors.js";
+import { allocatorClosed, bufferTooLarge } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 
@@ -103,14 +103,8 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   }
 
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    if (this.closed) throw allocatorClosed("free");
-    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
-    const record = (allocation as LiveAllocation<B>).record as CachedBuffer<B> | undefined;
+    const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer);
     if (record === undefined) return;
-    if (!(record instanceof CachedBuffer) || record.owner !== this) throw foreignAllocation("allocation");
-    if (record.allocation !== allocation) throw doubleFree("allocation");
-    record.allocation = null;
-    this.liveBuffers--;
     this.active -= record.length;
     this.live -= record.liveSizeClass;
     if (mayCache && this.cache.bytes < this.cacheLimit) this.cache.put(record);
