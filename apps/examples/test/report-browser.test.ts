@@ -5,31 +5,23 @@
 // the peaks drawn where the figures say. Skips where Chromium is not installed, except under CI=true where
 // apt-get could have installed it (.ci/system-packages does).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { gzipSync, inflateSync } from "node:zlib";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { inflateSync } from "node:zlib";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumExecutable, launchChromium } from "../scripts/chromium.mjs";
 import { printable } from "../src/lib/printable.js";
+import { app, root, run, scratchFolder, shippedTrace, traceFile } from "./support.js";
 
-const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = resolve(app, "..", "..");
 const executable = chromiumExecutable;
 const hasApt = spawnSync("sh", ["-c", "command -v apt-get"]).status === 0;
 const mustRun = process.env.CI === "true" && hasApt;
-const folder = mkdtempSync(join(tmpdir(), "nuvec-view-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const folder = scratchFolder("nuvec-view-");
 
-/** Decodes an 8-bit RGB or RGBA PNG (Chromium's screenshots) into a pixel reader. */
-function decodePng(png: Buffer): {
-  width: number;
-  height: number;
-  pixel: (x: number, y: number) => number[];
-} {
+/** Decodes an 8-bit RGB or RGBA PNG (Chromium's screenshots) into a reader of a pixel's RGB. */
+function decodePng(png: Buffer): (x: number, y: number) => number[] {
   const width = png.readUInt32BE(16);
   const height = png.readUInt32BE(20);
   const bitDepth = png[24];
@@ -66,40 +58,18 @@ function decodePng(png: Buffer): {
       image[y * stride + x] = (value + predicted) & 255;
     }
   }
-  return {
-    width,
-    height,
-    pixel: (x, y) => [...image.subarray(y * stride + x * channels, y * stride + x * channels + 3)],
-  };
+  return (x, y) => [...image.subarray(y * stride + x * channels, y * stride + x * channels + 3)];
 }
 
 const hex = (color: string) => [1, 3, 5].map((at) => Number.parseInt(color.slice(at, at + 2), 16));
 const near = (pixel: number[], color: number[], tolerance = 10) =>
   pixel.every((value, index) => Math.abs(value - (color[index] as number)) <= tolerance);
 /** The size classes' colours (both shades) and the policies' line colours, as the view draws them. */
-const BAND_COLORS = [
-  "#93c5fd",
-  "#3b82f6",
-  "#34d399",
-  "#a78bfa",
-  "#f472b6",
-  "#94a3b8",
-  "#bfdbfe",
-  "#2563eb",
-  "#10b981",
-  "#8b5cf6",
-  "#ec4899",
-  "#64748b",
-].map(hex);
-const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed"].map(hex);
-
-function program(name: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [join(app, "dist", `${name}.js`), ...args], {
-    encoding: "utf8",
-    env: { ...process.env, FORCE_COLOR: "0" },
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const BAND_COLORS =
+  `#93c5fd #3b82f6 #34d399 #a78bfa #f472b6 #94a3b8 #bfdbfe #2563eb #10b981 #8b5cf6 #ec4899 #64748b`
+    .split(" ")
+    .map(hex);
+const POLICY_COLORS = "#1d4ed8 #b45309 #047857 #7c3aed".split(" ").map(hex);
 
 interface Opened {
   page: Page;
@@ -146,7 +116,6 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
         reportedPeak(index: number): { active: number; reserved: number };
         locate(index: number): { x: number; y: number } | undefined;
         pagePoint(event: number, bytes: number): { x: number; y: number };
-        columns: { from: number };
       };
       const view = (window as unknown as { nuvecView: View }).nuvecView;
       // The allocation with the largest band drawn, size by lifetime (the easiest to point at).
@@ -193,21 +162,19 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     ).toBe(true);
     expect(state.peaks.length).toBe(policies);
     // The drawn peaks are the reported ones, exactly, and the figures table says the same.
-    for (const [index, peak] of state.peaks.entries()) {
-      expect(peak.drawn, `policy ${index}: drawn peak reserved`).toBe(peak.reported.reserved);
-      expect(peak.drawnActive, `policy ${index}: drawn peak active`).toBe(peak.reported.active);
-      if (state.figures.length > 0) expect(state.figures[index]).toBe(peak.reported.reserved);
-    }
+    const reported = state.peaks.map((peak) => peak.reported);
+    expect(state.peaks.map((peak) => ({ active: peak.drawnActive, reserved: peak.drawn }))).toEqual(reported);
+    if (state.figures.length > 0)
+      expect(state.figures.slice(0, policies)).toEqual(reported.map((peak) => peak.reserved));
 
-    const image = decodePng(await page.screenshot());
+    const pixel = decodePng(await page.screenshot());
     const { plot } = state;
     // Bands are drawn: the plot area holds many pixels of the size classes' colours, and the largest
     // allocation's band is under its middle.
     let banded = 0;
     for (let y = Math.ceil(plot.top); y < plot.bottom; y += 2) {
       for (let x = Math.ceil(plot.left); x < plot.right; x += 2) {
-        const pixel = image.pixel(x, y);
-        if (BAND_COLORS.some((color) => near(pixel, color, 3))) banded += 1;
+        if (BAND_COLORS.some((color) => near(pixel(x, y), color, 3))) banded += 1;
       }
     }
     expect(banded).toBeGreaterThan(500);
@@ -215,7 +182,7 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     const at = state.at as { x: number; y: number };
     // (A grid line may cross the very pixel, and the canvas may sit on a fraction of a pixel: the five
     // pixels around it, a size class's colour within a blend.)
-    const under = [-2, -1, 0, 1, 2].map((dx) => image.pixel(Math.floor(at.x) + dx, Math.floor(at.y)));
+    const under = [-2, -1, 0, 1, 2].map((dx) => pixel(Math.floor(at.x) + dx, Math.floor(at.y)));
     expect(
       under.some((pixel) => BAND_COLORS.some((color) => near(pixel, color, 24))),
       `pixels ${under.join(" ")} under allocation ${state.largest}`,
@@ -228,7 +195,7 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
       let top = Number.POSITIVE_INFINITY;
       for (let y = Math.ceil(plot.top); y < plot.bottom && top === Number.POSITIVE_INFINITY; y += 1) {
         for (let x = Math.ceil(plot.left); x < plot.right; x += 1) {
-          if (near(image.pixel(x, y), color, 40)) {
+          if (near(pixel(x, y), color, 40)) {
             top = y;
             break;
           }
@@ -310,37 +277,32 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     await browser?.close();
   });
 
-  it("a replay under one policy", async () => {
-    const html = join(folder, "replay.html");
-    const result = program("replay", [join(app, "traces", "gpt2-decode-cut.ndjson.gz"), "--html", html]);
+  /** Writes a report with a program (its output file the last argument); returns the report's path. */
+  function report(program: string, args: string[], name: string): string {
+    const html = join(folder, name);
+    const result = run(program, [...args, html]);
     expect(result.status, result.stderr).toBe(0);
-    await check(html, 1);
-  });
+    return html;
+  }
+  const all = ALLOCATOR_POLICIES.length;
 
-  it("every policy compared on a training trace", async () => {
-    const html = join(folder, "compare.html");
-    const result = program("replay", [
-      join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"),
-      "--compare",
-      "all",
-      "--html",
-      html,
-    ]);
-    expect(result.status, result.stderr).toBe(0);
-    await check(html, ALLOCATOR_POLICIES.length);
+  it.each([
+    ["a replay under one policy", "replay", [shippedTrace, "--html"], 1],
+    [
+      "every policy compared on a training trace",
+      "replay",
+      [join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"), "--compare", "all", "--html"],
+      all,
+    ],
+    ["the demo's report", "demo", ["--checkpoint-size", "24MiB", "--report"], 1],
+  ] as const)("%s", async (_title, program, args, policies) => {
+    await check(report(program, [...args], `${program}-${policies}.html`), policies);
   });
 
   it("a PyTorch snapshot compared under every policy, with PyTorch's own reserved memory", async () => {
-    const html = join(folder, "snapshot.html");
-    const result = program("replay", [
-      join(app, "traces", "toy-train.pickle"),
-      "--compare",
-      ALLOCATOR_POLICIES.join(","),
-      "--html",
-      html,
-    ]);
-    expect(result.status, result.stderr).toBe(0);
-    const { tooltip } = await check(html, ALLOCATOR_POLICIES.length);
+    const snapshot = join(app, "traces", "toy-train.pickle");
+    const html = report("replay", [snapshot, "--compare", ALLOCATOR_POLICIES.join(","), "--html"], "pt.html");
+    const { tooltip } = await check(html, all);
     // The tooltip shows the allocation's stack frames.
     expect(tooltip).toMatch(/\n\S+ \(\/opt\/model\/\w+\.py:\d+\)/);
     expect(readFileSync(html, "utf8")).toContain("PyTorch reserved");
@@ -348,12 +310,12 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
 
   it("a trace whose name is markup: shown as text, nothing runs", async () => {
     const name = `<img src=x onerror="window.ran=1;alert(1)"></script><script>window.ran=2</script>`;
-    const trace = join(folder, "named.ndjson.gz");
     const lines = [{ name }, ["a", 0, 4096], ["a", 1, 1 << 20], ["f", 0], ["a", 2, 512]];
-    writeFileSync(trace, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
-    const html = join(folder, "named.html");
-    const result = program("replay", [trace, "--html", html]);
-    expect(result.status, result.stderr).toBe(0);
+    const html = report(
+      "replay",
+      [traceFile(join(folder, "named.ndjson.gz"), lines), "--html"],
+      "named.html",
+    );
     const { page, errors, requests } = await open(html);
     let dialogs = 0;
     page.on("dialog", (dialog) => {
@@ -377,35 +339,17 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     await page.close();
   });
 
-  it("the demo's report", async () => {
-    const html = join(folder, "demo.html");
-    const result = program("demo", ["--checkpoint-size", "24MiB", "--report", html]);
-    expect(result.status, result.stderr).toBe(0);
-    await check(html, 1);
-  });
-
   it("half a million events: the file stays small and the page draws them", async () => {
     const long = join(folder, "long.ndjson.gz");
-    const made = spawnSync(
-      process.execPath,
-      [
-        join(app, "scripts", "repeat-trace.mjs"),
-        join(root, "fixtures", "traces", "gpt2-generate.ndjson.gz"),
-        "4",
-        long,
-      ],
-      {
-        encoding: "utf8",
-      },
-    );
+    const fixture = join(root, "fixtures", "traces", "gpt2-generate.ndjson.gz");
+    const script = join(app, "scripts", "repeat-trace.mjs");
+    const made = spawnSync(process.execPath, [script, fixture, "4", long], { encoding: "utf8" });
     expect(made.status, made.stderr).toBe(0);
     expect(JSON.parse(made.stdout).events).toBeGreaterThan(500_000);
-    const html = join(folder, "long.html");
-    const result = program("replay", [long, "--compare", "all", "--html", html]);
-    expect(result.status, result.stderr).toBe(0);
+    const html = report("replay", [long, "--compare", "all", "--html"], "long.html");
     const bytes = statSync(html).size;
     expect(bytes).toBeLessThan(20 * 1024 * 1024);
-    const { firstDrawMs } = await check(html, ALLOCATOR_POLICIES.length);
+    const { firstDrawMs } = await check(html, all);
     // For the log (speed is measured by scripts/measure-view.mjs, not asserted here).
     console.log(
       `500k-event view: ${(bytes / 1024 / 1024).toFixed(2)} MiB, first draw ${firstDrawMs.toFixed(0)} ms after navigation`,
