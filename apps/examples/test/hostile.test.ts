@@ -54,6 +54,7 @@ describe("hostile: what the programs refuse, one line on stderr, exit code 2", (
     ["replay", [doubleFree, "--json"], /already freed.*ERR_NUVEC_TRACE_EVENT/],
     ["demo", ["--checkpoint-size", "big"], /--checkpoint-size/],
     ["checkpoint", [join(folder, "nope.safetensors")], /nope\.safetensors/],
+    ["kernel", ["--count", "-3"], /--count/],
     ["checkpoint", [overlap], /tensor b: .*ERR_NUVEC_SAFETENSORS/],
     ...notFiles.map((path): [string, string[], RegExp] => ["replay", [path], /ERR_NUVEC_TRACE_NOT_A_FILE/]),
   ])("%s %j", (program, args, message) => {
@@ -90,7 +91,7 @@ describe("the programs fit an 80-column terminal", () => {
     expect(longestLine(replay.stdout)).toBeLessThanOrEqual(80);
     // Piped: no progress at all.
     expect(replay.stdout).not.toContain("%");
-    for (const program of ["demo", "replay", "checkpoint"]) {
+    for (const program of ["demo", "replay", "checkpoint", "kernel"]) {
       const help = run(program, ["--help"]);
       expect(help.status).toBe(0);
       expect(longestLine(help.stdout)).toBeLessThanOrEqual(80);
