@@ -84,12 +84,12 @@ describe("temporaryFolder", () => {
   });
 });
 
-/** Every program file of the repository (scripts, apps, the packages' scripts), tests left out. */
+/** Every program file of the repository (scripts, apps, the packages' scripts), tests and their support left out. */
 function programs() {
   const found = [];
   const walk = (folder) => {
     for (const entry of readdirSync(folder, { withFileTypes: true })) {
-      if (entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".")) continue;
+      if (["node_modules", "dist", "test"].includes(entry.name) || entry.name.startsWith(".")) continue;
       const path = join(folder, entry.name);
       if (entry.isDirectory()) walk(path);
       else if (/\.(mjs|ts)$/.test(entry.name) && !/\.test\.|\.d\.mts$/.test(entry.name)) found.push(path);
