@@ -2,7 +2,7 @@
 // memory did not grow by the file's size.
 import { Device, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { type CommandLine, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
+import { type CommandLine, JSON_FLAG, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
 import { printable } from "./lib/printable.js";
 import { processMemory } from "./lib/process-memory.js";
 
@@ -10,7 +10,7 @@ const commandLine: CommandLine = {
   synopsis: "checkpoint FILE.safetensors [flags]",
   description:
     "Maps a safetensors checkpoint without a copy, lists its tensors from the mapped header, and shows that the process's resident memory did not grow by the file's size.",
-  flags: [{ name: "json", help: "print one JSON object instead of the table", defaultText: "off" }],
+  flags: [JSON_FLAG],
 };
 
 /** `text` cut from the left to `width` characters (a tensor name's end tells tensors apart). */

@@ -5,17 +5,16 @@
 // back in the cache (a hit, the same address) once the kernel was done.
 import { Device } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { type CommandLine, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
+import { type CommandLine, JSON_FLAG, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
 import { cpuAddress, fillPattern, loadKernelAddon } from "./lib/kernel-addon.js";
 
 const commandLine: CommandLine = {
   synopsis: "kernel [flags]",
-  description:
-    "Runs the example kernel addon on nuvec memory: malloc, fill, scale in place by address (no copy), free with { after: the kernel's promise }, and prints what the statistics said while the kernel ran.",
+  description: "Runs the example kernel addon on nuvec memory, showing what the statistics say meanwhile.",
   flags: [
     { name: "count", value: "N", help: "how many float32 values", defaultText: "4194304" },
     { name: "factor", value: "F", help: "what the kernel scales them by", defaultText: "3" },
-    { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
+    JSON_FLAG,
   ],
 };
 

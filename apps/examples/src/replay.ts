@@ -9,6 +9,7 @@ import { streamTraceBatches } from "@nuvec/allocator/node";
 import { formatBytes, MEMORY_STATS_FIELDS } from "@nuvec/stats";
 import {
   type CommandLine,
+  JSON_FLAG,
   parseBytes,
   parsePositiveNumber,
   readCommandLine,
@@ -54,7 +55,7 @@ const commandLine: CommandLine = {
       help: "least-recent or largest: what the bounded policy releases first",
       defaultText: "least-recent",
     },
-    { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
+    JSON_FLAG,
     {
       name: "html",
       value: "FILE",

@@ -119,6 +119,12 @@ export function helpText(synopsis: string, description: string, specs: readonly 
 
 /** The flag every program has. */
 const HELP: FlagSpec = { name: "help", short: "h", help: "show this help" };
+/** The flag of a program that can print its result as JSON. */
+export const JSON_FLAG: FlagSpec = {
+  name: "json",
+  help: "print one JSON object instead of the table",
+  defaultText: "off",
+};
 
 /** A program's command line: what `--help` prints, and the flags besides `--help`. */
 export interface CommandLine {
