@@ -7,7 +7,6 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { inflateSync } from "node:zlib";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,45 +19,22 @@ const hasApt = spawnSync("sh", ["-c", "command -v apt-get"]).status === 0;
 const mustRun = process.env.CI === "true" && hasApt;
 const folder = scratchFolder("nuvec-view-");
 
-/** Decodes an 8-bit RGB or RGBA PNG (Chromium's screenshots) into a reader of a pixel's RGB. */
-function decodePng(png: Buffer): (x: number, y: number) => number[] {
-  const width = png.readUInt32BE(16);
-  const height = png.readUInt32BE(20);
-  const bitDepth = png[24];
-  const colorType = png[25];
-  if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6))
-    throw new Error(`unsupported PNG ${bitDepth}/${colorType}`);
-  const channels = colorType === 6 ? 4 : 3;
-  const chunks: Buffer[] = [];
-  for (let offset = 8; offset < png.length; ) {
-    const length = png.readUInt32BE(offset);
-    if (png.toString("latin1", offset + 4, offset + 8) === "IDAT")
-      chunks.push(png.subarray(offset + 8, offset + 8 + length));
-    offset += 12 + length;
-  }
-  const raw = inflateSync(Buffer.concat(chunks));
-  const stride = width * channels;
-  const image = Buffer.alloc(height * stride);
-  for (let y = 0; y < height; y += 1) {
-    const filter = raw[y * (stride + 1)];
-    for (let x = 0; x < stride; x += 1) {
-      const value = raw[y * (stride + 1) + 1 + x] as number;
-      const left = x >= channels ? (image[y * stride + x - channels] as number) : 0;
-      const up = y > 0 ? (image[(y - 1) * stride + x] as number) : 0;
-      const upLeft = y > 0 && x >= channels ? (image[(y - 1) * stride + x - channels] as number) : 0;
-      let predicted = 0;
-      if (filter === 1) predicted = left;
-      else if (filter === 2) predicted = up;
-      else if (filter === 3) predicted = (left + up) >> 1;
-      else if (filter === 4) {
-        const estimate = left + up - upLeft;
-        const [a, b, c] = [Math.abs(estimate - left), Math.abs(estimate - up), Math.abs(estimate - upLeft)];
-        predicted = a <= b && a <= c ? left : b <= c ? up : upLeft;
-      }
-      image[y * stride + x] = (value + predicted) & 255;
-    }
-  }
-  return (x, y) => [...image.subarray(y * stride + x * channels, y * stride + x * channels + 3)];
+/** A screenshot of the page, decoded by the browser itself: a reader of a pixel's RGB. */
+async function screenshotPixels(page: Page): Promise<(x: number, y: number) => number[]> {
+  const png = (await page.screenshot()).toString("base64");
+  const { width, rgba } = await page.evaluate(async (base64) => {
+    const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
+    const bitmap = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const context = new OffscreenCanvas(bitmap.width, bitmap.height).getContext("2d");
+    context?.drawImage(bitmap, 0, 0);
+    const data = context?.getImageData(0, 0, bitmap.width, bitmap.height).data ?? new Uint8ClampedArray();
+    let text = "";
+    for (let at = 0; at < data.length; at += 8192)
+      text += String.fromCharCode(...data.subarray(at, at + 8192));
+    return { width: bitmap.width, rgba: btoa(text) };
+  }, png);
+  const image = Buffer.from(rgba, "base64");
+  return (x, y) => [...image.subarray((y * width + x) * 4, (y * width + x) * 4 + 3)];
 }
 
 const hex = (color: string) => [1, 3, 5].map((at) => Number.parseInt(color.slice(at, at + 2), 16));
@@ -167,7 +143,7 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     if (state.figures.length > 0)
       expect(state.figures.slice(0, policies)).toEqual(reported.map((peak) => peak.reserved));
 
-    const pixel = decodePng(await page.screenshot());
+    const pixel = await screenshotPixels(page);
     const { plot } = state;
     // Bands are drawn: the plot area holds many pixels of the size classes' colours, and the largest
     // allocation's band is under its middle.
