@@ -42,33 +42,29 @@ const GiB = 1024 ** 3;
 /** A pickle (protocol 2) of plain data: Maps and objects become dicts, arrays lists. For tests only. */
 function pickle(value: unknown): Buffer {
   const parts: Buffer[] = [Buffer.from([0x80, 0x02])];
+  /** An opcode and its argument of `size` bytes, written by `write` (at offset 1). */
+  const op = (code: number, size = 0, write = (_bytes: Buffer) => {}) => {
+    const bytes = Buffer.alloc(1 + size, code);
+    write(bytes);
+    parts.push(bytes);
+  };
+  // NONE, NEWTRUE and NEWFALSE, BININT, BINFLOAT, LONG1 of 8 bytes (addresses past 2^31), BINUNICODE.
   const put = (item: unknown): void => {
-    if (item === null || item === undefined) parts.push(Buffer.from("N"));
-    else if (item === true) parts.push(Buffer.from([0x88]));
-    else if (item === false) parts.push(Buffer.from([0x89]));
-    else if (typeof item === "number" && Number.isInteger(item) && item >= 0 && item < 2 ** 31) {
-      const bytes = Buffer.alloc(5);
-      bytes[0] = 0x4a; // BININT
-      bytes.writeInt32LE(item, 1);
-      parts.push(bytes);
-    } else if (typeof item === "number" && !Number.isInteger(item)) {
-      const bytes = Buffer.alloc(9);
-      bytes[0] = 0x47; // BINFLOAT
-      bytes.writeDoubleBE(item, 1);
-      parts.push(bytes);
-    } else if (typeof item === "number" || typeof item === "bigint") {
-      // LONG1 of 8 bytes, little-endian (addresses past 2^31).
-      const bytes = Buffer.alloc(10);
-      bytes[0] = 0x8a;
-      bytes[1] = 8;
-      bytes.writeBigUInt64LE(BigInt(item), 2);
-      parts.push(bytes);
-    } else if (typeof item === "string") {
+    if (item === null || item === undefined) op(0x4e);
+    else if (typeof item === "boolean") op(item ? 0x88 : 0x89);
+    else if (typeof item === "number" && Number.isInteger(item) && item >= 0 && item < 2 ** 31)
+      op(0x4a, 4, (bytes) => bytes.writeInt32LE(item, 1));
+    else if (typeof item === "number" && !Number.isInteger(item))
+      op(0x47, 8, (bytes) => bytes.writeDoubleBE(item, 1));
+    else if (typeof item === "number" || typeof item === "bigint")
+      op(0x8a, 9, (bytes) => {
+        bytes[1] = 8;
+        bytes.writeBigUInt64LE(BigInt(item), 2);
+      });
+    else if (typeof item === "string") {
       const text = Buffer.from(item, "utf8");
-      const head = Buffer.alloc(5);
-      head[0] = 0x58; // BINUNICODE
-      head.writeUInt32LE(text.length, 1);
-      parts.push(head, text);
+      op(0x58, 4, (bytes) => bytes.writeUInt32LE(text.length, 1));
+      parts.push(text);
     } else if (Array.isArray(item)) {
       parts.push(Buffer.from("](")); // EMPTY_LIST, MARK
       for (const element of item) put(element);
@@ -88,8 +84,9 @@ function pickle(value: unknown): Buffer {
   return Buffer.concat(parts);
 }
 
-/** Bytes as written (each character one byte). */
-const raw = (text: string) => Buffer.from(text, "latin1");
+/** Bytes as written: strings each character one byte, Buffers as they are. */
+const raw = (...pieces: (string | Buffer)[]) =>
+  Buffer.concat(pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece, "latin1") : piece)));
 /** One value's opcodes, without the protocol header and STOP: a piece of a hand-written pickle. */
 const body = (value: unknown) => pickle(value).subarray(2, -1);
 
@@ -223,17 +220,11 @@ describe("a PyTorch snapshot as a trace", () => {
 
 describe("the globals a snapshot may hold", () => {
   it("reads collections.OrderedDict as plain data (an older PyTorch's allocator settings)", () => {
-    const bytes = Buffer.concat([
-      raw("\x80\x02}("),
-      body("device_traces"),
-      body([[entry("alloc", 2 ** 44, 4096)]]),
-      body("allocator_settings"),
-      raw("ccollections\nOrderedDict\n)R"),
-      body("max_split_size"),
-      body(7),
-      raw("su."),
-    ]);
-    const torch = readTorchSnapshot(file(bytes));
+    const settings = raw("ccollections\nOrderedDict\n)R", body("max_split_size"), body(7), "s");
+    const traces = raw(body("device_traces"), body([[entry("alloc", 2 ** 44, 4096)]]));
+    const torch = readTorchSnapshot(
+      file(raw("\x80\x02}(", traces, body("allocator_settings"), settings, "u.")),
+    );
     expect(torch.items.slice(1)).toEqual([["a", 0, 4096]]);
   });
 });
@@ -280,35 +271,20 @@ describe("allocation labels", () => {
 describe("hostile and malformed snapshots: a typed error, and no code runs", () => {
   const marker = join(folder, "ran");
   const command = `touch ${marker}`;
+  const reduceOf = (global: string) => raw(`\x80\x02c${global}\n`, body(command), "\x85R.");
   const hostile: [string, Buffer, string][] = [
-    [
-      "a __reduce__ to os.system (GLOBAL)",
-      Buffer.concat([raw("\x80\x02cos\nsystem\n"), body(command), raw("\x85R.")]),
-      "refused the global os.system",
-    ],
-    [
-      "posix.system",
-      Buffer.concat([raw("\x80\x02cposix\nsystem\n"), body(command), raw("\x85R.")]),
-      "refused the global posix.system",
-    ],
+    ["a __reduce__ to os.system (GLOBAL)", reduceOf("os\nsystem"), "refused the global os.system"],
+    ["posix.system", reduceOf("posix\nsystem"), "refused the global posix.system"],
     [
       "builtins.eval through STACK_GLOBAL",
-      Buffer.concat([
-        Buffer.from([0x80, 0x04, 0x8c, 8]),
-        Buffer.from("builtins"),
-        Buffer.from([0x8c, 4]),
-        Buffer.from("eval"),
-        Buffer.from([0x93]),
+      raw(
+        "\x80\x04\x8c\x08builtins\x8c\x04eval\x93",
         body(`__import__('os').system('${command}')`),
-        raw("\x85R."),
-      ]),
+        "\x85R.",
+      ),
       "refused the global builtins.eval",
     ],
-    [
-      "INST of os.system",
-      Buffer.concat([raw("\x80\x02("), body(command), raw("ios\nsystem\n.")]),
-      "refused the global os.system",
-    ],
+    ["INST of os.system", raw("\x80\x02(", body(command), "ios\nsystem\n."), "refused the global os.system"],
     ["NEWOBJ of a class", raw("\x80\x02c__main__\nEvil\n)\x81."), "refused the global __main__.Evil"],
     ["a persistent id", raw("\x80\x02Pweights\n."), "refused a persistent id"],
     ["an extension code", raw("\x80\x02\x82\x01."), "refused an extension code"],
@@ -324,22 +300,11 @@ describe("hostile and malformed snapshots: a typed error, and no code runs", () 
   }
 
   it("refuses a huge length without reading or allocating it", () => {
-    const long4 = Buffer.concat([
-      Buffer.from([0x80, 0x02, 0x8b]),
-      Buffer.from([0, 0, 0, 0x40]),
-      Buffer.alloc(16),
-    ]);
+    const long4 = raw("\x80\x02\x8b\x00\x00\x00\x40", Buffer.alloc(16));
     expect(refusal(file(long4)).message).toContain("bytes");
-    const bytes8 = Buffer.concat([
-      Buffer.from([0x80, 0x04, 0x8e]),
-      Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]),
-    ]);
+    const bytes8 = raw("\x80\x04\x8e\xff\xff\xff\xff\x00\x00\x00\x00");
     expect(refusal(file(bytes8)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
-    const unicode = Buffer.concat([
-      Buffer.from([0x80, 0x02, 0x58]),
-      Buffer.from([0xf0, 0xff, 0xff, 0xff]),
-      raw("ab"),
-    ]);
+    const unicode = raw("\x80\x02\x58\xf0\xff\xff\xffab");
     expect(refusal(file(unicode)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
   });
 
@@ -353,16 +318,11 @@ describe("hostile and malformed snapshots: a typed error, and no code runs", () 
 
   it("refuses deep nesting and a huge APPENDS without exhausting the stack", () => {
     const depth = 200_000;
-    const nested = Buffer.concat([
-      Buffer.from([0x80, 0x02]),
-      Buffer.alloc(depth, "]"),
-      Buffer.alloc(depth - 1, "a"),
-      Buffer.from("."),
-    ]);
+    const nested = raw("\x80\x02", "]".repeat(depth), "a".repeat(depth - 1), ".");
     expect(refusal(file(nested)).message).toContain("device_traces");
-    const marks = Buffer.concat([Buffer.from([0x80, 0x02]), Buffer.alloc(depth, "("), Buffer.from(".")]);
+    const marks = raw("\x80\x02", "(".repeat(depth), ".");
     expect(refusal(file(marks)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
-    const appends = Buffer.concat([raw("\x80\x02]("), Buffer.alloc(400_000, "N"), raw("e.")]);
+    const appends = raw("\x80\x02](", "N".repeat(400_000), "e.");
     expect(refusal(file(appends)).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
   });
 
@@ -394,7 +354,7 @@ describe("hostile and malformed snapshots: a typed error, and no code runs", () 
       expect(error.message).toContain(words);
     }
     // A protocol-0 DICT may name __proto__: it stays data (no prototype of anything else changes).
-    const proto = Buffer.concat([raw("\x80\x02("), body("__proto__"), raw("]d.")]);
+    const proto = raw("\x80\x02(", body("__proto__"), "]d.");
     expect(refusal(file(proto)).message).toContain("device_traces");
     expect(({} as { length?: number }).length).toBeUndefined();
     // No allocation at all.
