@@ -182,32 +182,17 @@ describe.runIf(process.platform === "linux")(
 );
 
 describe("hostile: output paths that cannot be written fail at once, with one line (was: a hang under /proc)", () => {
-  const regular = join(folder, "a-file");
-  writeFileSync(regular, "x");
-  const directory = join(folder, "a-directory");
-  mkdirSync(directory, { recursive: true });
-  const fifo = join(folder, "out.fifo");
-  execFileSync("mkfifo", [fifo]);
-  const cases: [string, string, RegExp][] = [
-    [
-      "a folder that cannot be made (/proc)",
-      "/proc/self/nope/x.html",
-      /cannot make the folder \/proc\/self\/nope .*\(ENOENT\)$/,
-    ],
-    ["a folder above that is a file", join(regular, "sub", "x.html"), /is not a directory \(ENOTDIR\)$/],
-    ["a directory", directory, /it is a directory, not a file to write \(EISDIR\)$/],
-    ["/dev/null's folder as a file", "/dev/null/x.html", /\/dev\/null is not a directory \(ENOTDIR\)$/],
-    ["a FIFO (never opened: it would block)", fifo, /not a regular file, not a file to write \(EINVAL\)$/],
-  ];
-
-  it.each(cases)("replay --html to %s", (_label, path, message) => {
+  // Each way a path cannot be written (a file above, a directory, a FIFO…) is scripts/output-path.test.mjs's;
+  // here, that the programs check it before any work and say so in one line.
+  it("replay --html to a folder that cannot be made (/proc)", () => {
     const started = Date.now();
-    const { status, stdout, stderr } = run("replay", [shippedTrace, "--html", path]);
+    const { status, stdout, stderr } = run("replay", [shippedTrace, "--html", "/proc/self/nope/x.html"]);
     expect(status).toBe(2);
     expect(stdout).toBe("");
     expect(stderr.trim().split("\n")).toHaveLength(1);
-    expect(stderr.trim()).toMatch(message);
-    expect(stderr).toContain(`--html ${path}`);
+    expect(stderr.trim()).toMatch(
+      /^replay: --html \/proc\/self\/nope\/x.html: cannot make the folder \/proc\/self\/nope .*\(ENOENT\)$/,
+    );
     expect(Date.now() - started).toBeLessThan(30_000);
   });
 
