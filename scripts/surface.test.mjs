@@ -164,15 +164,7 @@ describe("one error family", () => {
         }
       }
     };
-    const folders = [
-      "stats",
-      "allocator",
-      "residency",
-      "device",
-      "native-core",
-      "metal-native",
-      "cuda-native",
-    ];
+    const folders = "stats allocator residency device native-core metal-native cuda-native".split(" ");
     for (const folder of folders) {
       walk(join(root, "packages", folder, "src"));
     }

@@ -72,7 +72,7 @@ describe("temporaryFolder", () => {
       folder.remove();
       folder.remove();
       console.log(existsSync(folder.path));`;
-    const started = Date.now();
+    // Kept alive by the guardian, it would run into the timeout (status null).
     const result = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
       env: { ...process.env, TMPDIR: parent },
       encoding: "utf8",
@@ -80,7 +80,6 @@ describe("temporaryFolder", () => {
     });
     expect(result.status).toBe(0);
     expect(result.stdout.trim()).toBe("false");
-    expect(Date.now() - started).toBeLessThan(20_000);
   });
 });
 
