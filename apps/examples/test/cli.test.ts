@@ -25,8 +25,8 @@ describe("replay", () => {
     expect(result.cacheHits + result.systemAllocations).toBe(12097);
   });
 
-  it("applies --cache-limit and --memory-limit with suffixes, and writes an HTML report", () => {
-    const html = join(folder, "replay.html");
+  it("applies --cache-limit and --memory-limit with suffixes, and writes an HTML report, its folders made", () => {
+    const html = join(folder, "made", "for", "the", "replay.html");
     const result = replayJson(["--cache-limit", "64MiB", "--memory-limit=8GiB", "--html", html]);
     expect(result.cacheLimit).toBe(64 * 1024 ** 2);
     expect(result.memoryLimit).toBe(8 * 1024 ** 3);

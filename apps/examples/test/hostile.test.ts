@@ -206,24 +206,18 @@ describe("hostile: output paths that cannot be written fail at once, with one li
     expect(stderr.trim()).toMatch(/^demo: --report \/proc\/self\/nope\/r.html: cannot make the folder/);
     expect(readdirSync(temporary)).toEqual([]);
   });
-
-  it("a missing folder that can be made is made (and the report written there)", () => {
-    const nested = join(folder, "made", "for", "the", "report.html");
-    const { status } = run("replay", [shippedTrace, "--html", nested]);
-    expect(status).toBe(0);
-    expect(existsSync(nested)).toBe(true);
-  });
 });
 
 describe("hostile: names from a file are printed escaped and cut (was: escape sequences reached the terminal)", () => {
   const evil = `\u001b]0;owned\u0007\u001b[2J\u001b[31mred\r\u202eevil${"x".repeat(5000)}`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
+  const unprintable = /[\u0000-\u0009\u000b-\u001f\u007f\u202e]/;
 
   it("a trace's header name: no control character reaches stdout, no line past 80 columns", () => {
     const trace = traceFile(join(folder, "evil-name.ndjson.gz"), [{ name: evil }, ["a", 0, 4096], ["f", 0]]);
     const { status, stdout } = run("replay", [trace]);
     expect(status).toBe(0);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
-    expect(stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(stdout).not.toMatch(unprintable);
     expect(stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred\\r\\u{202e}evilxx");
     expect(longestLine(stdout)).toBeLessThanOrEqual(80);
     // --json keeps the name whole: JSON escapes it itself.
@@ -234,8 +228,7 @@ describe("hostile: names from a file are printed escaped and cut (was: escape se
   it("an error quoting a path: escaped, one line", () => {
     const { status, stderr } = run("replay", [join(folder, "missing\u001b[31m\nsecond line.ndjson.gz")]);
     expect(status).toBe(2);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
-    expect(stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(stderr).not.toMatch(unprintable);
     expect(stderr.trim().split("\n")).toHaveLength(1);
     expect(stderr).toContain("missing\\x1b[31m");
   });
@@ -245,8 +238,7 @@ describe("hostile: names from a file are printed escaped and cut (was: escape se
     safetensorsFile(file, { [evil]: { dtype: "F16", shape: [2], data_offsets: [0, 4] } }, 4);
     const { status, stdout } = run("checkpoint", [file]);
     expect(status).toBe(0);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters that must not be printed
-    expect(stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(stdout).not.toMatch(unprintable);
     expect(longestLine(stdout)).toBeLessThanOrEqual(80);
   });
 });
