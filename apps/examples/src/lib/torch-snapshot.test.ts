@@ -1,18 +1,16 @@
 // PyTorch memory snapshots as replay input: the fixture's figures (computed by the script that wrote it, not by
 // nuvec), replay under every policy, and hostile pickles, each refused with a typed error and no code run.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ALLOCATOR_POLICIES, FormatError, replayTrace } from "@nuvec/allocator";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { app, scratchFolder } from "../../test/support.js";
 import { memoryViewCore } from "./memory-view/core.js";
 import { replayPolicies } from "./policy-replay.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot } from "./torch-snapshot.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const traces = join(here, "..", "..", "traces");
+const traces = join(app, "traces");
 const fixture = join(traces, "toy-train.pickle");
 /** A snapshot's figures as scripts/snapshot_figures.py counted them from its entries, keyed by device. */
 const figuresOf = (name: string) =>
@@ -35,8 +33,7 @@ type SnapshotFigures = {
   peakReserved: number;
   reservedAtEnd: number;
 };
-const folder = mkdtempSync(join(tmpdir(), "nuvec-snapshot-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const folder = scratchFolder("nuvec-snapshot-");
 const GiB = 1024 ** 3;
 
 /** A pickle (protocol 2) of plain data: Maps and objects become dicts, arrays lists. For tests only. */
