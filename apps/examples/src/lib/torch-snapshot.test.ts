@@ -106,12 +106,19 @@ function refusal(path: string, options: { device?: number; maxBytes?: number } =
   throw new Error(`${path} was read`);
 }
 
-const entry = (action: string, addr: number, size: number, name = "forward") => ({
+const frame = (name: string, filename: string, line = 1) => ({ name, filename, line });
+/** A trace entry of the snapshot, with its stack (innermost frame first). */
+const entry = (
+  action: string,
+  addr: number,
+  size: number,
+  frames = [frame("forward", "/m/model.py", 3)],
+) => ({
   action,
   addr,
   size,
   stream: 0,
-  frames: [{ filename: "/m/model.py", line: 3, name }],
+  frames,
 });
 
 describe("a PyTorch snapshot as a trace", () => {
@@ -189,20 +196,14 @@ describe("a PyTorch snapshot as a trace", () => {
   });
 
   it("uses free_requested when a snapshot has no free_completed (older PyTorch), and skips unknown frees", () => {
-    const path = file(
-      pickle({
-        device_traces: [
-          [
-            entry("free_requested", 5000, 512),
-            entry("alloc", 2 ** 40, 1024),
-            entry("alloc", 2 ** 40 + 1024, 2048),
-            entry("free_requested", 2 ** 40, 1024),
-            entry("alloc", 2 ** 40, 512),
-          ],
-        ],
-      }),
-    );
-    const torch = readTorchSnapshot(path);
+    const entries = [
+      entry("free_requested", 5000, 512),
+      entry("alloc", 2 ** 40, 1024),
+      entry("alloc", 2 ** 40 + 1024, 2048),
+      entry("free_requested", 2 ** 40, 1024),
+      entry("alloc", 2 ** 40, 512),
+    ];
+    const torch = readTorchSnapshot(file(pickle({ device_traces: [entries] })));
     expect(torch.items.slice(1)).toEqual([
       ["a", 0, 1024],
       ["a", 1, 2048],
@@ -228,34 +229,20 @@ describe("the globals a snapshot may hold", () => {
 
 describe("allocation labels", () => {
   it("keep the innermost Python frame, then the frames outside torch; C++-only stacks keep their own", () => {
-    const frame = (name: string, filename: string, line = 1) => ({ name, filename, line });
-    const path = file(
-      pickle({
-        device_traces: [
-          [
-            {
-              action: "alloc",
-              addr: 4096,
-              size: 512,
-              frames: [
-                frame("c10::cuda::CUDACachingAllocator::malloc", "??", 0),
-                frame("linear", "/py/site-packages/torch/nn/modules/linear.py", 125),
-                frame("_call_impl", "/py/site-packages/torch/nn/modules/module.py", 1747),
-                frame("forward", "/home/me/model.py", 40),
-                frame("<module>", "/home/me/train.py", 9),
-              ],
-            },
-            {
-              action: "alloc",
-              addr: 8192,
-              size: 512,
-              frames: [frame("at::empty", "aten.cpp"), frame("c10::alloc", "c10.cpp")],
-            },
-            { action: "alloc", addr: 16384, size: 512, frames: [] },
-          ],
-        ],
-      }),
-    );
+    const python = [
+      frame("c10::cuda::CUDACachingAllocator::malloc", "??", 0),
+      frame("linear", "/py/site-packages/torch/nn/modules/linear.py", 125),
+      frame("_call_impl", "/py/site-packages/torch/nn/modules/module.py", 1747),
+      frame("forward", "/home/me/model.py", 40),
+      frame("<module>", "/home/me/train.py", 9),
+    ];
+    const native = [frame("at::empty", "aten.cpp"), frame("c10::alloc", "c10.cpp")];
+    const allocations = [
+      entry("alloc", 4096, 512, python),
+      entry("alloc", 8192, 512, native),
+      entry("alloc", 16384, 512, []),
+    ];
+    const path = file(pickle({ device_traces: [allocations] }));
     const torch = readTorchSnapshot(path);
     expect(torch.labels).toEqual([
       "linear (/py/site-packages/torch/nn/modules/linear.py:125)\nforward (/home/me/model.py:40)\n<module> (/home/me/train.py:9)",
