@@ -111,14 +111,11 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
           y: view.pagePoint(0, view.reportedPeak(index).reserved).y,
         }),
       );
-      const figure = Array.from(document.querySelectorAll("#nuvec-figures tr")).find(
-        (row) => row.querySelector("th")?.textContent === "peak reserved",
-      );
-      const figures = figure
-        ? Array.from(figure.querySelectorAll("td[data-bytes]")).map((cell) =>
-            Number((cell as HTMLElement).dataset.bytes),
-          )
-        : [];
+      // The figures table's peak reserved row, where there is one.
+      const cells = document.querySelectorAll("#nuvec-figures tr:has(> th) td[data-bytes]");
+      const figures = Array.from(cells)
+        .filter((cell) => cell.parentElement?.querySelector("th")?.textContent === "peak reserved")
+        .map((cell) => Number((cell as HTMLElement).dataset.bytes));
       const box = (document.querySelector("#nuvec-chart .u-over") as HTMLElement).getBoundingClientRect();
       return {
         error: view.error,
