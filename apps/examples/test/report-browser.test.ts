@@ -19,10 +19,12 @@ const hasApt = spawnSync("sh", ["-c", "command -v apt-get"]).status === 0;
 const mustRun = process.env.CI === "true" && hasApt;
 const folder = scratchFolder("nuvec-view-");
 
-/** A screenshot of the page, decoded by the browser itself: a reader of a pixel's RGB. */
-async function screenshotPixels(page: Page): Promise<(x: number, y: number) => number[]> {
-  const png = (await page.screenshot()).toString("base64");
-  const { width, rgba } = await page.evaluate(async (base64) => {
+/** A screenshot of a box of the page (page coordinates), decoded by the browser itself: a pixel's RGB. */
+async function screenshotPixels(page: Page, box: Box): Promise<(x: number, y: number) => number[]> {
+  const clip = { x: Math.floor(box.left) - 4, y: Math.floor(box.top) - 4 };
+  const size = { width: Math.ceil(box.right) + 4 - clip.x, height: Math.ceil(box.bottom) + 4 - clip.y };
+  const png = (await page.screenshot({ clip: { ...clip, ...size } })).toString("base64");
+  const rgba = await page.evaluate(async (base64) => {
     const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
     const bitmap = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
     const context = new OffscreenCanvas(bitmap.width, bitmap.height).getContext("2d");
@@ -31,10 +33,15 @@ async function screenshotPixels(page: Page): Promise<(x: number, y: number) => n
     let text = "";
     for (let at = 0; at < data.length; at += 8192)
       text += String.fromCharCode(...data.subarray(at, at + 8192));
-    return { width: bitmap.width, rgba: btoa(text) };
+    return btoa(text);
   }, png);
   const image = Buffer.from(rgba, "base64");
-  return (x, y) => [...image.subarray((y * width + x) * 4, (y * width + x) * 4 + 3)];
+  return (x, y) => {
+    const [column, row] = [x - clip.x, y - clip.y];
+    if (column < 0 || row < 0 || column >= size.width || row >= size.height)
+      throw new Error(`${x},${y} not shot`);
+    return [...image.subarray((row * size.width + column) * 4, (row * size.width + column) * 4 + 3)];
+  };
 }
 
 const hex = (color: string) => [1, 3, 5].map((at) => Number.parseInt(color.slice(at, at + 2), 16));
@@ -46,6 +53,9 @@ const BAND_COLORS =
     .split(" ")
     .map(hex);
 const POLICY_COLORS = "#1d4ed8 #b45309 #047857 #7c3aed".split(" ").map(hex);
+
+/** A rectangle of the page, in CSS pixels. */
+type Box = { left: number; top: number; right: number; bottom: number };
 
 interface Opened {
   page: Page;
@@ -140,8 +150,8 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     if (state.figures.length > 0)
       expect(state.figures.slice(0, policies)).toEqual(reported.map((peak) => peak.reserved));
 
-    const pixel = await screenshotPixels(page);
     const { plot } = state;
+    const pixel = await screenshotPixels(page, plot);
     // Bands are drawn: the plot area holds many pixels of the size classes' colours, and the largest
     // allocation's band is under its middle.
     let banded = 0;
