@@ -57,15 +57,10 @@ const POLICY_COLORS = "#1d4ed8 #b45309 #047857 #7c3aed".split(" ").map(hex);
 /** A rectangle of the page, in CSS pixels. */
 type Box = { left: number; top: number; right: number; bottom: number };
 
-interface Opened {
-  page: Page;
-  errors: string[];
-  requests: string[];
-}
-
 let browser: Browser | undefined;
 
-async function open(path: string): Promise<Opened> {
+/** A new page on the report, once its view is drawn, with the errors and requests it makes. */
+async function open(path: string) {
   const page = await (browser as Browser).newPage({
     viewport: { width: 1500, height: 900 },
     deviceScaleFactor: 1,
