@@ -63,7 +63,8 @@ const APPROVED = {
   "@nuvec/metal-native/addon": names(`
     AddonAllocation AddonBackend AddonBuffer AddonBufferRange AddonMappedFile AddonOwner AddonResidencySet
     AllocationKind NativeAddonBufferRange RawAddon RawAllocationHandle RawBufferHandle RawFacts
-    RawMappedFileHandle RawResidencySetHandle ViewBookkeeping callNative nativeBinaryDefect
+    RawMappedFileHandle RawResidencySetHandle SlotCalls ViewBookkeeping callNative checkByteCount checkSource
+    nativeBinaryDefect
   `),
   "@nuvec/device": names(`
     AllocatorPolicy ArgumentError BoundedRelease Device DeviceBuffer DeviceCounters DeviceInfo
