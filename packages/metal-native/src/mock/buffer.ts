@@ -106,31 +106,33 @@ class MockBytes {
 }
 
 /**
- * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
- * `contents()` is called, and only for buffers of at most `realMemoryUpTo` bytes, so a test can make
- * buffers of many gigabytes.
+ * What a mock buffer and a mock range share: their bytes (see `MockBytes`) and the calls on them, each run
+ * through the backend's call log as `<kind>.<call>` and refused with a `StateError` (`ERR_NUVEC_RELEASED`)
+ * after release. What differs is where the handle points and what release gives back.
  */
-export class MockBuffer implements NativeBuffer {
-  /** Its number among the backend's buffers, from 1. */
-  readonly id: number;
-  /** `"buffer#<id>"`: how the call log names it. */
-  readonly label: string;
+export abstract class MockMemory implements NativeBuffer {
   readonly length: number;
   readonly allocatedSize: number;
+  /** How the call log names it: `"buffer#<id>"`, `"<segment>+<offset>"`. */
+  readonly label: string;
   readonly #core: MockCore;
+  readonly #kind: "buffer" | "range";
   readonly #bytes: MockBytes;
   #released = false;
-  #detachments = 0;
-  #liveRanges = 0;
 
-  /** Made by {@link MockBackend.newBuffer} only. */
-  constructor(core: MockCore, id: number, length: number, allocatedSize: number) {
+  protected constructor(
+    core: MockCore,
+    kind: "buffer" | "range",
+    label: string,
+    length: number,
+    allocatedSize: number,
+  ) {
     this.#core = core;
-    this.id = id;
-    this.label = `buffer#${id}`;
+    this.#kind = kind;
+    this.label = label;
     this.length = length;
     this.allocatedSize = allocatedSize;
-    this.#bytes = new MockBytes(core, this.label, length);
+    this.#bytes = new MockBytes(core, label, length);
   }
 
   get released(): boolean {
@@ -142,39 +144,32 @@ export class MockBuffer implements NativeBuffer {
     return this.#bytes.hasMemory;
   }
 
-  /** How many `ArrayBuffer`s were detached so far (by `detachContents()` and `release()`). */
-  get detachments(): number {
-    return this.#detachments;
-  }
-
   /**
-   * The buffer's first `length` bytes (default: all, zeros at first) as an `ArrayBuffer`, the same one on
-   * every call with that length until it is detached (a view of another length detaches it: see
-   * `viewOfLength`). Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) for a buffer larger than the backend's
-   * `realMemoryUpTo`, and a `StateError` (`ERR_NUVEC_RELEASED`) after release.
+   * The first `length` bytes (default: all, zeros at first) as an `ArrayBuffer`, the same one on every call
+   * with that length until it is detached (a view of another length detaches it: see `viewOfLength`).
+   * Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) past the backend's `realMemoryUpTo`.
    */
   contents(length: number = this.length): ArrayBuffer {
-    return this.#core.run("buffer.contents", this.label, undefined, () => {
+    return this.#core.run(`${this.#kind}.contents`, this.label, undefined, () => {
       this.#assertLive("contents");
       return this.#bytes.view(length);
     });
   }
 
-  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
+  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay for the next `contents()`. */
   detachContents(): void {
-    this.#core.run("buffer.detachContents", this.label, undefined, () => {
+    this.#core.run(`${this.#kind}.detachContents`, this.label, undefined, () => {
       this.#assertLive("detachContents");
-      if (this.#bytes.detach()) this.#detachments += 1;
+      if (this.#bytes.detach()) this.viewDetached();
     });
   }
 
   /**
    * A copy of `length` bytes from `offset` (default: to the end), handing out no view. The addon's checks and
-   * errors: an `ArgumentError` for a span outside the buffer, `OutOfMemoryError` past `realMemoryUpTo`,
-   * `StateError` after release.
+   * errors: an `ArgumentError` for a span outside, `OutOfMemoryError` past `realMemoryUpTo`.
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
-    return this.#core.run("buffer.read", this.label, undefined, () => {
+    return this.#core.run(`${this.#kind}.read`, this.label, undefined, () => {
       this.#assertLive("read");
       return this.#bytes.read(offset, length);
     });
@@ -182,7 +177,7 @@ export class MockBuffer implements NativeBuffer {
 
   /** Copies `source` in at `offset` (default 0), handing out no view; errors as `read`'s. */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
-    this.#core.run("buffer.write", this.label, undefined, () => {
+    this.#core.run(`${this.#kind}.write`, this.label, undefined, () => {
       this.#assertLive("write");
       this.#bytes.write(source, offset);
     });
@@ -193,21 +188,64 @@ export class MockBuffer implements NativeBuffer {
    * MOCK.md): a runtime's plumbing can pass them around, no kernel can run on them.
    */
   nativeHandle(): MockMemoryHandle {
-    return this.#core.run("buffer.nativeHandle", this.label, undefined, () => {
+    return this.#core.run(`${this.#kind}.nativeHandle`, this.label, undefined, () => {
       this.#assertLive("nativeHandle");
-      return mockMemoryHandle("buffer", this.id);
+      return this.handle();
     });
   }
 
-  /** Gives the pretend memory back and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
+  /** Gives the memory back and detaches every view. A second call throws. */
   release(): void {
-    this.#core.run("buffer.release", this.label, undefined, () => {
+    this.#core.run(`${this.#kind}.release`, this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
-      if (this.#bytes.drop()) this.#detachments += 1;
-      // A segment with live ranges keeps its memory (and stays in the counters) until the last one goes.
-      if (this.#liveRanges === 0) this.#giveBack();
+      if (this.#bytes.drop()) this.viewDetached();
+      this.giveBack();
     });
+  }
+
+  /** The backend's state this shares. */
+  protected get core(): MockCore {
+    return this.#core;
+  }
+
+  /** A view handed out was detached (by `detachContents()` or `release()`). */
+  protected viewDetached(): void {}
+
+  /** What `nativeHandle()` gives. */
+  protected abstract handle(): MockMemoryHandle;
+
+  /** What `release()` gives back, the views detached. */
+  protected abstract giveBack(): void;
+
+  #assertLive(method: string): void {
+    if (this.#released) {
+      const what = this.#kind === "buffer" ? "buffer" : "buffer range";
+      throw releasedError(`${this.label}.${method}(): the ${what} was already released`);
+    }
+  }
+}
+
+/**
+ * A pretend device buffer made by {@link MockBackend.newBuffer}. No memory stands behind it until
+ * `contents()` or `write()` is called, and only for buffers of at most `realMemoryUpTo` bytes, so a test can
+ * make buffers of many gigabytes.
+ */
+export class MockBuffer extends MockMemory {
+  /** Its number among the backend's buffers, from 1. */
+  readonly id: number;
+  #detachments = 0;
+  #liveRanges = 0;
+
+  /** Made by {@link MockBackend.newBuffer} only. */
+  constructor(core: MockCore, id: number, length: number, allocatedSize: number) {
+    super(core, "buffer", `buffer#${id}`, length, allocatedSize);
+    this.id = id;
+  }
+
+  /** How many `ArrayBuffer`s were detached so far (by `detachContents()` and `release()`). */
+  get detachments(): number {
+    return this.#detachments;
   }
 
   /** Ranges of this buffer not released yet (`newBufferRange`). */
@@ -223,20 +261,27 @@ export class MockBuffer implements NativeBuffer {
   /** A range of this buffer was released: the last one lets a released buffer's memory go. */
   rangeReleased(): void {
     this.#liveRanges -= 1;
-    if (this.#liveRanges === 0 && this.#released) this.#giveBack();
+    if (this.#liveRanges === 0 && this.released) this.#leaveCounters();
   }
 
-  #giveBack(): void {
-    const counters = this.#core.counters;
+  protected override viewDetached(): void {
+    this.#detachments += 1;
+  }
+
+  protected override handle(): MockMemoryHandle {
+    return mockMemoryHandle("buffer", this.id);
+  }
+
+  protected override giveBack(): void {
+    // A segment with live ranges keeps its memory (and stays in the counters) until the last one goes.
+    if (this.#liveRanges === 0) this.#leaveCounters();
+  }
+
+  #leaveCounters(): void {
+    const counters = this.core.counters;
     counters.buffersReleased += 1;
     counters.bufferBytes -= this.allocatedSize;
-    this.#core.allocations.delete(this);
-  }
-
-  #assertLive(method: string): void {
-    if (this.#released) {
-      throw releasedError(`${this.label}.${method}(): the buffer was already released`);
-    }
+    this.core.allocations.delete(this);
   }
 }
 
@@ -246,91 +291,27 @@ export class MockBuffer implements NativeBuffer {
  * what it shows of a range's life (views detached on `detachContents()` and `release()`, the segment kept
  * while the range lives, the handle at the segment's pointers moved by the offset) is the real backends'.
  */
-export class MockBufferRange implements NativeBuffer {
-  readonly length: number;
-  readonly allocatedSize: number;
+export class MockBufferRange extends MockMemory {
   /** The buffer this is a range of. */
   readonly segment: MockBuffer;
   /** Where it begins in the segment. */
   readonly offset: number;
-  /** `"<segment>+<offset>"`: how the call log names it. */
-  readonly label: string;
-  readonly #core: MockCore;
-  readonly #bytes: MockBytes;
-  #released = false;
 
   /** Made by {@link MockBackend.newBufferRange} only (arguments checked there). */
   constructor(core: MockCore, segment: MockBuffer, offset: number, length: number) {
-    this.#core = core;
+    super(core, "range", `${segment.label}+${offset}`, length, length);
     this.segment = segment;
     this.offset = offset;
-    this.length = length;
-    this.allocatedSize = length;
-    this.label = `${segment.label}+${offset}`;
-    this.#bytes = new MockBytes(core, this.label, length);
     segment.rangeMade();
   }
 
-  get released(): boolean {
-    return this.#released;
-  }
-
-  /**
-   * The range's first `length` bytes (default: all; its own in the mock: see the class), the same
-   * `ArrayBuffer` until detached.
-   */
-  contents(length: number = this.length): ArrayBuffer {
-    return this.#core.run("range.contents", this.label, undefined, () => {
-      this.#assertLive("contents");
-      return this.#bytes.view(length);
-    });
-  }
-
-  /** Detaches the `ArrayBuffer` handed out so far; the bytes stay. */
-  detachContents(): void {
-    this.#core.run("range.detachContents", this.label, undefined, () => {
-      this.#assertLive("detachContents");
-      this.#bytes.detach();
-    });
-  }
-
-  /** A copy of the range's bytes (its own: see the class), as {@link MockBuffer.read}. */
-  read(offset = 0, length: number = this.length - offset): Uint8Array {
-    return this.#core.run("range.read", this.label, undefined, () => {
-      this.#assertLive("read");
-      return this.#bytes.read(offset, length);
-    });
-  }
-
-  /** Copies `source` into the range at `offset`, as {@link MockBuffer.write}. */
-  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
-    this.#core.run("range.write", this.label, undefined, () => {
-      this.#assertLive("write");
-      this.#bytes.write(source, offset);
-    });
-  }
-
   /** The segment's synthetic pointers moved by the offset. */
-  nativeHandle(): MockMemoryHandle {
-    return this.#core.run("range.nativeHandle", this.label, undefined, () => {
-      this.#assertLive("nativeHandle");
-      return offsetHandle(mockMemoryHandle("buffer", this.segment.id), this.offset);
-    });
+  protected override handle(): MockMemoryHandle {
+    return offsetHandle(mockMemoryHandle("buffer", this.segment.id), this.offset);
   }
 
-  /** Gives the range back (the segment's memory stays while the segment lives). A second call throws. */
-  release(): void {
-    this.#core.run("range.release", this.label, undefined, () => {
-      this.#assertLive("release");
-      this.#released = true;
-      this.#bytes.drop();
-      this.segment.rangeReleased();
-    });
-  }
-
-  #assertLive(method: string): void {
-    if (this.#released) {
-      throw releasedError(`${this.label}.${method}(): the buffer range was already released`);
-    }
+  /** The segment's memory stays while the segment lives. */
+  protected override giveBack(): void {
+    this.segment.rangeReleased();
   }
 }
