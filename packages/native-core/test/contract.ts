@@ -890,6 +890,8 @@ export function describeNativeBackendContract(
         writeBytes(first, Uint8Array.of(9), 2047);
         expect(readBytes(second)).toEqual(pattern);
         expect(readBytes(first, 2047, 1)[0]).toBe(9);
+        first.write(Uint8Array.of(7), 1); // read and write of a range: at the range's offsets, as any buffer's
+        expect([...second.read(2040, 8), readBytes(first, 1, 1)[0]]).toEqual([...pattern.slice(2040), 7]);
         // The mock's ranges have bytes of their own (JavaScript cannot alias part of an ArrayBuffer).
         if (backend.platform !== "mock") {
           expect(readBytes(segment, 2048, 2048)).toEqual(pattern);
