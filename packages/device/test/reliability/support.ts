@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
-import { vi } from "vitest";
+import { describe, expect, vi } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -41,6 +41,56 @@ export const hostAvailable = hostUnavailableReason === undefined;
 /** The real host backend (only call when {@link hostAvailable}). */
 export function hostBackend(): NativeBackend {
   return loadNativeBackend();
+}
+
+/** `describe` on the real host backend, titled `<title> on the host backend`: skipped, saying why, without it. */
+export function describeOnHost(title: string, body: () => void): void {
+  const reason = hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`;
+  describe.skipIf(!hostAvailable)(`${title} on the host backend${reason}`, body);
+}
+
+/** The facts a reference model takes from a backend. */
+export function backendFacts(backend: NativeBackend) {
+  const { recommendedMaxWorkingSetSize, memorySize, maxBufferLength, resourceLimit, pageSize } = backend;
+  return { workingSet: recommendedMaxWorkingSetSize, memorySize, maxBufferLength, resourceLimit, pageSize };
+}
+
+/** fast-check's seed and path from `NUVEC_FUZZ_SEED` and `NUVEC_FUZZ_PATH` (a failure's replay), if set. */
+export function replayOptions(): { seed?: number; path?: string } {
+  const seed = Number(process.env.NUVEC_FUZZ_SEED);
+  const path = process.env.NUVEC_FUZZ_PATH;
+  return { ...(Number.isFinite(seed) ? { seed } : {}), ...(path === undefined ? {} : { path }) };
+}
+
+/**
+ * Expects `actual` to hold every field of `expected` (a model's figures), comparing by hand first: expect's
+ * deep equality is slow at every step of a fuzz run.
+ */
+export function sameFigures(actual: object, expected: object, what: string): void {
+  const fields = actual as Record<string, unknown>;
+  for (const [key, value] of Object.entries(expected)) {
+    if (fields[key] !== value) {
+      const picked = Object.fromEntries(Object.keys(expected).map((name) => [name, fields[name]]));
+      expect(picked, what).toEqual(expected);
+    }
+  }
+}
+
+/** The backend's counters that say what it holds. */
+type Held = Pick<
+  ReturnType<NativeBackend["counters"]>,
+  "buffersMade" | "buffersReleased" | "mappingsMade" | "mappingsReleased" | "bufferBytes" | "wiredBytes"
+>;
+
+/** Expects the backend to hold no more buffers, mappings, buffer bytes or wired bytes at `end` than at `start`. */
+export function expectNothingHeldSince(start: Held, end: Held): void {
+  const held = (counters: Held) => ({
+    buffers: counters.buffersMade - counters.buffersReleased,
+    mappings: counters.mappingsMade - counters.mappingsReleased,
+    bufferBytes: counters.bufferBytes,
+    wiredBytes: counters.wiredBytes,
+  });
+  expect(held(end)).toEqual(held(start));
 }
 
 /** A field of /proc/self/status in bytes (`VmLck`, `VmSize`, `RssAnon`, …); 0 when absent. */
