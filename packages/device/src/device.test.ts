@@ -1,7 +1,5 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it, vi } from "vitest";
-import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
 import { thrown } from "../../stats/test/thrown.js";
 import { ownerOfView } from "./device-buffer.js";
 import { Device, type DeviceBuffer, OutOfMemoryError } from "./index.js";
@@ -22,49 +20,20 @@ function mockDevice(options: ConstructorParameters<typeof MockBackend>[0] = {}, 
 }
 
 describe("Device.open", () => {
-  it("takes MLX's default limits from the device facts", () => {
-    const { device } = mockDevice();
-    const stats = device.memoryStats();
-    expect(stats.memoryLimit).toBe(12 * GIB); // min(1.5·8 GiB, 0.95·16 GiB)
-    expect(stats.cacheLimit).toBe(12 * GIB);
-    expect(stats.wiredLimit).toBe(0);
-    const info = device.info();
-    expect(info).toMatchObject({
+  it("takes MLX's default limits from the device facts, and limits given as options", () => {
+    // min(1.5·8 GiB, 0.95·16 GiB)
+    const limits = { memoryLimit: 12 * GIB, cacheLimit: 12 * GIB, wiredLimit: 0 };
+    expect(mockDevice().device.memoryStats()).toMatchObject(limits);
+    expect(mockDevice().device.info()).toMatchObject({
       platform: "mock",
       policy: "bounded",
       residencySupported: true,
       closed: false,
+      gcLimit: Math.floor(0.95 * 8 * GIB),
     });
-    expect(info.gcLimit).toBe(Math.floor(0.95 * 8 * GIB));
+    const given = { memoryLimit: 2 * GIB, cacheLimit: 64 * MIB, wiredLimit: GIB };
+    expect(mockDevice({}, given).device.memoryStats()).toMatchObject(given);
   });
-
-  it("applies limits given as options", () => {
-    const { device } = mockDevice({}, { memoryLimit: 2 * GIB, cacheLimit: 64 * MIB, wiredLimit: GIB });
-    expect(device.memoryStats()).toMatchObject({
-      memoryLimit: 2 * GIB,
-      cacheLimit: 64 * MIB,
-      wiredLimit: GIB,
-    });
-  });
-
-  it("refuses a wired limit above the working set and bad options", () => {
-    expect(() => mockDevice({}, { wiredLimit: 9 * GIB })).toThrow(
-      expect.objectContaining({ name: "ArgumentError", code: "ERR_NUVEC_WIRED_LIMIT" }),
-    );
-    expect(() => mockDevice({}, { residencyKeepAliveMilliseconds: -5 })).toThrow(/positive/);
-    expect(() => Device.open(null as unknown as object)).toThrow(/options/);
-  });
-
-  it.each([["5"], [-1], [101], [2.5], [Number.NaN], [null]])(
-    "refuses residencySetMaxPercent %s with a typed error naming it, before anything is made",
-    (value) => {
-      const backend = new MockBackend({ realFiles: false });
-      const error = thrown(() => Device.open({ backend, residencySetMaxPercent: value as number }));
-      expect(error).toBeInstanceOf(ArgumentError);
-      expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "residencySetMaxPercent" });
-      expect(backend.counters().residencySetsMade).toBe(0);
-    },
-  );
 
   it("takes residencySetMaxPercent as a number: 1 caps each set at 1% of W, 0 and 100 mean one set, whatever MLX's variable says", () => {
     const setsFor = (percent: number | undefined) => {
@@ -122,32 +91,6 @@ describe("malloc and free", () => {
     );
   });
 
-  it.each(BAD_BYTE_COUNTS)("refuses malloc(%s) with a typed error and changes nothing", (_label, bytes) => {
-    const { device } = mockDevice();
-    device.malloc(100).free();
-    const before = device.memoryStats();
-    const counters = device.counters();
-    expect(() => device.malloc(bytes as number)).toThrow(
-      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
-    );
-    expect(device.memoryStats()).toEqual(before);
-    expect(device.counters()).toEqual(counters);
-  });
-
-  it("refuses a request above the device's max buffer length with ArgumentError, nothing changed", () => {
-    const { device } = mockDevice({ maxBufferLength: 64 * MIB });
-    const before = device.counters();
-    const error = thrown(() => device.malloc(64 * MIB + 1));
-    expect(error).toMatchObject({
-      name: "ArgumentError",
-      code: "ERR_NUVEC_BUFFER_TOO_LARGE",
-      requested: 64 * MIB + 1,
-      maximum: 64 * MIB,
-    });
-    expect(device.memoryStats().active).toBe(0);
-    expect(device.counters()).toEqual(before);
-  });
-
   it("refuses past the hard memory limit with OutOfMemoryError, nothing changed", () => {
     const { device } = mockDevice({}, { memoryLimit: 10 * MIB });
     const held = device.malloc(8 * MIB);
@@ -157,33 +100,6 @@ describe("malloc and free", () => {
     expect(error).toMatchObject({ code: "ERR_NUVEC_OUT_OF_MEMORY", limit: 10 * MIB, active: 8 * MIB });
     expect(device.memoryStats()).toEqual(before);
     held.free();
-  });
-
-  it("double free and use after free are typed errors that change nothing", () => {
-    const { device } = mockDevice();
-    const buffer = device.malloc(4096);
-    buffer.free();
-    const before = device.memoryStats();
-    expect(() => buffer.free()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-    );
-    expect(() => device.free(buffer)).toThrow(expect.objectContaining({ code: "ERR_NUVEC_BUFFER_FREED" }));
-    expect(() => buffer.contents()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-    );
-    expect(device.memoryStats()).toEqual(before);
-    expect(buffer.freed).toBe(true);
-  });
-
-  it("refuses a buffer of another device", () => {
-    const { device } = mockDevice();
-    const other = mockDevice().device;
-    const buffer = other.malloc(256);
-    expect(() => device.free(buffer)).toThrow(
-      expect.objectContaining({ name: "ArgumentError", code: "ERR_NUVEC_FOREIGN_BUFFER" }),
-    );
-    expect(other.memoryStats().active).toBe(256);
-    expect(() => device.free({} as never)).toThrow(/DeviceBuffer/);
   });
 });
 
@@ -297,16 +213,6 @@ describe("mapped files", () => {
     expect(device.memoryStats().mapped).toBe(0);
     expect(backend.counters()).toMatchObject({ mappingsMade: 1, mappingsReleased: 1 });
   });
-
-  it("gives the backend's typed errors for missing files and refuses bad paths", () => {
-    const { device } = mockDevice();
-    expect(() => device.mapFile("nope.bin")).toThrow(
-      expect.objectContaining({ code: "ERR_NUVEC_SYSTEM", errno: "ENOENT" }),
-    );
-    expect(() => device.mapFile("")).toThrow(/non-empty string/);
-    expect(() => device.mapFile(42 as unknown as string)).toThrow(/non-empty string/);
-    expect(device.memoryStats().mapped).toBe(0);
-  });
 });
 
 describe("wired memory", () => {
@@ -326,19 +232,6 @@ describe("wired memory", () => {
     expect(device.setWiredLimit(MIB)).toBe(8 * MIB);
     expect(device.memoryStats()).toMatchObject({ wired: 0, wiredMapped: 0 });
     file.free();
-  });
-
-  it("refuses a wired limit above the working set, and bad values, changing nothing", () => {
-    const { device } = mockDevice();
-    device.setWiredLimit(GIB);
-    expect(() => device.setWiredLimit(8 * GIB + 1)).toThrow(
-      expect.objectContaining({ name: "ArgumentError", code: "ERR_NUVEC_WIRED_LIMIT" }),
-    );
-    expect(() => device.setWiredLimit(-1)).toThrow(
-      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
-    );
-    expect(() => device.setWiredLimit(Number.NaN)).toThrow(ArgumentError);
-    expect(device.memoryStats().wiredLimit).toBe(GIB);
   });
 
   it("refreshes residency of non-empty sets, by hand and on a keep-alive timer", () => {
@@ -387,21 +280,18 @@ describe("limits and peaks", () => {
     device.resetPeak();
     expect(device.memoryStats()).toMatchObject({ peakActive: MIB, peakActiveWithMapped: MIB });
     b.free();
-    expect(() => device.setCacheLimit(-1)).toThrow(
-      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }),
-    );
     expect(device.memoryStats().cacheLimit).toBe(MIB);
   });
 });
 
 describe("close", () => {
-  it("releases everything, is idempotent, and makes later use a typed error", () => {
+  it("releases everything and is idempotent (later use: the bad input catalogue)", () => {
     const { device, backend } = mockDevice({}, { wiredLimit: GIB });
     const live = device.malloc(MIB);
     const view = live.contents();
     device.malloc(2 * MIB).free();
     backend.addFile("f.bin", 5000);
-    const file = device.mapFile("f.bin");
+    device.mapFile("f.bin");
     device.close();
     device.close();
     const counters = backend.counters();
@@ -414,24 +304,6 @@ describe("close", () => {
     // The last statistics and counters stay readable: everything released.
     expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, mapped: 0, wired: 0 });
     expect(device.counters()).toMatchObject({ liveBuffers: 0, mappings: 0, cachedBuffers: 0 });
-    expect(() => device.malloc(1)).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
-    expect(() => live.free()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
-    expect(() => live.contents()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
-    expect(() => file.contents()).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
-    expect(() => device.setWiredLimit(0)).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
-    expect(() => device.mapFile("f.bin")).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-    );
   });
 
   it("works with using", () => {

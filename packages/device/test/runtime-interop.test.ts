@@ -1,10 +1,8 @@
 import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
-import { thrown } from "../../stats/test/thrown.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import { captureWarnings } from "./reliability/support.js";
 
@@ -63,20 +61,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(device.counters().cacheHits).toBe(1);
       expect(cpuAddress(device.native.handle(again))).toBe(cpuAddress(handle));
       device.close();
-    });
-
-    it("after free() nativeHandle() throws StateError; after close() StateError", () => {
-      const { device } = open();
-      const buffer = device.malloc(64);
-      buffer.free();
-      expect(() => device.native.handle(buffer)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      const other = device.malloc(64);
-      device.close();
-      expect(() => device.native.handle(other)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-      );
     });
 
     it("a 0-byte buffer's handle has a null address", () => {
@@ -210,21 +194,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(device.counters().cacheHits).toBe(0);
     });
 
-    it("a bad `after` is an ArgumentError and changes nothing", () => {
+    it("free({}) is an ordinary free (bad `after` values: the bad input catalogue)", () => {
       const { device } = open();
-      const buffer = device.malloc(300);
-      const before = { stats: device.memoryStats(), counters: device.counters() };
-      // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
-      for (const after of [5, "soon", null, {}, { then: 1 }]) {
-        const error = thrown(() => buffer.free({ after: after as never }));
-        expect(error).toBeInstanceOf(ArgumentError);
-        expect((error as ArgumentError).argument).toBe("after");
-      }
-      expect(() => buffer.free(7 as never)).toThrow(ArgumentError);
-      expect({ stats: device.memoryStats(), counters: device.counters() }).toEqual(before);
-      expect(buffer.freed).toBe(false);
-      buffer.free({}); // no `after`: an ordinary free
-      expect(device.counters().cachedBuffers).toBe(1);
+      device.malloc(300).free({});
+      expect(device.counters()).toMatchObject({ cachedBuffers: 1, pendingFrees: 0 });
       device.close();
     });
 
@@ -293,24 +266,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
   });
 
   describe("Metal options", () => {
-    it("are refused with an ArgumentError naming them, and nothing is made", () => {
-      const backend = makeBackend();
-      const before = backend.counters();
-      for (const [metal, argument] of [
-        [{ commandQueue: 0x1000n }, "metal.commandQueue"],
-        [{ device: 0x2000n }, "metal.device"],
-        [{ commandQueue: 0x1000n, device: 0x2000n }, "metal.commandQueue"],
-        [{ commandQueue: 5 }, "metal.commandQueue"],
-        [{ device: 0n }, "metal.device"],
-        ["queue", "metal"],
-      ] as const) {
-        const error = thrown(() => Device.open({ backend, metal: metal as never }));
-        expect(error).toBeInstanceOf(ArgumentError);
-        expect((error as ArgumentError).argument).toBe(argument);
-      }
-      expect(backend.counters()).toEqual(before);
-    });
-
+    // Refused where there is no Metal, naming the option: the bad input catalogue.
     it("native.residencySets() is empty without Metal residency sets", () => {
       const { device } = open();
       device.setWiredLimit(1 << 20);
