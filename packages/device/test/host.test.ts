@@ -1,46 +1,24 @@
 // The Device on the real host backend (Linux): real memory behind buffers, real wiring (mlock) seen in
 // the kernel's VmLck, files mapped without a copy. Skips where the host backend is not the default.
 import { randomFillSync } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { setImmediate as nextTurn } from "node:timers/promises";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { replayTrace } from "@nuvec/allocator";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../stats/test/scratch.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device, OutOfMemoryError } from "../src/index.js";
+import { collectUntil, procStatus as status, transfer } from "./reliability/support.js";
 
 const MIB = 1024 ** 2;
 const onLinux = process.platform === "linux";
-const folder = mkdtempSync(join(tmpdir(), "nuvec-device-host-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-function status(field: string): number {
-  const match = readFileSync("/proc/self/status", "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
-  return match ? Number(match[1]) * 1024 : 0;
-}
-
-/** `ArrayBuffer.prototype.transfer`: Node 20 has it behind a flag, in a context made after setting it. */
-function transferFunction(): (this: ArrayBuffer) => ArrayBuffer {
-  setFlagsFromString("--harmony-rab-gsab-transfer");
-  return runInNewContext("ArrayBuffer.prototype.transfer") as (this: ArrayBuffer) => ArrayBuffer;
-}
+const scratch = scratchFolder("nuvec-device-host-");
 
 describe.skipIf(!onLinux)("Device on the host backend", () => {
   it.each(["exits", "is terminated"])(
     "gives back the memory of views moved into a worker once the worker %s (RSS, the backend's bytes)",
     async (ending) => {
-      const transfer = transferFunction();
-      const gc = (globalThis as { gc?: () => void }).gc;
-      if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
-      const settle = async () => {
-        for (let turn = 0; turn < 10; turn += 1) {
-          gc();
-          await nextTurn();
-        }
-      };
+      const settle = () => collectUntil(() => false, 10);
       const device = Device.open();
       const backendFigures = () => {
         const counters = device.native.backend.counters();
@@ -67,7 +45,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
       for (let index = 0; index < 8; index += 1) {
         const buffer = device.malloc(32 * MIB);
         buffer.bytes().fill(1);
-        const moved = transfer.call(buffer.contents());
+        const moved = transfer(buffer.contents());
         worker.postMessage(moved, [moved]);
         buffer.free();
         await new Promise((resolve) => worker.once("message", resolve));
@@ -88,9 +66,6 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   );
 
   it("counts buffers whose view was moved away in quarantined and against the memory limit, until the view is collected", async () => {
-    const transfer = transferFunction();
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open({ memoryLimit: 16 * MIB });
     device.startTrace("quarantine");
     const backendBefore = device.native.backend.counters().quarantinedBytes ?? Number.NaN;
@@ -98,7 +73,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     for (let index = 0; index < 16; index += 1) {
       const buffer = device.malloc(MIB);
       buffer.bytes().fill(index);
-      moved.push(transfer.call(buffer.contents()));
+      moved.push(transfer(buffer.contents()));
       buffer.free();
       expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: (index + 1) * MIB });
     }
@@ -106,12 +81,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     // Past the limit by what is quarantined alone: the typed refusal names it, and nothing changes.
     const stats = device.memoryStats();
     const counters = device.counters();
-    let refusal: unknown;
-    try {
-      device.malloc(1);
-    } catch (error) {
-      refusal = error;
-    }
+    const refusal = thrown(() => device.malloc(1));
     expect(refusal).toBeInstanceOf(OutOfMemoryError);
     expect(refusal).toMatchObject({ active: 0, mapped: 0, quarantined: 16 * MIB, limit: 16 * MIB });
     expect((refusal as Error).message).toContain(`${16 * MIB} quarantined`);
@@ -123,10 +93,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     );
     // Collected: the backend gives the memory back, and the figure and the room follow.
     moved = [];
-    for (let turn = 0; turn < 50 && device.memoryStats().quarantined > 0; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => device.memoryStats().quarantined === 0);
     expect(device.memoryStats()).toMatchObject({ active: 0, quarantined: 0 });
     expect((device.native.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(0);
     // The trace says what happened: 16 quarantines, then 16 give-backs; replayed, the same refusal.
@@ -143,23 +110,16 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   });
 
   it("counts a mapped file whose view was moved away in quarantined once freed, until the view is collected", async () => {
-    const transfer = transferFunction();
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
-    const path = join(folder, "moved-mapping.bin");
-    writeFileSync(path, new Uint8Array(3 * 4096 + 5).fill(0x5a));
+    const path = scratch.write("moved-mapping.bin", new Uint8Array(3 * 4096 + 5).fill(0x5a));
     const device = Device.open();
     const file = device.mapFile(path);
-    let moved: ArrayBuffer | undefined = transfer.call(file.contents());
+    let moved: ArrayBuffer | undefined = transfer(file.contents());
     file.free();
     const mappedLength = 4 * device.native.backend.pageSize;
     expect(device.memoryStats()).toMatchObject({ mapped: 0, quarantined: mappedLength });
     expect(new Uint8Array(moved).every((byte) => byte === 0x5a)).toBe(true);
     moved = undefined;
-    for (let turn = 0; turn < 50 && device.memoryStats().quarantined > 0; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => device.memoryStats().quarantined === 0);
     expect(device.memoryStats()).toMatchObject({ mapped: 0, quarantined: 0 });
     device.close();
   });
@@ -193,8 +153,6 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   });
 
   it("survives a worker terminated in a loop of views while it holds views and has moved one out; the moved one's memory goes when dropped", async () => {
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open();
     const abandoned = () => device.native.backend.counters().abandonedBytes ?? 0;
     const before = abandoned();
@@ -234,10 +192,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     expect(mechanism === "backing-store" ? [4 * MIB] : [4 * MIB, 4 * MIB + 64 * 1024]).toContain(held);
     expect(moved.every((byte) => byte === 7)).toBe(true);
     moved = undefined;
-    for (let turn = 0; turn < 50 && abandoned() > before; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => abandoned() <= before);
     // Backing stores say when the last holder dropped it; Node-API views cannot, and keep it counted.
     expect(abandoned() - before).toBe(mechanism === "backing-store" ? 0 : held);
     device.close();
@@ -289,9 +244,8 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   });
 
   it("maps a file read back byte for byte, with no rise in resident anonymous memory", () => {
-    const path = join(folder, "weights.bin");
     const data = randomFillSync(Buffer.alloc(32 * MIB + 123));
-    writeFileSync(path, data);
+    const path = scratch.write("weights.bin", data);
     using device = Device.open();
     const anonymousBefore = status("RssAnon");
     using file = device.mapFile(path);
@@ -311,9 +265,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   it("close releases every buffer, mapping and wired byte", () => {
     const lockedBefore = status("VmLck");
     const device = Device.open({ wiredLimit: 8 * MIB });
-    const path = join(folder, "small.bin");
-    writeFileSync(path, Buffer.alloc(100_000, 1));
-    device.mapFile(path);
+    device.mapFile(scratch.write("small.bin", Buffer.alloc(100_000, 1)));
     for (let index = 0; index < 100; index += 1) device.malloc(1000 * (index + 1));
     device.close();
     const backend = device.native.backend.counters();

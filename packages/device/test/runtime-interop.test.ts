@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
-import { captureWarnings } from "./reliability/support.js";
+import { captureWarnings, deferred, turns } from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -15,20 +15,6 @@ function cpuAddress(handle: DeviceMemoryHandle): bigint {
 const scratch = scratchFolder("nuvec-runtime-interop-");
 let files = 0;
 const writeFile = (bytes: Uint8Array) => scratch.write(`file-${files++}.bin`, bytes);
-
-/** A promise and the functions that settle it. */
-function deferred() {
-  let resolve!: (value?: unknown) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise((yes, no) => {
-    resolve = yes;
-    reject = no;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every settled promise's reactions run. */
-const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 let host: NativeBackend | undefined;
 try {
@@ -131,7 +117,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       if (realMemory) expect(readOwnMemory(address, 4)).toEqual(new Uint8Array([7, 7, 7, 7]));
 
       kernel.resolve();
-      await settled();
+      await turns();
       expect(device.counters()).toMatchObject({ pendingFrees: 0, cachedBuffers: 1 });
       expect(device.memoryStats().active).toBe(other.allocatedLength);
       const reused = device.malloc(100_000);
@@ -150,7 +136,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       buffer.free({ after: kernel.promise });
       kernel.promise.catch(() => {}); // the runtime handles its own kernel's failure
       kernel.reject(new Error("the kernel failed"));
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
       expect(cpuAddress(device.native.handle(device.malloc(4096)))).toBe(address);
@@ -175,10 +161,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
           },
         },
       });
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(1);
       release();
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
       device.close();
@@ -187,7 +173,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a promise that never settles is a counted leak: the memory stays in active and pendingFrees", async () => {
       const { device } = open();
       device.malloc(8192).free({ after: new Promise(() => {}) });
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(1);
       expect(device.memoryStats().active).toBe(8192);
       expect(cpuAddress(device.native.handle(device.malloc(8192)))).toBeGreaterThan(0n);
@@ -217,7 +203,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       expect(device.counters()).toMatchObject({ pendingFrees: 1, mappings: 1 });
       expect(backend.counters().mappingsReleased).toBe(released);
       kernel.resolve();
-      await settled();
+      await turns();
       expect(device.memoryStats().mapped).toBe(0);
       expect(device.counters().pendingFrees).toBe(0);
       expect(backend.counters().mappingsReleased).toBe(released + 1);
@@ -254,7 +240,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       );
 
       kernel.resolve();
-      await settled();
+      await turns();
       const after = backend.counters();
       expect(after.buffersMade - after.buffersReleased).toBe(before.buffersMade - before.buffersReleased);
       expect(after.mappingsMade - after.mappingsReleased).toBe(before.mappingsMade - before.mappingsReleased);
@@ -290,8 +276,8 @@ describe("a deferred free that fails when it settles", () => {
     const { warnings, restore } = captureWarnings();
     try {
       kernel.resolve();
-      await settled();
-      await settled();
+      await turns();
+      await turns();
     } finally {
       restore();
     }

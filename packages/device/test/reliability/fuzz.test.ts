@@ -14,8 +14,6 @@ import { randomFillSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
@@ -34,6 +32,7 @@ import {
   recordFigures,
   replayOptions,
   sameFigures,
+  transfer,
 } from "./support.js";
 
 const KIB = 1024;
@@ -328,12 +327,6 @@ const free = (pick: number, name: string) =>
     hasBuffers,
   );
 
-/** `ArrayBuffer.prototype.transfer`: Node 20 has it behind a flag, in a context made after setting it. */
-const transfer = (() => {
-  setFlagsFromString("--harmony-rab-gsab-transfer");
-  return runInNewContext("ArrayBuffer.prototype.transfer") as (this: ArrayBuffer) => ArrayBuffer;
-})();
-
 /** Buffers up to this size are moved away (the moved views are held to the end of the run). */
 const MOVE_AT_MOST = 64 * KIB;
 
@@ -351,7 +344,7 @@ const moveAway = (pick: number, name: string) =>
       const live = world.buffers[index]!;
       if (live.buffer.allocatedLength > MOVE_AT_MOST) return undefined;
       world.buffers.splice(index, 1);
-      const moved = new Uint8Array(transfer.call(live.buffer.contents()));
+      const moved = new Uint8Array(transfer(live.buffer.contents()));
       for (const [offset, value] of live.written) sameValue(moved[offset], value, "a moved view's byte");
       world.moved.push(moved);
       model.freeQuarantined(live.modelId!);

@@ -2,7 +2,10 @@
 // figures each test file writes for RELIABILITY.md, and readings of the kernel's view of this process.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
 import { describe, expect, vi } from "vitest";
 
@@ -160,4 +163,44 @@ export function captureWarnings(): {
     warnings.push({ message: String(message), options });
   }) as typeof process.emitWarning);
   return { warnings, restore: () => emitWarning.mockRestore() };
+}
+
+let transferFunction: ((this: ArrayBuffer) => ArrayBuffer) | undefined;
+
+/** Moves `view`'s memory to a new ArrayBuffer (`ArrayBuffer.prototype.transfer`), detaching `view`. */
+export function transfer(view: ArrayBuffer): ArrayBuffer {
+  // Node 20 has transfer behind a flag, in a context made after setting it.
+  if (transferFunction === undefined) {
+    setFlagsFromString("--harmony-rab-gsab-transfer");
+    transferFunction = runInNewContext("ArrayBuffer.prototype.transfer") as (
+      this: ArrayBuffer,
+    ) => ArrayBuffer;
+  }
+  return transferFunction.call(view);
+}
+
+/** A few turns of the event loop: settled promises' reactions and deferred frees run. */
+export async function turns(count = 1): Promise<void> {
+  for (let turn = 0; turn < count; turn += 1) await nextTurn();
+}
+
+/** Collects garbage, a turn at a time, until `done()` (at most `rounds` times); the tests run with --expose-gc. */
+export async function collectUntil(done: () => boolean, rounds = 50): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
+  for (let round = 0; round < rounds && !done(); round += 1) {
+    gc();
+    await turns();
+  }
+}
+
+/** A promise and the functions that settle it. */
+export function deferred() {
+  let resolve!: (value?: unknown) => void;
+  let reject!: (reason: unknown) => void;
+  const promise = new Promise((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  return { promise, resolve, reject };
 }
