@@ -3,7 +3,6 @@
 // the argument it names) and leave memoryStats() and counters() of both devices, the backend's counters and
 // its residency sets exactly as they were. `-0` is accepted as 0 everywhere a byte count is taken
 // (@nuvec/stats' DECISIONS.md). Runs on the mock and, when it loads, on the real host backend.
-import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
@@ -11,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../../stats/test/bad-byte-counts.js";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { Device, type DeviceBuffer, type DeviceOptions, type MappedFile } from "../../src/index.js";
-import { describeOnHost, hostAvailable, hostBackend, packageDirectory, recordFigures } from "./support.js";
+import { describeOnHost, hostAvailable, hostBackend, recordFigures, runChild } from "./support.js";
 
 const MIB = 1024 ** 2;
 const scratch = scratchFolder("nuvec-reliability-bad-input-");
@@ -449,8 +448,6 @@ describe("-0 is accepted as 0", () => {
   });
 });
 
-const truncateChild = join(packageDirectory, "test/reliability/children/truncate-child.mjs");
-
 describe("a file truncated after it was mapped", () => {
   const opens: [string, () => Device][] = [["mock", () => Device.open({ backend: new MockBackend() })]];
   if (hostAvailable) opens.push(["host", () => Device.open()]);
@@ -473,10 +470,7 @@ describe("a file truncated after it was mapped", () => {
     "host, in a child process: reading past the new end is SIGBUS (what mmap does; documented, not caught)",
     () => {
       const path = scratch.write("truncated-child.bin", new Uint8Array(MIB).fill(1));
-      const result = spawnSync(process.execPath, [truncateChild, path], {
-        encoding: "utf8",
-        cwd: packageDirectory,
-      });
+      const result = runChild("truncate-child.mjs", { args: [path] });
       expect(result.stdout).toContain("mapped");
       expect(result.signal).toBe("SIGBUS");
     },

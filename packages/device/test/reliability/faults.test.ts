@@ -2,9 +2,6 @@
 // retries; twice: OutOfMemoryError, nothing counted twice), residency sets that cannot be made part way,
 // wiring that fails. On the real host backend: a child process whose RLIMIT_MEMLOCK is lowered (and, as
 // root, whose CAP_IPC_LOCK is dropped) cannot wire; the device counts it and keeps working.
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { OutOfMemoryError } from "@nuvec/stats";
 import fc from "fast-check";
@@ -13,10 +10,12 @@ import { Device, type DeviceBuffer } from "../../src/index.js";
 import {
   budget,
   captureWarnings,
+  deviceBuilt,
   hostAvailable,
   hostUnavailableReason,
-  packageDirectory,
+  memlockUnavailableReason,
   recordFigures,
+  runChild,
 } from "./support.js";
 
 const MIB = 1024 ** 2;
@@ -295,57 +294,61 @@ describe("wiring that fails (mock)", () => {
   });
 });
 
-const child = join(packageDirectory, "test/reliability/children/memlock-child.mjs");
-const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
-const isRoot = process.getuid?.() === 0;
-const canDropLock = !isRoot || spawnSync("setpriv", ["--version"]).status === 0;
-const canLimit = spawnSync("prlimit", ["--version"]).status === 0;
 const hostChildReason = !hostAvailable
   ? hostUnavailableReason
-  : !deviceBuilt
-    ? "packages/device/dist is not built (the child imports @nuvec/device)"
-    : !canLimit
-      ? "prlimit is missing"
-      : !canDropLock
-        ? "running as root without setpriv: CAP_IPC_LOCK would ignore RLIMIT_MEMLOCK"
-        : undefined;
+  : deviceBuilt
+    ? memlockUnavailableReason()
+    : "packages/device/dist is not built (the child imports @nuvec/device)";
 
 describe.skipIf(hostChildReason !== undefined)(
   `RLIMIT_MEMLOCK lowered on the host backend${hostChildReason ? ` (skipped: ${hostChildReason})` : ""}`,
   () => {
-    it("makes wiring fail in a child process: counted, reported, and the device keeps working", () => {
-      // 64 KiB of locked memory at most; as root, CAP_IPC_LOCK (which ignores the limit) is dropped too.
-      const command = ["prlimit", "--memlock=65536:65536"];
-      if (isRoot) command.push("setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock");
-      command.push(process.execPath, child);
-      const result = spawnSync(command[0]!, command.slice(1), { encoding: "utf8", cwd: packageDirectory });
-      // Nothing on stderr but the Device's one wiring warning.
-      expect(result.stderr.match(/NuvecWiringWarning/g)).toHaveLength(1);
+    it("makes wiring fail in a child process: counted, wired (residency's figure) next to what the platform locked, one warning per Device, and the device keeps working", () => {
+      const result = runChild("memlock-child.mjs", { memlock: true });
+      // Nothing on stderr but the wiring warning of each of the two Devices.
+      expect(result.stderr.match(/NuvecWiringWarning/g)).toHaveLength(2);
       expect(
         result.stderr.replace(
-          /^\(node:\d+\) \[NUVEC_WIRING_FAILED\] NuvecWiringWarning: .*\n(\(Use `node --trace-warnings.*\n)?/m,
+          /^\(node:\d+\) \[NUVEC_WIRING_FAILED\] NuvecWiringWarning: .*\n(\(Use `node --trace-warnings.*\n)?/gm,
           "",
         ),
       ).toBe("");
+      expect(result.signal).toBeNull();
       expect(result.status).toBe(0);
-      const report = JSON.parse(result.stdout.trim().split("\n").at(-1)!) as {
+      const report = result.report as {
         wiringFailures: number;
+        backendWiringFailures: number;
         lastWiringError: string | undefined;
-        wiredBytes: number;
+        wired: number;
+        wiredByPlatform: number;
+        backendWired: number;
         vmLckBefore: number;
         vmLckWired: number;
         vmLckAfter: number;
         worked: boolean;
         liveAfterClose: number;
+        warnings: Array<{ name: string; code: string; message: string }>;
       };
       expect(report.wiringFailures).toBeGreaterThan(0);
+      expect(report.backendWiringFailures).toBeGreaterThan(0);
       expect(report.lastWiringError).toMatch(/mlock|RLIMIT_MEMLOCK|memlock/i);
+      // Residency asked for both 4 MiB buffers and the small one; the system locked at most 64 KiB.
+      expect(report.wired).toBeGreaterThanOrEqual(8 * MIB);
+      expect(report.wiredByPlatform).toBe(report.backendWired);
+      expect(report.wiredByPlatform).toBeLessThanOrEqual(64 * 1024);
       expect(report.vmLckWired).toBeLessThanOrEqual(64 * 1024);
       expect(report.worked).toBe(true);
       expect(report.liveAfterClose).toBe(0);
       expect(report.vmLckAfter).toBe(report.vmLckBefore);
-      figures.hostWiringFailures += report.wiringFailures;
-      figures.hostMemlockChild = `wiring failed ${report.wiringFailures} times under a 64 KiB RLIMIT_MEMLOCK; device kept working`;
+      // One warning per Device (two Devices), each naming both figures and the advice.
+      expect(report.warnings).toHaveLength(2);
+      for (const warning of report.warnings) {
+        expect(warning).toMatchObject({ name: "NuvecWiringWarning", code: "NUVEC_WIRING_FAILED" });
+        expect(warning.message).toMatch(/wiredByPlatform/);
+        expect(warning.message).toMatch(/RLIMIT_MEMLOCK|ulimit -l/);
+      }
+      figures.hostWiringFailures += report.backendWiringFailures;
+      figures.hostMemlockChild = `wiring failed ${report.backendWiringFailures} times under a 64 KiB RLIMIT_MEMLOCK; device kept working`;
       figures.survived += 1;
     });
   },

@@ -2,24 +2,18 @@
 // process (children/hostile-globals.mjs), because deleting or patching a global would change this runner too.
 // What the Device relies on is taken when it loads (src/environment.ts); a backend is read and checked once,
 // at open (src/backend-shape.ts).
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { packageDirectory } from "./support.js";
-
-const child = join(packageDirectory, "test/reliability/children/hostile-globals.mjs");
-const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
+import { deviceBuilt, runChild } from "./support.js";
 
 function run(scenario: string): Record<string, unknown> {
-  const result = spawnSync(process.execPath, ["--expose-gc", child, scenario], {
-    encoding: "utf8",
-    cwd: packageDirectory,
+  const result = runChild("hostile-globals.mjs", {
+    args: [scenario],
+    nodeOptions: ["--expose-gc"],
     timeout: 60_000,
   });
   expect(result.stderr).toBe("");
   expect(result.status).toBe(0);
-  return JSON.parse(result.stdout.trim().split("\n").at(-1) as string);
+  return result.report as Record<string, unknown>;
 }
 
 describe.skipIf(!deviceBuilt)("hostile globals (each in a child process)", () => {

@@ -1,5 +1,7 @@
 // Shared by the reliability suite: the run's length (CI or full), whether the real host backend is here, the
-// figures each test file writes for RELIABILITY.md, and readings of the kernel's view of this process.
+// figures each test file writes for RELIABILITY.md, readings of the kernel's view of this process, child
+// processes, and the helpers of the fuzzers and of the tests that move views away or wait for the collector.
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -94,6 +96,62 @@ export function expectNothingHeldSince(start: Held, end: Held): void {
     wiredBytes: counters.wiredBytes,
   });
   expect(held(end)).toEqual(held(start));
+}
+
+/** Whether packages/device/dist is built: the child processes import @nuvec/device. */
+export const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
+
+const isRoot = process.getuid?.() === 0;
+
+/** Why RLIMIT_MEMLOCK cannot be lowered for a child here, or `undefined`. */
+export function memlockUnavailableReason(): string | undefined {
+  if (spawnSync("prlimit", ["--version"]).status !== 0) return "prlimit is missing";
+  // As root, CAP_IPC_LOCK ignores RLIMIT_MEMLOCK: it must be dropped (setpriv).
+  if (isRoot && spawnSync("setpriv", ["--version"]).status !== 0)
+    return "running as root without setpriv: CAP_IPC_LOCK would ignore RLIMIT_MEMLOCK";
+  return undefined;
+}
+
+/** What a child process did: its exit, its output, and its report (its last stdout line, as JSON if it is). */
+export interface ChildResult {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  report: unknown;
+}
+
+/**
+ * Runs `children/<script>` with Node (after `nodeOptions`), under a 64 KiB RLIMIT_MEMLOCK with CAP_IPC_LOCK
+ * dropped when `memlock` is set.
+ */
+export function runChild(
+  script: string,
+  options: { args?: string[]; nodeOptions?: string[]; memlock?: boolean; timeout?: number } = {},
+): ChildResult {
+  const command = options.memlock ? ["prlimit", "--memlock=65536:65536"] : [];
+  if (options.memlock && isRoot) command.push("setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock");
+  const path = join(packageDirectory, "test/reliability/children", script);
+  command.push(process.execPath, ...(options.nodeOptions ?? []), path, ...(options.args ?? []));
+  const result = spawnSync(command[0]!, command.slice(1), {
+    encoding: "utf8",
+    cwd: packageDirectory,
+    ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+  });
+  const last = result.stdout.trim().split("\n").at(-1) ?? "";
+  let report: unknown = last;
+  try {
+    report = JSON.parse(last);
+  } catch {
+    // left as text: the assertions show it
+  }
+  return {
+    status: result.status,
+    signal: result.signal,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    report,
+  };
 }
 
 /** A field of /proc/self/status in bytes (`VmLck`, `VmSize`, `RssAnon`, …); 0 when absent. */
