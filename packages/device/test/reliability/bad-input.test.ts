@@ -2,7 +2,7 @@
 // buffers, mappings and closed devices, and bad files. Each case must throw the error it names (class, code,
 // the argument it names) and leave memoryStats() and counters() of both devices, the backend's counters and
 // its residency sets exactly as they were. `-0` is accepted as 0 everywhere a byte count is taken
-// (@nuvec/stats' DECISIONS.md). Runs on the mock and, when it loads, on the real host backend.
+// (@nuvec/stats' DECISIONS.md; src/schemas.test.ts). Runs on the mock and, when it loads, on the host backend.
 import { chmodSync, mkdirSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
@@ -430,21 +430,6 @@ describeOnHost("bad input catalogue", () => {
       backendCounters: () => backend.counters(),
       liveSets: () => 0,
     };
-  });
-});
-
-describe("-0 is accepted as 0", () => {
-  it("malloc(-0) is an empty buffer, and the setters take -0 as a limit of 0", () => {
-    const backend = new MockBackend();
-    const device = Device.open({ backend });
-    const empty = device.malloc(-0);
-    expect(empty.allocatedLength).toBe(0);
-    empty.free();
-    expect(device.setCacheLimit(-0)).toBeGreaterThan(0);
-    expect(device.setWiredLimit(-0)).toBe(0);
-    expect(device.setMemoryLimit(-0)).toBeGreaterThan(0);
-    expect(device.memoryStats()).toMatchObject({ memoryLimit: 0, cacheLimit: 0, wiredLimit: 0 });
-    device.close();
   });
 });
 
