@@ -56,7 +56,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       device.close();
     });
 
-    it("a mapped file's handle: its length and mapped length; StateError after release", () => {
+    it("a mapped file's handle: its length and mapped length", () => {
       const { backend, device } = open();
       const content = pattern(10_000, 7);
       const file = device.mapFile(writeFile(content));
@@ -69,9 +69,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       });
       if (realMemory) expect(readOwnMemory(cpuAddress(handle), content.length)).toEqual(content);
       file.free();
-      expect(() => device.native.handle(file)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
-      );
       device.close();
     });
 
@@ -99,15 +96,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       buffer.free({ after: kernel.promise });
 
       expect(view.byteLength).toBe(0); // detached at once
-      expect(() => buffer.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      expect(() => device.native.handle(buffer)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      expect(() => buffer.free()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
       expect(device.memoryStats().active).toBe(active);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, liveBuffers: 1, cachedBuffers: 0 });
 
@@ -235,9 +223,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         mapped: file.allocatedLength,
       });
       expect(device.counters().pendingFrees).toBe(2);
-      expect(() => device.malloc(10)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-      );
 
       kernel.resolve();
       await turns();

@@ -189,6 +189,12 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   };
   const freedBuffer = (context: Context) => freed(buffer(context));
   const releasedFile = (context: Context) => freed(file(context));
+  /** A buffer freed after a promise (settled, but not yet seen: the case runs in the same turn). */
+  const deferredFree = (context: Context) => {
+    const held = buffer(context);
+    held.free({ after: Promise.resolve() });
+    return held;
+  };
   const bufferFreed = state("ERR_NUVEC_BUFFER_FREED");
   const mappingFreed = state("ERR_NUVEC_MAPPING_FREED");
   const foreign = invalid("handle", "ERR_NUVEC_FOREIGN_BUFFER");
@@ -259,16 +265,11 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ["free(options: number)", on(buffer, (held) => held.free(5 as never)), invalid("options")],
     [
       "nativeHandle() after a deferred free",
-      on(
-        (context) => {
-          const held = buffer(context);
-          held.free({ after: Promise.resolve() });
-          return held;
-        },
-        (held, device) => device.native.handle(held),
-      ),
+      on(deferredFree, (held, device) => device.native.handle(held)),
       bufferFreed,
     ],
+    ["contents() after a deferred free", on(deferredFree, (held) => held.contents()), bufferFreed],
+    ["free() after a deferred free", on(deferredFree, (held) => held.free()), bufferFreed],
   ];
   for (const [kind, after] of [
     ["number", 5],

@@ -11,13 +11,11 @@
 //   NUVEC_FUZZ_SEED=<seed> NUVEC_FUZZ_PATH=<path> NUVEC_FUZZ_REPLAY_PATH=<replayPath> \
 //     npx vitest run test/reliability/fuzz.test.ts -t "<test name>"
 import { randomFillSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
 import { DeviceModel, type ModelFacts, sizeClass } from "./model.js";
@@ -38,15 +36,12 @@ import {
 const KIB = 1024;
 const MIB = 1024 ** 2;
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-fuzz-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const scratch = scratchFolder("nuvec-reliability-fuzz-");
 
 /** Files to map: lengths around the page sizes of both platforms. */
 const files = [1, 100, 4095, 4096, 4097, 16384, 16385, 100_000, MIB + 3].map((length, index) => {
-  const path = join(folder, `file-${index}.bin`);
   const bytes = randomFillSync(new Uint8Array(length));
-  writeFileSync(path, bytes);
-  return { path, bytes };
+  return { path: scratch.write(`file-${index}.bin`, bytes), bytes };
 });
 
 interface LiveBuffer {
@@ -64,22 +59,13 @@ interface LiveFile {
   source: Uint8Array;
 }
 
-/** The second Device on the same backend: it holds nothing between steps (see OtherDeviceCommand). */
-interface OtherDevice {
-  device: Device;
-  mallocs: number;
-}
-
-/** A trace window being recorded: the sizes of the mallocs it must end with, in order. */
-interface TraceWindow {
-  mallocs: number[];
-}
-
 interface World {
   device: Device;
   openOther: () => Device;
-  other: OtherDevice | undefined;
-  trace: TraceWindow | undefined;
+  /** The second Device on the same backend: it holds nothing between steps (see otherDevice). */
+  other: Device | undefined;
+  /** A trace window being recorded: the sizes of the mallocs it must end with, in order. */
+  trace: { mallocs: number[] } | undefined;
   /** Steps since the last full sweep of the bytes and views. */
   sinceSweep: number;
   mock: MockBackend | undefined;
@@ -93,31 +79,27 @@ interface World {
   workingSet: number;
   startCounters: ReturnType<NativeBackend["counters"]>;
   nextMappingId: number;
-  /** Views moved away with transfer() (MoveAwayCommand), held to the end of the run: their buffers stay quarantined. */
+  /** Views moved away with transfer() (moveAway), held to the end of the run: their buffers stay quarantined. */
   moved: Uint8Array[];
 }
 
-interface Tally {
-  runs: number;
-  steps: number;
-  refusals: number;
-  cacheHits: number;
-  /** Steps on the second Device, and trace windows closed and checked. */
-  otherDeviceSteps: number;
-  traceWindows: number;
-  /** Buffers freed after their view was moved away (quarantined). */
-  movedAway: number;
-  /** Wall time of the shape's property, for RELIABILITY.md (measured, never asserted). */
-  milliseconds: number;
-}
-
-const tallies: Record<string, Tally> = {};
-
-function tally(name: string): Tally {
-  const zero = { runs: 0, steps: 0, refusals: 0, cacheHits: 0, otherDeviceSteps: 0, traceWindows: 0 };
-  tallies[name] ??= { ...zero, movedAway: 0, milliseconds: 0 };
-  return tallies[name];
-}
+/**
+ * What the runs of one shape did, for RELIABILITY.md: runs, steps, refusals and cache hits checked, steps on
+ * the second Device, trace windows checked, buffers freed after their view was moved away (quarantined), and
+ * the property's wall time (measured, never asserted).
+ */
+const newTally = () => ({
+  runs: 0,
+  steps: 0,
+  refusals: 0,
+  cacheHits: 0,
+  otherDeviceSteps: 0,
+  traceWindows: 0,
+  movedAway: 0,
+  milliseconds: 0,
+});
+const tallies: Record<string, ReturnType<typeof newTally>> = {};
+const tally = (name: string) => (tallies[name] ??= newTally());
 
 /** A full sweep of every live buffer's written bytes, every mapped file and every stale view this often. */
 const SWEEP_EVERY = 64;
@@ -148,7 +130,7 @@ function nativeOf(buffer: DeviceBuffer): object | undefined {
 /** The system buffers the second Device holds (none between its steps; counted in case it ever does). */
 function otherHeld(world: World): number {
   if (world.other === undefined) return 0;
-  const counters = world.other.device.counters();
+  const counters = world.other.counters();
   return counters.liveBuffers + counters.cachedBuffers;
 }
 
@@ -447,20 +429,19 @@ const otherDevice = (action: "open" | "malloc" | "close", bytes: number, name: s
   command(name, action === "malloc" ? `other.malloc(${bytes})` : `other.${action}()`, (_model, world) => {
     tally(name).otherDeviceSteps += 1;
     if (action === "open") {
-      world.other ??= { device: world.openOther(), mallocs: 0 };
+      world.other ??= world.openOther();
     } else if (action === "close") {
-      world.other?.device.close();
+      world.other?.close();
       world.other = undefined;
     } else if (world.other !== undefined) {
       let buffer: DeviceBuffer | undefined;
       try {
-        buffer = world.other.device.malloc(bytes);
+        buffer = world.other.malloc(bytes);
       } catch (error) {
         // Its own limits (or the host's memory) may refuse; a refusal is typed and changes nothing here.
         expect(codeOf(error)).toMatch(/^ERR_NUVEC_/);
       }
       if (buffer !== undefined) {
-        world.other.mallocs += 1;
         const native = nativeOf(buffer);
         // Never one of this Device's buffers, live or cached.
         if (native !== undefined) sameValue(world.ids.has(native), false, "the other Device's buffer");
@@ -617,7 +598,7 @@ function fuzzRun(shape: Shape, commands: Iterable<Command>): void {
     checkWorld(model, world, `${shape.name}: end of run`, undefined, true);
     if (world.trace !== undefined) trace(shape.name).run(model, world);
   } finally {
-    world.other?.device.close();
+    world.other?.close();
     device.close();
   }
   // Nothing outlives close(): every buffer and mapping the backend made is released, nothing wired.
