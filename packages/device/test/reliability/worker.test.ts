@@ -3,11 +3,10 @@
 // counters are as before.
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import {
-  hostAvailable,
+  describeOnHost,
   hostBackend,
-  hostUnavailableReason,
   packageDirectory,
   procMapsCount,
   procStatus,
@@ -35,28 +34,25 @@ function runWorker(
   });
 }
 
-describe.skipIf(!hostAvailable)(
-  `a Device in a worker thread${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}`,
-  () => {
-    for (const close of [true, false]) {
-      it(`works, and is released when the worker exits (${close ? "closed first" : "left open"})`, async () => {
-        const main = hostBackend().counters();
-        const vmLck = procStatus("VmLck");
-        const maps = procMapsCount();
-        const result = await runWorker(close);
-        expect(result.exitCode).toBe(0);
-        expect(result.ok).toBe(true);
-        expect(result.stats.active).toBeGreaterThanOrEqual(8 * MIB);
-        // Back to where it was: nothing locked, nothing counted on this thread's backend.
-        expect(procStatus("VmLck")).toBe(vmLck);
-        expect(hostBackend().counters()).toEqual(main);
-        figures[close ? "closed" : "leftOpen"] = {
-          workerActive: result.stats.active,
-          workerWired: result.stats.wired,
-          vmLckDelta: procStatus("VmLck") - vmLck,
-          mapsDelta: procMapsCount() - maps,
-        };
-      });
-    }
-  },
-);
+describeOnHost("a Device in a worker thread", () => {
+  for (const close of [true, false]) {
+    it(`works, and is released when the worker exits (${close ? "closed first" : "left open"})`, async () => {
+      const main = hostBackend().counters();
+      const vmLck = procStatus("VmLck");
+      const maps = procMapsCount();
+      const result = await runWorker(close);
+      expect(result.exitCode).toBe(0);
+      expect(result.ok).toBe(true);
+      expect(result.stats.active).toBeGreaterThanOrEqual(8 * MIB);
+      // Back to where it was: nothing locked, nothing counted on this thread's backend.
+      expect(procStatus("VmLck")).toBe(vmLck);
+      expect(hostBackend().counters()).toEqual(main);
+      figures[close ? "closed" : "leftOpen"] = {
+        workerActive: result.stats.active,
+        workerWired: result.stats.wired,
+        vmLckDelta: procStatus("VmLck") - vmLck,
+        mapsDelta: procMapsCount() - maps,
+      };
+    });
+  }
+});
