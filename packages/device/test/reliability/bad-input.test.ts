@@ -6,11 +6,11 @@
 import { chmodSync, mkdirSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../../stats/test/bad-byte-counts.js";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { Device, type DeviceBuffer, type DeviceOptions, type MappedFile } from "../../src/index.js";
-import { describeOnHost, hostAvailable, hostBackend, recordFigures, runChild } from "./support.js";
+import { describeOnHost, hostAvailable, hostBackend, runChild, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
 const scratch = scratchFolder("nuvec-reliability-bad-input-");
@@ -30,7 +30,7 @@ const tally: Record<
   string,
   { tried: number; passed: number; skipped: string[]; knownBugCases: number; knownBugs: string[] }
 > = {};
-afterAll(() => recordFigures("bad-input", { backends: tally }));
+sectionFigures("bad-input", { backends: tally });
 
 /** Bad byte counts: the shared table and two more. `-0` is not among them: it is accepted (see below). */
 const badByteCounts: ReadonlyArray<readonly [string, unknown]> = [

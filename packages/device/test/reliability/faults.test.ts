@@ -5,23 +5,14 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { OutOfMemoryError } from "@nuvec/stats";
 import fc from "fast-check";
-import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { Device, type DeviceBuffer } from "../../src/index.js";
-import {
-  budget,
-  captureWarnings,
-  deviceBuilt,
-  hostAvailable,
-  hostUnavailableReason,
-  memlockUnavailableReason,
-  recordFigures,
-  runChild,
-} from "./support.js";
+import { budget, captureWarnings, childUnavailableReason, runChild, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
 
-const figures = {
+const figures = sectionFigures("faults", {
   allocationFaultsInjected: 0,
   allocationFaultsRetried: 0,
   allocationFaultsRefused: 0,
@@ -30,9 +21,7 @@ const figures = {
   hostWiringFailures: 0,
   hostMemlockChild: "not run" as string,
   survived: 0,
-};
-
-afterAll(() => recordFigures("faults", figures));
+});
 
 function mockDevice(
   options: ConstructorParameters<typeof MockBackend>[0] = {},
@@ -294,11 +283,7 @@ describe("wiring that fails (mock)", () => {
   });
 });
 
-const hostChildReason = !hostAvailable
-  ? hostUnavailableReason
-  : deviceBuilt
-    ? memlockUnavailableReason()
-    : "packages/device/dist is not built (the child imports @nuvec/device)";
+const hostChildReason = childUnavailableReason(true);
 
 describe.skipIf(hostChildReason !== undefined)(
   `RLIMIT_MEMLOCK lowered on the host backend${hostChildReason ? ` (skipped: ${hostChildReason})` : ""}`,

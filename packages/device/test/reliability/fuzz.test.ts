@@ -14,7 +14,7 @@ import { randomFillSync } from "node:crypto";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
@@ -27,9 +27,9 @@ import {
   hostAvailable,
   hostBackend,
   hostUnavailableReason,
-  recordFigures,
   replayOptions,
   sameFigures,
+  sectionFigures,
   transfer,
 } from "./support.js";
 
@@ -99,6 +99,7 @@ const newTally = () => ({
   milliseconds: 0,
 });
 const tallies: Record<string, ReturnType<typeof newTally>> = {};
+sectionFigures("fuzz", { backends: tallies, hostSkipped: hostAvailable ? undefined : hostUnavailableReason });
 const tally = (name: string) => (tallies[name] ??= newTally());
 
 /** A full sweep of every live buffer's written bytes, every mapped file and every stale view this often. */
@@ -669,13 +670,6 @@ describeOnHost("model-based fuzzing", () => {
       },
       hostRuns,
     );
-  });
-});
-
-afterAll(() => {
-  recordFigures("fuzz", {
-    backends: tallies,
-    hostSkipped: hostAvailable ? undefined : hostUnavailableReason,
   });
 });
 

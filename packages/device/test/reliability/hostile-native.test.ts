@@ -1,19 +1,14 @@
 // The hostile part of the reliability suite, native side: probes of what could take the process
 // down or let a view reach reused memory, run on the real host backend, each in a child process so that a
 // crash shows as the child's signal, not as the test runner's death.
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
-import { deviceBuilt, hostAvailable, hostUnavailableReason, recordFigures, runChild } from "./support.js";
+import { childUnavailableReason, runChild, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
-const skipReason = !hostAvailable
-  ? hostUnavailableReason
-  : !deviceBuilt
-    ? "packages/device/dist is not built (the children import @nuvec/device)"
-    : undefined;
-const figures: Record<string, unknown> = {};
+const skipReason = childUnavailableReason();
+const figures = sectionFigures("hostile-native", {} as Record<string, unknown>);
 const scratch = scratchFolder("nuvec-hostile-device-");
-afterAll(() => recordFigures("hostile-native", figures));
 
 describe.skipIf(skipReason !== undefined)(
   `hostile use of a Device on the host backend${skipReason ? ` (skipped: ${skipReason})` : ""}`,

@@ -20,9 +20,8 @@ import {
   backendFacts,
   budget,
   expectNothingHeldSince,
-  hostAvailable,
   hostBackend,
-  hostUnavailableReason,
+  itOnHost,
   replayOptions,
   sameFigures,
 } from "./support.js";
@@ -211,18 +210,15 @@ describe("model-based fuzzing of the segments policy", () => {
     );
   });
 
-  it.skipIf(!hostAvailable)(
-    `on the host backend${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}: ${hostRuns} runs`,
-    () => {
-      property(
-        () => {
-          const backend = hostBackend();
-          const memoryLimit = 256 * MIB;
-          return { device: Device.open({ backend, policy: "segments", memoryLimit }), backend, memoryLimit };
-        },
-        hostRuns,
-        24 * MIB,
-      );
-    },
-  );
+  itOnHost(`on the host backend: ${hostRuns} runs`, () => {
+    property(
+      () => {
+        const backend = hostBackend();
+        const memoryLimit = 256 * MIB;
+        return { device: Device.open({ backend, policy: "segments", memoryLimit }), backend, memoryLimit };
+      },
+      hostRuns,
+      24 * MIB,
+    );
+  });
 });

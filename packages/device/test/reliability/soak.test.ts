@@ -5,15 +5,14 @@
 // `external` memory is compared with the device's accounts while the replay runs.
 import { readTrace } from "@nuvec/allocator/node";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Device, type DeviceBuffer } from "../../src/index.js";
 import {
   budget,
   describeOnHost,
   hostBackend,
-  procMapsCount,
-  procStatus,
-  recordFigures,
+  processFigures,
+  sectionFigures,
   tracePaths,
 } from "./support.js";
 
@@ -30,8 +29,9 @@ const traces = tracePaths().map((path) => ({
     .slice(0, eventsPerTrace),
 }));
 const seconds = budget("NUVEC_SOAK_SECONDS", 3, 60);
-const figures: Record<string, unknown> = { traces: traces.map((trace) => trace.path.split("/").at(-1)) };
-afterAll(() => recordFigures("soak", figures));
+const figures = sectionFigures("soak", {
+  traces: traces.map((trace) => trace.path.split("/").at(-1)),
+} as Record<string, unknown>);
 
 function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -178,9 +178,7 @@ describeOnHost("soak", () => {
     collectGarbage();
     const reading = () => ({
       counters: backend.counters(),
-      vmLck: procStatus("VmLck"),
-      vmSize: procStatus("VmSize"),
-      maps: procMapsCount(),
+      ...processFigures(),
       external: process.memoryUsage().external,
       heapTotal: process.memoryUsage().heapTotal,
     });

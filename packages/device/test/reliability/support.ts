@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
-import { describe, expect, vi } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -48,10 +48,17 @@ export function hostBackend(): NativeBackend {
   return loadNativeBackend();
 }
 
+/** Where the host backend is missing: ` (skipped: <why>)`, for a title. */
+const hostSkipped = hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`;
+
 /** `describe` on the real host backend, titled `<title> on the host backend`: skipped, saying why, without it. */
 export function describeOnHost(title: string, body: () => void): void {
-  const reason = hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`;
-  describe.skipIf(!hostAvailable)(`${title} on the host backend${reason}`, body);
+  describe.skipIf(!hostAvailable)(`${title} on the host backend${hostSkipped}`, body);
+}
+
+/** `it` on the real host backend: skipped, saying why, without it. */
+export function itOnHost(title: string, body: () => unknown, timeout?: number): void {
+  it.skipIf(!hostAvailable)(`${title}${hostSkipped}`, body, timeout);
 }
 
 /** The facts a reference model takes from a backend. */
@@ -103,8 +110,14 @@ export const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
 
 const isRoot = process.getuid?.() === 0;
 
-/** Why RLIMIT_MEMLOCK cannot be lowered for a child here, or `undefined`. */
-export function memlockUnavailableReason(): string | undefined {
+/**
+ * Why a child process using the Device on the host backend cannot run here (with RLIMIT_MEMLOCK lowered, when
+ * `memlock`), or `undefined`.
+ */
+export function childUnavailableReason(memlock = false): string | undefined {
+  if (!hostAvailable) return hostUnavailableReason;
+  if (!deviceBuilt) return "packages/device/dist is not built (the child processes import @nuvec/device)";
+  if (!memlock) return undefined;
   if (spawnSync("prlimit", ["--version"]).status !== 0) return "prlimit is missing";
   // As root, CAP_IPC_LOCK ignores RLIMIT_MEMLOCK: it must be dropped (setpriv).
   if (isRoot && spawnSync("setpriv", ["--version"]).status !== 0)
@@ -162,9 +175,14 @@ export function procStatus(field: string): number {
 }
 
 /** Lines of /proc/self/maps (mappings of this process); 0 when absent. */
-export function procMapsCount(): number {
+function procMapsCount(): number {
   if (!existsSync("/proc/self/maps")) return 0;
   return readFileSync("/proc/self/maps", "utf8").split("\n").filter(Boolean).length;
+}
+
+/** The kernel's view of this process: its locked and virtual memory (VmLck, VmSize) and its mappings. */
+export function processFigures(): { vmLck: number; vmSize: number; maps: number } {
+  return { vmLck: procStatus("VmLck"), vmSize: procStatus("VmSize"), maps: procMapsCount() };
 }
 
 /** Where each test file writes its figures: one JSON file per section, merged by report.mjs. */
@@ -174,7 +192,7 @@ export const figuresDirectory = join(packageDirectory, ".reliability", "sections
  * Records figures for RELIABILITY.md under `section` (merged into what the same section already wrote in
  * this run, so several tests of one file can add to it).
  */
-export function recordFigures(section: string, figures: Record<string, unknown>): void {
+function recordFigures(section: string, figures: Record<string, unknown>): void {
   mkdirSync(figuresDirectory, { recursive: true });
   const file = join(figuresDirectory, `${section}.json`);
   let previous: Record<string, unknown> = {};
@@ -197,6 +215,12 @@ export function recordFigures(section: string, figures: Record<string, unknown>)
     writtenAt: new Date().toISOString(),
   };
   writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+}
+
+/** The figures a test file records for RELIABILITY.md under `section` (filled in by its tests, written after). */
+export function sectionFigures<T extends Record<string, unknown>>(section: string, figures: T): T {
+  afterAll(() => recordFigures(section, figures));
+  return figures;
 }
 
 /** The three real traces (the repository's copies, fixtures/traces). */
