@@ -18,17 +18,14 @@ import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
-import { DeviceModel, type ModelFacts, sizeClass } from "./model.js";
+import { backendFacts, DeviceModel, fuzzProperty, type ModelFacts, sameFigures, sizeClass } from "./model.js";
 import {
-  backendFacts,
   budget,
   describeOnHost,
   expectNothingHeldSince,
   hostAvailable,
   hostBackend,
   hostUnavailableReason,
-  replayOptions,
-  sameFigures,
   sectionFigures,
   transfer,
 } from "./support.js";
@@ -558,10 +555,7 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
 function fuzz(shape: Shape, numRuns: number): void {
   const began = performance.now();
   try {
-    fc.assert(
-      fc.property(commandsFor(shape), (commands) => fuzzRun(shape, commands)),
-      { numRuns, verbose: 1, ...replayOptions() },
-    );
+    fuzzProperty(commandsFor(shape), (commands) => fuzzRun(shape, commands), numRuns);
   } finally {
     tally(shape.name).milliseconds += Math.round(performance.now() - began);
   }

@@ -5,7 +5,8 @@ import { replayTrace } from "@nuvec/allocator";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { Device, type MemoryStats, type Trace } from "../../src/index.js";
-import { backendFacts, collectUntil, deferred, transfer, turns } from "./support.js";
+import { backendFacts } from "./model.js";
+import { collectUntil, deferred, transfer, turns } from "./support.js";
 
 const KIB = 1024;
 const MIB = 1024 ** 2;

@@ -16,15 +16,8 @@ import { type ModelPlace, SegmentsModel } from "../../../allocator/test/segments
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
-import {
-  backendFacts,
-  budget,
-  expectNothingHeldSince,
-  hostBackend,
-  itOnHost,
-  replayOptions,
-  sameFigures,
-} from "./support.js";
+import { backendFacts, fuzzProperty, sameFigures } from "./model.js";
+import { budget, expectNothingHeldSince, hostBackend, itOnHost } from "./support.js";
 
 const KIB = 1024;
 const MIB = 1024 ** 2;
@@ -184,10 +177,7 @@ function run(open: () => Opened, list: Step[]): void {
 }
 
 function property(open: () => Opened, numRuns: number, largest: number): void {
-  fc.assert(
-    fc.property(steps(largest, 120 * MIB), (list) => run(open, list)),
-    { numRuns, ...replayOptions() },
-  );
+  fuzzProperty(steps(largest, 120 * MIB), (list) => run(open, list), numRuns);
 }
 
 const mockRuns = budget("NUVEC_FUZZ_RUNS", 400, 3000);

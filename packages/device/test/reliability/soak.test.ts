@@ -3,7 +3,6 @@
 // every buffer stamped through contents() and checked when it is freed. At the end, after close(): the
 // backend's live buffers and bytes, VmLck, and the process's mappings are back where they started. V8's
 // `external` memory is compared with the device's accounts while the replay runs.
-import { readTrace } from "@nuvec/allocator/node";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { Device, type DeviceBuffer } from "../../src/index.js";
@@ -12,22 +11,16 @@ import {
   describeOnHost,
   hostBackend,
   processFigures,
+  type ReplayEvent,
   sectionFigures,
-  tracePaths,
+  soakTraces,
 } from "./support.js";
 
 const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
 /** In CI each trace is cut to its first events (a whole ResNet-50 replay on real memory takes seconds). */
 const eventsPerTrace = budget("NUVEC_SOAK_EVENTS", 20_000, Number.MAX_SAFE_INTEGER);
-type ReplayEvent = readonly ["a", number, number] | readonly ["f", number];
-/** Allocations and frees only (a trace may hold other events, e.g. mappings recorded by a Device). */
-const traces = tracePaths().map((path) => ({
-  path,
-  events: (readTrace(path).events as readonly (readonly unknown[])[])
-    .filter((event): event is ReplayEvent => event[0] === "a" || event[0] === "f")
-    .slice(0, eventsPerTrace),
-}));
+const traces = soakTraces(eventsPerTrace);
 const seconds = budget("NUVEC_SOAK_SECONDS", 3, 60);
 const figures = sectionFigures("soak", {
   traces: traces.map((trace) => trace.path.split("/").at(-1)),

@@ -8,6 +8,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { readTrace } from "@nuvec/allocator/node";
 import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
 import { afterAll, describe, expect, it, vi } from "vitest";
 
@@ -59,33 +60,6 @@ export function describeOnHost(title: string, body: () => void): void {
 /** `it` on the real host backend: skipped, saying why, without it. */
 export function itOnHost(title: string, body: () => unknown, timeout?: number): void {
   it.skipIf(!hostAvailable)(`${title}${hostSkipped}`, body, timeout);
-}
-
-/** The facts a reference model takes from a backend. */
-export function backendFacts(backend: NativeBackend) {
-  const { recommendedMaxWorkingSetSize, memorySize, maxBufferLength, resourceLimit, pageSize } = backend;
-  return { workingSet: recommendedMaxWorkingSetSize, memorySize, maxBufferLength, resourceLimit, pageSize };
-}
-
-/** fast-check's seed and path from `NUVEC_FUZZ_SEED` and `NUVEC_FUZZ_PATH` (a failure's replay), if set. */
-export function replayOptions(): { seed?: number; path?: string } {
-  const seed = Number(process.env.NUVEC_FUZZ_SEED);
-  const path = process.env.NUVEC_FUZZ_PATH;
-  return { ...(Number.isFinite(seed) ? { seed } : {}), ...(path === undefined ? {} : { path }) };
-}
-
-/**
- * Expects `actual` to hold every field of `expected` (a model's figures), comparing by hand first: expect's
- * deep equality is slow at every step of a fuzz run.
- */
-export function sameFigures(actual: object, expected: object, what: string): void {
-  const fields = actual as Record<string, unknown>;
-  for (const [key, value] of Object.entries(expected)) {
-    if (fields[key] !== value) {
-      const picked = Object.fromEntries(Object.keys(expected).map((name) => [name, fields[name]]));
-      expect(picked, what).toEqual(expected);
-    }
-  }
 }
 
 /** The backend's counters that say what it holds. */
@@ -223,10 +197,25 @@ export function sectionFigures<T extends Record<string, unknown>>(section: strin
   return figures;
 }
 
-/** The three real traces (the repository's copies, fixtures/traces). */
-export function tracePaths(): string[] {
+/** An allocation or a free of a trace. */
+export type ReplayEvent = readonly ["a", number, number] | readonly ["f", number];
+
+/**
+ * The three real traces (the repository's copies, fixtures/traces): the first `events` of each of their
+ * allocations and frees (a trace may hold other events, e.g. mappings recorded by a Device).
+ */
+export function soakTraces(events: number): { path: string; events: ReplayEvent[] }[] {
   const traces = resolve(packageDirectory, "../../fixtures/traces");
-  return ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((name) => join(traces, `${name}.ndjson.gz`));
+  return ["gpt2-generate", "bert-dynamic", "resnet50-train"].map((name) => {
+    const path = join(traces, `${name}.ndjson.gz`);
+    const all = readTrace(path).events as readonly (readonly unknown[])[];
+    return {
+      path,
+      events: all
+        .filter((event): event is ReplayEvent => event[0] === "a" || event[0] === "f")
+        .slice(0, events),
+    };
+  });
 }
 
 /**
