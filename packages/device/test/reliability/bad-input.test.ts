@@ -60,6 +60,12 @@ const invalid = (argument: string, code = "ERR_NUVEC_INVALID_ARGUMENT") => ({
   argument,
 });
 const state = (code: string) => ({ name: "StateError", code });
+/** A case whose bad call needs no set-up. */
+const direct =
+  (call: (context: Context) => unknown): Case["act"] =>
+  (context) =>
+  () =>
+    call(context);
 
 /** The figures a refused call must leave as they were (after close: the last ones, which stay readable). */
 function snapshot(device: Device): unknown {
@@ -72,10 +78,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     for (const [kind, value] of badByteCounts) {
       cases.push({
         name: `${entry}(${kind})`,
-        act:
-          ({ device }) =>
-          () =>
-            device[entry](value as number),
+        act: direct(({ device }) => device[entry](value as number)),
         error: invalid("bytes"),
       });
     }
@@ -84,10 +87,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   cases.push(
     {
       name: "malloc(above max buffer length)",
-      act:
-        ({ device }) =>
-        () =>
-          device.malloc(maxBufferLength + 1),
+      act: direct(({ device }) => device.malloc(maxBufferLength + 1)),
       error: {
         ...invalid("bytes", "ERR_NUVEC_BUFFER_TOO_LARGE"),
         requested: maxBufferLength + 1,
@@ -96,10 +96,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     },
     {
       name: "setWiredLimit(working set + 1)",
-      act:
-        ({ device }) =>
-        () =>
-          device.setWiredLimit(workingSet + 1),
+      act: direct(({ device }) => device.setWiredLimit(workingSet + 1)),
       error: invalid("bytes", "ERR_NUVEC_WIRED_LIMIT"),
     },
   );
@@ -114,10 +111,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   ] as [string, unknown][]) {
     cases.push({
       name: `startResidencyKeepAlive(${kind})`,
-      act:
-        ({ device }) =>
-        () =>
-          device.startResidencyKeepAlive(value as number),
+      act: direct(({ device }) => device.startResidencyKeepAlive(value as number)),
       error: invalid("intervalMilliseconds"),
     });
   }
@@ -167,10 +161,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   for (const [name, options, error] of openCases) {
     cases.push({
       name: `Device.open(${name})`,
-      act:
-        ({ open }) =>
-        () =>
-          open(options as DeviceOptions),
+      act: direct(({ open }) => open(options as DeviceOptions)),
       error,
     });
   }
@@ -227,34 +218,14 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       ),
       foreign,
     ],
-    [
-      "free(undefined)",
-      ({ device }) =>
-        () =>
-          device.free(undefined as never),
-      invalid("handle"),
-    ],
-    [
-      "free({})",
-      ({ device }) =>
-        () =>
-          device.free({} as never),
-      invalid("handle"),
-    ],
+    ["free(undefined)", direct(({ device }) => device.free(undefined as never)), invalid("handle")],
+    ["free({})", direct(({ device }) => device.free({} as never)), invalid("handle")],
     [
       "free(ArrayBuffer)",
-      ({ device }) =>
-        () =>
-          device.free(new ArrayBuffer(8) as never),
+      direct(({ device }) => device.free(new ArrayBuffer(8) as never)),
       invalid("handle"),
     ],
-    [
-      "free(null)",
-      ({ device }) =>
-        () =>
-          device.free(null as never),
-      invalid("handle"),
-    ],
+    ["free(null)", direct(({ device }) => device.free(null as never)), invalid("handle")],
     ["release twice", on(releasedFile, (held) => held.free()), mappingFreed],
     ["mapping contents() after release", on(releasedFile, (held) => held.contents()), mappingFreed],
     [
@@ -297,19 +268,13 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   ] as [string, unknown, Record<string, unknown>][]) {
     cases.push({
       name: `mapFile(${kind})`,
-      act:
-        ({ device }) =>
-        () =>
-          device.mapFile(value as string),
+      act: direct(({ device }) => device.mapFile(value as string)),
       error,
     });
   }
   cases.push({
     name: "mapFile(unreadable file)",
-    act:
-      ({ device }) =>
-      () =>
-        device.mapFile(paths.unreadable),
+    act: direct(({ device }) => device.mapFile(paths.unreadable)),
     error: { name: "SystemCallError", code: "ERR_NUVEC_SYSTEM" },
     ...(isRoot ? { skip: "running as root: chmod 000 does not stop root from reading" } : {}),
   });
