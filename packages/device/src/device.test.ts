@@ -1,6 +1,7 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it, vi } from "vitest";
 import { thrown } from "../../stats/test/thrown.js";
+import { collectUntil, turns } from "../test/reliability/support.js";
 import { ownerOfView } from "./device-buffer.js";
 import { Device, type DeviceBuffer, OutOfMemoryError } from "./index.js";
 
@@ -314,20 +315,11 @@ describe("close", () => {
 describe("the safety net", () => {
   const gc = (globalThis as { gc?: () => void }).gc;
 
-  async function collect(until: () => boolean): Promise<void> {
-    for (let round = 0; round < 50 && !until(); round += 1) {
-      gc?.();
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
   it.skipIf(gc === undefined)("gives back a buffer dropped without free(), and counts it", async () => {
     const { device } = mockDevice();
-    (() => {
-      device.malloc(MIB);
-    })();
+    (() => device.malloc(MIB))();
     expect(device.memoryStats().active).toBe(MIB);
-    await collect(() => device.counters().leakedBuffers > 0);
+    await collectUntil(() => device.counters().leakedBuffers > 0);
     expect(device.counters().leakedBuffers).toBe(1);
     expect(device.memoryStats()).toMatchObject({ active: 0, cache: MIB });
   });
@@ -336,10 +328,8 @@ describe("the safety net", () => {
     "can be turned off: a dropped buffer then stays live until close()",
     async () => {
       const { device, backend } = mockDevice({}, { safetyNet: false });
-      (() => {
-        device.malloc(MIB);
-      })();
-      await collect(() => false);
+      (() => device.malloc(MIB))();
+      await collectUntil(() => false);
       expect(device.counters()).toMatchObject({ leakedBuffers: 0, liveBuffers: 1 });
       expect(device.memoryStats().active).toBe(MIB);
       device.close();
@@ -357,12 +347,12 @@ describe("the safety net", () => {
       const freedLater = device.malloc(4096);
       freedLater.free();
       expect(register).not.toHaveBeenCalled();
-      await new Promise((resolve) => setImmediate(resolve));
+      await turns();
       expect(register).toHaveBeenCalledTimes(2);
       expect(unregister).not.toHaveBeenCalled();
       for (const buffer of kept) buffer.free();
       expect(unregister).toHaveBeenCalledTimes(2);
-      await new Promise((resolve) => setImmediate(resolve));
+      await turns();
       expect(register).toHaveBeenCalledTimes(2);
       expect(device.counters()).toMatchObject({ liveBuffers: 0, leakedBuffers: 0 });
     } finally {
@@ -384,7 +374,7 @@ describe("the safety net", () => {
         }
       })();
       expect(device.counters().liveBuffers).toBe(kept.length + 1);
-      await collect(() => device.counters().leakedBuffers > 0);
+      await collectUntil(() => device.counters().leakedBuffers > 0);
       expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: kept.length });
       for (const buffer of kept) buffer.free();
       expect(device.memoryStats().active).toBe(0);
@@ -396,20 +386,16 @@ describe("the safety net", () => {
     async () => {
       const { device } = mockDevice();
       let freed: DeviceBuffer | undefined = device.malloc(MIB);
-      (() => {
-        device.malloc(2 * MIB); // dropped: reclaimed once
-      })();
-      await new Promise((resolve) => setImmediate(resolve)); // both registered
+      (() => device.malloc(2 * MIB))(); // dropped: reclaimed once
+      await turns(); // both registered
       freed.free();
       freed = undefined;
-      await collect(() => device.counters().leakedBuffers > 0);
-      await collect(() => false);
+      await collectUntil(() => device.counters().leakedBuffers > 0);
+      await collectUntil(() => false);
       expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: 0, cachedBuffers: 2 });
-      (() => {
-        device.malloc(MIB); // dropped, then the device closes before the batch
-      })();
+      (() => device.malloc(MIB))(); // dropped, then the device closes before the batch
       device.close();
-      await collect(() => false);
+      await collectUntil(() => false);
       expect(device.counters()).toMatchObject({ leakedBuffers: 1, liveBuffers: 0 });
     },
   );
@@ -429,7 +415,7 @@ describe("the safety net", () => {
     const { device } = mockDevice();
     const view = (() => device.malloc(4096).bytes())();
     view[0] = 5;
-    await collect(() => device.counters().leakedBuffers > 0);
+    await collectUntil(() => device.counters().leakedBuffers > 0);
     expect(device.counters().leakedBuffers).toBe(0);
     expect(device.memoryStats().active).toBe(4096);
     const next = device.malloc(4096); // a new system buffer: the old one is still owned through the view
