@@ -380,19 +380,21 @@ export class Device {
    * limit. Any non-negative safe integer, above the device's memory too (as MLX).
    */
   setMemoryLimit(bytes: number): number {
-    this.#ensureOpen("setMemoryLimit()");
-    bytes = checkArgument(LIMIT, bytes, "bytes", "setMemoryLimit()");
-    const previous = this.#allocator.setMemoryLimit(bytes);
-    this.#trace?.limit("memory", bytes);
-    return previous;
+    return this.#setAllocatorLimit("memory", bytes);
   }
 
   /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
   setCacheLimit(bytes: number): number {
-    this.#ensureOpen("setCacheLimit()");
-    bytes = checkArgument(LIMIT, bytes, "bytes", "setCacheLimit()");
-    const previous = this.#allocator.setCacheLimit(bytes);
-    this.#trace?.limit("cache", bytes);
+    return this.#setAllocatorLimit("cache", bytes);
+  }
+
+  /** One of the allocator's limits, checked, set and recorded in the trace; returns the previous one. */
+  #setAllocatorLimit(which: "memory" | "cache", bytes: number): number {
+    const method = which === "memory" ? "setMemoryLimit" : "setCacheLimit";
+    this.#ensureOpen(`${method}()`);
+    bytes = checkArgument(LIMIT, bytes, "bytes", `${method}()`);
+    const previous = this.#allocator[method](bytes);
+    this.#trace?.limit(which, bytes);
     return previous;
   }
 
