@@ -8,7 +8,7 @@ import { describe, it } from "vitest";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device } from "../src/index.js";
 import { type AllocatorScenario, allocatorScenarios, replayOnDevice, scenarioFacts } from "./conformance.js";
-import { expectNothingHeldSince } from "./reliability/support.js";
+import { expectNothingHeldSince, wrapBackend } from "./reliability/support.js";
 
 let host: NativeBackend | undefined;
 try {
@@ -20,17 +20,8 @@ const scratch = scratchFolder("nuvec-host-conformance-");
 
 /** The host backend seen as the scenario's device: its facts replaced, its calls untouched. */
 function asScenarioDevice(backend: NativeBackend, scenario: AllocatorScenario): NativeBackend {
-  return {
-    ...scenarioFacts(scenario),
-    name: `${backend.name} as a ${scenario.workingSet}-byte working set`,
-    platform: backend.platform,
-    supportsResidencySets: backend.supportsResidencySets,
-    newBuffer: (bytes) => backend.newBuffer(bytes),
-    mapFile: (path) => backend.mapFile(path),
-    newResidencySet: () => backend.newResidencySet(),
-    attachResidencySet: (set) => backend.attachResidencySet(set),
-    counters: () => backend.counters(),
-  };
+  const name = `${backend.name} as a ${scenario.workingSet}-byte working set`;
+  return wrapBackend(backend, { ...scenarioFacts(scenario), name });
 }
 
 function sparseFile(name: string, length: number): string {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
-import { captureWarnings, deferred, turns } from "./reliability/support.js";
+import { captureWarnings, deferred, turns, wrapBackend } from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -280,17 +280,9 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
     const checkedDevices: bigint[] = [];
     const pointers = new WeakMap<NativeResidencySet, bigint>();
     let nextPointer = 0x5e7_0000n;
-    const backend: NativeBackend = {
-      name: mock.name,
+    const backend = wrapBackend(mock, {
       platform: "metal",
-      memorySize: mock.memorySize,
-      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
-      maxBufferLength: mock.maxBufferLength,
-      resourceLimit: mock.resourceLimit,
-      pageSize: mock.pageSize,
       supportsResidencySets: true,
-      newBuffer: (bytes) => mock.newBuffer(bytes),
-      mapFile: (path) => mock.mapFile(path),
       newResidencySet: () => {
         const set = mock.newResidencySet();
         if (set === undefined) return undefined;
@@ -309,8 +301,7 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
         checkedDevices.push(device);
         if (device !== 0xde71cen) throw new Error("not the GPU the buffers come from");
       },
-      counters: () => mock.counters(),
-    };
+    });
     return { backend, attached, checkedDevices };
   }
 

@@ -49,6 +49,30 @@ export function hostBackend(): NativeBackend {
   return loadNativeBackend();
 }
 
+/**
+ * A backend that is `inner` (its device facts and its calls, not its optional ones) but for `overrides`: a
+ * stand-in for a device these tests cannot have (Metal, device memory, other facts).
+ */
+export function wrapBackend(inner: NativeBackend, overrides: Partial<NativeBackend>): NativeBackend {
+  const { name, platform, memorySize, recommendedMaxWorkingSetSize, maxBufferLength, resourceLimit } = inner;
+  return {
+    name,
+    platform,
+    memorySize,
+    recommendedMaxWorkingSetSize,
+    maxBufferLength,
+    resourceLimit,
+    pageSize: inner.pageSize,
+    supportsResidencySets: inner.supportsResidencySets,
+    newBuffer: (bytes) => inner.newBuffer(bytes),
+    mapFile: (path) => inner.mapFile(path),
+    newResidencySet: () => inner.newResidencySet(),
+    attachResidencySet: (set, queue) => inner.attachResidencySet(set, queue),
+    counters: () => inner.counters(),
+    ...overrides,
+  };
+}
+
 /** Where the host backend is missing: ` (skipped: <why>)`, for a title. */
 const hostSkipped = hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`;
 
