@@ -3,19 +3,13 @@
 // The host's own facts cannot be set, so a thin wrapper presents each scenario's device (working set, memory
 // size, 16 KiB pages for the mapping charge) while every buffer, mapping and residency set is the host's.
 import { truncateSync } from "node:fs";
-import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
-import { describe, it } from "vitest";
+import type { NativeBackend } from "@nuvec/metal-native";
+import { it } from "vitest";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device } from "../src/index.js";
 import { type AllocatorScenario, allocatorScenarios, replayOnDevice, scenarioFacts } from "./conformance.js";
-import { expectNothingHeldSince, wrapBackend } from "./reliability/support.js";
+import { describeOnHost, expectNothingHeldSince, hostBackend, wrapBackend } from "./reliability/support.js";
 
-let host: NativeBackend | undefined;
-try {
-  host = process.platform === "linux" ? loadNativeBackend() : undefined;
-} catch {
-  host = undefined;
-}
 const scratch = scratchFolder("nuvec-host-conformance-");
 
 /** The host backend seen as the scenario's device: its facts replaced, its calls untouched. */
@@ -30,11 +24,11 @@ function sparseFile(name: string, length: number): string {
   return path;
 }
 
-describe.skipIf(host === undefined)("conformance scenarios on the host backend", () => {
+describeOnHost("conformance scenarios", () => {
   it.each(allocatorScenarios.map((scenario, index) => [index, scenario] as const))(
     "scenario %i",
     (index, scenario) => {
-      const backend = host as NativeBackend;
+      const backend = hostBackend();
       const before = backend.counters();
       const device = Device.open({ backend: asScenarioDevice(backend, scenario), policy: "mlx" });
       replayOnDevice(device, scenario, (id, length) => sparseFile(`${index}-${id}.bin`, length));

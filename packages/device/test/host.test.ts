@@ -4,17 +4,16 @@ import { randomFillSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { replayTrace } from "@nuvec/allocator";
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { thrown } from "../../stats/test/thrown.js";
 import { Device, OutOfMemoryError } from "../src/index.js";
-import { collectUntil, procStatus as status, transfer } from "./reliability/support.js";
+import { collectUntil, describeOnHost, procStatus as status, transfer } from "./reliability/support.js";
 
 const MIB = 1024 ** 2;
-const onLinux = process.platform === "linux";
 const scratch = scratchFolder("nuvec-device-host-");
 
-describe.skipIf(!onLinux)("Device on the host backend", () => {
+describeOnHost("Device", () => {
   it.each(["exits", "is terminated"])(
     "gives back the memory of views moved into a worker once the worker %s (RSS, the backend's bytes)",
     async (ending) => {

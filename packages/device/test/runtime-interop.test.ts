@@ -1,10 +1,17 @@
-import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
+import type { NativeBackend, NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
-import { captureWarnings, deferred, turns, wrapBackend } from "./reliability/support.js";
+import {
+  captureWarnings,
+  deferred,
+  hostAvailable,
+  hostBackend,
+  turns,
+  wrapBackend,
+} from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -16,17 +23,10 @@ const scratch = scratchFolder("nuvec-runtime-interop-");
 let files = 0;
 const writeFile = (bytes: Uint8Array) => scratch.write(`file-${files++}.bin`, bytes);
 
-let host: NativeBackend | undefined;
-try {
-  host = process.platform === "linux" ? loadNativeBackend() : undefined;
-} catch {
-  host = undefined;
-}
-
 const backends: Array<[string, () => NativeBackend, boolean]> = [
   ["mock", () => new MockBackend({ name: "Mock interop", pageSize: 4096 }), false],
 ];
-if (host !== undefined) backends.push(["host", () => host as NativeBackend, true]);
+if (hostAvailable) backends.push(["host", hostBackend, true]);
 
 describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend, realMemory) => {
   const open = () => {
