@@ -3,10 +3,10 @@
 // wiring that fails. On the real host backend: a child process whose RLIMIT_MEMLOCK is lowered (and, as
 // root, whose CAP_IPC_LOCK is dropped) cannot wire; the device counts it and keeps working.
 import { MockBackend } from "@nuvec/metal-native/mock";
-import type { OutOfMemoryError } from "@nuvec/stats";
 import fc from "fast-check";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { Device, type DeviceBuffer } from "../../src/index.js";
+import { thrown } from "../../../stats/test/thrown.js";
+import { Device, type DeviceBuffer, type DeviceOptions } from "../../src/index.js";
 import { budget, captureWarnings, childUnavailableReason, runChild, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
@@ -23,18 +23,10 @@ const figures = sectionFigures("faults", {
   survived: 0,
 });
 
-function mockDevice(
-  options: ConstructorParameters<typeof MockBackend>[0] = {},
-  residencySetMaxPercent?: number,
-) {
-  const backend = new MockBackend({ memorySize: 16 * GIB, realFiles: false, ...options });
+function mockDevice(options: DeviceOptions = {}) {
+  const backend = new MockBackend({ memorySize: 16 * GIB, realFiles: false });
   // MLX's policy keeps every freed buffer: the retry's cache clearing has a full cache to clear.
-  const device = Device.open({
-    backend,
-    policy: "mlx",
-    ...(residencySetMaxPercent === undefined ? {} : { residencySetMaxPercent }),
-  });
-  return { backend, device };
+  return { backend, device: Device.open({ backend, policy: "mlx", ...options }) };
 }
 
 /** The counters that must agree between the allocator and the backend whatever failed. */
@@ -94,18 +86,15 @@ describe("a failing system allocation (mock)", () => {
     const firstFailing = backend.bufferAttempts + 1;
     backend.failAllocation = (_bytes, attempt) => attempt === firstFailing || attempt === firstFailing + 1;
     figures.allocationFaultsInjected += 2;
-    let thrown: unknown;
-    try {
-      device.malloc(64 * MIB);
-    } catch (error) {
-      thrown = error;
-    }
+    const error = thrown(() => device.malloc(64 * MIB));
     figures.allocationFaultsRefused += 1;
-    // The allocator's own error (not OutOfMemoryError: the limit was not reached, the system failed).
-    expect(thrown).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" });
-    expect((thrown as OutOfMemoryError).code).toBe("ERR_NUVEC_SYSTEM_ALLOCATION_FAILED");
-    expect((thrown as OutOfMemoryError).requested).toBe(64 * MIB);
-    expect((thrown as Error).cause).toMatchObject({
+    // The allocator's own error (the limit was not reached, the system failed), the backend's as its cause.
+    expect(error).toMatchObject({
+      name: "OutOfMemoryError",
+      code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED",
+      requested: 64 * MIB,
+    });
+    expect((error as Error).cause).toMatchObject({
       name: "OutOfMemoryError",
       code: "ERR_NUVEC_ALLOCATION_FAILED",
     });
@@ -200,7 +189,7 @@ describe("a failing system allocation (mock)", () => {
 describe("residency sets that cannot be made (mock)", () => {
   it("part way: later buffers go to the emptiest set, wired stays what the backend wired", () => {
     // A cap of max(1% of 12 GiB, 64 MiB) per set: one 100 MiB buffer fills a set.
-    const { backend, device } = mockDevice({}, 1);
+    const { backend, device } = mockDevice({ residencySetMaxPercent: 1 });
     backend.residencySetLimit = 3;
     figures.residencySetFaults += 1;
     device.setWiredLimit(2 * GIB);

@@ -52,18 +52,7 @@ describe("hostile: the backend closed under an open Device (item 10; was: anothe
     expect(error.message).not.toMatch(/buffer#/);
     expect(device.counters().allocationRetries).toBe(0);
   });
-
-  it("a refusal to allocate is still retried after the cache is cleared", () => {
-    const backend = new MockBackend();
-    const device = Device.open({ backend });
-    device.malloc(1 * MIB).free();
-    const failing = backend.bufferAttempts + 1;
-    backend.failAllocation = (_bytes, attempt) => attempt === failing;
-    const buffer = device.malloc(4 * MIB);
-    expect(device.counters()).toMatchObject({ allocationRetries: 1, cachedBuffers: 0 });
-    buffer.free();
-    device.close();
-  });
+  // A refusal to allocate is still retried after the cache is cleared: faults.test.ts ("fails once").
 });
 
 describe("hostile: a residency hook or release that throws during a trim (item 11; was: half a cache left, buffers leaked)", () => {
