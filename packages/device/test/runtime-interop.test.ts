@@ -7,6 +7,7 @@ import { Device, type DeviceMemoryHandle } from "../src/index.js";
 import {
   captureWarnings,
   deferred,
+  expectNothingHeldSince,
   hostAvailable,
   hostBackend,
   turns,
@@ -183,10 +184,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const released = backend.counters().mappingsReleased;
       const kernel = deferred();
       file.free({ after: kernel.promise });
-      expect(view.byteLength).toBe(0);
-      expect(() => file.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
-      );
+      expect(view.byteLength).toBe(0); // every later use: the bad input catalogue
       expect(device.memoryStats().mapped).toBe(mapped);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, mappings: 1 });
       expect(backend.counters().mappingsReleased).toBe(released);
@@ -226,11 +224,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
 
       kernel.resolve();
       await turns();
-      const after = backend.counters();
-      expect(after.buffersMade - after.buffersReleased).toBe(before.buffersMade - before.buffersReleased);
-      expect(after.mappingsMade - after.mappingsReleased).toBe(before.mappingsMade - before.mappingsReleased);
-      expect(after.bufferBytes).toBe(before.bufferBytes);
-      expect(after.wiredBytes).toBe(before.wiredBytes);
+      expectNothingHeldSince(before, backend.counters());
       expect(device.memoryStats()).toMatchObject({ active: 0, mapped: 0, activeWithMapped: 0 });
       expect(device.counters()).toMatchObject({ pendingFrees: 0, liveBuffers: 0, mappings: 0 });
     });

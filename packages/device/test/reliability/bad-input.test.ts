@@ -180,12 +180,13 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   };
   const freedBuffer = (context: Context) => freed(buffer(context));
   const releasedFile = (context: Context) => freed(file(context));
-  /** A buffer freed after a promise (settled, but not yet seen: the case runs in the same turn). */
-  const deferredFree = (context: Context) => {
-    const held = buffer(context);
+  /** Freed after a promise (settled, but not yet seen: the case runs in the same turn). */
+  const freedAfter = <T extends { free(options: { after: PromiseLike<unknown> }): void }>(held: T) => {
     held.free({ after: Promise.resolve() });
     return held;
   };
+  const deferredFree = (context: Context) => freedAfter(buffer(context));
+  const deferredRelease = (context: Context) => freedAfter(file(context));
   const bufferFreed = state("ERR_NUVEC_BUFFER_FREED");
   const mappingFreed = state("ERR_NUVEC_MAPPING_FREED");
   const foreign = invalid("handle", "ERR_NUVEC_FOREIGN_BUFFER");
@@ -241,6 +242,12 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ],
     ["contents() after a deferred free", on(deferredFree, (held) => held.contents()), bufferFreed],
     ["free() after a deferred free", on(deferredFree, (held) => held.free()), bufferFreed],
+    [
+      "mapping contents() after a deferred release",
+      on(deferredRelease, (held) => held.contents()),
+      mappingFreed,
+    ],
+    ["release() after a deferred release", on(deferredRelease, (held) => held.free()), mappingFreed],
   ];
   for (const [kind, after] of [
     ["number", 5],
