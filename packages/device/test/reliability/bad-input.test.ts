@@ -26,10 +26,7 @@ chmodSync(paths.unreadable, 0o000);
 /** As root, chmod 000 does not stop reading: the unreadable-file case is skipped then. */
 const isRoot = process.getuid?.() === 0;
 
-const tally: Record<
-  string,
-  { tried: number; passed: number; skipped: string[]; knownBugCases: number; knownBugs: string[] }
-> = {};
+const tally: Record<string, { tried: number; passed: number; skipped: string[] }> = {};
 sectionFigures("bad-input", { backends: tally });
 
 /** Bad byte counts: the shared table and two more. `-0` is not among them: it is accepted (see below). */
@@ -354,7 +351,7 @@ function runCatalogue(name: string, make: () => Opened): void {
   const cases = catalogue(maxBufferLength, recommendedMaxWorkingSetSize);
   probe.device.close();
   probe.other.close();
-  const record = { tried: 0, passed: 0, skipped: [] as string[], knownBugCases: 0, knownBugs: [] };
+  const record = { tried: 0, passed: 0, skipped: [] as string[] };
   tally[name] = record;
   for (const testCase of cases) {
     if (testCase.skip !== undefined) {
