@@ -23,6 +23,7 @@ import {
   budget,
   describeOnHost,
   expectNothingHeldSince,
+  held,
   hostAvailable,
   hostBackend,
   hostUnavailableReason,
@@ -177,15 +178,11 @@ function checkWorld(
   // The backend holds exactly the system buffers and mappings of the model (and of the second Device).
   const backend = counters.backend;
   const start = world.startCounters;
-  sameValue(
-    backend.buffersMade - start.buffersMade - (backend.buffersReleased - start.buffersReleased),
-    model.live.size + model.cache.length + otherHeld(world),
-    `${name}: buffers the backend holds`,
-  );
-  sameValue(
-    backend.mappingsMade - start.mappingsMade - (backend.mappingsReleased - start.mappingsReleased),
-    model.mappings.size,
-    `${name}: mappings the backend holds`,
+  const [now, then] = [held(backend), held(start)];
+  sameFigures(
+    { buffers: now.buffers - then.buffers, mappings: now.mappings - then.mappings },
+    { buffers: model.live.size + model.cache.length + otherHeld(world), mappings: model.mappings.size },
+    `${name}: what the backend holds`,
   );
   if (world.mock !== undefined) {
     // What the mock reports wired (the second Device wires nothing: its wired limit stays 0).

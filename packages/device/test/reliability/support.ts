@@ -92,14 +92,18 @@ type Held = Pick<
   "buffersMade" | "buffersReleased" | "mappingsMade" | "mappingsReleased" | "bufferBytes" | "wiredBytes"
 >;
 
-/** Expects the backend to hold no more buffers, mappings, buffer bytes or wired bytes at `end` than at `start`. */
-export function expectNothingHeldSince(start: Held, end: Held): void {
-  const held = (counters: Held) => ({
+/** What a backend holds by its counters: buffers and mappings (made less released), buffer and wired bytes. */
+export function held(counters: Held) {
+  return {
     buffers: counters.buffersMade - counters.buffersReleased,
     mappings: counters.mappingsMade - counters.mappingsReleased,
     bufferBytes: counters.bufferBytes,
     wiredBytes: counters.wiredBytes,
-  });
+  };
+}
+
+/** Expects the backend to hold no more buffers, mappings, buffer bytes or wired bytes at `end` than at `start`. */
+export function expectNothingHeldSince(start: Held, end: Held): void {
   expect(held(end)).toEqual(held(start));
 }
 
