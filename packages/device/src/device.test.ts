@@ -179,36 +179,8 @@ describe("contents and views", () => {
   });
 });
 
-describe("mapped files", () => {
-  it("charges mappingSize with the backend's page size, and releases", () => {
-    const { device, backend } = mockDevice({ pageSize: 4096 });
-    backend.addFile("weights.bin", new Uint8Array(10_000).fill(7));
-    const file = device.mapFile("weights.bin");
-    expect(file.length).toBe(10_000);
-    expect(file.allocatedLength).toBe(12_288);
-    expect(new Uint8Array(file.contents())[9_999]).toBe(7);
-    expect(device.memoryStats()).toMatchObject({
-      mapped: 12_288,
-      activeWithMapped: 12_288,
-      peakActiveWithMapped: 12_288,
-    });
-    file.free();
-    expect(device.memoryStats()).toMatchObject({
-      mapped: 0,
-      activeWithMapped: 0,
-      peakActiveWithMapped: 12_288,
-    });
-    expect(backend.counters()).toMatchObject({ mappingsMade: 1, mappingsReleased: 1 });
-  });
-
-  it("refuses a mapping past the memory limit and unmaps it again", () => {
-    const { device, backend } = mockDevice({}, { memoryLimit: MIB });
-    backend.addFile("big.bin", 2 * MIB);
-    expect(() => device.mapFile("big.bin")).toThrow(OutOfMemoryError);
-    expect(device.memoryStats().mapped).toBe(0);
-    expect(backend.counters()).toMatchObject({ mappingsMade: 1, mappingsReleased: 1 });
-  });
-});
+// Mapped files' charge (mappingSize at the backend's page size), release, and a refusal past the memory limit
+// that unmaps again: the model-based fuzzing (test/reliability/fuzz.test.ts) checks them at every step.
 
 describe("wired memory", () => {
   it("wires buffers and mapped files up to the wired limit; cached buffers stay wired", () => {
@@ -261,23 +233,7 @@ describe("wired memory", () => {
   });
 });
 
-describe("limits and peaks", () => {
-  it("setters return the previous value; setCacheLimit trims at once; resetPeak keeps the true high-water mark", () => {
-    const { device } = mockDevice();
-    const a = device.malloc(3 * MIB);
-    const b = device.malloc(MIB);
-    a.free();
-    expect(device.memoryStats().cache).toBe(3 * MIB);
-    expect(device.setCacheLimit(MIB)).toBe(12 * GIB);
-    expect(device.memoryStats().cache).toBe(0);
-    expect(device.setMemoryLimit(GIB)).toBe(12 * GIB);
-    expect(device.memoryStats().peakActive).toBe(4 * MIB);
-    device.resetPeak();
-    expect(device.memoryStats()).toMatchObject({ peakActive: MIB, peakActiveWithMapped: MIB });
-    b.free();
-    expect(device.memoryStats().cacheLimit).toBe(MIB);
-  });
-});
+// The setters' previous values, setCacheLimit's trim and resetPeak: the fuzzing checks them against the model.
 
 describe("close", () => {
   it("releases everything and is idempotent (later use: the bad input catalogue)", () => {
