@@ -1,7 +1,6 @@
 // The Device on the real host backend (Linux): real memory behind buffers, real wiring (mlock) seen in
 // the kernel's VmLck, files mapped without a copy. Skips where the host backend is not the default.
 import { randomFillSync } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { replayTrace } from "@nuvec/allocator";
 import { expect, it } from "vitest";
@@ -197,15 +196,11 @@ describeOnHost("Device", () => {
     device.close();
   });
 
-  it("opens the host backend by default, with the kernel's page size", () => {
+  // Its facts (page size, working set within memory) are the backend contract's; the default limits from
+  // them, device.test.ts's.
+  it("opens the host backend by default", () => {
     using device = Device.open();
-    const info = device.info();
-    expect(info.platform).toBe("host");
-    expect(info.pageSize).toBeGreaterThanOrEqual(4096);
-    expect(info.recommendedMaxWorkingSetSize).toBeLessThanOrEqual(info.memorySize);
-    expect(device.memoryStats().memoryLimit).toBe(
-      Math.min(Math.floor(1.5 * info.recommendedMaxWorkingSetSize), Math.floor(0.95 * info.memorySize)),
-    );
+    expect(device.info().platform).toBe("host");
   });
 
   it("has real bytes behind buffers, kept through the cache only for their owner", () => {
@@ -254,22 +249,8 @@ describeOnHost("Device", () => {
     const anonymousAfter = status("RssAnon");
     // Reading 32 MiB through the mapping adds file-backed pages, not anonymous ones (a copy would add 32 MiB).
     expect(anonymousAfter - anonymousBefore).toBeLessThan(8 * MIB);
-    expect(device.memoryStats().mapped).toBe(
-      Math.ceil(data.length / device.info().pageSize) * device.info().pageSize,
-    );
-    view[0] = (view[0] as number) ^ 0xff; // private copy-on-write: the file is untouched
-    expect(readFileSync(path)[0]).toBe(data[0]);
+    // The charge (whole pages) is the fuzzing's; that writes never reach the file, the backend contract's.
   });
-
-  it("close releases every buffer, mapping and wired byte", () => {
-    const lockedBefore = status("VmLck");
-    const device = Device.open({ wiredLimit: 8 * MIB });
-    device.mapFile(scratch.write("small.bin", Buffer.alloc(100_000, 1)));
-    for (let index = 0; index < 100; index += 1) device.malloc(1000 * (index + 1));
-    device.close();
-    const backend = device.native.backend.counters();
-    expect(backend.buffersMade).toBe(backend.buffersReleased);
-    expect(backend.mappingsMade).toBe(backend.mappingsReleased);
-    expect(status("VmLck")).toBe(lockedBefore);
-  });
+  // close() gives back every buffer, mapping and wired byte: the host fuzzing checks the backend after every
+  // run, the host soak VmLck and /proc/self/maps too.
 });
