@@ -3,8 +3,9 @@
 // the copy of @nuvec/native-core that binding.gyp includes). The handles, ownership, views and their
 // detaching, escape quarantine, typed errors and counters are that shared code; what is only this addon's:
 //   - the device is opened when JavaScript asks, open(ordinal), not at load (the driver is only touched then);
-//   - memory the CPU cannot address: read()/write() copies and the devicePointer accessor on the handles
-//     (BindingFeatures::copies), contents() refused with ERR_NUVEC_NOT_HOST_VISIBLE (shared);
+//   - memory the CPU cannot address: the devicePointer accessor on the handles
+//     (BindingFeatures::devicePointers); contents() refused with ERR_NUVEC_NOT_HOST_VISIBLE and read()/write()
+//     copying with the driver (shared);
 //   - facts() adds hostVisible, ordinal and driverVersion; memoryInfo, copyFromMapping,
 //     timeDriverAllocFree and driverVersion.
 #include <napi.h>
@@ -61,25 +62,15 @@ Allocation* SpaceArgument(const Napi::CallbackInfo& info) {
   return BufferHandle::Unwrap(info[0].As<Napi::Object>())->handle().Live(env, "address space");
 }
 
-// mapMemory(space, offset, length) / unmapMemory(space, offset, length).
-void MapMemory(const Napi::CallbackInfo& info) {
+// mapMemory(space, offset, length) / unmapMemory(space, offset, length): the same checks, then the call.
+template <bool (CudaPlatformApi::*Call)(Allocation*, size_t, size_t, Failure*)>
+void SpaceCall(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Allocation* space = SpaceArgument(info);
   size_t offset = CheckRange(env, info[1], "offset", space->length());
   size_t length = CheckRange(env, info[2], "length", space->length() - offset);
   Failure failure;
-  if (!CudaPlatformOf(env).mapMemory(space, offset, length, &failure)) {
-    ThrowFailure(env, failure, "length", static_cast<double>(length));
-  }
-}
-
-void UnmapMemory(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Allocation* space = SpaceArgument(info);
-  size_t offset = CheckRange(env, info[1], "offset", space->length());
-  size_t length = CheckRange(env, info[2], "length", space->length() - offset);
-  Failure failure;
-  if (!CudaPlatformOf(env).unmapMemory(space, offset, length, &failure)) {
+  if (!(CudaPlatformOf(env).*Call)(space, offset, length, &failure)) {
     ThrowFailure(env, failure, "length", static_cast<double>(length));
   }
 }
@@ -172,7 +163,7 @@ Napi::Value DriverVersionOf(const Napi::CallbackInfo& info) { return Napi::Numbe
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
-  data->features.copies = true;
+  data->features.devicePointers = true;
   data->features.accountsExternalMemory = false;
   // No platform until open(): what the "unavailable" error says meanwhile.
   data->state->platformFailure.message = kNotOpen;
@@ -184,9 +175,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("timeDriverAllocFree", Napi::Function::New<TimeDriverAllocFree>(env, "timeDriverAllocFree"));
   exports.Set("driverVersion", Napi::Function::New<DriverVersionOf>(env, "driverVersion"));
   exports.Set("reserveAddressSpace", Napi::Function::New<ReserveAddressSpace>(env, "reserveAddressSpace"));
-  exports.Set("mapMemory", Napi::Function::New<MapMemory>(env, "mapMemory"));
+  exports.Set("mapMemory", Napi::Function::New<SpaceCall<&CudaPlatformApi::mapMemory>>(env, "mapMemory"));
   exports.Set("clearCurrentContext", Napi::Function::New<ClearCurrentContext>(env, "clearCurrentContext"));
-  exports.Set("unmapMemory", Napi::Function::New<UnmapMemory>(env, "unmapMemory"));
+  exports.Set("unmapMemory", Napi::Function::New<SpaceCall<&CudaPlatformApi::unmapMemory>>(env, "unmapMemory"));
   return exports;
 }
 

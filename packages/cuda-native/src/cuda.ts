@@ -8,12 +8,13 @@ import {
   AddonMappedFile,
   AddonResidencySet,
   callNative,
+  checkSource,
   type RawBufferHandle,
   type RawMappedFileHandle,
   type RawResidencySetHandle,
 } from "@nuvec/metal-native/addon";
 import { ArgumentError, StateError } from "@nuvec/stats";
-import { checkByteCount, checkCount, checkSource } from "./arguments.js";
+import { checkByteCount, checkCount } from "./arguments.js";
 import type { RawCudaAddon, RawCudaBufferHandle, RawCudaFacts, RawCudaMappedFileHandle } from "./raw.js";
 
 /** What `nativeHandle()` of a CUDA buffer gives: the device address, for interop with other CUDA code. */
@@ -51,43 +52,6 @@ export class CudaBuffer extends AddonBuffer<CudaBufferHandle> {
     super(raw, owner);
     this.#raw = raw;
     this.#device = owner.device;
-  }
-
-  /** Copies `length` bytes from `offset` to a new `Uint8Array` (`cuMemcpyDtoH`, synchronous). */
-  read(offset = 0, length: number = this.length - offset): Uint8Array {
-    this.assertLive("read");
-    checkByteCount(offset, "offset", this.length);
-    checkByteCount(length, "length", this.length - offset);
-    return this.copyOut(offset, length);
-  }
-
-  /** Copies `source` into the buffer at `offset` (`cuMemcpyHtoD`, synchronous). */
-  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
-    this.assertLive("write");
-    checkSource(source);
-    checkByteCount(offset, "offset", this.length);
-    if (source.byteLength > this.length - offset) {
-      throw new ArgumentError(
-        "source",
-        `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
-      );
-    }
-    this.copyIn(source, offset);
-  }
-
-  /** @internal The copy out of `read` (arguments checked; a range's copies come here too). */
-  copyOut(offset: number, length: number): Uint8Array {
-    return new Uint8Array(callNative(() => this.#raw.read(offset, length)));
-  }
-
-  /** @internal The copy in of `write` (arguments checked; a range's copies come here too). */
-  copyIn(source: ArrayBuffer | ArrayBufferView, offset: number): void {
-    // The addon reads ArrayBuffers and views of them; a view of a SharedArrayBuffer is copied first.
-    const plain =
-      ArrayBuffer.isView(source) && !(source.buffer instanceof ArrayBuffer)
-        ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice()
-        : source;
-    callNative(() => this.#raw.write(plain, offset));
   }
 
   /** The device address, for other CUDA code (kernels, cuBLAS, PyTorch's `from_blob`). */

@@ -11,8 +11,6 @@ import type {
 /** @internal */
 export interface RawCudaBufferHandle extends RawBufferHandle {
   readonly devicePointer: bigint | undefined;
-  read(offset: number, length: number): ArrayBuffer;
-  write(source: ArrayBuffer | ArrayBufferView, offset: number): void;
 }
 
 /** @internal */

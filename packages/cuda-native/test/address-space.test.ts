@@ -6,15 +6,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Device } from "@nuvec/device";
 import { describe, expect, it } from "vitest";
-import { patternBytes, thrown } from "../../native-core/test/support.js";
+import { patternBytes } from "../../native-core/test/support.js";
 import type { CudaBufferRange } from "../src/index.js";
-import { cuda, cudaBackend } from "./support.js";
+import { cuda, cudaBackend, expectDriverOutOfMemory, expectSameBytes } from "./support.js";
 
 const MIB = 1024 ** 2;
 
-function expectSame(actual: Uint8Array, expected: Uint8Array): void {
-  expect(Buffer.from(actual).equals(Buffer.from(expected))).toBe(true);
-}
 const GIB = 1024 ** 3;
 
 describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undefined)(
@@ -35,7 +32,7 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       const range = backend.newBufferRange(space, granule + 512, granule) as CudaBufferRange;
       const bytes = patternBytes(granule, 7);
       range.write(bytes);
-      expect(Buffer.from(range.read()).equals(Buffer.from(bytes))).toBe(true);
+      expectSameBytes(range.read(), bytes);
       const base = (space.nativeHandle() as { devicePointer: bigint }).devicePointer;
       expect((range.nativeHandle() as { devicePointer: bigint }).devicePointer).toBe(
         base + BigInt(granule + 512),
@@ -60,11 +57,9 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       const stats = device.memoryStats();
       expect(stats.reserved % granule).toBe(0);
       expect(stats.reserved).toBeGreaterThanOrEqual(stats.active);
-      buffers.forEach((buffer, index) => {
-        expect(Buffer.from(buffer.read()).equals(Buffer.from(patternBytes(sizes[index]!, index + 1)))).toBe(
-          true,
-        );
-      });
+      for (const [index, buffer] of buffers.entries()) {
+        expectSameBytes(buffer.read(), patternBytes(sizes[index]!, index + 1));
+      }
       for (const buffer of buffers) buffer.free();
       // The same requests again find their memory mapped: no system allocation, nothing more reserved.
       const again = sizes.map((size) => device.malloc(size));
@@ -84,28 +79,17 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       using device = Device.open({ backend });
       const kept = device.malloc(64 * MIB);
       device.malloc(GIB).free();
-      const { free } = backend.memoryInfo();
-      const held = backend.newBuffer(Math.floor((free - 4 * GIB) / MIB) * MIB);
-      try {
+      expectDriverOutOfMemory(backend, device, () => {
         const stats = device.memoryStats();
-        const error = thrown(() => device.malloc(8 * GIB));
-        expect(error).toMatchObject({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" });
-        expect(String((error as Error & { cause?: Error }).cause?.message)).toMatch(
-          /CUDA_ERROR_OUT_OF_MEMORY/,
-        );
-        expect(device.counters().allocationRetries).toBe(1);
-        expect(device.memoryStats()).toMatchObject({
-          active: stats.active,
-          systemAllocations: stats.systemAllocations,
-        });
-        expect(device.memoryStats().reserved).toBeLessThanOrEqual(stats.reserved);
-      } finally {
-        held.release();
-      }
-      const buffer = device.malloc(8 * GIB);
-      buffer.write(Uint8Array.of(42), 8 * GIB - 1);
-      expect(buffer.read(8 * GIB - 1)[0]).toBe(42);
-      buffer.free();
+        return () => {
+          expect(device.counters().allocationRetries).toBe(1);
+          expect(device.memoryStats()).toMatchObject({
+            active: stats.active,
+            systemAllocations: stats.systemAllocations,
+          });
+          expect(device.memoryStats().reserved).toBeLessThanOrEqual(stats.reserved);
+        };
+      });
       kept.free();
     });
 
@@ -145,9 +129,9 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       a.free();
       first.clearCache();
       expect(first.memoryStats().reserved).toBe(0);
-      expectSame(b.read(0, 4096), patternBytes(4096, 2));
+      expectSameBytes(b.read(0, 4096), patternBytes(4096, 2));
       first.close();
-      expectSame(b.read(0, 4096), patternBytes(4096, 2));
+      expectSameBytes(b.read(0, 4096), patternBytes(4096, 2));
       second.close();
       expect(backend.memoryInfo().free).toBe(before);
     });

@@ -2,13 +2,14 @@
 // refusal with NativeUnavailableError where there is no driver or no device, where the addon is not built or
 // does not load, and the build command it names.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NativeUnavailableError } from "@nuvec/metal-native";
 import { ArgumentError, NuvecError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { addonDamages, reportOf, runInChild } from "../../native-core/test/child.js";
 import { thrown } from "../../native-core/test/support.js";
 import { loadCudaBackend } from "../src/index.js";
 import { findCudaAddon } from "../src/loader.js";
@@ -22,26 +23,18 @@ const inPackage = existsSync(join(packageRoot, "package.json"));
 
 describe("loadCudaBackend", () => {
   it.each([
-    ["-1", { device: -1 }],
-    ["1.5", { device: 1.5 }],
-    ["NaN", { device: Number.NaN }],
-    ['"0"', { device: "0" }],
-    ["0n", { device: 0n }],
-    ["null", { device: null }],
-  ])("refuses device %s with ArgumentError before touching the driver", (_label, options) => {
+    ["device -1", { device: -1 }, "device"],
+    ["device 1.5", { device: 1.5 }, "device"],
+    ["device NaN", { device: Number.NaN }, "device"],
+    ['device "0"', { device: "0" }, "device"],
+    ["device 0n", { device: 0n }, "device"],
+    ["device null", { device: null }, "device"],
+    ["options that are null", null, "options"],
+    ["options that are a number", 3, "options"],
+  ])("refuses %s with ArgumentError before touching the driver", (_label, options, argument) => {
     const error = thrown(() => loadCudaBackend(options as never));
     expect(error).toBeInstanceOf(ArgumentError);
-    expect((error as ArgumentError).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-    expect((error as ArgumentError).argument).toBe("device");
-  });
-
-  it.each([
-    ["null", null],
-    ["a number", 3],
-  ])("refuses options that are %s with ArgumentError", (_label, options) => {
-    const error = thrown(() => loadCudaBackend(options as never));
-    expect(error).toBeInstanceOf(ArgumentError);
-    expect((error as ArgumentError).argument).toBe("options");
+    expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument });
   });
 
   it.runIf(cudaBackend === undefined)(
@@ -149,22 +142,7 @@ const builtAddon = join(packageRoot, "native", "build", "Release", "nuvec_cuda_n
 describe.runIf(process.platform === "linux" && inPackage && existsSync(builtAddon))(
   "a damaged addon: a typed error in a process that lives on (child processes)",
   () => {
-    const addon = existsSync(builtAddon) ? readFileSync(builtAddon) : Buffer.alloc(0);
-    const firstSegmentEnd =
-      addon.length > 120 ? Number(addon.readBigUInt64LE(72) + addon.readBigUInt64LE(96)) : 0;
-    const cut = (length: number) => (file: string) => writeFileSync(file, addon.subarray(0, length));
-    const damages: [string, (file: string) => void][] = [
-      ["cut inside the ELF header", cut(40)],
-      ["cut inside the program headers", cut(100)],
-      ["cut inside the first segment", cut(Math.floor(firstSegmentEnd / 2))],
-      ["cut inside a later segment", cut(Math.floor((addon.length * 3) / 4))],
-      ["one byte short", cut(addon.length - 1)],
-      ["not ELF at all", (file) => writeFileSync(file, "#!/bin/sh\n")],
-      ["empty", (file) => writeFileSync(file, "")],
-      ["a directory", (file) => mkdirSync(file)],
-      ["a FIFO", (file) => expect(spawnSync("mkfifo", [file]).status).toBe(0)],
-      ["a link to /dev/zero", (file) => symlinkSync("/dev/zero", file)],
-    ];
+    const damages = addonDamages(existsSync(builtAddon) ? readFileSync(builtAddon) : Buffer.alloc(0));
     const dist = join(packageRoot, "dist", "index.js");
 
     it.each(damages)("NUVEC_CUDA_NATIVE_ADDON naming the addon %s: damaged, exit 0", (_label, damage) => {
@@ -174,14 +152,8 @@ describe.runIf(process.platform === "linux" && inPackage && existsSync(builtAddo
         const { loadCudaBackend } = await import(${JSON.stringify(dist)});
         try { loadCudaBackend(); console.log(JSON.stringify({ loaded: true })); }
         catch (e) { console.log(JSON.stringify({ name: e.name, reason: e.reason, path: e.path, message: e.message })); }`;
-      const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
-        encoding: "utf8",
-        timeout: 60_000,
-        env: { ...process.env, NUVEC_CUDA_NATIVE_ADDON: file },
-      });
-      expect(child.signal, child.stderr).toBeNull();
-      expect(child.status, child.stderr).toBe(0);
-      const outcome = JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}");
+      const env = { ...process.env, NUVEC_CUDA_NATIVE_ADDON: file };
+      const outcome = reportOf(runInChild(script, { env, timeout: 60_000 })) as { message: string };
       expect(outcome).toMatchObject({ name: "NativeUnavailableError", reason: "damaged", path: file });
       expect(outcome.message).toContain(`${file} (NUVEC_CUDA_NATIVE_ADDON) is damaged: it `);
       expect(outcome.message).toContain("Rebuild it: run npx @nuvec/cuda-native build");

@@ -29,9 +29,12 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     driverVersion: 13000,
     mapGranularity: 0,
   };
-  class Allocation {
+  // The addon's calls by slot reach a handle through this table.
+  const slots: Allocation[] = [];
+  abstract class Allocation {
     released = false;
     readonly devicePointer: bigint | undefined;
+    readonly slot = slots.length;
     constructor(
       readonly length: number,
       readonly allocatedSize: number,
@@ -39,7 +42,9 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     ) {
       if (pointer) nextPointer += 0x10_0000n;
       this.devicePointer = pointer ? nextPointer : undefined;
+      slots.push(this);
     }
+    abstract contents(): ArrayBuffer;
     detachContents(): undefined {
       calls.push("detachContents");
       return undefined;
@@ -106,6 +111,8 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     }
   }
   const addon: RawCudaAddon = {
+    contentsOf: (slot) => (slots[slot] as Allocation).contents(),
+    detachContentsOf: (slot) => (slots[slot] as Allocation).detachContents(),
     NativeBufferHandle,
     NativeMappedFileHandle,
     NativeResidencySetHandle,

@@ -182,9 +182,9 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
   }
 
   /**
-   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0): through
-   * the backend on devices whose memory the CPU cannot address (CUDA), a plain copy through `contents()`
-   * elsewhere, so the same program runs on every backend. Must fit within `length`.
+   * Copies `source` (an `ArrayBuffer` or any view of one) into the buffer at `offset` (default 0), the same
+   * on every backend: the backend's copy where it has one (every native backend: no view is made, so none
+   * is detached on free), else through `contents()`. Must fit within `length`.
    */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     this.#check("write()");
@@ -210,7 +210,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /**
    * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
-   * through the backend where the CPU cannot address the memory, through `contents()` elsewhere.
+   * the backend's copy where it has one (no view made), else through `contents()`.
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
     this.#check("read()");

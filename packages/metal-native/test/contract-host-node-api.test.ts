@@ -8,6 +8,7 @@ import { describeNativeBackendContract } from "@nuvec/native-core/contract";
 import { OutOfMemoryError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { readOwnMemory } from "../../native-core/test/support.js";
+import { lockedBytes } from "./host-support.js";
 
 process.env.NUVEC_VIEWS = "node-api";
 const { loadNativeBackend } = await import("../src/index.js");
@@ -42,6 +43,7 @@ if (process.platform === "linux") {
     realMemory: true,
     cycles: 200,
     readMemory: readOwnMemory,
+    lockedBytes,
   });
 } else {
   describe.skip(`native addon: no native backend for ${process.platform}`, () => {});

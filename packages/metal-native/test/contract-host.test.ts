@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { readOwnMemory } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
-import { canLockWithoutLimit, lockLimit } from "./host-support.js";
+import { canLockWithoutLimit, lockedBytes, lockLimit } from "./host-support.js";
 
 const addonFile = process.env.NUVEC_CONTRACT_ADDON;
 const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => loadNativeBackend();
@@ -40,6 +40,7 @@ if (process.platform === "linux") {
     },
     cycles: 200,
     readMemory: readOwnMemory,
+    lockedBytes,
   });
 } else if (process.platform === "darwin") {
   // Metal does not report wiring failures: that test is skipped.

@@ -4,7 +4,6 @@
 // place and in the platform's prebuilt package; a child process loads each through the public loader. The
 // child must exit normally with NativeUnavailableError (`damaged`, naming the file): the dynamic loader
 // would die of SIGBUS on a truncated file.
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   cpSync,
@@ -20,6 +19,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { addonDamages, type ChildOutcome, reportOf, runInChild } from "../../native-core/test/child.js";
 import { ADDON_FILE_NAME, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,57 +27,42 @@ const built = join(packageRoot, "native", "build", "Release", ADDON_FILE_NAME);
 const stats = dirname(
   fileURLToPath(import.meta.resolve("@nuvec/stats/package.json", `file://${packageRoot}/package.json`)),
 );
-const prebuiltName = PREBUILT_PACKAGES[platformKey()];
+const prebuiltName = PREBUILT_PACKAGES[platformKey()] as string;
 const runs = process.platform === "linux" && existsSync(built) && existsSync(join(packageRoot, "dist"));
 
 const scratch = mkdtempSync(join(tmpdir(), "nuvec-damaged-addon-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** How to put a damaged addon at `file`. */
-type Damage = (file: string) => void;
-
 const addon = runs ? readFileSync(built) : Buffer.alloc(0);
-const cut =
-  (length: number): Damage =>
-  (file) =>
-    writeFileSync(file, addon.subarray(0, length));
-/** The end of the first PT_LOAD segment of the real addon, from its first program header (64-bit ELF). */
-const firstSegmentEnd = runs ? Number(addon.readBigUInt64LE(64 + 8) + addon.readBigUInt64LE(64 + 32)) : 0;
-
-const damages: [string, Damage][] = [
-  ["cut inside the ELF header (40 bytes)", cut(40)],
-  ["cut inside the program headers (100 bytes)", cut(100)],
-  ["cut inside the first segment", cut(Math.floor(firstSegmentEnd / 2))],
-  ["cut inside a later segment (three quarters)", cut(Math.floor((addon.length * 3) / 4))],
-  ["one byte short", cut(addon.length - 1)],
-  ["not ELF at all", (file) => writeFileSync(file, "module.exports = {};\n")],
-  ["empty", (file) => writeFileSync(file, "")],
-  ["a directory", (file) => mkdirSync(file)],
-  ["a FIFO", (file) => expect(spawnSync("mkfifo", [file]).status).toBe(0)],
-  ["a link to /dev/zero", (file) => symlinkSync("/dev/zero", file)],
-];
+const damages = addonDamages(addon);
 
 let serial = 0;
-/** A copy of this package (manifest and dist) in `scratch`, with @nuvec/stats beside it. */
-function installedCopy(): string {
+/**
+ * A copy of this package (manifest and dist) in `scratch`, with @nuvec/stats beside it, and the addon file
+ * where the loader looks: the source build's place, or (`prebuilt`) the platform package installed beside it.
+ */
+function installedCopy(where: "source" | "prebuilt" | "none" = "none"): { root: string; file: string } {
   const root = join(scratch, `copy-${serial++}`, "node_modules", "@nuvec", "metal-native");
   mkdirSync(root, { recursive: true });
   cpSync(join(packageRoot, "package.json"), join(root, "package.json"));
   cpSync(join(packageRoot, "dist"), join(root, "dist"), { recursive: true });
   symlinkSync(stats, join(root, "..", "stats"));
-  return root;
+  let folder = join(root, "native", "build", "Release");
+  if (where === "prebuilt") {
+    folder = join(root, "..", prebuiltName.split("/")[1] as string);
+    mkdirSync(folder);
+    writeFileSync(join(folder, "package.json"), JSON.stringify({ name: prebuiltName, version: "0.0.0" }));
+  } else if (where === "source") mkdirSync(folder, { recursive: true });
+  return { root, file: join(folder, ADDON_FILE_NAME) };
 }
 
-interface Outcome {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
+interface Loaded {
   error?: { name: string; code: string; reason: string; path?: string; message: string };
   loaded?: boolean;
 }
 
 /** Loads the copy at `root` through `loadNativeBackend()` in a child process. */
-function loadInChild(root: string): Outcome {
+function loadInChild(root: string): ChildOutcome & { report: Loaded } {
   const script = `
     const { loadNativeBackend } = await import(${JSON.stringify(join(root, "dist", "index.js"))});
     try {
@@ -89,80 +74,60 @@ function loadInChild(root: string): Outcome {
   // Without NODE_PATH (a package manager's run may set it to the workspace's store), the copy resolves
   // packages only from its own node_modules, as an installed package does.
   const { NODE_PATH: _, ...env } = process.env;
-  const result = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env,
-  });
-  const last = result.stdout.trim().split("\n").at(-1) ?? "{}";
-  return { status: result.status, signal: result.signal, stderr: result.stderr, ...JSON.parse(last || "{}") };
+  return runInChild(script, { env, timeout: 60_000 }) as ChildOutcome & { report: Loaded };
 }
+
+/** The error of loading the copy at `root`, after checking that the child lived on. */
+const loadError = (root: string) => (reportOf(loadInChild(root)) as Loaded).error;
 
 describe.runIf(runs)("a damaged addon: a typed error in a process that lives on", () => {
   it.each(damages)("the source build (native/build/Release) %s", (_label, damage) => {
-    const root = installedCopy();
-    const file = join(root, "native", "build", "Release", ADDON_FILE_NAME);
-    mkdirSync(dirname(file), { recursive: true });
+    const { root, file } = installedCopy("source");
     damage(file);
-    const outcome = loadInChild(root);
-    expect(outcome.signal, outcome.stderr).toBeNull();
-    expect(outcome.status, outcome.stderr).toBe(0);
-    expect(outcome.error).toMatchObject({
+    const error = loadError(root);
+    expect(error).toMatchObject({
       name: "NativeUnavailableError",
       code: "ERR_NUVEC_NATIVE_UNAVAILABLE",
       reason: "damaged",
       path: file,
     });
-    expect(outcome.error?.message).toContain(`${file} is damaged: it `);
-    expect(outcome.error?.message).toContain("To build it from source, run npx @nuvec/metal-native build");
+    expect(error?.message).toContain(`${file} is damaged: it `);
+    expect(error?.message).toContain("To build it from source, run npx @nuvec/metal-native build");
   });
 
   it.runIf(prebuiltName !== undefined).each(damages)(
     "the installed prebuilt package's addon %s: damaged, with how to reinstall it",
     (_label, damage) => {
-      const root = installedCopy();
-      const prebuilt = join(root, "..", (prebuiltName as string).split("/")[1] as string);
-      mkdirSync(prebuilt);
-      writeFileSync(join(prebuilt, "package.json"), JSON.stringify({ name: prebuiltName, version: "0.0.0" }));
-      const file = join(prebuilt, ADDON_FILE_NAME);
+      const { root, file } = installedCopy("prebuilt");
       damage(file);
-      const outcome = loadInChild(root);
-      expect(outcome.signal, outcome.stderr).toBeNull();
-      expect(outcome.status, outcome.stderr).toBe(0);
-      expect(outcome.error).toMatchObject({ reason: "damaged", path: file });
-      expect(outcome.error?.message).toContain(`${file} is damaged: it `);
-      expect(outcome.error?.message).toContain(`Reinstall it: npm install ${prebuiltName}@`);
+      const error = loadError(root);
+      expect(error).toMatchObject({ reason: "damaged", path: file });
+      expect(error?.message).toContain(`${file} is damaged: it `);
+      expect(error?.message).toContain(`Reinstall it: npm install ${prebuiltName}@`);
     },
   );
 
   it.runIf(prebuiltName !== undefined)(
     "installed but its addon file missing is damaged; not installed at all is not-installed",
     () => {
-      const missing = installedCopy();
-      const prebuilt = join(missing, "..", (prebuiltName as string).split("/")[1] as string);
-      mkdirSync(prebuilt);
-      writeFileSync(join(prebuilt, "package.json"), JSON.stringify({ name: prebuiltName, version: "0.0.0" }));
-      const damaged = loadInChild(missing);
-      expect(damaged.error).toMatchObject({ reason: "damaged", path: join(prebuilt, ADDON_FILE_NAME) });
-      expect(damaged.error?.message).toContain(`${prebuiltName} is installed but its addon`);
-      expect(damaged.error?.message).toContain("Reinstall it");
+      const missing = installedCopy("prebuilt");
+      const damaged = loadInChild(missing.root).report.error;
+      expect(damaged).toMatchObject({ reason: "damaged", path: missing.file });
+      expect(damaged?.message).toContain(`${prebuiltName} is installed but its addon`);
+      expect(damaged?.message).toContain("Reinstall it");
 
-      const absent = loadInChild(installedCopy());
-      expect(absent.error).toMatchObject({ reason: "not-installed" });
-      expect(absent.error?.message).toContain("is not installed");
+      const absent = loadInChild(installedCopy().root).report.error;
+      expect(absent).toMatchObject({ reason: "not-installed" });
+      expect(absent?.message).toContain("is not installed");
     },
   );
 
   /** A copy with the platform package holding `bytes` and, unless `null`, `checksum` as its `.sha256`. */
   function withPrebuilt(bytes: Buffer, checksum: string | null): { root: string; file: string } {
-    const root = installedCopy();
-    const prebuilt = join(root, "..", (prebuiltName as string).split("/")[1] as string);
-    mkdirSync(prebuilt);
-    writeFileSync(join(prebuilt, "package.json"), JSON.stringify({ name: prebuiltName, version: "0.0.0" }));
-    const file = join(prebuilt, ADDON_FILE_NAME);
-    writeFileSync(file, bytes);
-    if (checksum !== null) writeFileSync(`${file}.sha256`, checksum);
-    return { root, file };
+    const copy = installedCopy("prebuilt");
+    writeFileSync(copy.file, bytes);
+    if (checksum !== null) writeFileSync(`${copy.file}.sha256`, checksum);
+    return copy;
   }
   const packedSum = `${createHash("sha256").update(addon).digest("hex")}  ${ADDON_FILE_NAME}\n`;
 
@@ -178,34 +143,27 @@ describe.runIf(runs)("a damaged addon: a typed error in a process that lives on"
       const changed = Buffer.from(addon);
       changed[offset] = (changed[offset] as number) ^ 0x5a;
       const { root, file } = withPrebuilt(changed, packedSum);
-      const outcome = loadInChild(root);
-      expect(outcome.signal, outcome.stderr).toBeNull();
-      expect(outcome.status, outcome.stderr).toBe(0);
-      expect(outcome.error).toMatchObject({ reason: "damaged", path: file });
-      expect(outcome.error?.message).toMatch(
+      const error = loadError(root);
+      expect(error).toMatchObject({ reason: "damaged", path: file });
+      expect(error?.message).toMatch(
         /is damaged: its SHA-256 is [0-9a-f]{64}, not [0-9a-f]{64} as it was packed/,
       );
-      expect(outcome.error?.message).toContain("Reinstall it");
+      expect(error?.message).toContain("Reinstall it");
     },
   );
 
   it.runIf(prebuiltName !== undefined)(
     "the prebuilt package's whole addon with its SHA-256 loads; a checksum file that holds none is damaged",
     () => {
-      const whole = withPrebuilt(addon, packedSum);
-      expect(loadInChild(whole.root).loaded).toBe(true);
+      expect(loadInChild(withPrebuilt(addon, packedSum).root).report.loaded).toBe(true);
       const garbled = withPrebuilt(addon, "not a checksum\n");
-      expect(loadInChild(garbled.root).error?.message).toContain(".sha256 holds no SHA-256");
+      expect(loadInChild(garbled.root).report.error?.message).toContain(".sha256 holds no SHA-256");
     },
   );
 
   it("a whole addon in the copy's source build loads (the copies are sound apart from the damage)", () => {
-    const root = installedCopy();
-    const file = join(root, "native", "build", "Release", ADDON_FILE_NAME);
-    mkdirSync(dirname(file), { recursive: true });
+    const { root, file } = installedCopy("source");
     cpSync(built, file);
-    const outcome = loadInChild(root);
-    expect(outcome.status, outcome.stderr).toBe(0);
-    expect(outcome.loaded).toBe(true);
+    expect((reportOf(loadInChild(root)) as Loaded).loaded).toBe(true);
   });
 });

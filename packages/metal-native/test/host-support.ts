@@ -13,11 +13,6 @@ export function lockedBytes(): number {
   return statusBytes("VmLck");
 }
 
-/** Number of mappings of this process (lines of /proc/self/maps). */
-export function mappingCount(): number {
-  return readFileSync("/proc/self/maps", "utf8").trimEnd().split("\n").length;
-}
-
 /** Whether this process may lock memory past RLIMIT_MEMLOCK (CAP_IPC_LOCK, bit 14 of CapEff; root has it). */
 export function canLockWithoutLimit(): boolean {
   const match = /^CapEff:\s+([0-9a-f]+)/m.exec(readFileSync("/proc/self/status", "utf8"));

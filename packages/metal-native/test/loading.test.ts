@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NativeUnavailableError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { ADDON_FILE_NAME, detectLinuxLibc, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
 
@@ -70,12 +71,7 @@ describe("loading a given addon file", () => {
   it("throws NativeUnavailableError (damaged) for a file that is no shared library, before loading it", () => {
     const notAnAddon = join(mkdtempSync(join(tmpdir(), "nuvec-loading-")), ADDON_FILE_NAME);
     writeFileSync(notAnAddon, "not an ELF or Mach-O file");
-    let caught: unknown;
-    try {
-      openNativeBackendFile(notAnAddon);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrown(() => openNativeBackendFile(notAnAddon));
     expect(caught).toBeInstanceOf(NativeUnavailableError);
     expect(caught).toMatchObject({
       code: "ERR_NUVEC_NATIVE_UNAVAILABLE",

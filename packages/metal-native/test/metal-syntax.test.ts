@@ -60,14 +60,6 @@ describe.skipIf(!hasClang || onMac)("Metal layer: clang -fsyntax-only against ou
     expect(sources).toContain("metal_platform.mm");
   });
 
-  for (const source of sources) {
-    it(`${source} is well-formed Objective-C++ (ARC, blocks) against the declarations`, () => {
-      const result = check(join("native", "metal", source));
-      expect(result.stderr).toBe("");
-      expect(result.status).toBe(0);
-    });
-  }
-
   // The example a runtime author copies (apps/examples/kernel): a compute kernel bound to a nuvec buffer by
   // its metalBuffer, on the runtime's queue. Checked against the same declarations.
   const exampleFolder = resolve(packageRoot, "..", "..", "apps", "examples", "kernel", "metal");
@@ -79,26 +71,27 @@ describe.skipIf(!hasClang || onMac)("Metal layer: clang -fsyntax-only against ou
     expect(examples).toContain("kernel_metal.mm");
   });
 
-  for (const source of examples) {
-    it(`apps/examples/kernel/metal/${source} is well-formed Objective-C++ against the declarations`, () => {
-      const result = check(join(exampleFolder, source));
-      expect(result.stderr).toBe("");
-      expect(result.status).toBe(0);
-    });
-  }
-
-  it("the example's check is not vacuous: a misspelt encoder selector is an error", () => {
-    const source = readFileSync(join(exampleFolder, "kernel_metal.mm"), "utf8");
-    const result = check("-", [], { input: source.replace("dispatchThreads:", "dispatchThread:") });
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).toMatch(/dispatchThread/);
+  it.each([
+    ...sources.map((source) => [source, join("native", "metal", source)]),
+    ...examples.map((source) => [`apps/examples/kernel/metal/${source}`, join(exampleFolder, source)]),
+  ])("%s is well-formed Objective-C++ (ARC, blocks) against the declarations", (_label, file) => {
+    const result = check(file);
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
   });
 
-  it("the check is not vacuous: a misspelt Metal selector is an error", () => {
-    const source = readFileSync(join(packageRoot, "native", "metal", "metal_platform.mm"), "utf8");
-    // Fed on stdin: its "core/platform.h" resolves through the include path, as from its own folder.
-    const result = check("-", [], { input: source.replace("addAllocation:", "addAlocation:") });
+  // Fed on stdin: a source's "core/platform.h" resolves through the include path, as from its own folder.
+  it.each([
+    [
+      "the Metal layer's",
+      join(packageRoot, "native", "metal", "metal_platform.mm"),
+      "addAllocation:",
+      "addAlocation",
+    ],
+    ["the example's", join(exampleFolder, "kernel_metal.mm"), "dispatchThreads:", "dispatchThread"],
+  ])("%s check is not vacuous: a misspelt selector is an error", (_label, file, selector, misspelt) => {
+    const result = check("-", [], { input: readFileSync(file, "utf8").replace(selector, `${misspelt}:`) });
     expect(result.status).not.toBe(0);
-    expect(result.stderr).toMatch(/addAlocation/);
+    expect(result.stderr).toMatch(new RegExp(misspelt));
   });
 });

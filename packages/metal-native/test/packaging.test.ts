@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { describePublishedBackend } from "@nuvec/native-core/published";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../native-core/test/support.js";
 
 const require = createRequire(import.meta.url);
 
@@ -14,13 +15,7 @@ describe("packaging", () => {
     const mock = require("../dist/mock.cjs");
     expect(mock.NuvecError).toBe(main.NuvecError);
     expect(mock.ArgumentError).toBe(main.ArgumentError);
-    let caught: unknown;
-    try {
-      new mock.MockBackend().newBuffer(-1);
-    } catch (error) {
-      caught = error;
-    }
-    expect(caught).toBeInstanceOf(main.NuvecError);
+    expect(thrown(() => new mock.MockBackend().newBuffer(-1))).toBeInstanceOf(main.NuvecError);
   });
 
   it("ESM: the main entry and ./mock share the error classes", async () => {

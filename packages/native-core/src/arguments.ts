@@ -49,3 +49,19 @@ export function checkOptionalPointer(value: unknown, name: string): asserts valu
     );
   }
 }
+
+/** Checks a byte count (an offset, a length, a size) from `minimum` (default 0) to `maximum`. */
+export function checkByteCount(value: unknown, name: string, maximum: number, minimum = 0): number {
+  const problem = byteCountProblem(value, name, { minimum, maximum });
+  if (problem) throw new ArgumentError(name, problem.message);
+  return value as number;
+}
+
+/** Checks a copy source: an `ArrayBuffer` or an `ArrayBuffer` view (typed array, `DataView`, `Buffer`). */
+export function checkSource(source: unknown): ArrayBuffer | ArrayBufferView {
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return source;
+  throw new ArgumentError(
+    "source",
+    `source must be an ArrayBuffer or an ArrayBuffer view, got ${typeof source} ${describeValue(source)}`,
+  );
+}

@@ -10,17 +10,4 @@ export { checkBufferLength, checkOptionalPointer, checkPath, checkViewLength } f
 export { allocationFailed, notHostVisible, releasedError, systemCallError } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";
-export type {
-  BackendPlatform,
-  DeviceFacts,
-  HostMemoryHandle,
-  MetalMemoryHandle,
-  MockMemoryHandle,
-  NativeAllocation,
-  NativeBackend,
-  NativeBuffer,
-  NativeCounters,
-  NativeMappedFile,
-  NativeMemoryHandle,
-  NativeResidencySet,
-} from "./types.js";
+export type * from "./types.js";

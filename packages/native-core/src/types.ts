@@ -150,8 +150,8 @@ export interface NativeBuffer extends NativeMemory {
    */
   readonly quarantined?: boolean;
   /**
-   * Copies `length` bytes from `offset` out of the buffer (backends whose memory is not host-visible have
-   * it; elsewhere the device copies through `contents()`). Throws after release.
+   * Copies `length` bytes from `offset` out of the buffer, handing out no view (every native backend has
+   * it; where a backend has not, the device copies through `contents()`). Throws after release.
    */
   read?(offset: number, length: number): Uint8Array;
   /** Copies `source` into the buffer at `offset` (see `read`). Throws after release. */

@@ -144,40 +144,30 @@ describe("ELF (Linux and other POSIX systems)", () => {
     );
   });
 
-  it("a segment or section whose offset and size overflow 64 bits is past the end, not wrapped around", () => {
+  // [the defect, how a whole file is changed]: headers that lie, an offset and size that overflow 64 bits (past
+  // the end, not wrapped around), a section of data past the end (the NOBITS one past the end, as .bss, passes).
+  it.each<[string, (file: Buffer) => void]>([
+    [
+      "it is truncated: segment 1 (program header type 0x2) ends at byte 18446744073709555712, the file has 4096 bytes",
+      (file) => {
+        file.writeBigUInt64LE(0xffff_ffff_ffff_f000n, 64 + 56 + 8);
+        file.writeBigUInt64LE(0x2000n, 64 + 56 + 32);
+      },
+    ],
+    [
+      "it is truncated: section 1 ends at byte 6048, the file has 4096 bytes",
+      (file) => file.writeBigUInt64LE(4000n, 3584 + 64 + 32),
+    ],
+    ["it is no shared library (ELF type 2, a shared library is 3)", (file) => file.writeUInt16LE(2, 16)],
+    ["it names no program headers (nothing to load)", (file) => file.writeUInt16LE(0, 56)],
+    ["its program header size is 40, not 56", (file) => file.writeUInt16LE(40, 54)],
+    ["its section header size is 32, not 64", (file) => file.writeUInt16LE(32, 58)],
+    ["its ELF class 3 is neither 32- nor 64-bit", (file) => file.writeUInt8(3, 4)],
+    ["its ELF byte order 0 is neither little- nor big-endian", (file) => file.writeUInt8(0, 5)],
+  ])("%s", (message, change) => {
     const file = elf64();
-    file.writeBigUInt64LE(0xffff_ffff_ffff_f000n, 64 + 56 + 8);
-    file.writeBigUInt64LE(0x2000n, 64 + 56 + 32);
-    expect(defect(file)).toMatch(
-      /^it is truncated: segment 1 \(program header type 0x2\) ends at byte 18446744073709555712, the file has 4096 bytes$/,
-    );
-  });
-
-  it("a section of data past the end is refused; a NOBITS section (.bss) never is", () => {
-    const file = elf64();
-    file.writeBigUInt64LE(4000n, 3584 + 64 + 32);
-    expect(defect(file)).toBe("it is truncated: section 1 ends at byte 6048, the file has 4096 bytes");
-  });
-
-  it("headers that lie: an executable, no program headers, odd entry sizes, a bad class or byte order", () => {
-    const executable = elf64();
-    executable.writeUInt16LE(2, 16);
-    expect(defect(executable)).toBe("it is no shared library (ELF type 2, a shared library is 3)");
-    const none = elf64();
-    none.writeUInt16LE(0, 56);
-    expect(defect(none)).toBe("it names no program headers (nothing to load)");
-    const entry = elf64();
-    entry.writeUInt16LE(40, 54);
-    expect(defect(entry)).toBe("its program header size is 40, not 56");
-    const sections = elf64();
-    sections.writeUInt16LE(32, 58);
-    expect(defect(sections)).toBe("its section header size is 32, not 64");
-    const klass = elf64();
-    klass[4] = 3;
-    expect(defect(klass)).toBe("its ELF class 3 is neither 32- nor 64-bit");
-    const order = elf64();
-    order[5] = 0;
-    expect(defect(order)).toBe("its ELF byte order 0 is neither little- nor big-endian");
+    change(file);
+    expect(defect(file)).toBe(message);
   });
 
   it("counts kept in section 0 (PN_XNUM, a zero e_shnum) are read from there", () => {
@@ -226,38 +216,29 @@ describe("Mach-O (macOS)", () => {
     expect(defect(machO().subarray(0, length), "darwin")).toBe(message);
   });
 
-  it("the symbol table, the strings and link-edit data past the end", () => {
-    const symbols = machO();
-    symbols.writeUInt32LE(1000, 32 + 72 + 12);
-    expect(defect(symbols, "darwin")).toBe(
+  it.each<[string, (file: Buffer) => void]>([
+    [
       "it is truncated: the symbols of load command 1 (0x2) of the file ends at byte 20096, the image has 8192 bytes",
-    );
-    const signature = machO();
-    signature.writeUInt32LE(9000, 32 + 72 + 24 + 12);
-    expect(defect(signature, "darwin")).toBe(
+      (file) => file.writeUInt32LE(1000, 32 + 72 + 12),
+    ],
+    [
       "it is truncated: the data of load command 2 (0x1d) of the file ends at byte 15000, the image has 8192 bytes",
-    );
-  });
-
-  it("load commands that lie about their size; a file type that cannot be loaded", () => {
-    const tiny = machO();
-    tiny.writeUInt32LE(4, 32 + 4);
-    expect(defect(tiny, "darwin")).toBe(
+      (file) => file.writeUInt32LE(9000, 32 + 72 + 24 + 12),
+    ],
+    [
       "the file's load command 0 has a size of 4 bytes, past its load commands",
-    );
-    const long = machO();
-    long.writeUInt32LE(4000, 32 + 4);
-    expect(defect(long, "darwin")).toBe(
+      (file) => file.writeUInt32LE(4, 32 + 4),
+    ],
+    [
       "the file's load command 0 has a size of 4000 bytes, past its load commands",
-    );
-    const many = machO();
-    many.writeUInt32LE(4, 16);
-    expect(defect(many, "darwin")).toBe("the file's load command 3 lies past its load commands");
-    const executable = machO();
-    executable.writeUInt32LE(2, 12);
-    expect(defect(executable, "darwin")).toBe(
-      "the file is no loadable bundle or library (Mach-O file type 2)",
-    );
+      (file) => file.writeUInt32LE(4000, 32 + 4),
+    ],
+    ["the file's load command 3 lies past its load commands", (file) => file.writeUInt32LE(4, 16)],
+    ["the file is no loadable bundle or library (Mach-O file type 2)", (file) => file.writeUInt32LE(2, 12)],
+  ])("%s", (message, change) => {
+    const file = machO();
+    change(file);
+    expect(defect(file, "darwin")).toBe(message);
   });
 
   it("a universal file: a slice past the end, a slice cut inside its segment", () => {

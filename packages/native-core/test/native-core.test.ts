@@ -5,22 +5,15 @@
 // of the host and CUDA layers. Compiled here with the C++ compiler node-gyp uses ($CXX, else c++ or
 // g++ from PATH); the addon builds from source in CI, so CI has one: there a missing compiler fails this
 // test instead of skipping it.
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { compileAndRun, cxx as compiler } from "./child.js";
 
 const core = fileURLToPath(new URL("../native/core/", import.meta.url));
 
-/** The first C++ compiler that answers --version, as node-gyp's make would pick it ($CXX first). */
-function findCompiler(): string | undefined {
-  const candidates = [process.env.CXX, "c++", "g++", "clang++"].filter((name): name is string => !!name);
-  return candidates.find((name) => spawnSync(name, ["--version"], { encoding: "utf8" }).status === 0);
-}
-
-const compiler = findCompiler();
 const inCi = process.env.CI === "true";
 
 describe("native/core stays free of N-API", () => {
@@ -71,29 +64,8 @@ describe("native/core's C++ unit tests (AddonState, WiringResidencySet)", () => 
 
     for (const [unit, rules] of Object.entries(unitTests)) {
       it(`core/${unit}_test.cc compiles without warnings and every check passes`, () => {
-        const binary = join(scratch, `${unit}_test`);
-        const build = spawnSync(
-          compiler ?? "c++",
-          [
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Wno-unused-parameter",
-            "-Werror",
-            "-o",
-            binary,
-            join(core, `${unit}_test.cc`),
-            join(core, `${unit}.cc`),
-          ],
-          { encoding: "utf8" },
-        );
-        expect(build.stderr).toBe("");
-        expect(build.status).toBe(0);
-        const run = spawnSync(binary, [], { encoding: "utf8" });
-        expect(run.stderr).toBe("");
-        expect(run.status).toBe(0);
-        for (const rule of rules) expect(run.stdout).toContain(`ok ${rule}`);
-        expect(run.stdout).toMatch(/all \d+ checks passed/);
+        const sources = [join(core, `${unit}_test.cc`), join(core, `${unit}.cc`)];
+        compileAndRun(join(scratch, `${unit}_test`), sources, { parts: rules });
       }, 300_000);
     }
   });

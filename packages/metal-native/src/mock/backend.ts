@@ -102,14 +102,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   mapMemory(space: NativeBuffer, offset: number, length: number): void {
     const mappings = this.#spaceOf(space, "mapMemory");
     mappings.checkGranules(offset, length, "mapMemory");
-    this.#bufferAttempts += 1;
-    const attempt = this.#bufferAttempts;
-    if (this.failAllocation?.(length, attempt) === true) {
-      throw allocationFailed(
-        length,
-        `mapMemory(${length}) failed: the mock was told to fail allocation attempt ${attempt}`,
-      );
-    }
+    this.#attemptAllocation("mapMemory", length);
     mappings.map(offset, length);
   }
 
@@ -121,6 +114,18 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   /** Bytes mapped into `space` now (for tests: what a GPU's driver would hold). */
   mappedBytes(space: NativeBuffer): number {
     return this.#spaceOf(space, "mappedBytes").mappedBytes;
+  }
+
+  /** Counts an allocation attempt of `bytes` by `call`, and fails it when `failAllocation` says so. */
+  #attemptAllocation(call: string, bytes: number): void {
+    this.#bufferAttempts += 1;
+    const attempt = this.#bufferAttempts;
+    if (this.failAllocation?.(bytes, attempt) === true) {
+      throw allocationFailed(
+        bytes,
+        `${call}(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
+      );
+    }
   }
 
   #spaceOf(space: NativeBuffer, method: string): MockSpace {
@@ -144,14 +149,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     return this.#core.run("newBuffer", undefined, typeof bytes === "number" ? bytes : undefined, () => {
       this.#core.assertOpen("newBuffer()");
       checkBufferLength(bytes, this.maxBufferLength);
-      this.#bufferAttempts += 1;
-      const attempt = this.#bufferAttempts;
-      if (this.failAllocation?.(bytes, attempt) === true) {
-        throw allocationFailed(
-          bytes,
-          `newBuffer(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
-        );
-      }
+      this.#attemptAllocation("newBuffer", bytes);
       const allocatedSize = bytes >= this.pageSize ? (mappingSize(bytes, this.pageSize) as number) : bytes;
       const buffer = new MockBuffer(this.#core, this.#nextBufferId++, bytes, allocatedSize);
       this.#core.adopt(buffer);

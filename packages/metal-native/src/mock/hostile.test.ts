@@ -1,29 +1,22 @@
 // Hostile use of the mock: a view moved away by its holder (postMessage transfer,
 // ArrayBuffer.prototype.transfer) must not stop free or close, and mapping a FIFO must not hang.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { MockBackend } from "./backend.js";
+import { reportOf, runInChild } from "../../../native-core/test/child.js";
 import { detachArrayBuffer, isDetached } from "./support.js";
 
-const packageDirectory = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const folder = mkdtempSync(join(tmpdir(), "nuvec-mock-hostile-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-/** A script run on the built mock in a child where `ArrayBuffer.prototype.transfer` exists (Node ≥ 21 has it). */
-function runWithTransfer(script: string): unknown {
-  const hasTransfer = typeof (ArrayBuffer.prototype as { transfer?: unknown }).transfer === "function";
-  const flags = hasTransfer ? [] : ["--harmony-rab-gsab-transfer"];
-  const output = execFileSync(process.execPath, [...flags, "--input-type=module", "-e", script], {
-    cwd: packageDirectory,
-    encoding: "utf8",
-  });
-  return JSON.parse(output);
-}
-
+// ArrayBuffer.prototype.transfer: behind a flag on Node.js 20, always there from 21.
+const withTransfer = {
+  nodeOptions:
+    typeof (ArrayBuffer.prototype as { transfer?: unknown }).transfer === "function"
+      ? []
+      : ["--harmony-rab-gsab-transfer"],
+};
 const mockUrl = new URL("../../dist/mock.js", import.meta.url).href;
 
 describe("views moved away by their holder", () => {
@@ -36,23 +29,10 @@ describe("views moved away by their holder", () => {
     expect(new Uint8Array(moved)[0]).toBe(7);
   });
 
-  it("a buffer whose view was posted to a port still detaches, releases and closes (in-process)", () => {
-    const backend = new MockBackend();
-    const buffer = backend.newBuffer(4096);
-    const view = buffer.contents();
-    const { port1, port2 } = new MessageChannel();
-    port1.postMessage(view, [view]);
-    port1.close();
-    port2.close();
-    buffer.detachContents();
-    expect(buffer.contents().byteLength).toBe(4096);
-    buffer.release();
-    backend.close();
-    expect(backend.closed).toBe(true);
-  });
-
-  it("free and close work after ArrayBuffer.prototype.transfer and postMessage of views (Node ≥ 21 semantics)", () => {
-    const result = runWithTransfer(`
+  it("detach, free and close work after ArrayBuffer.prototype.transfer and postMessage of views (Node ≥ 21 semantics)", () => {
+    const result = reportOf(
+      runInChild(
+        `
       import { MockBackend } from ${JSON.stringify(mockUrl)};
       const backend = new MockBackend();
       const errors = [];
@@ -68,6 +48,8 @@ describe("views moved away by their holder", () => {
       const { port1, port2 } = new MessageChannel();
       port1.postMessage(view, [view]);
       port1.close(); port2.close();
+      attempt("detachContents after postMessage", () => b.detachContents());
+      const freshPosted = b.contents().byteLength;
       backend.addFile("/virtual/weights.bin", new Uint8Array(100).fill(3));
       const file = backend.mapFile("/virtual/weights.bin");
       const fileView = file.contents().transfer();
@@ -76,15 +58,19 @@ describe("views moved away by their holder", () => {
       attempt("close", () => backend.close());
       console.log(JSON.stringify({
         hasTransfer: typeof ArrayBuffer.prototype.transfer === "function",
-        errors, fresh, closed: backend.closed, movedByte: new Uint8Array(moved)[0], fileByte: new Uint8Array(fileView)[0],
+        errors, fresh, freshPosted, closed: backend.closed, movedByte: new Uint8Array(moved)[0], fileByte: new Uint8Array(fileView)[0],
         live: backend.counters().buffersMade - backend.counters().buffersReleased,
         mappings: backend.counters().mappingsMade - backend.counters().mappingsReleased,
       }));
-    `);
+    `,
+        withTransfer,
+      ),
+    );
     expect(result).toEqual({
       hasTransfer: true,
       errors: [],
       fresh: 4096,
+      freshPosted: 8192,
       closed: true,
       movedByte: 1,
       fileByte: 3,
@@ -100,25 +86,16 @@ describe.skipIf(process.platform === "win32")("mapFile of what is not a regular 
     expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
     // In a child: the bug was a blocking open(2) that no test timeout can interrupt; the child's generous
     // limit turns a hang into a failure instead of a stuck suite (it is not a bound on speed).
-    const child = spawnSync(
-      process.execPath,
-      [
-        "--input-type=module",
-        "-e",
-        `
-        import { MockBackend } from ${JSON.stringify(mockUrl)};
-        const backend = new MockBackend({ realFiles: true });
-        const before = JSON.stringify(backend.counters());
-        try { backend.mapFile(${JSON.stringify(fifo)}); console.log(JSON.stringify({ mapped: true })); }
-        catch (error) {
-          console.log(JSON.stringify({ name: error.constructor.name, code: error.code, syscall: error.syscall,
-            errno: error.errno, path: error.path, unchanged: JSON.stringify(backend.counters()) === before }));
-        }`,
-      ],
-      { encoding: "utf8", timeout: 120_000 },
-    );
-    expect(child.signal).toBeNull();
-    expect(JSON.parse(child.stdout)).toEqual({
+    const child = runInChild(`
+      import { MockBackend } from ${JSON.stringify(mockUrl)};
+      const backend = new MockBackend({ realFiles: true });
+      const before = JSON.stringify(backend.counters());
+      try { backend.mapFile(${JSON.stringify(fifo)}); console.log(JSON.stringify({ mapped: true })); }
+      catch (error) {
+        console.log(JSON.stringify({ name: error.constructor.name, code: error.code, syscall: error.syscall,
+          errno: error.errno, path: error.path, unchanged: JSON.stringify(backend.counters()) === before }));
+      }`);
+    expect(reportOf(child)).toEqual({
       name: "SystemCallError",
       code: "ERR_NUVEC_SYSTEM",
       syscall: "mmap",

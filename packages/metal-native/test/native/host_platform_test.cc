@@ -74,28 +74,35 @@ bool WithFailureAt(long at, Operation operation) {
   return nuvec_test::allocationFailed;
 }
 
+// Makes an allocation with a failure injected at each of its first 16 allocations in turn: each time it is
+// made or the failure happened, and after it is gone nothing is held. True when a failure happened at all.
+template <typename Make>
+bool NothingLeftAtAnyFailure(const char* what, Make make) {
+  bool failedOnce = false;
+  for (long at = 0; at < 16; at += 1) {
+    Held before;
+    std::unique_ptr<Allocation> made;
+    bool failed = WithFailureAt(at, [&] {
+      Failure failure;
+      made = make(&failure);
+    });
+    failedOnce = failedOnce || failed;
+    CHECK(failed || made != nullptr);
+    made.reset();
+    Held after;
+    if (!(after == before))
+      std::fprintf(stderr, "warm %d %s at %ld: bytes %llu-%llu mappings %llu-%llu heap %zu-%zu maps %d-%d locked %ld-%ld\n",
+                   nuvec_test::warmingUp, what, at, (unsigned long long)before.bytes, (unsigned long long)after.bytes,
+                   (unsigned long long)before.mappings, (unsigned long long)after.mappings, before.heap, after.heap,
+                   before.maps, after.maps, before.locked, after.locked);
+    CHECK(after == before);
+  }
+  return failedOnce;
+}
+
 void Buffers(Platform* platform) {
   for (size_t bytes : {size_t{100}, size_t{1} << 20}) {
-    bool failedOnce = false;
-    for (long at = 0; at < 16; at += 1) {
-      Held before;
-      std::unique_ptr<Allocation> buffer;
-      bool failed = WithFailureAt(at, [&] {
-        Failure failure;
-        buffer = platform->newBuffer(bytes, &failure);
-      });
-      failedOnce = failedOnce || failed;
-      CHECK(failed || buffer != nullptr);
-      buffer.reset();
-      Held after;
-      if (!(after == before))
-        std::fprintf(stderr, "warm %d bytes %zu at %ld: bytes %llu-%llu mappings %llu-%llu heap %zu-%zu maps %d-%d locked %ld-%ld\n",
-                     nuvec_test::warmingUp, bytes, at, (unsigned long long)before.bytes, (unsigned long long)after.bytes,
-                     (unsigned long long)before.mappings, (unsigned long long)after.mappings, before.heap, after.heap,
-                     before.maps, after.maps, before.locked, after.locked);
-      CHECK(after == before);
-    }
-    CHECK(failedOnce);
+    CHECK(NothingLeftAtAnyFailure("a buffer", [&](Failure* failure) { return platform->newBuffer(bytes, failure); }));
   }
   if (!nuvec_test::warmingUp) std::puts("ok buffers");
 }
@@ -107,17 +114,7 @@ void MappedFiles(Platform* platform) {
   std::string bytes(100000, 'x');
   CHECK(write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   close(fd);
-  for (long at = 0; at < 16; at += 1) {
-    Held before;
-    std::unique_ptr<Allocation> file;
-    bool failed = WithFailureAt(at, [&] {
-      Failure failure;
-      file = platform->mapFile(path, &failure);
-    });
-    CHECK(failed || file != nullptr);
-    file.reset();
-    CHECK(Held() == before);
-  }
+  NothingLeftAtAnyFailure("a mapped file", [&](Failure* failure) { return platform->mapFile(path, failure); });
   unlink(path);
   if (!nuvec_test::warmingUp) std::puts("ok mapped files");
 }

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -19,104 +18,99 @@ using nuvec::Allocation;
 using nuvec::FreedCounters;
 using nuvec::WiringResidencySet;
 
+// Knows whether it is wired, and may refuse to be (error 12, as ENOMEM). No allocation anywhere in the fakes:
+// the allocation-failure test fails the set's own allocations, never the fakes'.
 class FakeAllocation final : public Allocation {
  public:
+  bool wired = false;
+  bool refuse = false;
   void* data() const override { return nullptr; }
   size_t length() const override { return 64; }
   size_t allocatedSize() const override { return 64; }
 };
 
-// Wires whatever is asked, except the allocations in `refuse` (error 12, as ENOMEM).
 class FakeWiring final : public nuvec::Wiring {
  public:
-  std::set<Allocation*> wired;
-  std::set<Allocation*> refuse;
+  int wired = 0;
   int wireCalls = 0;
   int wireOne(Allocation* allocation) override {
     wireCalls += 1;
-    if (refuse.count(allocation) > 0) return 12;
-    wired.insert(allocation);
+    auto* fake = static_cast<FakeAllocation*>(allocation);
+    if (fake->refuse) return 12;
+    fake->wired = true;
+    wired += 1;
     return 0;
   }
-  void unwireOne(Allocation* allocation) override { wired.erase(allocation); }
+  void unwireOne(Allocation* allocation) override {
+    static_cast<FakeAllocation*>(allocation)->wired = false;
+    wired -= 1;
+  }
   std::string wiringAdvice(Allocation*, int error) override { return "refused: " + std::to_string(error); }
 };
 
-void WiringFollowsRequestAndCommits() {
+// What each test starts from: the fake wiring, the counters a set's end is reported to, two allocations.
+struct Fixture {
   FakeWiring wiring;
-  auto freed = std::make_shared<FreedCounters>();
+  std::shared_ptr<FreedCounters> freed = std::make_shared<FreedCounters>();
   FakeAllocation a;
   FakeAllocation b;
+};
+
+void WiringFollowsRequestAndCommits() {
+  Fixture fixture;
+  auto& [wiring, freed, a, b] = fixture;
   {
     WiringResidencySet set(&wiring, freed);
     set.add(&a);
     set.commit();
-    CHECK(wiring.wired.empty());  // committed, but residency not requested: nothing wired
+    CHECK(wiring.wired == 0);  // committed, but residency not requested: nothing wired
     set.requestResidency();
-    CHECK(wiring.wired.count(&a) == 1);
+    CHECK(a.wired);
     set.add(&b);
-    CHECK(wiring.wired.count(&b) == 0);  // staged only
+    CHECK(!b.wired);  // staged only
     set.commit();
-    CHECK(wiring.wired.count(&b) == 1);  // the request stands: a commit wires what it adds
+    CHECK(b.wired);  // the request stands: a commit wires what it adds
     set.remove(&a);
     set.commit();
-    CHECK(wiring.wired.count(&a) == 0 && wiring.wired.count(&b) == 1);
+    CHECK(!a.wired && b.wired && wiring.wired == 1);
     set.endResidency();
-    CHECK(wiring.wired.empty());
+    CHECK(wiring.wired == 0 && !b.wired);
     set.requestResidency();
-    CHECK(wiring.wired.count(&b) == 1);
+    CHECK(b.wired && wiring.wired == 1);
     CHECK(freed->residencySets == 0);
   }
-  CHECK(wiring.wired.empty());  // destroyed: unwired what it had wired
+  CHECK(wiring.wired == 0 && !b.wired);  // destroyed: unwired what it had wired
   CHECK(freed->residencySets == 1);
   std::puts("ok wiring follows the request and the commits; the set's end unwires and is counted");
 }
 
 void FailuresAreCountedAndRetried() {
-  FakeWiring wiring;
-  FakeAllocation a;
-  WiringResidencySet set(&wiring, std::make_shared<FreedCounters>());
-  wiring.refuse.insert(&a);
+  Fixture fixture;
+  auto& [wiring, freed, a, b] = fixture;
+  WiringResidencySet set(&wiring, freed);
+  a.refuse = true;
   set.add(&a);
   set.commit();
   set.requestResidency();
   CHECK(set.wiringFailures() == 1 && set.lastWiringError() == "refused: 12");
-  CHECK(wiring.wired.empty());
+  CHECK(wiring.wired == 0 && !a.wired);
   set.requestResidency();  // retried (a limit may have been raised): refused again
   CHECK(set.wiringFailures() == 2);
-  wiring.refuse.clear();
+  a.refuse = false;
   set.requestResidency();
-  CHECK(wiring.wired.count(&a) == 1 && set.wiringFailures() == 2);
+  CHECK(a.wired && set.wiringFailures() == 2);
   int calls = wiring.wireCalls;
   set.requestResidency();  // already wired: not asked again
   CHECK(wiring.wireCalls == calls);
   std::puts("ok failures: counted, advised, retried at the next request");
 }
 
-}  // namespace
-
-namespace {
-
-// Counts what is wired without allocating (an allocation here would be one the test fails on purpose).
-class CountingWiring final : public nuvec::Wiring {
- public:
-  int wired = 0;
-  int wireOne(Allocation*) override {
-    wired += 1;
-    return 0;
-  }
-  void unwireOne(Allocation*) override { wired -= 1; }
-  std::string wiringAdvice(Allocation*, int) override { return "refused"; }
-};
-
 // A lock is never held unrecorded: with the set's bookkeeping failing at each allocation in turn, ending
 // residency (and the set's end) unwires all that was wired.
 void AllocationFailures() {
   for (long at = 0; at < 24; at += 1) {
-    CountingWiring wiring;
-    auto freed = std::make_shared<FreedCounters>();
-    FakeAllocation a;
-    FakeAllocation b;
+    Fixture fixture;
+    auto& [wiring, freed, a, b] = fixture;
     {
       WiringResidencySet set(&wiring, freed);
       set.add(&a);

@@ -229,6 +229,8 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("lastWiringError", Napi::Function::New<LastWiringError>(env, "lastWiringError"));
   exports.Set("attachResidencySet", Napi::Function::New<AttachResidencySet>(env, "attachResidencySet"));
   exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
+  exports.Set("contentsOf", Napi::Function::New<ContentsOfSlot>(env, "contentsOf"));
+  exports.Set("detachContentsOf", Napi::Function::New<DetachContentsOfSlot>(env, "detachContentsOf"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
   exports.Set("viewBookkeeping", Napi::Function::New<ViewBookkeeping>(env, "viewBookkeeping"));
   // How views are made here, and why not the faster way when they are not (tests, benchmarks).

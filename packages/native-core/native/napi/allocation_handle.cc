@@ -1,6 +1,7 @@
 // What a buffer or mapped-file object does (handles.h): views, their detaching, copies, nativeHandle(),
 // release. The ownership decisions are AddonState's; this file turns JavaScript events into its calls.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "handles.h"
@@ -88,8 +89,68 @@ Allocation* AllocationHandle::Live(Napi::Env env, const char* what) {
   return allocation;
 }
 
-Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const char* what) {
+double HandleSlots::Add(AllocationHandle* handle) {
+  uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(entries_.size());
+    entries_.emplace_back();
+  }
+  entries_[index].handle = handle;
+  return static_cast<double>(entries_[index].generation) * kIndexSpan + index;
+}
+
+void HandleSlots::Remove(double slot) {
+  if (Find(slot) == nullptr) return;
+  auto index = static_cast<uint32_t>(static_cast<uint64_t>(slot));
+  Entry& entry = entries_[index];
+  entry.handle = nullptr;
+  entry.generation = (entry.generation + 1) % kGenerations;
+  free_.push_back(index);
+}
+
+AllocationHandle* HandleSlots::Find(double slot) const {
+  // NaN, negatives, fractions and numbers past the last generation are no slots.
+  if (!(slot >= 0) || slot >= static_cast<double>(kGenerations) * kIndexSpan || slot != std::floor(slot)) {
+    return nullptr;
+  }
+  auto value = static_cast<uint64_t>(slot);
+  uint64_t index = value & 0xffffffffu;
+  uint64_t generation = value >> 32;
+  if (index >= entries_.size() || entries_[index].generation != generation) return nullptr;
+  return entries_[index].handle;
+}
+
+void AllocationHandle::TakeSlot(AddonData& data) {
+  slots = data.slots;
+  slot = slots->Add(this);
+}
+
+namespace {
+
+// The handle in the slot given as the first argument, or ERR_NUVEC_INVALID_ARGUMENT.
+AllocationHandle& HandleInSlot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  double slot = -1;
+  AllocationHandle* handle = nullptr;
+  if (napi_get_value_double(env, info[0], &slot) == napi_ok) handle = DataOf(env).slots->Find(slot);
+  if (handle == nullptr) ThrowArgument(env, "slot", "slot must be the slot of a live buffer or mapped file of this addon");
+  return *handle;
+}
+
+}  // namespace
+
+Napi::Value ContentsOfSlot(const Napi::CallbackInfo& info) {
+  return HandleInSlot(info).Contents(info.Env(), info[1]);
+}
+
+Napi::Value DetachContentsOfSlot(const Napi::CallbackInfo& info) {
+  return HandleInSlot(info).DetachContents(info.Env());
+}
+
+Napi::Value AllocationHandle::Contents(Napi::Env env, const Napi::Value& lengthArgument) {
   Allocation* allocation = Live(env, what);
   if (allocation->data() == nullptr) {
     throw MakeError(env, kNotHostVisible,
@@ -97,8 +158,8 @@ Napi::Value AllocationHandle::Contents(const Napi::CallbackInfo& info, const cha
                         " is device memory, which the CPU cannot address: copy with read() and write()");
   }
   size_t length = allocation->length();
-  if (info.Length() > 0 && !info[0].IsUndefined()) {
-    length = CheckRange(env, info[0], "length", allocation->length());
+  if (!lengthArgument.IsUndefined()) {
+    length = CheckRange(env, lengthArgument, "length", allocation->length());
     if (length == 0) ThrowArgument(env, "length", "a view has at least one byte");
   }
   AddonData& data = DataOf(env);
@@ -206,9 +267,9 @@ bool AllocationHandle::DetachViews(Napi::Env env) {
   return state->SettleViews(id);
 }
 
-Napi::Value AllocationHandle::DetachContents(const Napi::CallbackInfo& info, const char* what) {
-  Live(info.Env(), what);
-  return Napi::Boolean::New(info.Env(), DetachViews(info.Env()));
+Napi::Value AllocationHandle::DetachContents(Napi::Env env) {
+  Live(env, what);
+  return Napi::Boolean::New(env, DetachViews(env));
 }
 
 // read(offset, length): a new ArrayBuffer with a copy of the bytes.

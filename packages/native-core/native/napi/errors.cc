@@ -54,8 +54,9 @@ size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {
 }
 
 size_t CheckRange(Napi::Env env, const Napi::Value& value, const char* name, size_t limit) {
-  if (!value.IsNumber()) ThrowArgument(env, name, std::string(name) + " must be a number");
-  double number = value.As<Napi::Number>().DoubleValue();
+  double number = 0;
+  // One call for the type check and the value (napi_number_expected for anything but a number).
+  if (napi_get_value_double(env, value, &number) != napi_ok) ThrowArgument(env, name, std::string(name) + " must be a number");
   if (!std::isfinite(number) || number != std::floor(number) || number < 0 || number > static_cast<double>(limit)) {
     ThrowArgument(env, name,
                   std::string(name) + " must be a whole number from 0 to " + std::to_string(limit) + ", got " +

@@ -18,9 +18,9 @@ namespace nuvec {
 
 // What an addon adds to the shared classes. Its entry file sets these before InitCommon (addon.h).
 struct BindingFeatures {
-  // read(offset, length), write(source, offset) and the devicePointer accessor on buffers and mapped files:
-  // for memory the CPU cannot address (cuda-native). Off in metal-native, whose views reach all of it.
-  bool copies = false;
+  // The devicePointer accessor on buffers and mapped files: the address of memory the CPU cannot address
+  // (cuda-native). Off in metal-native, whose memory has a host address.
+  bool devicePointers = false;
   // Whether the bytes of buffers count as external memory for V8 (napi_adjust_external_memory), so that
   // dropped handles are collected in time. True for host memory; off for device memory (cuda-native),
   // which is no pressure on the JavaScript heap: telling V8 of gigabytes of it only brings on full
@@ -59,10 +59,38 @@ inline void UncoveredViewGone(ViewRegistry& views, uint64_t viewId) {
   if (viewId > views.coveredUpTo && views.uncoveredAttached > 0) views.uncoveredAttached -= 1;
 }
 
+class AllocationHandle;
+
+// The calls made for every view (contents and its detaching) reach their handle through a slot, a number the
+// JavaScript wrapper reads once, rather than through napi_unwrap, whose private-symbol lookup runs through
+// V8's generic property lookup and was the largest single cost of a contents() call. A slot is an index in
+// this table with a generation: a slot whose handle is gone (or a number that never was a slot) finds
+// nothing, and a reused index answers only to its new generation.
+class HandleSlots {
+ public:
+  // A slot for `handle`, until Remove().
+  double Add(AllocationHandle* handle);
+  void Remove(double slot);
+  // The handle in `slot`, or nullptr.
+  AllocationHandle* Find(double slot) const;
+
+ private:
+  struct Entry {
+    AllocationHandle* handle = nullptr;
+    uint32_t generation = 0;
+  };
+  static constexpr double kIndexSpan = 4294967296.0;  // 2^32: slot = generation * 2^32 + index
+  static constexpr uint32_t kGenerations = 1u << 20;  // so that every slot is an exact double
+  std::vector<Entry> entries_;
+  std::vector<uint32_t> free_;
+};
+
 // Instance data of one environment (main thread or worker).
 struct AddonData {
   std::shared_ptr<AddonState> state = std::make_shared<AddonState>();
   std::shared_ptr<ViewRegistry> views = std::make_shared<ViewRegistry>();
+  // Shared with the handles, which leave it when they are destroyed (after the environment's data, at exit).
+  std::shared_ptr<HandleSlots> slots = std::make_shared<HandleSlots>();
   BindingFeatures features;
   Napi::FunctionReference bufferConstructor;
   Napi::FunctionReference mappedFileConstructor;
@@ -101,6 +129,13 @@ void SecureNewViews(Napi::Env env);
 // What a buffer and a mapped-file object do, whichever they are (AllocationObject forwards to it).
 class AllocationHandle {
  public:
+  AllocationHandle() = default;
+  AllocationHandle(const AllocationHandle&) = delete;
+  AllocationHandle& operator=(const AllocationHandle&) = delete;
+  ~AllocationHandle() {
+    if (slots) slots->Remove(slot);
+  }
+
   std::shared_ptr<AddonState> state;
   std::weak_ptr<ViewRegistry> views;
   // Backing stores: the views this handle made that may still be attached (Node-API: the registry's).
@@ -109,14 +144,21 @@ class AllocationHandle {
   bool released = true;
   double length = 0;
   double allocatedSize = 0;
+  // Its place in the environment's HandleSlots, once made; the word for it in messages.
+  std::shared_ptr<HandleSlots> slots;
+  double slot = -1;
+  const char* what = "buffer";
+
+  // Takes a slot in `data`'s table (the last step of making the handle).
+  void TakeSlot(AddonData& data);
 
   // The allocation, or ERR_NUVEC_RELEASED ("this <what> was released").
   Allocation* Live(Napi::Env env, const char* what);
-  // contents(length?): a view of the first `length` bytes (default: all of them), the same one while it is
-  // attached.
-  Napi::Value Contents(const Napi::CallbackInfo& info, const char* what);
+  // contents(length?): a view of the first `length` bytes (default: all of them, when `length` is undefined),
+  // the same one while it is attached.
+  Napi::Value Contents(Napi::Env env, const Napi::Value& length);
   Napi::Value NativeHandle(const Napi::CallbackInfo& info, const char* what);
-  Napi::Value DetachContents(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value DetachContents(Napi::Env env);
   Napi::Value Read(const Napi::CallbackInfo& info, const char* what);
   void Write(const Napi::CallbackInfo& info, const char* what);
   Napi::Value DevicePointer(const Napi::CallbackInfo& info);
@@ -130,6 +172,11 @@ class AllocationHandle {
 
 // The handle behind a buffer or mapped-file object, or nullptr for anything else.
 AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value);
+
+// contentsOf(slot, length?) and detachContentsOf(slot): contents() and detachContents() of the handle in
+// `slot` (HandleSlots), the calls the wrappers make for every view.
+Napi::Value ContentsOfSlot(const Napi::CallbackInfo& info);
+Napi::Value DetachContentsOfSlot(const Napi::CallbackInfo& info);
 
 // What tells a buffer handle from a mapped-file handle: the JS class's name, the word in error messages,
 // the constructor's argument, whether it is a mapping, and how the allocation is made from the argument.
@@ -167,17 +214,20 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
         Base::template InstanceMethod<&AllocationObject::DetachContents>("detachContents"),
         Base::template InstanceMethod<&AllocationObject::NativeHandle>("nativeHandle"),
         Base::template InstanceMethod<&AllocationObject::Release>("release"),
+        // Copies in and out on every addon: where the CPU can address the memory they cost no view (nothing
+        // to detach when the buffer is cached); where it cannot, they are the only way to the bytes.
+        Base::template InstanceMethod<&AllocationObject::Read>("read"),
+        Base::template InstanceMethod<&AllocationObject::Write>("write"),
         Base::template InstanceAccessor<&AllocationObject::Length>("length"),
         Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("allocatedSize"),
         Base::template InstanceAccessor<&AllocationObject::Released>("released"),
-        Base::template InstanceAccessor<&AllocationObject::QuarantinedBytes>("quarantinedBytes")};
+        Base::template InstanceAccessor<&AllocationObject::QuarantinedBytes>("quarantinedBytes"),
+        Base::template InstanceAccessor<&AllocationObject::Slot>("slot")};
     // A mapping's allocated size is its mapped length (whole pages).
     if (Kind::kNames.mapped) {
       properties.push_back(Base::template InstanceAccessor<&AllocationObject::AllocatedSize>("mappedLength"));
     }
-    if (features.copies) {
-      properties.push_back(Base::template InstanceMethod<&AllocationObject::Read>("read"));
-      properties.push_back(Base::template InstanceMethod<&AllocationObject::Write>("write"));
+    if (features.devicePointers) {
       properties.push_back(Base::template InstanceAccessor<&AllocationObject::DevicePointer>("devicePointer"));
     }
     return Base::DefineClass(env, Kind::kNames.className, properties);
@@ -204,6 +254,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
       handle_.allocatedSize = static_cast<double>(length);
       handle_.id = data.state->AddRange(parent->id, offset, length);
       handle_.released = false;
+      handle_.what = Kind::kNames.what;
+      handle_.TakeSlot(data);
       return;
     }
     data.state->SettleEndedViews();  // memory views let go of since the last call is freed first
@@ -217,6 +269,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     handle_.allocatedSize = static_cast<double>(allocation->allocatedSize());
     handle_.id = data.state->AddAllocation(std::move(allocation), Kind::kNames.mapped);
     handle_.released = false;
+    handle_.what = Kind::kNames.what;
+    handle_.TakeSlot(data);
   }
 
   void Finalize(Napi::Env) override { handle_.Collected(); }
@@ -224,8 +278,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
   AllocationHandle& handle() { return handle_; }
 
  private:
-  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info, Kind::kNames.what); }
-  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info, Kind::kNames.what); }
+  Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info.Env(), info[0]); }
+  Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info.Env()); }
   Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kNames.what); }
   Napi::Value Read(const Napi::CallbackInfo& info) { return handle_.Read(info, Kind::kNames.what); }
   void Write(const Napi::CallbackInfo& info) { handle_.Write(info, Kind::kNames.what); }
@@ -236,6 +290,7 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
     return Napi::Number::New(info.Env(), handle_.allocatedSize);
   }
   Napi::Value Released(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), handle_.released); }
+  Napi::Value Slot(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.slot); }
   // After release: the bytes still held for a view moved away (0 once it is collected, and while live).
   Napi::Value QuarantinedBytes(const Napi::CallbackInfo& info) {
     bool held = handle_.released && handle_.state && !handle_.state->tornDown;

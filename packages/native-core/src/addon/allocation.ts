@@ -3,7 +3,7 @@ import type { NativeMemoryHandle } from "../types.js";
 import { callNative } from "./call.js";
 import { atEndOfJob } from "./job-views.js";
 import type { AddonOwner } from "./owner.js";
-import type { RawAllocationHandle } from "./raw.js";
+import type { RawAllocationHandle, SlotCalls } from "./raw.js";
 
 /**
  * What the wrappers of an addon's buffers and mapped files share: the handle and its backend, the sizes, the
@@ -19,6 +19,9 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   /** @internal */
   readonly owner: AddonOwner;
   readonly #noun: string;
+  // The calls for views, by this handle's slot: no unwrap of the handle per view (see SlotCalls).
+  readonly #calls: SlotCalls;
+  readonly #slot: number;
   #released = false;
   // The last view handed out, held until the end of the job or until it is detached (job-views.ts).
   #jobView: ArrayBuffer | undefined = undefined;
@@ -29,6 +32,8 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
     this.raw = raw;
     this.owner = owner;
     this.#noun = noun;
+    this.#calls = owner.slotCalls;
+    this.#slot = raw.slot;
     this.length = raw.length;
     this.allocatedSize = raw.allocatedSize;
   }
@@ -77,13 +82,21 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
     const held = this.#jobView;
     // A view detached by us or moved away reads byteLength 0; no view has 0 bytes.
     if (held !== undefined && held.byteLength === length) return held;
-    const view = callNative(() => this.raw.contents(length));
+    const view = callNative(() => this.#calls.contentsOf(this.#slot, length));
     this.#jobView = view;
     if (!this.#heldForJob) {
       this.#heldForJob = true;
       atEndOfJob(this);
     }
     return view;
+  }
+
+  /**
+   * Detaches every view this allocation handed out (the addon's `detachContents()`): true when one had
+   * escaped. The caller forgets the held view after it (see release()).
+   */
+  protected detachViews(): boolean | undefined {
+    return callNative(() => this.#calls.detachContentsOf(this.#slot));
   }
 
   /** The views were detached: the one held is of no more use. */

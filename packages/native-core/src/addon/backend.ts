@@ -17,6 +17,7 @@ import type {
   RawFacts,
   RawMappedFileHandle,
   RawResidencySetHandle,
+  SlotCalls,
   ViewBookkeeping,
 } from "./raw.js";
 import { AddonResidencySet } from "./residency-set.js";
@@ -41,6 +42,11 @@ export abstract class AddonBackend<
   protected constructor(addon: RawAddon, facts: RawFacts) {
     super(facts);
     this.#addon = addon;
+  }
+
+  /** @internal The addon's calls by slot (see {@link SlotCalls}). */
+  get slotCalls(): SlotCalls {
+    return this.#addon;
   }
 
   /** A new buffer of `bytes` bytes. Throws a `ArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */

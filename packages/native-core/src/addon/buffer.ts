@@ -1,4 +1,5 @@
-import { checkViewLength } from "../arguments.js";
+import { ArgumentError } from "@nuvec/stats";
+import { checkByteCount, checkSource, checkViewLength } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
 import { AddonAllocation } from "./allocation.js";
@@ -71,11 +72,51 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
     this.#viewsHandedOut = false;
     try {
       // `true` when a view escaped; an addon that cannot tell answers nothing, read as false.
-      if (callNative(() => this.raw.detachContents()) === true) this.#quarantined = true;
+      if (this.detachViews() === true) this.#quarantined = true;
     } finally {
       // After the native call, as in release().
       this.forgetView();
     }
+  }
+
+  /**
+   * A copy of `length` bytes from `offset` as a new `Uint8Array`, made by the addon: no view is handed out
+   * (so nothing is detached when the buffer is cached). Throws after release.
+   */
+  read(offset = 0, length: number = this.length - offset): Uint8Array {
+    this.assertLive("read");
+    checkByteCount(offset, "offset", this.length);
+    checkByteCount(length, "length", this.length - offset);
+    return this.copyOut(offset, length);
+  }
+
+  /** Copies `source` (an `ArrayBuffer` or any view of one) in at `offset`, in the addon. Throws after release. */
+  write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    this.assertLive("write");
+    checkSource(source);
+    checkByteCount(offset, "offset", this.length);
+    if (source.byteLength > this.length - offset) {
+      throw new ArgumentError(
+        "source",
+        `write(): ${source.byteLength} bytes do not fit at offset ${offset} of a ${this.length}-byte buffer`,
+      );
+    }
+    this.copyIn(source, offset);
+  }
+
+  /** The copy out of `read`, arguments already checked (a range of this buffer copies through it). */
+  copyOut(offset: number, length: number): Uint8Array {
+    return new Uint8Array(callNative(() => this.raw.read(offset, length)));
+  }
+
+  /** The copy in of `write`, arguments already checked (a range of this buffer copies through it). */
+  copyIn(source: ArrayBuffer | ArrayBufferView, offset: number): void {
+    // The addon reads ArrayBuffers and views of them; a view of a SharedArrayBuffer is copied first.
+    const plain =
+      ArrayBuffer.isView(source) && !(source.buffer instanceof ArrayBuffer)
+        ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice()
+        : source;
+    callNative(() => this.raw.write(plain, offset));
   }
 
   /** Whether this is a range of another buffer (a range of a range is refused). */
@@ -107,7 +148,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
       // The views of the buffer itself go now; its memory stays for the live ranges.
       if (this.#viewsHandedOut) {
         this.#viewsHandedOut = false;
-        callNative(() => this.raw.detachContents());
+        this.detachViews();
       }
       this.#releaseWaiting = true;
       return;

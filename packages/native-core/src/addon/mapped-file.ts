@@ -48,7 +48,7 @@ export abstract class AddonMappedFile<Handle extends NativeMemoryHandle = Native
   detachContents(): void {
     this.assertLive("detachContents");
     try {
-      callNative(() => this.raw.detachContents());
+      this.detachViews();
     } finally {
       this.forgetView(); // after the native call, as in release()
     }

@@ -57,6 +57,12 @@ class Reader {
     if (end > BigInt(this.size))
       throw new Defect(`it is truncated: ${what} ends at byte ${end}, the file has ${this.size} bytes`);
   }
+
+  /** The table of `count` entries of `entrySize` bytes at `offset` (may be 64-bit); a defect naming `what`. */
+  table(offset: bigint | number, count: number, entrySize: number, what: string): Buffer {
+    this.within(offset, tableLength(count, entrySize), what);
+    return this.bytes(Number(offset), tableLength(count, entrySize), what);
+  }
 }
 
 /** A table's entry count and entry size as a byte length, refusing counts no file holds. */
@@ -108,12 +114,7 @@ function checkElf(file: Reader): void {
   if (phnum === PN_XNUM) phnum = u32(section0(), wide ? 44 : 28);
   if (phnum === 0) throw new Defect("it names no program headers (nothing to load)");
   if (phentsize !== phSize) throw new Defect(`its program header size is ${phentsize}, not ${phSize}`);
-  file.within(phoff, tableLength(phnum, phSize), `the table of its ${phnum} program headers`);
-  const programs = file.bytes(
-    Number(phoff),
-    tableLength(phnum, phSize),
-    `the table of its ${phnum} program headers`,
-  );
+  const programs = file.table(phoff, phnum, phSize, `the table of its ${phnum} program headers`);
   for (let index = 0; index < phnum; index++) {
     const at = index * phSize;
     const offset = wide ? u64(programs, at + 8) : BigInt(u32(programs, at + 4));
@@ -130,12 +131,7 @@ function checkElf(file: Reader): void {
   }
   if (shentsize !== shSize) throw new Defect(`its section header size is ${shentsize}, not ${shSize}`);
   if (shnum > 0) {
-    file.within(shoff, tableLength(shnum, shSize), `the table of its ${shnum} section headers`);
-    const sections = file.bytes(
-      Number(shoff),
-      tableLength(shnum, shSize),
-      `the table of its ${shnum} section headers`,
-    );
+    const sections = file.table(shoff, shnum, shSize, `the table of its ${shnum} section headers`);
     for (let index = 1; index < shnum; index++) {
       const at = index * shSize;
       if (u32(sections, at + 4) === SHT_NOBITS) continue;
@@ -235,8 +231,7 @@ function checkMachO(file: Reader): void {
   const wide = magic === FAT_MAGIC_64;
   const count = file.bytes(4, 4, "the universal header").readUInt32BE(0);
   const entry = wide ? 32 : 20;
-  file.within(8, tableLength(count, entry), `the table of its ${count} architectures`);
-  const table = file.bytes(8, tableLength(count, entry), `the table of its ${count} architectures`);
+  const table = file.table(8, count, entry, `the table of its ${count} architectures`);
   for (let index = 0; index < count; index++) {
     const at = index * entry;
     const offset = wide ? table.readBigUInt64BE(at + 8) : BigInt(table.readUInt32BE(at + 8));

@@ -10,6 +10,8 @@ export interface RawAllocationHandle {
   readonly released: boolean;
   /** After release: the bytes still held for a view moved away, until it is collected; else 0. */
   readonly quarantinedBytes?: number;
+  /** Where the addon's {@link SlotCalls} find this handle (see there). */
+  readonly slot: number;
   /**
    * An external `ArrayBuffer` over the first `length` bytes (default: all), or a typed refusal (memory the
    * CPU cannot address).
@@ -20,6 +22,10 @@ export interface RawAllocationHandle {
    * so the memory must never be reused. An addon that cannot tell returns nothing (read as false).
    */
   detachContents(): boolean | undefined;
+  /** A new `ArrayBuffer` with a copy of `length` bytes from `offset` (checked again by the addon). */
+  read(offset: number, length: number): ArrayBuffer;
+  /** Copies `source` (an `ArrayBuffer` or a view of one) in at `offset` (checked again by the addon). */
+  write(source: ArrayBuffer | ArrayBufferView, offset: number): void;
   release(): void;
 }
 
@@ -68,8 +74,20 @@ export interface ViewBookkeeping {
   readonly listingAllocations: number;
 }
 
+/**
+ * The calls made for every view, by a handle's `slot` rather than on the handle object: the addon then
+ * finds the handle in a table instead of unwrapping the object (a lookup through the engine's generic
+ * property path, the largest cost of a view). A slot that is not a live handle's is refused.
+ */
+export interface SlotCalls {
+  /** `contents(length)` of the handle in `slot`. */
+  contentsOf(slot: number, length?: number): ArrayBuffer;
+  /** `detachContents()` of the handle in `slot`. */
+  detachContentsOf(slot: number): boolean | undefined;
+}
+
 /** The addon's module: its handle classes and the calls every backend makes. */
-export interface RawAddon {
+export interface RawAddon extends SlotCalls {
   NativeBufferHandle: new (bytes: number) => RawBufferHandle;
   NativeMappedFileHandle: new (path: string) => RawMappedFileHandle;
   NativeResidencySetHandle: new () => RawResidencySetHandle;

