@@ -9,6 +9,8 @@ import { Device, type DeviceBuffer } from "../../src/index.js";
 import {
   budget,
   describeOnHost,
+  expectNothingHeldSince,
+  held,
   hostBackend,
   processFigures,
   type ReplayEvent,
@@ -133,6 +135,7 @@ function soak(
 describe("soak on the mock", () => {
   it("replays the traces for the budget; every buffer and set is released at the end", () => {
     const backend = new MockBackend({ memorySize: 64 * GIB, realMemoryUpTo: 0 });
+    const start = backend.counters();
     // realMemoryUpTo 0 gives no bytes to stamp: the mock soak checks the accounts, the host soak the bytes.
     soak("mock", (seconds * 1000) / 3, (events, tally) => {
       const device = Device.open({ backend });
@@ -151,12 +154,8 @@ describe("soak on the mock", () => {
       device.close();
       tally.replays += 1;
     });
-    const counters = backend.counters();
-    expect(backend.liveBuffers.length).toBe(0);
-    expect(backend.liveResidencySets.length).toBe(0);
-    expect(counters.bufferBytes).toBe(0);
-    expect(counters.wiredBytes).toBe(0);
-    expect(counters.buffersMade).toBe(counters.buffersReleased);
+    expectNothingHeldSince(start, backend.counters());
+    expect([backend.liveBuffers.length, backend.liveResidencySets.length]).toEqual([0, 0]);
   });
 });
 
@@ -182,10 +181,7 @@ describeOnHost("soak", () => {
     });
     collectGarbage();
     const end = reading();
-    const liveBuffersDelta =
-      end.counters.buffersMade -
-      end.counters.buffersReleased -
-      (start.counters.buffersMade - start.counters.buffersReleased);
+    const liveBuffersDelta = held(end.counters).buffers - held(start.counters).buffers;
     const bytesLeaked =
       end.counters.bufferBytes -
       start.counters.bufferBytes +
@@ -210,17 +206,10 @@ describeOnHost("soak", () => {
     // +170 MiB with every backend byte given back), which is no leak of the device's.
     // What the platform itself freed, object by object (counted in its real free/munmap paths, not when the
     // binding let go): every buffer, mapping and residency set made during the soak.
-    const made = (counters: typeof end.counters) => [
-      counters.buffersMade,
-      counters.mappingsMade,
-      counters.residencySetsMade,
-    ];
-    const freed = (counters: typeof end.counters) => [
-      counters.buffersFreedByPlatform,
-      counters.mappingsUnmappedByPlatform,
-      counters.residencySetsFreedByPlatform,
-    ];
-    expect(freed(end.counters)).toEqual(made(end.counters));
+    const { buffersMade, mappingsMade, residencySetsMade } = end.counters;
+    const { buffersFreedByPlatform, mappingsUnmappedByPlatform, residencySetsFreedByPlatform } = end.counters;
+    const freed = [buffersFreedByPlatform, mappingsUnmappedByPlatform, residencySetsFreedByPlatform];
+    expect(freed).toEqual([buffersMade, mappingsMade, residencySetsMade]);
     // Every system buffer of a page or more is its own mmap: a leak of those would show here by the
     // thousand. V8 maps its heap in 256 KiB pages, so a heap that grew during a long soak adds mappings that
     // are not the device's: allow 64 lines plus one per 256 KiB of heap growth.
