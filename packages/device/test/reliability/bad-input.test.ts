@@ -9,6 +9,7 @@ import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../../stats/test/bad-byte-counts.js";
 import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown } from "../../../stats/test/thrown.js";
 import { Device, type DeviceBuffer, type DeviceOptions, type MappedFile } from "../../src/index.js";
 import { describeOnHost, hostAvailable, hostBackend, runChild, sectionFigures } from "./support.js";
 
@@ -334,14 +335,9 @@ function runCase(testCase: Case, context: Opened): void {
     sets: context.liveSets(),
   });
   const before = everything();
-  let thrown: unknown;
-  try {
-    call();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown, `${testCase.name} must throw`).toBeInstanceOf(Error);
-  expect(thrown).toMatchObject(testCase.error);
+  const error = thrown(call);
+  expect(error).toBeInstanceOf(Error);
+  expect(error).toMatchObject(testCase.error);
   expect(everything()).toEqual(before);
 }
 

@@ -16,6 +16,7 @@ import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown } from "../../../stats/test/thrown.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
 import { backendFacts, DeviceModel, fuzzProperty, type ModelFacts, sameFigures, sizeClass } from "./model.js";
@@ -247,13 +248,7 @@ function expectRefusal(
   what: string,
   name: string,
 ) {
-  let thrown: unknown;
-  try {
-    action();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(codeOf(thrown), what).toBe(refusalCodes[refusal]);
+  expect(codeOf(thrown(action)), what).toBe(refusalCodes[refusal]);
   tally(name).refusals += 1;
 }
 
