@@ -282,21 +282,25 @@ const malloc = (bytes: number, name: string) =>
 
 const hasBuffers = (model: DeviceModel) => model.live.size > 0;
 
-const free = (pick: number, name: string) =>
+/** Frees the `pick`-th live buffer or mapped file, in the model too: its views read 0 bytes from then on. */
+const letGo = (what: "buffer" | "file", pick: number, name: string) =>
   command(
     name,
-    `free(#${pick})`,
+    `${what === "buffer" ? "free" : "release"}(#${pick})`,
     (model, world) => {
-      const [live] = world.buffers.splice(pick % world.buffers.length, 1);
-      const view = new Uint8Array(live!.buffer.contents());
-      model.free(live!.modelId!);
-      live!.buffer.free();
-      sameValue(live!.buffer.freed, true, "freed");
-      for (const stale of [view, ...live!.views]) sameValue(stale.byteLength, 0, "a freed buffer's view");
-      world.stale.push(view, ...live!.views);
+      const list: (LiveBuffer | LiveFile)[] = what === "buffer" ? world.buffers : world.files;
+      const [live] = list.splice(pick % list.length, 1) as [LiveBuffer | LiveFile];
+      const held = "buffer" in live ? live.buffer : live.file;
+      const views = [new Uint8Array(held.contents()), ...("views" in live ? live.views : [])];
+      if ("buffer" in live) model.free(live.modelId!);
+      else model.release(live.modelId);
+      held.free();
+      sameValue(held.freed, true, `a freed ${what}`);
+      for (const stale of views) sameValue(stale.byteLength, 0, `a freed ${what}'s view`);
+      world.stale.push(...views);
       return undefined;
     },
-    hasBuffers,
+    (model) => (what === "buffer" ? model.live.size : model.mappings.size) > 0,
   );
 
 /** Buffers up to this size are moved away (the moved views are held to the end of the run). */
@@ -364,23 +368,6 @@ const mapFile = (fileIndex: number, name: string) => {
     return world.files.at(-1);
   });
 };
-
-const release = (pick: number, name: string) =>
-  command(
-    name,
-    `release(#${pick})`,
-    (model, world) => {
-      const [live] = world.files.splice(pick % world.files.length, 1);
-      const view = new Uint8Array(live!.file.contents());
-      model.release(live!.modelId);
-      live!.file.free();
-      sameValue(live!.file.freed, true, "released");
-      sameValue(view.byteLength, 0, "a released file's view");
-      world.stale.push(view);
-      return undefined;
-    },
-    (model) => model.mappings.size > 0,
-  );
 
 const limit = (which: "memory" | "cache" | "wired", bytes: number, name: string) =>
   command(name, `set${which[0]!.toUpperCase()}${which.slice(1)}Limit(${bytes})`, (model, world) => {
@@ -509,8 +496,8 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
     size.map((bytes) => malloc(bytes, name)),
     size.map((bytes) => malloc(bytes, name)),
     size.map((bytes) => malloc(bytes, name)),
-    pick.map((index) => free(index, name)),
-    pick.map((index) => free(index, name)),
+    pick.map((index) => letGo("buffer", index, name)),
+    pick.map((index) => letGo("buffer", index, name)),
     fc
       .tuple(
         pick,
@@ -520,7 +507,7 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
       )
       .map(([index, where, value, keep]) => write(index, where, value, keep, name)),
     fc.nat({ max: files.length - 1 }).map((index) => mapFile(index, name)),
-    pick.map((index) => release(index, name)),
+    pick.map((index) => letGo("file", index, name)),
     limits.map((bytes) => limit("memory", bytes, name)),
     limits.map((bytes) => limit("cache", bytes, name)),
     fc
