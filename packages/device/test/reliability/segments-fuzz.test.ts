@@ -114,13 +114,13 @@ function run(open: () => Opened, list: Step[]): void {
           live.push({ buffer, place, mark });
           break;
         }
-        case "free": {
-          if (live.length === 0) break;
-          const [block] = live.splice(step.pick % live.length, 1);
-          block!.buffer.free();
-          model.free(block!.place);
+        case "free":
+          // The pick-th live block, if any (an empty list splices nothing).
+          for (const block of live.splice(step.pick % live.length, 1)) {
+            block.buffer.free();
+            model.free(block.place);
+          }
           break;
-        }
         case "setMemoryLimit":
         case "setCacheLimit":
           device[step.kind](step.bytes);
@@ -146,13 +146,12 @@ function run(open: () => Opened, list: Step[]): void {
           if (file !== undefined) mapped.push({ file, id });
           break;
         }
-        case "unmap": {
-          if (mapped.length === 0) break;
-          const [entry] = mapped.splice(step.pick % mapped.length, 1);
-          entry!.file.free();
-          model.release(entry!.id);
+        case "unmap":
+          for (const entry of mapped.splice(step.pick % mapped.length, 1)) {
+            entry.file.free();
+            model.release(entry.id);
+          }
           break;
-        }
       }
       sameFigures(device.memoryStats(), model.stats(), `${what}: memoryStats()`);
       const counters = device.counters();
