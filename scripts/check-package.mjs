@@ -5,7 +5,15 @@
 // publint and @arethetypeswrong/cli pass. scripts/release.mjs runs the same checks on every tarball it
 // is about to publish (checkTarball).
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { dirname, join, posix, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pnpmArgs, quietEnvironment } from "./pnpm.mjs";
@@ -44,6 +52,20 @@ export function packPackage(folder, destination, environment = {}) {
   const tarball = readdirSync(destination).find((file) => file.endsWith(".tgz") && !before.has(file));
   if (!tarball) throw new Error(`packing ${folder} wrote no tarball`);
   return join(destination, tarball);
+}
+
+/**
+ * Links each `name` under `folder` to the real path of its target (`{ name: target }`; a name may hold
+ * folders, e.g. `@types/node`), making the folders: how a fresh project for packed packages gets the
+ * workspace's dev tools, or a PATH of chosen programs only.
+ */
+export function linkInto(folder, targets) {
+  for (const [name, target] of Object.entries(targets)) {
+    const link = join(folder, name);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(realpathSync(target), link, statSync(target).isDirectory() ? "dir" : "file");
+  }
+  return folder;
 }
 
 function listFiles(folder) {

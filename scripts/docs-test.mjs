@@ -18,23 +18,17 @@
 // The dev tools (typescript, @types/node, vitest) are linked from the workspace, pinned as they are there.
 // Usage: node scripts/docs-test.mjs [--keep]   (--keep leaves the fresh project and prints its path)
 import { spawnSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { localPrebuildEnvironment, packPackage, publishedWorkspacePackages } from "./check-package.mjs";
+import {
+  linkInto,
+  localPrebuildEnvironment,
+  packPackage,
+  publishedWorkspacePackages,
+} from "./check-package.mjs";
 import { quietEnvironment } from "./pnpm.mjs";
-import { temporaryFolder } from "./temporary.mjs";
+import { scratchFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const keep = process.argv.includes("--keep");
@@ -209,7 +203,8 @@ function main() {
   }
 
   // Removed on every way out unless kept (--keep).
-  const project = keep ? mkdtempSync(join(tmpdir(), "nuvec-docs-")) : temporaryFolder("nuvec-docs-").path;
+  const scratch = scratchFolder("nuvec-docs-", keep, "docs test: the fresh project");
+  const project = scratch.path;
   try {
     // 1. Pack.
     const tarballs = join(project, "tarballs");
@@ -245,11 +240,11 @@ function main() {
       },
     );
     if (installed !== 0) return 1;
-    for (const tool of ["typescript", "@types/node", "vitest"]) {
-      const target = join(app, "node_modules", tool);
-      mkdirSync(dirname(target), { recursive: true });
-      symlinkSync(realpathSync(join(root, "node_modules", tool)), target, "dir");
-    }
+    const tools = ["typescript", "@types/node", "vitest"];
+    linkInto(
+      join(app, "node_modules"),
+      Object.fromEntries(tools.map((tool) => [tool, join(root, "node_modules", tool)])),
+    );
 
     // 3. Typecheck under both resolutions.
     const source = join(app, "docs");
@@ -320,8 +315,7 @@ function main() {
     );
     return failed > 0 ? 1 : 0;
   } finally {
-    if (keep) console.log(`docs test: the fresh project is kept in ${project}`);
-    else rmSync(project, { recursive: true, force: true });
+    scratch.remove();
   }
 }
 

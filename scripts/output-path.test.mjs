@@ -24,16 +24,36 @@ function refusal(path) {
 }
 
 describe("prepareOutputPath", () => {
-  it("a folder that cannot be made, a file above, a directory, a FIFO: one error each, at once", () => {
-    expect(refusal("/proc/self/nope/x.html")).toMatchObject({ code: "ENOENT" });
-    const file = join(folder, "file");
-    writeFileSync(file, "x");
-    expect(refusal(join(file, "a", "b.html"))).toMatchObject({ code: "ENOTDIR" });
-    expect(refusal(folder)).toMatchObject({ code: "EISDIR" });
-    const fifo = join(folder, "fifo");
-    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
-    expect(refusal(fifo)).toMatchObject({ code: "EINVAL" });
-    expect(refusal(fifo).message).toBe(`--out ${fifo}: it is not a regular file, not a file to write`);
+  const file = join(folder, "file");
+  writeFileSync(file, "x");
+  const fifo = join(folder, "fifo");
+  spawnSync("mkfifo", [fifo]);
+  it.each([
+    [
+      "a folder that cannot be made (/proc)",
+      "/proc/self/nope/x.html",
+      "ENOENT",
+      /^cannot make the folder \/proc\/self\/nope \(ENOENT: .*\)$/,
+    ],
+    [
+      "a folder above that is a file",
+      join(file, "a", "b.html"),
+      "ENOTDIR",
+      /^\/\S+\/file is not a directory$/,
+    ],
+    ["/dev/null's folder as a file", "/dev/null/x.html", "ENOTDIR", /^\/dev\/null is not a directory$/],
+    ["a directory", folder, "EISDIR", /^it is a directory, not a file to write$/],
+    [
+      "a FIFO (never opened: it would block)",
+      fifo,
+      "EINVAL",
+      /^it is not a regular file, not a file to write$/,
+    ],
+  ])("%s: one error, at once", (_label, path, code, message) => {
+    const error = refusal(path);
+    expect(error.code).toBe(code);
+    expect(error.message.startsWith(`--out ${path}: `), error.message).toBe(true);
+    expect(error.message.slice(`--out ${path}: `.length)).toMatch(message);
   });
 
   it("makes the missing folders of a path that can be written, and accepts an existing file", () => {

@@ -21,24 +21,14 @@
 // folder and prints its path; --reuse runs the installs again against what a kept run published there;
 // --manager runs only the managers whose name contains TEXT)
 import { spawn, spawnSync } from "node:child_process";
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { linkInto } from "./check-package.mjs";
 import { quietEnvironment, runPnpm } from "./pnpm.mjs";
-import { temporaryFolder } from "./temporary.mjs";
+import { scratchFolder } from "./temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const VERDACCIO = "6.8.0";
@@ -284,14 +274,10 @@ function publishWithReleaseFlow(workspace, url, npmrc) {
  * compiler, make or python.
  */
 function toollessBin(folder) {
-  mkdirSync(folder);
-  symlinkSync(process.execPath, join(folder, "node"));
-  symlinkSync(realpathSync("/bin/sh"), join(folder, "sh"));
-  const npmCli = realpathSync(run("sh", ["-c", "command -v npm"]).output.trim());
-  const npmBin = dirname(npmCli);
-  symlinkSync(npmCli, join(folder, "npm"));
-  symlinkSync(realpathSync(join(npmBin, "npx-cli.js")), join(folder, "npx"));
-  return folder;
+  // npx: the npx-cli.js beside the npm that is found.
+  const npm = run("sh", ["-c", 'realpath "$(command -v npm)"']).output.trim();
+  const npx = join(dirname(npm), "npx-cli.js");
+  return linkInto(folder, { node: process.execPath, sh: "/bin/sh", npm, npx });
 }
 
 /** Installs @nuvec/device@version with one manager into a fresh project and runs the user's program there. */
@@ -441,9 +427,8 @@ async function main() {
   const reuseIndex = process.argv.indexOf("--reuse");
   const reused = reuseIndex >= 0 ? process.argv[reuseIndex + 1] : undefined;
   // Removed on every way out unless kept (--keep, --reuse).
-  const scratch =
-    reused ??
-    (keep ? mkdtempSync(join(tmpdir(), "nuvec-registry-")) : temporaryFolder("nuvec-registry-").path);
+  const made = reused === undefined ? scratchFolder("nuvec-registry-", keep, "registry test") : undefined;
+  const scratch = reused ?? made.path;
   let registry;
   let failures = 0;
   try {
@@ -498,8 +483,8 @@ async function main() {
     console.log(`\nregistry test: @nuvec/device@${version} from ${registry.url}\n${lines.join("\n")}`);
   } finally {
     registry?.child.kill();
-    if (keep || reused) log(`kept ${scratch}`);
-    else rmSync(scratch, { recursive: true, force: true });
+    if (made) made.remove();
+    else log(`kept ${scratch}`);
   }
   return failures > 0 ? 1 : 0;
 }

@@ -76,23 +76,10 @@ describe("check-package: metadata", () => {
 
 describe("docs test: reading READMEs", () => {
   it("finds the TypeScript blocks with their line and marks, and nothing else", () => {
-    const markdown = [
-      "# x", // 1
-      "```sh", // 2
-      "npm install @nuvec/device", // 3
-      "```", // 4
-      "```ts runnable", // 5
-      "const a = 1;", // 6
-      "```", // 7
-      "```typescript fragment", // 8
-      "declare const b: number;", // 9
-      "```", // 10
-      "```js", // 11
-      "no", // 12
-      "```", // 13
-      "```ts", // 14
-      "```", // 15
-    ].join("\n");
+    const markdown =
+      "# x\n```sh\nnpm install @nuvec/device\n```\n" + // lines 1-4
+      "```ts runnable\nconst a = 1;\n```\n```typescript fragment\ndeclare const b: number;\n```\n" + // 5-10
+      "```js\nno\n```\n```ts\n```"; // 11-15
     expect(typescriptBlocks(markdown)).toEqual([
       { line: 5, flags: ["runnable"], code: "const a = 1;" },
       { line: 8, flags: ["fragment"], code: "declare const b: number;" },

@@ -14,3 +14,9 @@ export interface TemporaryFolder {
  * once the pipe from this process closes.
  */
 export declare function temporaryFolder(prefix: string): TemporaryFolder;
+
+/**
+ * A script's scratch folder: a {@link temporaryFolder}, or with `keep` (the script's --keep) a bare folder
+ * that stays for a look afterwards, whose `remove()` leaves it and prints where it is after `label`.
+ */
+export declare function scratchFolder(prefix: string, keep: boolean, label: string): TemporaryFolder;

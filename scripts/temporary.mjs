@@ -55,3 +55,13 @@ export function temporaryFolder(prefix) {
     },
   };
 }
+
+/**
+ * A script's scratch folder: a {@link temporaryFolder}, or with `keep` (the script's --keep) a bare folder
+ * that stays for a look afterwards, whose `remove()` leaves it and prints where it is after `label`.
+ */
+export function scratchFolder(prefix, keep, label) {
+  if (!keep) return temporaryFolder(prefix);
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => console.log(`${label}: kept ${path}`) };
+}

@@ -3,30 +3,14 @@
 // copy's, and what a copy leaves live freed before the next begins (a server answering the same request
 // again and again). For measuring the memory view and the replay on real lengths:
 //   node apps/examples/scripts/repeat-trace.mjs fixtures/traces/gpt2-generate.ndjson.gz 4 /tmp/gpt2-x4.ndjson.gz
-import { readFileSync, writeFileSync } from "node:fs";
-import { gunzipSync, gzipSync } from "node:zlib";
-import { prepareOutputPath } from "../../../scripts/output-path.mjs";
+import { traceScriptArguments, writeTrace } from "./trace-files.mjs";
 
-const [source, times, target] = process.argv.slice(2);
-if (!source || !times || !target || !(Number(times) >= 1)) {
-  console.error("usage: repeat-trace.mjs SOURCE TIMES TARGET");
-  process.exit(2);
-}
-// Checked before the work: a path that cannot be written fails at once, never after reading the source.
-let output;
-try {
-  output = prepareOutputPath(target, "TARGET");
-} catch (error) {
-  console.error(`${error.message} (${error.code})`);
-  process.exit(2);
-}
-const lines = gunzipSync(readFileSync(source)).toString("utf8").trim().split("\n");
-const header = JSON.parse(lines[0]);
-const events = lines.slice(1).map((line) => JSON.parse(line));
+const { header, lines, number: times, output } = traceScriptArguments("repeat-trace.mjs SOURCE TIMES TARGET");
+const events = lines.map((line) => JSON.parse(line));
 let span = 0;
 for (const event of events) if (event[0] === "a") span = Math.max(span, event[1] + 1);
 const out = [];
-for (let copy = 0; copy < Number(times); copy += 1) {
+for (let copy = 0; copy < times; copy += 1) {
   const live = new Set();
   const offset = copy * span;
   for (const event of events) {
@@ -38,7 +22,7 @@ for (let copy = 0; copy < Number(times); copy += 1) {
       out.push(["f", event[1] + offset]);
     } else out.push(event);
   }
-  if (copy + 1 < Number(times)) for (const id of live) out.push(["f", id + offset]);
+  if (copy + 1 < times) for (const id of live) out.push(["f", id + offset]);
 }
 const allocations = out.filter((event) => event[0] === "a").length;
 const repeated = {
@@ -48,6 +32,4 @@ const repeated = {
   events: out.length,
   allocations,
 };
-const text = [repeated, ...out].map((line) => JSON.stringify(line)).join("\n");
-writeFileSync(output, gzipSync(`${text}\n`, { level: 6 }));
-console.log(JSON.stringify(repeated));
+writeTrace(output, repeated, out, 6);

@@ -2,19 +2,16 @@
 // memory did not grow by the file's size.
 import { Device, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { type FlagSpec, helpText, parseCommandLine, runProgram, UsageError } from "./lib/arguments.js";
+import { type CommandLine, JSON_FLAG, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
 import { printable } from "./lib/printable.js";
 import { processMemory } from "./lib/process-memory.js";
 
-const specs: FlagSpec[] = [
-  { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
-  { name: "help", short: "h", help: "show this help" },
-];
-const usage = helpText(
-  "checkpoint FILE.safetensors [flags]",
-  "Maps a safetensors checkpoint without a copy, lists its tensors from the mapped header, and shows that the process's resident memory did not grow by the file's size.",
-  specs,
-);
+const commandLine: CommandLine = {
+  synopsis: "checkpoint FILE.safetensors [flags]",
+  description:
+    "Maps a safetensors checkpoint without a copy, lists its tensors from the mapped header, and shows that the process's resident memory did not grow by the file's size.",
+  flags: [JSON_FLAG],
+};
 
 /** `text` cut from the left to `width` characters (a tensor name's end tells tensors apart). */
 function fitStart(text: string, width: number): string {
@@ -23,11 +20,9 @@ function fitStart(text: string, width: number): string {
 }
 
 function main(argv: string[]): number {
-  const { flags, positionals } = parseCommandLine(argv, specs);
-  if (flags.has("help")) {
-    console.log(usage);
-    return 0;
-  }
+  const parsed = readCommandLine(argv, commandLine);
+  if (parsed === undefined) return 0;
+  const { flags, positionals } = parsed;
   if (positionals.length !== 1) throw new UsageError("give one safetensors file");
   using device = Device.open();
   const before = processMemory();

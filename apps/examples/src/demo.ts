@@ -7,7 +7,7 @@ import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
 import { Device, type DeviceBuffer, type MappedFile, readSafetensorsHeader } from "@nuvec/device";
 import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats";
-import { type FlagSpec, helpText, parseBytes, parseCommandLine, runProgram, wrap } from "./lib/arguments.js";
+import { type CommandLine, parseBytes, readCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
 import { prepareOutputPath } from "./lib/output-path.js";
@@ -19,53 +19,49 @@ import { statsChanges, statsTable } from "./lib/tables.js";
 import { type TemporaryFolder, temporaryFolder } from "./lib/temporary.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const flags: FlagSpec[] = [
-  {
-    name: "checkpoint",
-    value: "PATH",
-    help: "map this safetensors file instead of writing a random one",
-    defaultText: "a random one in a temporary folder",
-  },
-  {
-    name: "checkpoint-size",
-    value: "BYTES",
-    help: "size of the generated checkpoint",
-    defaultText: "256MiB",
-  },
-  {
-    name: "trace",
-    value: "PATH",
-    help: "the workload to replay",
-    defaultText: "the shipped GPT-2 decode cut",
-  },
-  {
-    name: "report",
-    value: "FILE",
-    help: "where to write the HTML report",
-    defaultText: "apps/examples/out/demo-report.html",
-  },
-  {
-    name: "verbose",
-    short: "v",
-    help: "print the full statistics table at each phase, not only what changed",
-    defaultText: "off",
-  },
-  { name: "help", short: "h", help: "show this help" },
-];
-const usage = helpText(
-  "demo [flags]",
-  "Opens the real device, maps a safetensors checkpoint without a copy, wires it, replays a decode workload, and shows where memory went at each phase next to the kernel's figures; writes an HTML report.",
-  flags,
-);
+const commandLine: CommandLine = {
+  synopsis: "demo [flags]",
+  description:
+    "Opens the real device, maps a safetensors checkpoint without a copy, wires it, replays a decode workload, and shows where memory went at each phase next to the kernel's figures; writes an HTML report.",
+  flags: [
+    {
+      name: "checkpoint",
+      value: "PATH",
+      help: "map this safetensors file instead of writing a random one",
+      defaultText: "a random one in a temporary folder",
+    },
+    {
+      name: "checkpoint-size",
+      value: "BYTES",
+      help: "size of the generated checkpoint",
+      defaultText: "256MiB",
+    },
+    {
+      name: "trace",
+      value: "PATH",
+      help: "the workload to replay",
+      defaultText: "the shipped GPT-2 decode cut",
+    },
+    {
+      name: "report",
+      value: "FILE",
+      help: "where to write the HTML report",
+      defaultText: "apps/examples/out/demo-report.html",
+    },
+    {
+      name: "verbose",
+      short: "v",
+      help: "print the full statistics table at each phase, not only what changed",
+      defaultText: "off",
+    },
+  ],
+};
 /** Every line the demo prints fits this many columns. */
 const COLUMNS = 80;
 
 function main(argv: string[]): number {
-  const { flags: given } = parseCommandLine(argv, flags);
-  if (given.has("help")) {
-    console.log(usage);
-    return 0;
-  }
+  const given = readCommandLine(argv, commandLine)?.flags;
+  if (given === undefined) return 0;
   const checkpointSize = parseBytes(given.get("checkpoint-size") ?? "256MiB", "--checkpoint-size");
   const tracePath = resolve(given.get("trace") ?? join(here, "..", "traces", "gpt2-decode-cut.ndjson.gz"));
   // Checked (and its folders made) before the demo starts: a bad path fails at once.

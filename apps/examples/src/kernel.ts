@@ -3,39 +3,29 @@
 // read the kernel's result — and show what nuvec's statistics said while the kernel ran: the buffer still
 // in `active` and in `pendingFrees`, a malloc of the same size served with other memory, and the memory
 // back in the cache (a hit, the same address) once the kernel was done.
-import { parseArgs } from "node:util";
 import { Device } from "@nuvec/device";
 import { formatBytes } from "@nuvec/stats";
-import { cpuAddress, loadKernelAddon } from "./lib/kernel-addon.js";
-import { printable } from "./lib/printable.js";
+import { type CommandLine, JSON_FLAG, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
+import { cpuAddress, fillPattern, loadKernelAddon } from "./lib/kernel-addon.js";
 
-const usage = "usage: kernel [--count N] [--factor F] [--json]";
-
-function positiveInteger(text: string, flag: string): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value <= 0)
-    throw new RangeError(`--${flag}: "${text}" is not a positive integer`);
-  return value;
-}
+const commandLine: CommandLine = {
+  synopsis: "kernel [flags]",
+  description: "Runs the example kernel addon on nuvec memory, showing what the statistics say meanwhile.",
+  flags: [
+    { name: "count", value: "N", help: "how many float32 values", defaultText: "4194304" },
+    { name: "factor", value: "F", help: "what the kernel scales them by", defaultText: "3" },
+    JSON_FLAG,
+  ],
+};
 
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      count: { type: "string", default: "4194304" },
-      factor: { type: "string", default: "3" },
-      json: { type: "boolean", default: false },
-      help: { type: "boolean", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(usage);
-    return 0;
-  }
-  const count = positiveInteger(values.count, "count");
-  const factor = Number(values.factor);
-  if (!Number.isFinite(factor)) throw new RangeError(`--factor: "${values.factor}" is not a number`);
+  const given = readCommandLine(argv, commandLine)?.flags;
+  if (given === undefined) return 0;
+  const count = Number(given.get("count") ?? "4194304");
+  if (!Number.isSafeInteger(count) || count <= 0)
+    throw new UsageError(`--count: "${given.get("count")}" is not a positive integer`);
+  const factor = Number(given.get("factor") ?? "3");
+  if (!Number.isFinite(factor)) throw new UsageError(`--factor: "${given.get("factor")}" is not a number`);
   const kernels = loadKernelAddon();
   // On macOS the scaling runs on the GPU, on the runtime's own queue that nuvec's residency sets attach to
   // (written for Metal, compile-checked only: never run where it was written). Elsewhere on the CPU pool.
@@ -54,11 +44,7 @@ async function main(argv: string[]): Promise<number> {
   // 1. malloc and fill through contents(): small integers, so the float32 sums below are exact.
   const buffer = device.malloc(bytes);
   const data = new Float32Array(buffer.contents(), 0, count);
-  let expected = 0;
-  for (let index = 0; index < count; index += 1) {
-    data[index] = index % 7;
-    expected += index % 7;
-  }
+  let expected = fillPattern(data, 7);
   const handle = device.native.handle(buffer);
 
   // 2. Zero copy: a kernel writes the memory, JavaScript reads its writes through the same view.
@@ -108,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     },
     ok,
   };
-  if (values.json) {
+  if (given.has("json")) {
     console.log(JSON.stringify(report));
     return ok ? 0 : 1;
   }
@@ -139,16 +125,4 @@ async function main(argv: string[]): Promise<number> {
   return ok ? 0 : 1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    const code = (error as { code?: string }).code;
-    console.error(
-      `kernel: ${printable((error as Error).message, 300)}${code ? ` (${printable(String(code), 40)})` : ""}`,
-    );
-    console.error(usage);
-    process.exitCode = 2;
-  },
-);
+await runProgram("kernel", () => main(process.argv.slice(2)));

@@ -8,11 +8,11 @@ import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import { formatBytes, MEMORY_STATS_FIELDS } from "@nuvec/stats";
 import {
-  type FlagSpec,
-  helpText,
+  type CommandLine,
+  JSON_FLAG,
   parseBytes,
-  parseCommandLine,
   parsePositiveNumber,
+  readCommandLine,
   runProgram,
   UsageError,
 } from "./lib/arguments.js";
@@ -26,52 +26,49 @@ import { statsTable } from "./lib/tables.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot, type TorchWorkload } from "./lib/torch-snapshot.js";
 
 const POLICY_LIST = ALLOCATOR_POLICIES.join("|");
-const flags: FlagSpec[] = [
-  { name: "working-set", value: "BYTES", help: "the mock device's working set", defaultText: "8GiB" },
-  { name: "memory-size", value: "BYTES", help: "the mock device's memory", defaultText: "2 × working set" },
-  { name: "cache-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
-  { name: "memory-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
-  { name: "policy", value: POLICY_LIST, help: "the cache policy", defaultText: ALLOCATOR_POLICIES[0] },
-  {
-    name: "compare",
-    value: "P1,P2,…",
-    help: `replay under each of these policies at once ("all": ${ALLOCATOR_POLICIES.join(", ")}) and print a table of their figures`,
-    defaultText: "off",
-  },
-  {
-    name: "device",
-    value: "N",
-    help: "a PyTorch snapshot's device to replay",
-    defaultText: "the one with the most trace entries",
-  },
-  { name: "reserve-ratio", value: "R", help: "the bounded policy's ratio", defaultText: "1.3" },
-  {
-    name: "bounded-release",
-    value: "WHICH",
-    help: "least-recent or largest: what the bounded policy releases first",
-    defaultText: "least-recent",
-  },
-  { name: "json", help: "print one JSON object instead of the table", defaultText: "off" },
-  {
-    name: "html",
-    value: "FILE",
-    help: "also write the memory view: every allocation over time, each policy's cache and reserved memory",
-    defaultText: "none",
-  },
-  { name: "help", short: "h", help: "show this help" },
-];
-const usage = helpText(
-  "replay TRACE [flags]",
-  "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
-  flags,
-);
+const commandLine: CommandLine = {
+  synopsis: "replay TRACE [flags]",
+  description:
+    "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
+  flags: [
+    { name: "working-set", value: "BYTES", help: "the mock device's working set", defaultText: "8GiB" },
+    { name: "memory-size", value: "BYTES", help: "the mock device's memory", defaultText: "2 × working set" },
+    { name: "cache-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
+    { name: "memory-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
+    { name: "policy", value: POLICY_LIST, help: "the cache policy", defaultText: ALLOCATOR_POLICIES[0] },
+    {
+      name: "compare",
+      value: "P1,P2,…",
+      help: `replay under each of these policies at once ("all": ${ALLOCATOR_POLICIES.join(", ")}) and print a table of their figures`,
+      defaultText: "off",
+    },
+    {
+      name: "device",
+      value: "N",
+      help: "a PyTorch snapshot's device to replay",
+      defaultText: "the one with the most trace entries",
+    },
+    { name: "reserve-ratio", value: "R", help: "the bounded policy's ratio", defaultText: "1.3" },
+    {
+      name: "bounded-release",
+      value: "WHICH",
+      help: "least-recent or largest: what the bounded policy releases first",
+      defaultText: "least-recent",
+    },
+    JSON_FLAG,
+    {
+      name: "html",
+      value: "FILE",
+      help: "also write the memory view: every allocation over time, each policy's cache and reserved memory",
+      defaultText: "none",
+    },
+  ],
+};
 
 async function main(argv: string[]): Promise<number> {
-  const { flags: given, positionals } = parseCommandLine(argv, flags);
-  if (given.has("help")) {
-    console.log(usage);
-    return 0;
-  }
+  const parsed = readCommandLine(argv, commandLine);
+  if (parsed === undefined) return 0;
+  const { flags: given, positionals } = parsed;
   if (positionals.length !== 1)
     throw new UsageError(positionals.length === 0 ? "no TRACE given" : "one TRACE only");
   const workingSet = parseBytes(given.get("working-set") ?? "8GiB", "--working-set");

@@ -1,19 +1,16 @@
 // The example kernel addon (kernel/) on nuvec memory, on the real host backend: a runtime's native kernels
 // reading and writing DeviceBuffers and mapped files by their native handles, and frees deferred until the
-// kernels' promises settle. Then the `kernel` program end to end, from its built file.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+// kernels' promises settle (what free({ after }) does once a promise settles or rejects is the Device's own
+// test: packages/device/test/runtime-interop.test.ts). Then the `kernel` program end to end.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Device } from "@nuvec/device";
 import { ArgumentError, allocationSize } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
-import { cpuAddress, loadKernelAddon } from "../src/lib/kernel-addon.js";
+import { describe, expect, it } from "vitest";
+import { cpuAddress, fillPattern, loadKernelAddon } from "../src/lib/kernel-addon.js";
+import { run, scratchFolder } from "./support.js";
 
-const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const folder = mkdtempSync(join(tmpdir(), "nuvec-kernel-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const folder = scratchFolder("nuvec-kernel-");
 
 // Only where the host backend and the addon are built: Linux here and in CI (macOS runs Metal, never here).
 const onHost = process.platform === "linux";
@@ -23,21 +20,17 @@ describe.runIf(onHost)("the example kernel addon on nuvec memory (host backend)"
   const COUNT = 1 << 20;
   const BYTES = COUNT * 4;
 
+  /** A buffer of COUNT float32 (index % 5), its view, their sum, and its address for the kernels. */
   function filled(device: Device) {
     const buffer = device.malloc(BYTES);
     const data = new Float32Array(buffer.contents(), 0, COUNT);
-    let total = 0;
-    for (let index = 0; index < COUNT; index += 1) {
-      data[index] = index % 5;
-      total += index % 5;
-    }
-    return { buffer, data, total };
+    const total = fillPattern(data, 5);
+    return { buffer, data, total, address: cpuAddress(device.native.handle(buffer)) };
   }
 
   it("a kernel's writes are visible through contents(): the same memory, no copy", async () => {
     using device = Device.open();
-    const { buffer, data, total } = filled(device);
-    const address = cpuAddress(device.native.handle(buffer));
+    const { buffer, data, total, address } = filled(device);
     await kernels.scale(address, COUNT, 3);
     for (const index of [0, 1, 4, 777, COUNT - 1]) expect(data[index]).toBe(3 * (index % 5));
     data[10] = 100; // and JavaScript's writes reach the kernel
@@ -47,8 +40,7 @@ describe.runIf(onHost)("the example kernel addon on nuvec memory (host backend)"
 
   it("while a kernel runs on a buffer freed with { after }, a malloc of its size class gets other memory and the kernel's result is intact", async () => {
     using device = Device.open();
-    const { buffer, total } = filled(device);
-    const address = cpuAddress(device.native.handle(buffer));
+    const { buffer, total, address } = filled(device);
     const kernel = kernels.scale(address, COUNT, 2).then(() => kernels.sum(address, COUNT));
     buffer.free({ after: kernel });
     expect(device.counters().pendingFrees).toBe(1);
@@ -58,36 +50,6 @@ describe.runIf(onHost)("the example kernel addon on nuvec memory (host backend)"
     // Had the memory been reused, this would overwrite the kernel's data before its sum ran.
     new Float32Array(other.contents()).fill(-1);
     expect(await kernel).toBe(2 * total);
-  });
-
-  it("once the kernel's promise settles the memory is a cache hit again, at the same address", async () => {
-    using device = Device.open();
-    const { buffer } = filled(device);
-    const address = cpuAddress(device.native.handle(buffer));
-    const kernel = kernels.sum(address, COUNT);
-    buffer.free({ after: kernel });
-    await kernel;
-    await new Promise((settled) => setImmediate(settled));
-    expect(device.counters().pendingFrees).toBe(0);
-    const hits = device.counters().cacheHits;
-    const again = device.malloc(BYTES);
-    expect(device.counters().cacheHits).toBe(hits + 1);
-    expect(cpuAddress(device.native.handle(again))).toBe(address);
-  });
-
-  it("a kernel whose promise rejects frees the buffer too", async () => {
-    using device = Device.open();
-    const { buffer } = filled(device);
-    const address = cpuAddress(device.native.handle(buffer));
-    const kernel = kernels.scale(address, COUNT, 2).then(() => {
-      throw new Error("the runtime's kernel failed");
-    });
-    buffer.free({ after: kernel });
-    await expect(kernel).rejects.toThrow("the runtime's kernel failed");
-    await new Promise((settled) => setImmediate(settled));
-    expect(device.counters().pendingFrees).toBe(0);
-    expect(device.memoryStats().active).toBe(0);
-    expect(cpuAddress(device.native.handle(device.malloc(BYTES)))).toBe(address);
   });
 
   it("a mapped file's handle addresses the file's bytes", async () => {
@@ -124,13 +86,7 @@ describe.runIf(onHost)("the example kernel addon on nuvec memory (host backend)"
 
 describe.runIf(onHost)("the kernel program", () => {
   it("runs the flow end to end and reports the stats while the kernel ran", () => {
-    const result = spawnSync(
-      process.execPath,
-      [join(app, "dist", "kernel.js"), "--json", "--count", "500000"],
-      {
-        encoding: "utf8",
-      },
-    );
+    const result = run("kernel", ["--json", "--count", "500000"]);
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
     const report = JSON.parse(result.stdout);
@@ -147,13 +103,5 @@ describe.runIf(onHost)("the kernel program", () => {
     // The freed buffer's size class (500000 float32) still counted in `active` while its kernel ran.
     expect(report.whileRunning).toEqual({ active: allocationSize(2_000_000), pendingFrees: 1 });
     expect(report.afterSettling.pendingFrees).toBe(0);
-  });
-
-  it("a bad option is a usage error (exit 2)", () => {
-    const result = spawnSync(process.execPath, [join(app, "dist", "kernel.js"), "--count", "-3"], {
-      encoding: "utf8",
-    });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toMatch(/--count/);
   });
 });

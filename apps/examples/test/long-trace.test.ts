@@ -2,18 +2,16 @@
 // length (at most 150 MiB resident, the process's own peak), and the figures exact. The trace is written to
 // a temporary file by the allocator's streaming generator, never held whole. From the built program.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { app, scratchFolder } from "./support.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const app = resolve(here, "..");
 const allocator = dirname(createRequire(import.meta.url).resolve("@nuvec/allocator/package.json"));
-const folder = mkdtempSync(join(tmpdir(), "nuvec-examples-long-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const folder = scratchFolder("nuvec-examples-long-");
 
 // A minute or more: run by `npm run test:long-traces` (CI runs it), skipped by the main suite.
 describe.runIf(process.env.NUVEC_LONG_TRACES === "1")("replay of a 36-million-event trace", () => {

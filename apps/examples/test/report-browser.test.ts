@@ -5,71 +5,42 @@
 // the peaks drawn where the figures say. Skips where Chromium is not installed, except under CI=true where
 // apt-get could have installed it (.ci/system-packages does).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { gzipSync, inflateSync } from "node:zlib";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumExecutable, launchChromium } from "../scripts/chromium.mjs";
 import { printable } from "../src/lib/printable.js";
+import { app, root, run, scratchFolder, shippedTrace, traceFile } from "./support.js";
 
-const app = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const root = resolve(app, "..", "..");
 const executable = chromiumExecutable;
 const hasApt = spawnSync("sh", ["-c", "command -v apt-get"]).status === 0;
 const mustRun = process.env.CI === "true" && hasApt;
-const folder = mkdtempSync(join(tmpdir(), "nuvec-view-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const folder = scratchFolder("nuvec-view-");
 
-/** Decodes an 8-bit RGB or RGBA PNG (Chromium's screenshots) into a pixel reader. */
-function decodePng(png: Buffer): {
-  width: number;
-  height: number;
-  pixel: (x: number, y: number) => number[];
-} {
-  const width = png.readUInt32BE(16);
-  const height = png.readUInt32BE(20);
-  const bitDepth = png[24];
-  const colorType = png[25];
-  if (bitDepth !== 8 || (colorType !== 2 && colorType !== 6))
-    throw new Error(`unsupported PNG ${bitDepth}/${colorType}`);
-  const channels = colorType === 6 ? 4 : 3;
-  const chunks: Buffer[] = [];
-  for (let offset = 8; offset < png.length; ) {
-    const length = png.readUInt32BE(offset);
-    if (png.toString("latin1", offset + 4, offset + 8) === "IDAT")
-      chunks.push(png.subarray(offset + 8, offset + 8 + length));
-    offset += 12 + length;
-  }
-  const raw = inflateSync(Buffer.concat(chunks));
-  const stride = width * channels;
-  const image = Buffer.alloc(height * stride);
-  for (let y = 0; y < height; y += 1) {
-    const filter = raw[y * (stride + 1)];
-    for (let x = 0; x < stride; x += 1) {
-      const value = raw[y * (stride + 1) + 1 + x] as number;
-      const left = x >= channels ? (image[y * stride + x - channels] as number) : 0;
-      const up = y > 0 ? (image[(y - 1) * stride + x] as number) : 0;
-      const upLeft = y > 0 && x >= channels ? (image[(y - 1) * stride + x - channels] as number) : 0;
-      let predicted = 0;
-      if (filter === 1) predicted = left;
-      else if (filter === 2) predicted = up;
-      else if (filter === 3) predicted = (left + up) >> 1;
-      else if (filter === 4) {
-        const estimate = left + up - upLeft;
-        const [a, b, c] = [Math.abs(estimate - left), Math.abs(estimate - up), Math.abs(estimate - upLeft)];
-        predicted = a <= b && a <= c ? left : b <= c ? up : upLeft;
-      }
-      image[y * stride + x] = (value + predicted) & 255;
-    }
-  }
-  return {
-    width,
-    height,
-    pixel: (x, y) => [...image.subarray(y * stride + x * channels, y * stride + x * channels + 3)],
+/** A screenshot of a box of the page (page coordinates), decoded by the browser itself: a pixel's RGB. */
+async function screenshotPixels(page: Page, box: Box): Promise<(x: number, y: number) => number[]> {
+  const clip = { x: Math.floor(box.left) - 4, y: Math.floor(box.top) - 4 };
+  const size = { width: Math.ceil(box.right) + 4 - clip.x, height: Math.ceil(box.bottom) + 4 - clip.y };
+  const png = (await page.screenshot({ clip: { ...clip, ...size } })).toString("base64");
+  const rgba = await page.evaluate(async (base64) => {
+    const bytes = Uint8Array.from(atob(base64), (character) => character.charCodeAt(0));
+    const bitmap = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+    const context = new OffscreenCanvas(bitmap.width, bitmap.height).getContext("2d");
+    context?.drawImage(bitmap, 0, 0);
+    const data = context?.getImageData(0, 0, bitmap.width, bitmap.height).data ?? new Uint8ClampedArray();
+    let text = "";
+    for (let at = 0; at < data.length; at += 8192)
+      text += String.fromCharCode(...data.subarray(at, at + 8192));
+    return btoa(text);
+  }, png);
+  const image = Buffer.from(rgba, "base64");
+  return (x, y) => {
+    const [column, row] = [x - clip.x, y - clip.y];
+    if (column < 0 || row < 0 || column >= size.width || row >= size.height)
+      throw new Error(`${x},${y} not shot`);
+    return [...image.subarray((row * size.width + column) * 4, (row * size.width + column) * 4 + 3)];
   };
 }
 
@@ -77,39 +48,19 @@ const hex = (color: string) => [1, 3, 5].map((at) => Number.parseInt(color.slice
 const near = (pixel: number[], color: number[], tolerance = 10) =>
   pixel.every((value, index) => Math.abs(value - (color[index] as number)) <= tolerance);
 /** The size classes' colours (both shades) and the policies' line colours, as the view draws them. */
-const BAND_COLORS = [
-  "#93c5fd",
-  "#3b82f6",
-  "#34d399",
-  "#a78bfa",
-  "#f472b6",
-  "#94a3b8",
-  "#bfdbfe",
-  "#2563eb",
-  "#10b981",
-  "#8b5cf6",
-  "#ec4899",
-  "#64748b",
-].map(hex);
-const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed"].map(hex);
+const BAND_COLORS =
+  `#93c5fd #3b82f6 #34d399 #a78bfa #f472b6 #94a3b8 #bfdbfe #2563eb #10b981 #8b5cf6 #ec4899 #64748b`
+    .split(" ")
+    .map(hex);
+const POLICY_COLORS = "#1d4ed8 #b45309 #047857 #7c3aed".split(" ").map(hex);
 
-function program(name: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [join(app, "dist", `${name}.js`), ...args], {
-    encoding: "utf8",
-    env: { ...process.env, FORCE_COLOR: "0" },
-  });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-interface Opened {
-  page: Page;
-  errors: string[];
-  requests: string[];
-}
+/** A rectangle of the page, in CSS pixels. */
+type Box = { left: number; top: number; right: number; bottom: number };
 
 let browser: Browser | undefined;
 
-async function open(path: string): Promise<Opened> {
+/** A new page on the report, once its view is drawn, with the errors and requests it makes. */
+async function open(path: string) {
   const page = await (browser as Browser).newPage({
     viewport: { width: 1500, height: 900 },
     deviceScaleFactor: 1,
@@ -146,7 +97,6 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
         reportedPeak(index: number): { active: number; reserved: number };
         locate(index: number): { x: number; y: number } | undefined;
         pagePoint(event: number, bytes: number): { x: number; y: number };
-        columns: { from: number };
       };
       const view = (window as unknown as { nuvecView: View }).nuvecView;
       // The allocation with the largest band drawn, size by lifetime (the easiest to point at).
@@ -166,14 +116,11 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
           y: view.pagePoint(0, view.reportedPeak(index).reserved).y,
         }),
       );
-      const figure = Array.from(document.querySelectorAll("#nuvec-figures tr")).find(
-        (row) => row.querySelector("th")?.textContent === "peak reserved",
-      );
-      const figures = figure
-        ? Array.from(figure.querySelectorAll("td[data-bytes]")).map((cell) =>
-            Number((cell as HTMLElement).dataset.bytes),
-          )
-        : [];
+      // The figures table's peak reserved row, where there is one.
+      const cells = document.querySelectorAll("#nuvec-figures tr:has(> th) td[data-bytes]");
+      const figures = Array.from(cells)
+        .filter((cell) => cell.parentElement?.querySelector("th")?.textContent === "peak reserved")
+        .map((cell) => Number((cell as HTMLElement).dataset.bytes));
       const box = (document.querySelector("#nuvec-chart .u-over") as HTMLElement).getBoundingClientRect();
       return {
         error: view.error,
@@ -193,21 +140,19 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     ).toBe(true);
     expect(state.peaks.length).toBe(policies);
     // The drawn peaks are the reported ones, exactly, and the figures table says the same.
-    for (const [index, peak] of state.peaks.entries()) {
-      expect(peak.drawn, `policy ${index}: drawn peak reserved`).toBe(peak.reported.reserved);
-      expect(peak.drawnActive, `policy ${index}: drawn peak active`).toBe(peak.reported.active);
-      if (state.figures.length > 0) expect(state.figures[index]).toBe(peak.reported.reserved);
-    }
+    const reported = state.peaks.map((peak) => peak.reported);
+    expect(state.peaks.map((peak) => ({ active: peak.drawnActive, reserved: peak.drawn }))).toEqual(reported);
+    if (state.figures.length > 0)
+      expect(state.figures.slice(0, policies)).toEqual(reported.map((peak) => peak.reserved));
 
-    const image = decodePng(await page.screenshot());
     const { plot } = state;
+    const pixel = await screenshotPixels(page, plot);
     // Bands are drawn: the plot area holds many pixels of the size classes' colours, and the largest
     // allocation's band is under its middle.
     let banded = 0;
     for (let y = Math.ceil(plot.top); y < plot.bottom; y += 2) {
       for (let x = Math.ceil(plot.left); x < plot.right; x += 2) {
-        const pixel = image.pixel(x, y);
-        if (BAND_COLORS.some((color) => near(pixel, color, 3))) banded += 1;
+        if (BAND_COLORS.some((color) => near(pixel(x, y), color, 3))) banded += 1;
       }
     }
     expect(banded).toBeGreaterThan(500);
@@ -215,7 +160,7 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
     const at = state.at as { x: number; y: number };
     // (A grid line may cross the very pixel, and the canvas may sit on a fraction of a pixel: the five
     // pixels around it, a size class's colour within a blend.)
-    const under = [-2, -1, 0, 1, 2].map((dx) => image.pixel(Math.floor(at.x) + dx, Math.floor(at.y)));
+    const under = [-2, -1, 0, 1, 2].map((dx) => pixel(Math.floor(at.x) + dx, Math.floor(at.y)));
     expect(
       under.some((pixel) => BAND_COLORS.some((color) => near(pixel, color, 24))),
       `pixels ${under.join(" ")} under allocation ${state.largest}`,
@@ -228,7 +173,7 @@ async function check(path: string, policies: number): Promise<{ firstDrawMs: num
       let top = Number.POSITIVE_INFINITY;
       for (let y = Math.ceil(plot.top); y < plot.bottom && top === Number.POSITIVE_INFINITY; y += 1) {
         for (let x = Math.ceil(plot.left); x < plot.right; x += 1) {
-          if (near(image.pixel(x, y), color, 40)) {
+          if (near(pixel(x, y), color, 40)) {
             top = y;
             break;
           }
@@ -310,37 +255,32 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     await browser?.close();
   });
 
-  it("a replay under one policy", async () => {
-    const html = join(folder, "replay.html");
-    const result = program("replay", [join(app, "traces", "gpt2-decode-cut.ndjson.gz"), "--html", html]);
+  /** Writes a report with a program (its output file the last argument); returns the report's path. */
+  function report(program: string, args: string[], name: string): string {
+    const html = join(folder, name);
+    const result = run(program, [...args, html]);
     expect(result.status, result.stderr).toBe(0);
-    await check(html, 1);
-  });
+    return html;
+  }
+  const all = ALLOCATOR_POLICIES.length;
 
-  it("every policy compared on a training trace", async () => {
-    const html = join(folder, "compare.html");
-    const result = program("replay", [
-      join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"),
-      "--compare",
-      "all",
-      "--html",
-      html,
-    ]);
-    expect(result.status, result.stderr).toBe(0);
-    await check(html, ALLOCATOR_POLICIES.length);
+  it.each([
+    ["a replay under one policy", "replay", [shippedTrace, "--html"], 1],
+    [
+      "every policy compared on a training trace",
+      "replay",
+      [join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"), "--compare", "all", "--html"],
+      all,
+    ],
+    ["the demo's report", "demo", ["--checkpoint-size", "24MiB", "--report"], 1],
+  ] as const)("%s", async (_title, program, args, policies) => {
+    await check(report(program, [...args], `${program}-${policies}.html`), policies);
   });
 
   it("a PyTorch snapshot compared under every policy, with PyTorch's own reserved memory", async () => {
-    const html = join(folder, "snapshot.html");
-    const result = program("replay", [
-      join(app, "traces", "toy-train.pickle"),
-      "--compare",
-      ALLOCATOR_POLICIES.join(","),
-      "--html",
-      html,
-    ]);
-    expect(result.status, result.stderr).toBe(0);
-    const { tooltip } = await check(html, ALLOCATOR_POLICIES.length);
+    const snapshot = join(app, "traces", "toy-train.pickle");
+    const html = report("replay", [snapshot, "--compare", ALLOCATOR_POLICIES.join(","), "--html"], "pt.html");
+    const { tooltip } = await check(html, all);
     // The tooltip shows the allocation's stack frames.
     expect(tooltip).toMatch(/\n\S+ \(\/opt\/model\/\w+\.py:\d+\)/);
     expect(readFileSync(html, "utf8")).toContain("PyTorch reserved");
@@ -348,12 +288,12 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
 
   it("a trace whose name is markup: shown as text, nothing runs", async () => {
     const name = `<img src=x onerror="window.ran=1;alert(1)"></script><script>window.ran=2</script>`;
-    const trace = join(folder, "named.ndjson.gz");
     const lines = [{ name }, ["a", 0, 4096], ["a", 1, 1 << 20], ["f", 0], ["a", 2, 512]];
-    writeFileSync(trace, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
-    const html = join(folder, "named.html");
-    const result = program("replay", [trace, "--html", html]);
-    expect(result.status, result.stderr).toBe(0);
+    const html = report(
+      "replay",
+      [traceFile(join(folder, "named.ndjson.gz"), lines), "--html"],
+      "named.html",
+    );
     const { page, errors, requests } = await open(html);
     let dialogs = 0;
     page.on("dialog", (dialog) => {
@@ -377,35 +317,17 @@ describe.skipIf(executable === undefined)("the memory view in headless Chromium"
     await page.close();
   });
 
-  it("the demo's report", async () => {
-    const html = join(folder, "demo.html");
-    const result = program("demo", ["--checkpoint-size", "24MiB", "--report", html]);
-    expect(result.status, result.stderr).toBe(0);
-    await check(html, 1);
-  });
-
   it("half a million events: the file stays small and the page draws them", async () => {
     const long = join(folder, "long.ndjson.gz");
-    const made = spawnSync(
-      process.execPath,
-      [
-        join(app, "scripts", "repeat-trace.mjs"),
-        join(root, "fixtures", "traces", "gpt2-generate.ndjson.gz"),
-        "4",
-        long,
-      ],
-      {
-        encoding: "utf8",
-      },
-    );
+    const fixture = join(root, "fixtures", "traces", "gpt2-generate.ndjson.gz");
+    const script = join(app, "scripts", "repeat-trace.mjs");
+    const made = spawnSync(process.execPath, [script, fixture, "4", long], { encoding: "utf8" });
     expect(made.status, made.stderr).toBe(0);
     expect(JSON.parse(made.stdout).events).toBeGreaterThan(500_000);
-    const html = join(folder, "long.html");
-    const result = program("replay", [long, "--compare", "all", "--html", html]);
-    expect(result.status, result.stderr).toBe(0);
+    const html = report("replay", [long, "--compare", "all", "--html"], "long.html");
     const bytes = statSync(html).size;
     expect(bytes).toBeLessThan(20 * 1024 * 1024);
-    const { firstDrawMs } = await check(html, ALLOCATOR_POLICIES.length);
+    const { firstDrawMs } = await check(html, all);
     // For the log (speed is measured by scripts/measure-view.mjs, not asserted here).
     console.log(
       `500k-event view: ${(bytes / 1024 / 1024).toFixed(2)} MiB, first draw ${firstDrawMs.toFixed(0)} ms after navigation`,

@@ -31,19 +31,6 @@ describe("the bounded policy", () => {
     expect(allocator.malloc(1 * MiB).allocatedLength).toBe(1 * MiB); // 2n is outside the window
   });
 
-  it("rule 1: oldest of equal length first, smallest length first", () => {
-    const { allocator } = make("bounded");
-    const a = allocator.malloc(1 * MiB + 3 * PAGE);
-    const b = allocator.malloc(1 * MiB + 3 * PAGE);
-    const c = allocator.malloc(1 * MiB + 5 * PAGE);
-    allocator.free(c);
-    allocator.free(b);
-    allocator.free(a);
-    expect(allocator.malloc(1 * MiB).buffer).toBe(b.buffer);
-    expect(allocator.malloc(1 * MiB).buffer).toBe(a.buffer);
-    expect(allocator.malloc(1 * MiB).buffer).toBe(c.buffer);
-  });
-
   it("rule 2: on a miss, releases LRU buffers while active + cache + n > ratio × max(hwmLive, live + n)", () => {
     const { source, allocator } = make("bounded");
     const a = allocator.malloc(1 * MiB);

@@ -11,16 +11,15 @@ function makeCache() {
     cache.put(record);
     return record;
   };
-  return { cache, released, put };
+  /** Caches buffers of these lengths, numbered 0, 1, … in this order (the first the least recent). */
+  const putAll = (...lengths: number[]) => lengths.map(put);
+  return { cache, released, put, putAll };
 }
 
 describe("BufferCache (MLX's buffer_cache.h)", () => {
   it("finds the smallest cached length in [minimum, limit), oldest of that length first", () => {
-    const { cache, put } = makeCache();
-    put(768);
-    const first640 = put(640);
-    const second640 = put(640);
-    put(1024);
+    const { cache, putAll } = makeCache();
+    const [, first640, second640] = putAll(768, 640, 640, 1024);
     const index = cache.find(512, 1024);
     expect(cache.lengthAt(index)).toBe(640);
     expect(cache.takeAt(index)).toBe(first640);
@@ -33,11 +32,8 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
   });
 
   it("release(n) frees least recently cached buffers until n bytes are freed", () => {
-    const { cache, released, put } = makeCache();
-    put(1000); // buffer 0, least recent
-    put(300); // 1
-    put(200); // 2
-    put(500); // 3
+    const { cache, released, putAll } = makeCache();
+    putAll(1000, 300, 200, 500);
     expect(cache.release(1100)).toBe(2); // 1000 + 300 ≥ 1100; 1100 < 0.9·2000
     expect(released).toEqual([0, 1]);
     expect(cache.bytes).toBe(700);
@@ -45,15 +41,13 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
   });
 
   it("release(n) clears the whole cache when n is at least 90% of it", () => {
-    const { cache, released, put } = makeCache();
-    put(9000); // the oldest alone would cover n
-    put(1000);
+    const { cache, released, putAll } = makeCache();
+    putAll(9000, 1000); // the oldest alone would cover n
     expect(cache.release(9000)).toBe(2); // 9000 ≥ 0.9·10000
     expect(released).toEqual([0, 1]);
     expect(cache.bytes).toBe(0);
     const again = makeCache();
-    again.put(9000);
-    again.put(1000);
+    again.putAll(9000, 1000);
     expect(again.cache.release(8999)).toBe(1); // 8999 < 9000: only the oldest
     expect(again.cache.bytes).toBe(1000);
   });
@@ -66,11 +60,8 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
   });
 
   it("releaseLargest() releases the oldest buffer of the largest cached length", () => {
-    const { cache, released, put } = makeCache();
-    put(512); // 0
-    put(70000); // 1
-    put(1024); // 2
-    put(70000); // 3
+    const { cache, released, put, putAll } = makeCache();
+    putAll(512, 70000, 1024, 70000);
     cache.releaseLargest();
     expect(released).toEqual([1]);
     cache.releaseLargest();
@@ -83,10 +74,8 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
   });
 
   it("clear() releases everything, least recently cached first", () => {
-    const { cache, released, put } = makeCache();
-    put(512);
-    put(256);
-    put(512);
+    const { cache, released, put, putAll } = makeCache();
+    putAll(512, 256, 512);
     expect(cache.clear()).toBe(3);
     expect(released).toEqual([0, 1, 2]);
     expect(cache.find(0, Number.MAX_SAFE_INTEGER)).toBe(-1);
@@ -95,11 +84,8 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
   });
 
   it("taking a buffer out of the middle keeps both orders (reuse order and LRU order)", () => {
-    const { cache, released, put } = makeCache();
-    put(256); // 0
-    put(512); // 1
-    put(256); // 2
-    put(1024); // 3
+    const { cache, released, putAll } = makeCache();
+    putAll(256, 512, 256, 1024);
     cache.takeAt(cache.find(512, 1024)); // takes 1
     expect(cache.snapshot()).toEqual([256, 256, 1024]);
     expect(cache.lruSnapshot()).toEqual([256, 256, 1024]);
@@ -120,11 +106,11 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
       if (model.length > 0 && random() < 0.45) {
         const minimum = Math.floor(random() * 5000) * 256 + 256;
         const limit = minimum * 2;
-        const expected = model
-          .filter((length) => length >= minimum && length < limit)
-          .sort((a, b) => a - b)[0];
+        let expected = Number.POSITIVE_INFINITY;
+        for (const length of model)
+          if (length >= minimum && length < limit && length < expected) expected = length;
         const index = cache.find(minimum, limit);
-        if (expected === undefined) {
+        if (expected === Number.POSITIVE_INFINITY) {
           expect(index).toBe(-1);
         } else {
           expect(cache.lengthAt(index)).toBe(expected);

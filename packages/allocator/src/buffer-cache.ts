@@ -1,4 +1,5 @@
 import { Teardown } from "@nuvec/stats";
+import { COMPACT_AT_EMPTY, firstMarked, lowerBound, withRoom } from "./sorted-keys.js";
 /**
  * One system buffer owned by an allocator, live or cached (the Device's own per-buffer record is another
  * thing). It is made once when the buffer is acquired and
@@ -42,12 +43,6 @@ class LengthBucket<B> {
 const INITIAL_CAPACITY = 64;
 /** Lengths up to this (4 MiB) find their queue by index: 16385 slots of 4 bytes (64 KiB) per cache. */
 const INDEXED_LENGTHS = 4 * 1024 * 1024;
-/** Empty queues are kept (a length that comes back is cheap) until they are this many and half of all. */
-const COMPACT_AT_EMPTY = 64;
-
-function lowestSetBit(bits: number): number {
-  return 31 - Math.clz32(bits & -bits);
-}
 
 /**
  * MLX's `BufferCache`: cached buffers ordered by length (for reuse) and by the time they were cached (for
@@ -94,27 +89,8 @@ export class BufferCache<B> {
     let low = this.positionOf(minimum);
     if (low >= 0) {
       if (this.buckets[low]!.oldest !== null) return lengths[low]! < limit ? low : -1;
-    } else {
-      low = 0;
-      let high = distinct;
-      while (low < high) {
-        const middle = (low + high) >>> 1;
-        if (lengths[middle]! < minimum) low = middle + 1;
-        else high = middle;
-      }
-    }
-    if (low >= distinct || lengths[low]! >= limit) return -1;
-    const words = this.nonEmpty;
-    let word = low >>> 5;
-    let bits = words[word]! & (-1 << (low & 31));
-    while (bits === 0) {
-      word++;
-      const first = word << 5;
-      if (first >= distinct || lengths[first]! >= limit) return -1;
-      bits = words[word]!;
-    }
-    const index = (word << 5) + lowestSetBit(bits);
-    return lengths[index]! < limit ? index : -1;
+    } else low = lowerBound(lengths, distinct, minimum);
+    return firstMarked(this.nonEmpty, lengths, distinct, low, limit);
   }
 
   /** The length at a position returned by {@link find}. */
@@ -291,15 +267,7 @@ export class BufferCache<B> {
   private bucketFor(length: number): LengthBucket<B> {
     const known = this.positionOf(length);
     if (known >= 0) return this.buckets[known]!;
-    const lengths = this.lengths;
-    let low = 0;
-    let high = this.distinct;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (lengths[middle]! < length) low = middle + 1;
-      else high = middle;
-    }
-    return this.insertLength(low, length);
+    return this.insertLength(lowerBound(this.lengths, this.distinct, length), length);
   }
 
   /** Rare (a length not seen since the last compaction): costs O(distinct lengths). */
@@ -309,10 +277,8 @@ export class BufferCache<B> {
       return this.bucketFor(length);
     }
     if (this.distinct === this.lengths.length) {
-      const grown = new Float64Array(this.lengths.length * 2);
-      grown.set(this.lengths);
-      this.lengths = grown;
-      this.nonEmpty = new Int32Array(grown.length / 32);
+      this.lengths = withRoom(this.lengths, this.distinct);
+      this.nonEmpty = new Int32Array(this.lengths.length / 32);
     }
     this.lengths.copyWithin(position + 1, position, this.distinct);
     this.lengths[position] = length;

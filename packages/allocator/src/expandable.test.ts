@@ -220,12 +220,17 @@ describe("expandable segments", () => {
           allocator.free(freed!);
         } else if (roll < 0.99) allocator.clearCache();
         else allocator.setCacheLimit(random() < 0.5 ? Math.floor(random() * 512 * MiB) : 64 * GiB);
-        const stats = allocator.memoryStats();
-        expect(stats.reserved).toBe(
-          source.mappedBytes() + [...source.held].reduce((sum, b) => sum + b.length, 0),
-        );
-        expect(stats.active).toBeLessThanOrEqual(stats.reserved);
-        expect(stats.systemAllocations).toBe(source.maps + source.acquired.length);
+        const { active, reserved, systemAllocations } = allocator.memoryStats();
+        const held = source.mappedBytes() + [...source.held].reduce((sum, b) => sum + b.length, 0);
+        const made = source.maps + source.acquired.length;
+        // Compared plainly first: three expects a step were most of this test's time.
+        if (reserved !== held || active > reserved || systemAllocations !== made)
+          expect({ step, active, reserved, systemAllocations }).toEqual({
+            step,
+            active: Math.min(active, held),
+            reserved: held,
+            systemAllocations: made,
+          });
       }
       for (const allocation of live) allocator.free(allocation);
       allocator.clearCache();

@@ -1,6 +1,7 @@
 // The free blocks of one pool of the segments policy, ordered for best fit: the smallest free block at
 // least as large as a request, found without a scan.
 import type { MappedPages } from "./expandable.js";
+import { COMPACT_AT_EMPTY, firstMarked, lowerBound, lowestSetBit, withRoom } from "./sorted-keys.js";
 
 /**
  * A block of a segment: a range of bytes `[offset, offset + size)`, live (handed out), free (in its pool's
@@ -111,12 +112,6 @@ class SizeBucket<B> {
 
 /** By default, free sizes up to this many steps (blocks of `step` bytes) are found through a bit set. */
 const INDEXED_STEPS = 1 << 14;
-/** Empty large buckets are kept (a size that comes back is cheap) until they are this many and half of all. */
-const COMPACT_AT_EMPTY = 64;
-
-function lowestSetBit(bits: number): number {
-  return 31 - Math.clz32(bits & -bits);
-}
 
 /**
  * The free blocks of a pool by size, for best fit (the smallest free block at least as large as a request)
@@ -264,43 +259,17 @@ export class FreeBlocks<B> {
   private largeFit(minimum: number, limit: number): Block<B> | null {
     const sizes = this.sizes;
     const distinct = this.distinct;
-    let low = 0;
-    let high = distinct;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (sizes[middle]! < minimum) low = middle + 1;
-      else high = middle;
-    }
-    if (low >= distinct || sizes[low]! >= limit) return null;
-    const words = this.nonEmpty;
-    let word = low >>> 5;
-    let bits = words[word]! & (-1 << (low & 31));
-    while (bits === 0) {
-      word++;
-      const first = word << 5;
-      if (first >= distinct || sizes[first]! >= limit) return null;
-      bits = words[word]!;
-    }
-    const index = (word << 5) + lowestSetBit(bits);
-    return index < distinct && sizes[index]! < limit ? this.buckets[index]!.newest : null;
+    const index = firstMarked(this.nonEmpty, sizes, distinct, lowerBound(sizes, distinct, minimum), limit);
+    return index < 0 ? null : this.buckets[index]!.newest;
   }
 
   /** Rare (a large size not seen since the last compaction): costs O(distinct large sizes). */
   private insertSize(size: number): SizeBucket<B> {
     if (this.emptyBuckets >= COMPACT_AT_EMPTY && this.emptyBuckets * 2 >= this.distinct) this.compact();
-    const sizes = this.sizes;
-    let low = 0;
-    let high = this.distinct;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (sizes[middle]! < size) low = middle + 1;
-      else high = middle;
-    }
+    const low = lowerBound(this.sizes, this.distinct, size);
     if (this.distinct === this.sizes.length) {
-      const grown = new Float64Array(this.sizes.length * 2);
-      grown.set(this.sizes);
-      this.sizes = grown;
-      this.nonEmpty = new Int32Array(grown.length / 32);
+      this.sizes = withRoom(this.sizes, this.distinct);
+      this.nonEmpty = new Int32Array(this.sizes.length / 32);
     }
     this.sizes.copyWithin(low + 1, low, this.distinct);
     this.sizes[low] = size;

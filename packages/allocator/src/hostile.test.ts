@@ -3,13 +3,19 @@
 // a buffer and never leaves a counter wrong.
 
 import { describe, expect, it } from "vitest";
-import { MiB, type TestBuffer, TestSource, thrown } from "../test/support.js";
+import { MiB, refusal, type TestBuffer, TestSource, thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import { isAllocationFailure } from "./buffer-source.js";
+import type { AllocatorOptions } from "./options.js";
 
 class ClosedSourceError extends Error {
   readonly code = "ERR_NUVEC_RELEASED";
+}
+
+function make(options: AllocatorOptions<TestBuffer> = {}) {
+  const source = new TestSource();
+  return { source, allocator: new CachingAllocator(source, options) };
 }
 
 function held(source: TestSource, allocator: CachingAllocator<TestBuffer>): void {
@@ -20,8 +26,7 @@ function held(source: TestSource, allocator: CachingAllocator<TestBuffer>): void
 
 describe("the retry after a failed system allocation", () => {
   it("retries only an allocation failure: any other error propagates unchanged, the cache stays, and no release error replaces it", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source, { policy: "mlx" });
+    const { source, allocator } = make({ policy: "mlx" });
     allocator.free(allocator.malloc(1 * MiB));
     const closed = new ClosedSourceError("the backend is closed");
     source.acquireError = closed;
@@ -51,7 +56,7 @@ describe("the retry after a failed system allocation", () => {
     const allocator = new CachingAllocator(source);
     source.acquireError = new ClosedSourceError("treated as a refusal by this source");
     expect(() => allocator.malloc(1 * MiB)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" }),
+      refusal("OutOfMemoryError", "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED"),
     );
     expect(allocator.counters().allocationRetries).toBe(1);
   });
@@ -87,9 +92,8 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("releases the buffer to the source even when the onRelease hook throws", () => {
-    const source = new TestSource();
     let hookCalls = 0;
-    const allocator = new CachingAllocator(source, {
+    const { source, allocator } = make({
       onRelease: () => {
         hookCalls++;
         throw new Error("hook failed");
@@ -110,8 +114,7 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("close releases the whole cache and closes even when a release throws", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const { source, allocator } = make();
     for (const allocation of [allocator.malloc(1 * MiB), allocator.malloc(2 * MiB)])
       allocator.free(allocation);
     source.releaseError = (buffer) => (buffer.serial === 0 ? new Error("first release failed") : undefined);
@@ -124,19 +127,13 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("clearCache with several failing releases: the first comes out, the later ones in its `suppressed`", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const { source, allocator } = make();
     for (const allocation of [1, 2, 3].map((n) => allocator.malloc(n * MiB))) allocator.free(allocation);
     source.releaseError = (buffer) =>
       buffer.serial !== 1 ? new Error(`release ${buffer.serial} failed`) : undefined;
-    let thrown: unknown;
-    try {
-      allocator.clearCache();
-    } catch (error) {
-      thrown = error;
-    }
-    expect((thrown as Error).message).toBe("release 0 failed");
-    expect((thrown as { suppressed: Error[] }).suppressed.map((error) => error.message)).toEqual([
+    const error = thrown(() => allocator.clearCache());
+    expect((error as Error).message).toBe("release 0 failed");
+    expect((error as { suppressed: Error[] }).suppressed.map((later) => later.message)).toEqual([
       "release 2 failed",
     ]);
     expect(source.held.size).toBe(0);
@@ -144,8 +141,7 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("setCacheLimit trims to the limit past a throwing release; counters stay right", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const { source, allocator } = make();
     const sizes = [1, 2, 3, 4].map((n) => n * MiB);
     for (const allocation of sizes.map((size) => allocator.malloc(size))) allocator.free(allocation);
     source.releaseError = (buffer) => (buffer.serial === 0 ? new Error("release failed") : undefined);
@@ -155,8 +151,7 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("a malloc whose trim after the allocation throws is refused and changes no figure", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source);
+    const { source, allocator } = make();
     const a = allocator.malloc(1 * MiB);
     const b = allocator.malloc(2 * MiB);
     allocator.setCacheLimit(2 * MiB);
@@ -177,8 +172,7 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("a free that releases at once and throws still gives the allocation back", () => {
-    const source = new TestSource();
-    const allocator = new CachingAllocator(source, { cacheLimit: 0 });
+    const { source, allocator } = make({ cacheLimit: 0 });
     const allocation = allocator.malloc(1 * MiB);
     source.releaseError = () => new Error("release failed");
     expect(() => allocator.free(allocation)).toThrow("release failed");

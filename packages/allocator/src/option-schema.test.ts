@@ -1,6 +1,7 @@
 import type { SchemaType } from "@nuvec/stats";
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { CountingBufferSource } from "./counting-source.js";
 import type { ALLOCATOR_OPTIONS } from "./option-schema.js";
@@ -22,14 +23,9 @@ describe("the allocator's options, declared once", () => {
     [{ memoryLimt: 1 }, "memoryLimt"],
     [{ segments: { blockRounding: 3 } }, "segments.blockRounding"],
   ])("refuses %j with an ArgumentError naming %s", (options, argument) => {
-    let thrown: unknown;
-    try {
-      new CachingAllocator(source(), options as AllocatorOptions<number>);
-    } catch (error) {
-      thrown = error;
-    }
-    expect(thrown).toBeInstanceOf(ArgumentError);
-    expect((thrown as ArgumentError).argument).toBe(argument);
+    const error = thrown(() => new CachingAllocator(source(), options as AllocatorOptions<number>));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect((error as ArgumentError).argument).toBe(argument);
   });
 
   it("reads a limit of -0 back as 0", () => {

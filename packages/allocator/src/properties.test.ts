@@ -62,24 +62,17 @@ describe.each([
           fc.integer({ min: 4, max: 40 }),
           (operations, resourceLimit) => {
             // W = 4 MiB: gcLimit 3984588, memoryLimit 6 MiB; small enough that every rule fires.
-            const source = new TestSource({
+            const facts = {
               workingSet: 4 * MiB,
               memorySize: 8 * MiB,
               maxBufferLength: 2 * MiB,
               resourceLimit,
-            });
+              pageSize: PAGE,
+            };
+            const source = new TestSource(facts);
             const allocator = new CachingAllocator(source, { policy, boundedRelease });
             // The shared naive model (test/reference-model.ts): same decisions, same figures, every step.
-            const model = new ReferenceModel(
-              {
-                workingSet: 4 * MiB,
-                memorySize: 8 * MiB,
-                maxBufferLength: 2 * MiB,
-                resourceLimit,
-                pageSize: PAGE,
-              },
-              { policy, releaseLargest: boundedRelease === "largest" },
-            );
+            const model = new ReferenceModel(facts, { policy, releaseLargest: boundedRelease === "largest" });
             const expectation = (outcome: Outcome<unknown>) =>
               outcome.ok ? "ok" : outcome.refusal === "out-of-memory" ? "oom" : "error";
             // Live allocations and mappings with their ids in the model (none for a 0-byte one).

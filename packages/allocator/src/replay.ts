@@ -6,14 +6,18 @@ import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator } from "./allocator.js";
 import type { AllocatorCounters } from "./counters.js";
 import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
-import { type AllocatorPolicy, type BoundedRelease, DEFAULT_POLICY } from "./options.js";
+import { type AllocatorOptions, DEFAULT_POLICY } from "./options.js";
 import type { SegmentOptions } from "./segment-options.js";
 import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
 import { TraceIdMap } from "./trace-ids.js";
 import { TraceValidator } from "./trace-validator.js";
 
-/** The device a replay pretends to run on, and the settings applied right after opening it. */
-export interface ReplayOptions {
+/**
+ * The device a replay pretends to run on, the settings applied right after opening it, and the allocator's
+ * policy options.
+ */
+export interface ReplayOptions
+  extends Pick<AllocatorOptions<never>, "policy" | "reserveRatio" | "boundedRelease" | "segments"> {
   /** Recommended max working set (`W`); default 8 GiB. */
   workingSet?: number;
   /** Memory size (`M`); default twice the working set. */
@@ -22,14 +26,6 @@ export interface ReplayOptions {
   memoryLimit?: number;
   /** Set right after opening, as `setCacheLimit`. */
   cacheLimit?: number;
-  /** The cache policy; default `"bounded"`, as an allocator's. */
-  policy?: AllocatorPolicy;
-  /** The bounded policy's ratio; default 1.3. */
-  reserveRatio?: number;
-  /** Which buffer the bounded policy releases first; default `"least-recent"`. */
-  boundedRelease?: BoundedRelease;
-  /** The segments policy's sizes (a Device's trace header records the ones it ran with). */
-  segments?: Partial<SegmentOptions>;
   /** Default `Number.MAX_SAFE_INTEGER`: the traces come from another device. */
   maxBufferLength?: number;
   /** Default 499000, Metal's. */

@@ -1,6 +1,6 @@
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
-import { GiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
+import { figures, GiB, MiB, refusal, type TestBuffer, TestSource } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { SEGMENT_DEFAULTS, type SegmentOptions } from "./segment-options.js";
 
@@ -183,10 +183,10 @@ describe("the segments policy", () => {
     expect(retried.allocatedLength).toBe(60 * MiB);
     expect(allocator.counters().allocationRetries).toBe(1);
     expect(source.released.map((buffer) => buffer.length)).toEqual([50 * MiB]);
-    const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
+    const before = figures(allocator);
     source.failNext = 2;
     expect(() => allocator.malloc(70 * MiB)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED" }),
+      refusal("OutOfMemoryError", "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED"),
     );
     expect(allocator.memoryStats()).toEqual(before.stats);
     expect(allocator.counters()).toEqual({ ...before.counters, allocationRetries: 2 });
@@ -197,9 +197,7 @@ describe("the segments policy", () => {
     allocator.setMemoryLimit(4 * MiB);
     allocator.malloc(3 * MiB);
     const before = allocator.memoryStats();
-    expect(() => allocator.malloc(2 * MiB)).toThrow(
-      expect.objectContaining({ name: "OutOfMemoryError", code: "ERR_NUVEC_OUT_OF_MEMORY" }),
-    );
+    expect(() => allocator.malloc(2 * MiB)).toThrow(refusal("OutOfMemoryError", "ERR_NUVEC_OUT_OF_MEMORY"));
     expect(allocator.memoryStats()).toEqual(before);
     expect(source.acquired.length).toBe(1);
     expect(allocator.counters().outOfMemoryRefusals).toBe(1);
@@ -246,15 +244,13 @@ describe("the segments policy", () => {
     const block = allocator.malloc(100);
     allocator.free(block);
     const before = allocator.memoryStats();
-    expect(() => allocator.free(block)).toThrow(
-      expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DOUBLE_FREE" }),
-    );
+    expect(() => allocator.free(block)).toThrow(refusal("StateError", "ERR_NUVEC_DOUBLE_FREE"));
     const other = new CachingAllocator(new TestSource());
     expect(() => allocator.free(other.malloc(100))).toThrow(
-      expect.objectContaining({ name: "ArgumentError", code: "ERR_NUVEC_FOREIGN_ALLOCATION" }),
+      refusal("ArgumentError", "ERR_NUVEC_FOREIGN_ALLOCATION"),
     );
     expect(() => other.free(allocator.malloc(100))).toThrow(
-      expect.objectContaining({ name: "ArgumentError", code: "ERR_NUVEC_FOREIGN_ALLOCATION" }),
+      refusal("ArgumentError", "ERR_NUVEC_FOREIGN_ALLOCATION"),
     );
     const empty = allocator.malloc(0);
     expect(empty.allocatedLength).toBe(0);
@@ -280,11 +276,10 @@ describe("the segments policy", () => {
   it("a source that refuses a range: the error propagates, the block stays free, the books as they were", () => {
     const { source, allocator } = make();
     allocator.free(allocator.malloc(4096));
-    const before = { stats: allocator.memoryStats(), counters: allocator.counters() };
+    const before = figures(allocator);
     source.rangeError = new Error("closed");
     expect(() => allocator.malloc(1000)).toThrow("closed");
-    expect(allocator.memoryStats()).toEqual(before.stats);
-    expect(allocator.counters()).toEqual(before.counters);
+    expect(figures(allocator)).toEqual(before);
     // A miss: the new segment stays, idle and whole (cached, counted), and goes back on clearCache().
     source.rangeError = new Error("closed");
     expect(() => allocator.malloc(30 * MiB)).toThrow("closed");

@@ -3,22 +3,13 @@
 // come from the source and blocks are handed out inside them: best fit, split, merged again on free, in two
 // pools (small requests never fragment the large pool's segments), whole idle segments given back to stay
 // within the cache limit, on clearCache() and before a system allocation would fail.
-import { ArgumentError, byteCountProblem, type MemoryStats, mappingSize, Teardown } from "@nuvec/stats";
-import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
-import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
-import type { QuarantineCount } from "./byte-count.js";
-import type { AllocatorCounters } from "./counters.js";
-import {
-  allocatorClosed,
-  bufferTooLarge,
-  doubleFree,
-  foreignAllocation,
-  outOfMemory,
-  resourceLimit,
-  systemAllocationFailed,
-} from "./errors.js";
+import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
+import { type Allocation, LiveAllocation } from "./allocation.js";
+import type { BufferSource } from "./buffer-source.js";
+import { allocatorClosed, bufferTooLarge, systemAllocationFailed } from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
+import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 import type { SegmentOptions } from "./segment-options.js";
 
 const MIB = 1024 * 1024;
@@ -28,20 +19,9 @@ const LARGE = 1;
 /** What the segments policy needs of a source beyond {@link BufferSource}: ranges of its buffers. */
 type RangeSource<B> = BufferSource<B> & Required<Pick<BufferSource<B>, "range">>;
 
-/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on. */
-export interface SegmentAllocatorSetup<B> {
-  memoryLimit: number;
-  cacheLimit: number;
-  /** `floor(0.95·W)`: with the memory limit, the GC limit. */
-  workingSetGcLimit: number;
-  maxBufferLength: number;
-  resourceLimit: number;
-  pageSize: number;
+/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on, and the sizes. */
+export interface SegmentAllocatorSetup<B> extends PolicySetup<B> {
   segments: SegmentOptions;
-  onAcquire: ((buffer: B) => void) | undefined;
-  onRelease: ((buffer: B) => void) | undefined;
-  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
-  quarantine: QuarantineCount;
 }
 
 /**
@@ -52,31 +32,14 @@ export interface SegmentAllocatorSetup<B> {
  * (free blocks, and blocks freed without caching until their segment goes back); `active + cache` is what
  * the segments hold. `systemAllocations` counts segments.
  */
-export class SegmentAllocator<B> {
+export class SegmentAllocator<B> extends PolicyAccounts<B> {
   private readonly source: RangeSource<B>;
   private readonly options: SegmentOptions;
-  private readonly onAcquire: ((buffer: B) => void) | undefined;
-  private readonly onRelease: ((buffer: B) => void) | undefined;
-  private readonly workingSetGcLimit: number;
-  private readonly maxBufferLength: number;
-  private readonly resourceLimit: number;
-  private readonly pageSize: number;
   private readonly pools: FreeBlocks<B>[];
   private readonly rounding: number;
   private readonly smallRequest: number;
   private readonly maxSplitSize: number;
-
-  private memoryLimit: number;
-  private cacheLimit: number;
-  private gcLimitBytes: number;
   private reserved = 0;
-  private active = 0;
-  private mapped = 0;
-  private readonly quarantine: QuarantineCount;
-  private live = 0;
-  private peakActive = 0;
-  private peakActiveWithMapped = 0;
-  private closed = false;
   private segmentCount = 0;
   private idleOldest: Segment<B> | null = null;
   private idleNewest: Segment<B> | null = null;
@@ -88,22 +51,12 @@ export class SegmentAllocator<B> {
   // Blocks merged away, made new by the next splits (no allocation, less for the collector).
   private readonly spareBlocks: Block<B>[] = [];
   private readonly sourceMemorySize: number;
-
-  private cacheHits = 0;
-  private cacheMisses = 0;
-  private systemAllocations = 0;
-  private systemReleases = 0;
-  private outOfMemoryRefusals = 0;
-  private allocationRetries = 0;
-  private peakReserved = 0;
   // The highest `reserved` ever: what releaseIdleOnMiss compares a new segment with. Unlike `peakReserved`,
   // no statistics reset moves it (reading figures never changes decisions).
   private highWaterReserved = 0;
-  private peakLive = 0;
-  private liveBuffers = 0;
-  private mappings = 0;
 
   constructor(source: BufferSource<B>, setup: SegmentAllocatorSetup<B>) {
+    super(setup);
     if (typeof source.range !== "function") {
       throw new ArgumentError(
         "policy",
@@ -121,16 +74,6 @@ export class SegmentAllocator<B> {
     ];
     this.smallRequest = setup.segments.smallRequest;
     this.maxSplitSize = setup.segments.maxSplitSize === 0 ? Infinity : setup.segments.maxSplitSize;
-    this.memoryLimit = setup.memoryLimit;
-    this.cacheLimit = setup.cacheLimit;
-    this.workingSetGcLimit = setup.workingSetGcLimit;
-    this.gcLimitBytes = Math.min(setup.workingSetGcLimit, setup.memoryLimit);
-    this.maxBufferLength = setup.maxBufferLength;
-    this.resourceLimit = setup.resourceLimit;
-    this.pageSize = setup.pageSize;
-    this.onAcquire = setup.onAcquire;
-    this.onRelease = setup.onRelease;
-    this.quarantine = setup.quarantine;
     this.mapping =
       setup.segments.expandable && isMappingSource(source)
         ? (source as unknown as MappingSource<B>)
@@ -138,9 +81,12 @@ export class SegmentAllocator<B> {
     this.sourceMemorySize = source.memorySize;
   }
 
-  /** Above `reserved + mapped + new segment` reaching this, idle segments go back before a new one is made. */
-  get gcLimit(): number {
-    return this.gcLimitBytes;
+  protected get cacheBytes(): number {
+    return this.reserved - this.active;
+  }
+
+  protected get cachedBuffers(): number {
+    return this.pools[SMALL]!.count + this.pools[LARGE]!.count;
   }
 
   /** The source's map granularity when the large pool is expandable; `undefined` otherwise. */
@@ -168,11 +114,7 @@ export class SegmentAllocator<B> {
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
     const size = this.blockSize(bytes);
     if (size > this.maxBufferLength) throw bufferTooLarge(bytes, this.maxBufferLength);
-    const used = this.active + this.mapped + this.quarantine.bytes;
-    if (used + size > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(size, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
+    const used = this.withinLimit(size);
     const pool = size <= this.smallRequest ? SMALL : LARGE;
     const free = this.pools[pool]!;
     // A free block kept whole by the split limit serves only requests of its own kind (≥ the limit), and
@@ -243,36 +185,15 @@ export class SegmentAllocator<B> {
     block.allocation = allocation;
     block.liveSize = size;
     block.segment.live++;
-    this.liveBuffers++;
-    const active = this.active + block.size;
-    this.active = active;
-    if (active > this.peakActive) this.peakActive = active;
-    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
-    const live = this.live + size;
-    this.live = live;
-    if (live > this.peakLive) this.peakLive = live;
+    this.charge(block.size, size);
     return allocation;
   }
 
-  free(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, true);
-  }
-
-  freeWithoutCaching(allocation: Allocation<B>): void {
-    this.freeAllocation(allocation, false);
-  }
-
-  private freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    if (this.closed) throw allocatorClosed("free");
-    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
-    const block = (allocation as LiveAllocation<B>).record as Block<B> | undefined;
+  protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
+    const block = this.unlive<Block<B>>(allocation, Block);
     if (block === undefined) return;
-    if (!(block instanceof Block) || block.owner !== this) throw foreignAllocation("allocation");
-    if (block.allocation !== allocation) throw doubleFree("allocation");
-    block.allocation = null;
     const segment = block.segment;
     segment.live--;
-    this.liveBuffers--;
     this.active -= block.size;
     this.live -= block.liveSize;
     block.liveSize = 0;
@@ -287,71 +208,6 @@ export class SegmentAllocator<B> {
     if (segment.live === 0) this.becomeIdle(segment);
     if (this.reserved - this.active > this.cacheLimit)
       this.trim(this.reserved - this.active - this.cacheLimit);
-  }
-
-  addMapping(fileLength: number): Mapping {
-    if (this.closed) throw allocatorClosed("add a mapping");
-    const allocatedLength = mappingSize(fileLength, this.pageSize);
-    if (allocatedLength === undefined) {
-      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
-    }
-    if (this.active + this.mapped + this.quarantine.bytes + allocatedLength > this.memoryLimit) {
-      this.outOfMemoryRefusals++;
-      throw outOfMemory(allocatedLength, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
-    }
-    this.ensureResource();
-    this.mappings++;
-    this.mapped += allocatedLength;
-    if (this.active + this.mapped > this.peakActiveWithMapped) {
-      this.peakActiveWithMapped = this.active + this.mapped;
-    }
-    return new LiveMapping(fileLength, allocatedLength, this);
-  }
-
-  removeMapping(mapping: Mapping): void {
-    if (this.closed) throw allocatorClosed("remove a mapping");
-    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
-    if (!mapping.live) throw doubleFree("mapping");
-    mapping.live = false;
-    this.mappings--;
-    this.mapped -= mapping.allocatedLength;
-  }
-
-  memoryStats(): MemoryStats {
-    if (this.closed) throw allocatorClosed("read the statistics");
-    return {
-      active: this.active,
-      peakActive: this.peakActive,
-      mapped: this.mapped,
-      activeWithMapped: this.active + this.mapped,
-      peakActiveWithMapped: this.peakActiveWithMapped,
-      cache: this.reserved - this.active,
-      reserved: this.reserved,
-      peakReserved: this.peakReserved,
-      memoryLimit: this.memoryLimit,
-      cacheLimit: this.cacheLimit,
-      systemAllocations: this.systemAllocations,
-      wiredLimit: 0,
-      wired: 0,
-      wiredMapped: 0,
-      quarantined: this.quarantine.bytes,
-    };
-  }
-
-  counters(): AllocatorCounters {
-    if (this.closed) throw allocatorClosed("read the counters");
-    return {
-      cacheHits: this.cacheHits,
-      cacheMisses: this.cacheMisses,
-      systemAllocations: this.systemAllocations,
-      systemReleases: this.systemReleases,
-      outOfMemoryRefusals: this.outOfMemoryRefusals,
-      allocationRetries: this.allocationRetries,
-      peakLive: this.peakLive,
-      liveBuffers: this.liveBuffers,
-      cachedBuffers: this.pools[SMALL]!.count + this.pools[LARGE]!.count,
-      mappings: this.mappings,
-    };
   }
 
   /** Segments held (live or idle) and the largest free block of each pool: what fragmentation looks like. */
@@ -372,22 +228,6 @@ export class SegmentAllocator<B> {
     };
   }
 
-  resetPeak(): void {
-    if (this.closed) throw allocatorClosed("reset the peak");
-    this.peakActive = this.active;
-    this.peakActiveWithMapped = this.active + this.mapped;
-    this.peakReserved = this.reserved;
-    this.peakLive = this.live;
-  }
-
-  setMemoryLimit(bytes: number): number {
-    if (this.closed) throw allocatorClosed("set the memory limit");
-    const previous = this.memoryLimit;
-    this.memoryLimit = bytes;
-    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
-    return previous;
-  }
-
   setCacheLimit(bytes: number): number {
     if (this.closed) throw allocatorClosed("set the cache limit");
     const previous = this.cacheLimit;
@@ -397,8 +237,7 @@ export class SegmentAllocator<B> {
     return previous;
   }
 
-  clearCache(): void {
-    if (this.closed) throw allocatorClosed("clear the cache");
+  protected releaseCached(): void {
     this.releaseIdle(Infinity);
   }
 
@@ -482,21 +321,13 @@ export class SegmentAllocator<B> {
     const before = block.before;
     if (before?.free) {
       this.unstore(before);
-      this.dropRange(block);
-      before.size += block.size;
-      before.after = block.after;
-      if (block.after !== null) block.after.before = before;
-      this.keepSpare(block);
+      this.merge(before, block);
       block = before;
     }
     const after = block.after;
     if (after?.free) {
       this.unstore(after);
-      this.dropRange(after);
-      block.size += after.size;
-      block.after = after.after;
-      if (after.after !== null) after.after.before = block;
-      this.keepSpare(after);
+      this.merge(block, after);
     }
     this.store(block);
   }
@@ -540,29 +371,7 @@ export class SegmentAllocator<B> {
     if (required >= this.gcLimitBytes && this.idleOldest !== null)
       this.releaseIdle(required - this.gcLimitBytes);
     this.ensureResource();
-    let buffer: B;
-    try {
-      buffer = this.source.acquire(segmentSize);
-    } catch (error) {
-      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      // The system may have refused because of what the idle segments hold: give them all back and retry.
-      this.allocationRetries++;
-      this.releaseIdle(Infinity);
-      try {
-        buffer = this.source.acquire(segmentSize);
-      } catch (error) {
-        throw systemAllocationFailed(segmentSize, error);
-      }
-    }
-    if (this.onAcquire !== undefined) {
-      try {
-        this.onAcquire(buffer);
-      } catch (error) {
-        this.source.release(buffer);
-        throw error;
-      }
-    }
-    this.systemAllocations++;
+    const buffer = this.acquireBuffer(this.source, segmentSize);
     this.segmentCount++;
     const segment = new Segment<B>(buffer, segmentSize, pool);
     const block = new Block<B>(segment, 0, segmentSize, this);
@@ -597,6 +406,15 @@ export class SegmentAllocator<B> {
     segment.idleNewer = null;
     segment.idleOlder = null;
     this.idleBytes -= segment.size;
+  }
+
+  /** Merges `right` into `left`, the block just before it; `right`'s range goes back, the block is kept spare. */
+  private merge(left: Block<B>, right: Block<B>): void {
+    this.dropRange(right);
+    left.size += right.size;
+    left.after = right.after;
+    if (right.after !== null) right.after.before = left;
+    this.keepSpare(right);
   }
 
   /** Gives idle segments back, oldest idle first, until `bytes` of cache are gone or none is idle. */
@@ -663,18 +481,9 @@ export class SegmentAllocator<B> {
     if (excess > 0) this.releaseIdle(excess);
     const required = this.reserved + this.mapped + missing;
     if (required >= this.gcLimitBytes) this.releaseIdle(required - this.gcLimitBytes);
-    try {
-      this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
-    } catch (error) {
-      if (!(this.source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      this.allocationRetries++;
-      this.releaseIdle(Infinity);
-      try {
-        this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead));
-      } catch (error) {
-        throw systemAllocationFailed(missing, error);
-      }
-    }
+    this.withRetry(this.source, missing, () =>
+      this.countPages(pages, () => pages.mapRange(offset, length, this.options.mapAhead)),
+    );
   }
 
   /** Unmaps whole mappings of the expandable segment that lie in free blocks until `bytes` went back. */
@@ -753,10 +562,8 @@ export class SegmentAllocator<B> {
     teardown.finish();
   }
 
-  /** Counts segments and mappings against the device's resource limit; idle segments go first. */
-  private ensureResource(): void {
-    if (this.segmentCount + this.mappings < this.resourceLimit) return;
-    this.releaseIdle(Infinity);
-    if (this.segmentCount + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
+  /** Segments count against the device's resource limit (with mappings); idle segments go first. */
+  protected get resources(): number {
+    return this.segmentCount;
   }
 }

@@ -2,6 +2,15 @@ import { describe, expect, it } from "vitest";
 import { replayTrace } from "./replay.js";
 import { type TraceEvent, type TraceHeader, TraceLineParser, TraceRecorder } from "./trace-format.js";
 
+/** What the parser reads back from a trace's NDJSON: its header, then its events. */
+function readBack(name: string, trace: { toNdjson(): string }): (TraceEvent | TraceHeader)[] {
+  const parser = new TraceLineParser(name, 1024);
+  const items: (TraceEvent | TraceHeader)[] = [];
+  parser.push(trace.toNdjson(), items);
+  parser.end(items);
+  return items;
+}
+
 describe("TraceRecorder and TraceLineParser: one format, written and read back", () => {
   it("records dense ids by object, opens with what was live, and reads back to the same events", () => {
     const early = {};
@@ -39,11 +48,7 @@ describe("TraceRecorder and TraceLineParser: one format, written and read back",
       mapped_at_end: 0,
       peak_live_bytes: 21300,
     });
-
-    const parser = new TraceLineParser("round-trip", 1024);
-    const items: (TraceEvent | TraceHeader)[] = [];
-    parser.push(trace.toNdjson(), items);
-    parser.end(items);
+    const items = readBack("round-trip", trace);
     expect(items).toEqual([trace.header, ...trace.events]);
     // And a replay applies it: b (20000 → 32768 bytes) stays active; the opening buffer (1000 → 1024),
     // freed after the clear, is cached under the 4096-byte cache limit.
@@ -73,10 +78,7 @@ describe("TraceRecorder and TraceLineParser: one format, written and read back",
       ["r", 0],
     ]);
     expect(trace.header).toMatchObject({ live_at_end: 1, peak_live_bytes: 4196 });
-    const parser = new TraceLineParser("quarantine", 1024);
-    const items: (TraceEvent | TraceHeader)[] = [];
-    parser.push(trace.toNdjson(), items);
-    parser.end(items);
+    const items = readBack("quarantine", trace);
     expect(items).toEqual([trace.header, ...trace.events]);
     expect(replayTrace(items).stats).toMatchObject({ active: 256, cache: 0, quarantined: 0 });
     expect(replayTrace(items.slice(0, 4)).stats).toMatchObject({ active: 256, quarantined: 4096 });

@@ -341,11 +341,8 @@ export class TraceRecorder {
 
   /** Records the free of `buffer` (ignored for an object this trace never saw, e.g. a 0-byte buffer born earlier). */
   free(buffer: object): void {
-    const entry = this.#buffers.get(buffer);
-    if (entry === undefined) return;
-    this.#buffers.delete(buffer);
-    this.#liveBytes -= entry.bytes;
-    this.#events.push(["f", entry.id]);
+    const entry = this.#forget(buffer);
+    if (entry !== undefined) this.#events.push(["f", entry.id]);
   }
 
   /**
@@ -353,20 +350,24 @@ export class TraceRecorder {
    * {@link giveBack} records the end of its quarantine. Ignored for an object this trace never saw.
    */
   quarantine(buffer: object): void {
-    const entry = this.#buffers.get(buffer);
+    const entry = this.#forget(buffer);
     if (entry === undefined) return;
-    this.#buffers.delete(buffer);
-    this.#liveBytes -= entry.bytes;
     this.#events.push(["q", entry.id]);
     this.#quarantined.set(buffer, entry.id);
   }
 
+  /** Takes `buffer` off the live ones: its entry, `undefined` for an object this trace never saw. */
+  #forget(buffer: object): { id: number; bytes: number } | undefined {
+    const entry = this.#buffers.get(buffer);
+    if (entry === undefined) return undefined;
+    this.#buffers.delete(buffer);
+    this.#liveBytes -= entry.bytes;
+    return entry;
+  }
+
   /** Records that the backend gave back quarantined `buffer` (ignored unless this trace quarantined it). */
   giveBack(buffer: object): void {
-    const id = this.#quarantined.get(buffer);
-    if (id === undefined) return;
-    this.#quarantined.delete(buffer);
-    this.#events.push(["r", id]);
+    this.#end(this.#quarantined, buffer, "r");
   }
 
   /** Records a mapping of a file of `length` bytes for the device's object `mapping`; returns its id. */
@@ -379,10 +380,15 @@ export class TraceRecorder {
 
   /** Records the release of `mapping` (ignored for an object this trace never saw). */
   unmap(mapping: object): void {
-    const id = this.#mappings.get(mapping);
+    this.#end(this.#mappings, mapping, "u");
+  }
+
+  /** Records event `tag` of the id `ids` holds for `object`, which it forgets (nothing if it holds none). */
+  #end(ids: Map<object, number>, object: object, tag: "r" | "u"): void {
+    const id = ids.get(object);
     if (id === undefined) return;
-    this.#mappings.delete(mapping);
-    this.#events.push(["u", id]);
+    ids.delete(object);
+    this.#events.push([tag, id]);
   }
 
   /** Records a limit change. */

@@ -1,7 +1,10 @@
 // The reference model of the segments policy, for the Device's fuzzer: written from the policy's rules
 // (segments.ts's documentation, not its code) as plainly as possible: every segment an array of blocks in
 // address order, every search a linear scan, no index. It shares no code with @nuvec/allocator, so the fuzzer
-// compares two independent derivations after every step.
+// compares two independent derivations after every step. The accounts both models keep alike are in
+// model-accounts.ts.
+
+import { ModelAccounts, type ModelFacts, type Outcome } from "./model-accounts.js";
 
 /** The policy's sizes (the defaults of `SEGMENT_DEFAULTS`, written again). */
 export interface SegmentsModelSizes {
@@ -24,15 +27,6 @@ export const MODEL_SEGMENT_SIZES: SegmentsModelSizes = {
   segmentRounding: 4 * MIB,
   releaseIdleOnMiss: 3,
 };
-
-/** The device facts the model needs. */
-export interface SegmentsModelFacts {
-  workingSet: number;
-  memorySize: number;
-  maxBufferLength: number;
-  resourceLimit: number;
-  pageSize: number;
-}
 
 interface ModelBlock {
   offset: number;
@@ -58,50 +52,47 @@ export interface ModelPlace {
   length: number;
 }
 
-/** What a malloc gives: the place, or the refusal the Device must throw. */
-export type SegmentsOutcome =
-  | { ok: true; value: ModelPlace | undefined }
-  | { ok: false; refusal: "out-of-memory" | "resource-limit" | "too-large" };
-
 /** The naive model; see the top of this file. */
-export class SegmentsModel {
+export class SegmentsModel extends ModelAccounts {
   readonly sizes: SegmentsModelSizes;
-  readonly facts: SegmentsModelFacts;
-  memoryLimit: number;
-  cacheLimit: number;
-  gcLimit: number;
-  readonly workingSetGcLimit: number;
   segments: ModelSegment[] = [];
   /** Segments with no live block, the least recently idle first. */
   idle: ModelSegment[] = [];
-  mappings = new Map<number, number>();
-  active = 0;
-  mapped = 0;
-  peakActive = 0;
-  peakActiveWithMapped = 0;
-  peakReserved = 0;
   // The highest reserved ever: what releaseIdleOnMiss compares with (no resetPeak moves it).
   highWaterReserved = 0;
-  systemAllocations = 0;
-  systemReleases = 0;
-  cacheHits = 0;
-  cacheMisses = 0;
-  outOfMemoryRefusals = 0;
   #clock = 0;
   #nextSegment = 1;
 
-  constructor(facts: SegmentsModelFacts, sizes: SegmentsModelSizes = MODEL_SEGMENT_SIZES) {
-    this.facts = facts;
+  constructor(facts: ModelFacts, sizes: SegmentsModelSizes = MODEL_SEGMENT_SIZES) {
+    super(facts);
     this.sizes = sizes;
-    this.workingSetGcLimit = Math.floor(0.95 * facts.workingSet);
-    const limit = Math.floor(Math.min(1.5 * facts.workingSet, 0.95 * facts.memorySize));
-    this.memoryLimit = limit;
-    this.cacheLimit = limit;
-    this.gcLimit = Math.min(this.workingSetGcLimit, limit);
   }
 
   get reserved(): number {
     return this.segments.reduce((sum, segment) => sum + segment.size, 0);
+  }
+
+  get cacheBytes(): number {
+    return this.reserved - this.active;
+  }
+
+  protected get resources(): number {
+    return this.segments.length;
+  }
+
+  protected get liveBuffers(): number {
+    return this.#blocks("live");
+  }
+
+  protected get cachedBuffers(): number {
+    return this.#blocks("free");
+  }
+
+  #blocks(state: ModelBlock["state"]): number {
+    return this.segments.reduce(
+      (sum, segment) => sum + segment.blocks.filter((block) => block.state === state).length,
+      0,
+    );
   }
 
   #isIdle(segment: ModelSegment): boolean {
@@ -126,16 +117,12 @@ export class SegmentsModel {
     return small ? rest >= this.sizes.blockRounding : rest > this.sizes.smallRequest;
   }
 
-  malloc(bytes: number): SegmentsOutcome {
+  malloc(bytes: number): Outcome<ModelPlace | undefined> {
     if (bytes === 0) return { ok: true, value: undefined };
     const rounding = this.sizes.blockRounding;
     const size = Math.ceil(bytes / rounding) * rounding;
     if (size > this.facts.maxBufferLength) return { ok: false, refusal: "too-large" };
-    const used = this.active + this.mapped;
-    if (used + size > this.memoryLimit) {
-      this.outOfMemoryRefusals += 1;
-      return { ok: false, refusal: "out-of-memory" };
-    }
+    if (!this.withinLimit(size)) return { ok: false, refusal: "out-of-memory" };
     const small = size <= this.sizes.smallRequest;
     // Best fit: the smallest free block of the pool that holds the request, the most recently freed of a size.
     let best: { segment: ModelSegment; block: ModelBlock } | undefined;
@@ -153,7 +140,7 @@ export class SegmentsModel {
     }
     if (best !== undefined) {
       const handed = this.#splits(best.block, small, size) ? size : best.block.size;
-      if (used + handed > this.memoryLimit) best = undefined;
+      if (this.active + this.mapped + handed > this.memoryLimit) best = undefined;
       else this.cacheHits += 1;
     }
     if (best === undefined) {
@@ -171,11 +158,7 @@ export class SegmentsModel {
       if (excess > 0) this.#releaseIdle(excess);
       const required = this.reserved + this.mapped + segmentSize;
       if (required >= this.gcLimit) this.#releaseIdle(required - this.gcLimit);
-      if (this.segments.length + this.mappings.size >= this.facts.resourceLimit) {
-        this.#releaseIdle(Number.POSITIVE_INFINITY);
-        if (this.segments.length + this.mappings.size >= this.facts.resourceLimit)
-          return { ok: false, refusal: "resource-limit" };
-      }
+      if (!this.resourceAvailable()) return { ok: false, refusal: "resource-limit" };
       const segment: ModelSegment = {
         id: this.#nextSegment++,
         size: segmentSize,
@@ -184,7 +167,6 @@ export class SegmentsModel {
       };
       this.segments.push(segment);
       this.systemAllocations += 1;
-      this.cacheMisses += 1;
       this.peakReserved = Math.max(this.peakReserved, this.reserved);
       this.highWaterReserved = Math.max(this.highWaterReserved, this.reserved);
       best = { segment, block: segment.blocks[0]! };
@@ -205,9 +187,7 @@ export class SegmentsModel {
     }
     block.state = "live";
     block.request = size;
-    this.active += block.size;
-    this.peakActive = Math.max(this.peakActive, this.active);
-    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
+    this.charge(block.size);
     return { ok: true, value: { segment: segment.id, offset: block.offset, length: block.size } };
   }
 
@@ -238,90 +218,10 @@ export class SegmentsModel {
       merged.freedAt = ++this.#clock;
     }
     if (this.#isIdle(segment)) this.idle.push(segment);
-    const cacheBytes = this.reserved - this.active;
-    if (cacheBytes > this.cacheLimit) this.#releaseIdle(cacheBytes - this.cacheLimit);
+    this.trimToLimit();
   }
 
-  mapFile(
-    length: number,
-    id: number,
-  ): { ok: true } | { ok: false; refusal: "out-of-memory" | "resource-limit" } {
-    const mappedLength = Math.ceil(length / this.facts.pageSize) * this.facts.pageSize;
-    if (this.active + this.mapped + mappedLength > this.memoryLimit) {
-      this.outOfMemoryRefusals += 1;
-      return { ok: false, refusal: "out-of-memory" };
-    }
-    if (this.segments.length + this.mappings.size >= this.facts.resourceLimit) {
-      this.#releaseIdle(Number.POSITIVE_INFINITY);
-      if (this.segments.length + this.mappings.size >= this.facts.resourceLimit)
-        return { ok: false, refusal: "resource-limit" };
-    }
-    this.mappings.set(id, mappedLength);
-    this.mapped += mappedLength;
-    this.peakActiveWithMapped = Math.max(this.peakActiveWithMapped, this.active + this.mapped);
-    return { ok: true };
-  }
-
-  release(id: number): void {
-    this.mapped -= this.mappings.get(id)!;
-    this.mappings.delete(id);
-  }
-
-  setMemoryLimit(bytes: number): void {
-    this.memoryLimit = bytes;
-    this.gcLimit = Math.min(bytes, this.workingSetGcLimit);
-  }
-
-  setCacheLimit(bytes: number): void {
-    this.cacheLimit = bytes;
-    const cacheBytes = this.reserved - this.active;
-    if (cacheBytes > bytes) this.#releaseIdle(cacheBytes - bytes);
-  }
-
-  clearCache(): void {
-    this.#releaseIdle(Number.POSITIVE_INFINITY);
-  }
-
-  resetPeak(): void {
-    this.peakActive = this.active;
-    this.peakActiveWithMapped = this.active + this.mapped;
-    this.peakReserved = this.reserved;
-  }
-
-  stats(): Record<string, number> {
-    return {
-      active: this.active,
-      peakActive: this.peakActive,
-      activeWithMapped: this.active + this.mapped,
-      peakActiveWithMapped: this.peakActiveWithMapped,
-      cache: this.reserved - this.active,
-      reserved: this.reserved,
-      peakReserved: this.peakReserved,
-      memoryLimit: this.memoryLimit,
-      cacheLimit: this.cacheLimit,
-      systemAllocations: this.systemAllocations,
-      mapped: this.mapped,
-    };
-  }
-
-  counters(): Record<string, number> {
-    let live = 0;
-    let free = 0;
-    for (const segment of this.segments) {
-      for (const block of segment.blocks) {
-        if (block.state === "live") live += 1;
-        else if (block.state === "free") free += 1;
-      }
-    }
-    return {
-      cacheHits: this.cacheHits,
-      cacheMisses: this.cacheMisses,
-      systemAllocations: this.systemAllocations,
-      systemReleases: this.systemReleases,
-      outOfMemoryRefusals: this.outOfMemoryRefusals,
-      liveBuffers: live,
-      cachedBuffers: free,
-      mappings: this.mappings.size,
-    };
+  protected releaseCache(bytes: number): void {
+    this.#releaseIdle(bytes);
   }
 }

@@ -1,7 +1,10 @@
 // Helpers for the tests beside the code: where the fixtures are, and a buffer source that can fail.
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { MemoryStats } from "@nuvec/stats";
+import { expect } from "vitest";
 import type { BufferSource } from "../src/buffer-source.js";
+import type { AllocatorCounters } from "../src/counters.js";
 
 /** The repository root (this file is packages/allocator/test/support.ts). */
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
@@ -11,6 +14,15 @@ export const tracesDir = resolve(fixturesDir, "traces");
 export const conformanceFile = resolve(fixturesDir, "conformance/allocator-scenarios.json");
 
 export { thrown } from "../../stats/test/thrown.js";
+
+/** What a refused call throws: an error of class `name` with `code`. */
+export const refusal = (name: string, code: string) => expect.objectContaining({ name, code });
+
+/** The figures a refused call must leave as they were. */
+export const figures = (allocator: { memoryStats(): MemoryStats; counters(): AllocatorCounters }) => ({
+  stats: allocator.memoryStats(),
+  counters: allocator.counters(),
+});
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;

@@ -30,6 +30,8 @@ describe.runIf(raw !== undefined)("the raw CUDA addon (shared N-API layer + its 
       "secureViews",
       "contentsOf",
       "detachContentsOf",
+      "readOf",
+      "writeOf",
       "noop",
       "open",
       "memoryInfo",

@@ -70,9 +70,12 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
         code: "ERR_NUVEC_NOT_HOST_VISIBLE",
       });
     }
-    read(offset: number, length: number): ArrayBuffer {
+    read(offset: number, length: number, target?: ArrayBuffer): ArrayBuffer {
       calls.push("read");
-      return this.bytes.slice(offset, offset + length).buffer;
+      const copy = this.bytes.slice(offset, offset + length);
+      if (target === undefined) return copy.buffer;
+      new Uint8Array(target).set(copy);
+      return target;
     }
     write(source: ArrayBuffer | ArrayBufferView, offset: number): void {
       calls.push("write");
@@ -113,6 +116,9 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
   const addon: RawCudaAddon = {
     contentsOf: (slot) => (slots[slot] as Allocation).contents(),
     detachContentsOf: (slot) => (slots[slot] as Allocation).detachContents(),
+    readOf: (slot, offset, length, target) =>
+      (slots[slot] as NativeBufferHandle).read(offset, length, target),
+    writeOf: (slot, source, offset) => (slots[slot] as NativeBufferHandle).write(source, offset),
     NativeBufferHandle,
     NativeMappedFileHandle,
     NativeResidencySetHandle,

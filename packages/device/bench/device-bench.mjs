@@ -254,12 +254,16 @@ if (host !== undefined) {
       // loop before it, so that what it shows is what the views left behind, not its own warm-up.
       const pair = loopOf("context.device.malloc(context.size).free();");
       pair(context, 100_000);
-      await settle();
-      loop(context, 100_000);
-      const elapsed = stopwatch();
-      pair(context, 100_000);
-      const { wall, cpu } = elapsed();
-      after = { wall: wall / 100_000, cpu: cpu / 100_000 };
+      after = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+      for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+        await settle();
+        loop(context, 100_000);
+        const elapsed = stopwatch();
+        pair(context, 100_000);
+        const { wall, cpu } = elapsed();
+        after.wall = Math.min(after.wall, wall / 100_000);
+        after.cpu = Math.min(after.cpu, cpu / 100_000);
+      }
     }
     viewLoops.push({ what, figures, goal, after });
   }

@@ -37,6 +37,12 @@ describe.runIf(process.platform === "linux")("calls by slot", () => {
     expect(addon.contentsOf(first.slot).byteLength).toBe(4096);
     expect(addon.detachContentsOf(second.slot)).toBe(false);
     expect(view.byteLength).toBe(0);
+    addon.writeOf(second.slot, new Uint8Array([7, 8, 9]), 8189);
+    expect([...new Uint8Array(addon.readOf(second.slot, 8188, 4))]).toEqual([0, 7, 8, 9]);
+    const target = new ArrayBuffer(8);
+    expect(addon.readOf(second.slot, 8189, 3, target)).toBe(target);
+    expect([...new Uint8Array(target)]).toEqual([7, 8, 9, 0, 0, 0, 0, 0]);
+    expect(codeOf(() => addon.readOf(second.slot, 0, 9, target))).toMatchObject({ argument: "target" });
     first.release();
     expect(codeOf(() => addon.contentsOf(first.slot)).code).toBe("ERR_NUVEC_RELEASED");
     expect(codeOf(() => addon.detachContentsOf(first.slot)).code).toBe("ERR_NUVEC_RELEASED");
@@ -59,6 +65,7 @@ describe.runIf(process.platform === "linux")("calls by slot", () => {
       const error = codeOf(() => addon.contentsOf(bad as number));
       expect([bad, error.code, error.argument]).toEqual([bad, "ERR_NUVEC_INVALID_ARGUMENT", "slot"]);
       expect(codeOf(() => addon.detachContentsOf(bad as number)).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
+      expect(codeOf(() => addon.readOf(bad as number, 0, 1)).code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
     }
     expect(addon.counters()).toEqual(counters);
     buffer.release();

@@ -301,7 +301,10 @@ export function describeNativeBackendContract(
         buffer.write!(new Uint16Array([0x0201, 0x0403]), 1000);
         pattern.set([1, 2, 3, 4], 1000);
         const copy = buffer.read!(998, 8);
+        const next = buffer.read!(0, 8); // small reads share no memory with each other
         expect(copy).toEqual(pattern.slice(998, 1006));
+        expect(next).toEqual(pattern.slice(0, 8));
+        expect(buffer.read!(100, 2000)).toEqual(pattern.slice(100, 2100));
         copy.fill(0); // a copy: the buffer keeps its bytes
         expect(readBytes(buffer)).toEqual(pattern);
         const before = backend.counters();

@@ -1,5 +1,6 @@
 import { ArgumentError, type SchemaType } from "@nuvec/stats";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { thrown } from "../../stats/test/thrown.js";
 import { RESIDENCY_OPTIONS } from "./option-schema.js";
 import type { ResidencyOptions } from "./types.js";
 
@@ -14,13 +15,8 @@ describe("residency's options, declared once", () => {
     [{ workingSet: 1, maxPercentPerSet: 5 }, "maxPercentPerSet"],
     [{ workingSet: 1, maxPercent: "5" }, "maxPercent"],
   ])("refuses %j naming %s", (options, argument) => {
-    let thrown: unknown;
-    try {
-      RESIDENCY_OPTIONS.parse(options);
-    } catch (error) {
-      thrown = error;
-    }
-    expect(thrown).toBeInstanceOf(ArgumentError);
-    expect((thrown as ArgumentError).argument).toBe(argument);
+    const error = thrown(() => RESIDENCY_OPTIONS.parse(options));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect((error as ArgumentError).argument).toBe(argument);
   });
 });

@@ -1,4 +1,4 @@
-import { ArgumentError, NuvecError, StateError } from "@nuvec/stats";
+import { ArgumentError, type NuvecError, StateError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../stats/test/bad-byte-counts.js";
 import { thrown } from "../../stats/test/thrown.js";
@@ -32,6 +32,13 @@ function insertAll(residency: Residency<FakeAllocation>, sizes: number[]): FakeA
   });
 }
 
+/** Inserts one allocation of `size` (not mapped) and returns the set it went to. */
+function placed(residency: Residency<FakeAllocation>, size: number): number | undefined {
+  const item = allocation(`#${size}`, size);
+  residency.insert(item, false);
+  return residency.setIndexOf(item);
+}
+
 function snapshot(residency: Residency<FakeAllocation>) {
   return {
     wired: residency.wired,
@@ -44,14 +51,26 @@ function snapshot(residency: Residency<FakeAllocation>) {
   };
 }
 
+/** `refused` throws an error with `fields`, the manager's figures stay and the backend sees no call. */
+function expectRefused(
+  { residency, backend }: ReturnType<typeof make>,
+  refused: () => unknown,
+  fields: Record<string, unknown>,
+): unknown {
+  const before = snapshot(residency);
+  backend.resetCounters();
+  const error = thrown(refused);
+  expect(error).toMatchObject(fields);
+  expect(snapshot(residency)).toEqual(before);
+  expect(backend.log).toEqual([]);
+  return error;
+}
+
 describe("construction", () => {
   it("makes the first set: committed, residency requested, attached, in that order", () => {
     const { backend, residency } = make();
     expect(residency.supported).toBe(true);
-    expect(residency.setCount).toBe(1);
-    expect(residency.wiredLimit).toBe(0);
-    expect(residency.wired).toBe(0);
-    expect(residency.setBytes()).toEqual([0]);
+    expect(snapshot(residency)).toMatchObject({ setCount: 1, wiredLimit: 0, wired: 0, setBytes: [0] });
     expect(backend.log).toEqual([
       { kind: "create", set: 0 },
       { kind: "commit", set: 0 },
@@ -92,12 +111,8 @@ describe("choose: the seed's choice of set", () => {
     residency.erase(a!);
     residency.erase(b!);
     expect(residency.setBytes()).toEqual([0, 0, 60]);
-    const x = allocation("x", 150);
-    residency.insert(x, false);
-    expect(residency.setIndexOf(x)).toBe(1); // set 1 was emptied; set 0, empty too, is skipped
-    const y = allocation("y", 150);
-    residency.insert(y, false);
-    expect(residency.setIndexOf(y)).toBe(3); // no emptied set after 0 remains: a new one
+    expect(placed(residency, 150)).toBe(1); // set 1 was emptied; set 0, empty too, is skipped
+    expect(placed(residency, 150)).toBe(3); // no emptied set after 0 remains: a new one
     expect(residency.setBytes()).toEqual([0, 150, 60, 150]);
     expect(backend.creationAttempts).toBe(4);
   });
@@ -106,9 +121,7 @@ describe("choose: the seed's choice of set", () => {
     const { residency } = make({ cap: 100, wiredLimit: GiB });
     const [, b] = insertAll(residency, [60, 60, 60]);
     residency.erase(b!); // set 1 is emptied, but set 0 still has room for 30
-    const x = allocation("x", 30);
-    residency.insert(x, false);
-    expect(residency.setIndexOf(x)).toBe(0);
+    expect(placed(residency, 30)).toBe(0);
     expect(residency.setBytes()).toEqual([90, 0, 60]);
   });
 
@@ -121,16 +134,10 @@ describe("choose: the seed's choice of set", () => {
     );
     expect(residency.setCount).toBe(MAX_RESIDENCY_SETS);
     expect(residency.setBytes()[0]).toBe(0);
-    const z = allocation("z", 20);
-    residency.insert(z, false);
-    expect(residency.setIndexOf(z)).toBe(0); // the emptiest: set 0, 0 bytes
-    const w = allocation("w", 20);
-    residency.insert(w, false);
-    expect(residency.setIndexOf(w)).toBe(1); // now set 1 (11 bytes) is the emptiest
+    expect(placed(residency, 20)).toBe(0); // the emptiest: set 0, 0 bytes
+    expect(placed(residency, 20)).toBe(1); // now set 1 (11 bytes) is the emptiest
     expect(residency.setBytes()[1]).toBe(31);
-    const v = allocation("v", 1);
-    residency.insert(v, false);
-    expect(residency.setIndexOf(v)).toBe(2); // sets 0 and 2 hold 20 and 12: set 2
+    expect(placed(residency, 1)).toBe(2); // sets 0 and 2 hold 20 and 12: set 2
     expect(residency.setCount).toBe(MAX_RESIDENCY_SETS);
     expect(backend.creationAttempts).toBe(MAX_RESIDENCY_SETS); // never asked for a 33rd
   });
@@ -141,11 +148,7 @@ describe("choose: the seed's choice of set", () => {
       residency,
       Array.from({ length: MAX_RESIDENCY_SETS - 1 }, () => 11),
     );
-    const z = allocation("z", 11);
-    residency.insert(z, false);
-    const w = allocation("w", 11);
-    residency.insert(w, false);
-    expect([residency.setIndexOf(z), residency.setIndexOf(w)]).toEqual([0, 0]);
+    expect([placed(residency, 11), placed(residency, 11)]).toEqual([0, 0]);
   });
 
   it("falls back to the emptiest when making a set fails part way, and tries again next time", () => {
@@ -158,9 +161,7 @@ describe("choose: the seed's choice of set", () => {
     expect([a, b, c].map((item) => residency.setIndexOf(item!))).toEqual([1, 2, 0]);
     expect(residency.supported).toBe(true);
     expect(backend.log).toContainEqual({ kind: "createFailed", attempt: 3 });
-    const d = allocation("d", 14);
-    residency.insert(d, false);
-    expect(residency.setIndexOf(d)).toBe(3); // attempt 4 succeeds
+    expect(placed(residency, 14)).toBe(3); // attempt 4 succeeds
     expect(residency.setBytes()).toEqual([13, 11, 12, 14]);
     expect(backend.sets.every((set) => set.attached)).toBe(true);
   });
@@ -190,8 +191,7 @@ describe("choose: the seed's choice of set", () => {
     const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [100, 100]);
     residency.setCap(0);
-    const [x] = insertAll(residency, [5]);
-    expect(residency.setIndexOf(x!)).toBe(0);
+    expect(placed(residency, 5)).toBe(0);
     expect(residency.setBytes()).toEqual([105, 100]);
   });
 
@@ -199,8 +199,7 @@ describe("choose: the seed's choice of set", () => {
     const { residency } = make({ cap: 100, wiredLimit: GiB });
     insertAll(residency, [90]);
     residency.setCap(50);
-    const [x] = insertAll(residency, [40]);
-    expect(residency.setIndexOf(x!)).toBe(1);
+    expect(placed(residency, 40)).toBe(1);
     expect(residency.setBytes()).toEqual([90, 40]);
   });
 });
@@ -216,25 +215,20 @@ describe("insert", () => {
     expect(backend.sets[0]!.committed).toEqual(new Set([a, b]));
   });
 
-  it("leaves an allocation past the limit waiting: tracked, not wired, nothing committed", () => {
+  it("leaves an allocation past the limit waiting (tracked, not wired, nothing committed); a smaller one after it gets in", () => {
     const { residency, backend } = make({ wiredLimit: 100 });
-    insertAll(residency, [60, 40]);
+    const [, big, small] = insertAll(residency, [60, 50, 40]);
+    expect([residency.isWired(big!), residency.isWired(small!)]).toEqual([false, true]);
     backend.resetCounters();
     const c = allocation("c", 1);
     residency.insert(c, false);
-    expect(residency.has(c)).toBe(true);
-    expect(residency.isWired(c)).toBe(false);
-    expect(residency.setIndexOf(c)).toBeUndefined();
-    expect(residency.wired).toBe(100);
-    expect(residency.tracked).toBe(3);
+    expect([residency.has(c), residency.isWired(c), residency.setIndexOf(c)]).toEqual([
+      true,
+      false,
+      undefined,
+    ]);
+    expect(snapshot(residency)).toMatchObject({ wired: 100, tracked: 4 });
     expect(backend.log).toEqual([]);
-  });
-
-  it("lets a smaller allocation in after a larger one waits", () => {
-    const { residency } = make({ wiredLimit: 100 });
-    const [, big, small] = insertAll(residency, [60, 50, 40]);
-    expect(residency.isWired(big!)).toBe(false);
-    expect(residency.isWired(small!)).toBe(true);
   });
 
   it("wires nothing under the default limit of 0, except empty allocations (0 + 0 ≤ 0, as the seed)", () => {
@@ -271,38 +265,30 @@ describe("insert", () => {
     residency.refresh();
     expect(residency.wired).toBe(100);
     residency.erase(a!);
-    expect(residency.wired).toBe(0);
-    expect(residency.setBytes()).toEqual([0]);
+    expect(snapshot(residency)).toMatchObject({ wired: 0, setBytes: [0] });
     expect(backend.sizeReads.get(a!)).toBe(1);
   });
 
   it("refuses an allocation inserted twice, changing nothing", () => {
-    const { residency, backend } = make({ wiredLimit: 1000 });
-    const [a] = insertAll(residency, [100]);
-    const before = snapshot(residency);
-    backend.resetCounters();
-    const error = thrown(() => residency.insert(a!, true));
+    const made = make({ wiredLimit: 1000 });
+    const [a] = insertAll(made.residency, [100]);
+    const error = expectRefused(made, () => made.residency.insert(a!, true), {
+      name: "StateError",
+      code: "ERR_NUVEC_RESIDENCY_ALREADY_TRACKED",
+    });
     expect(error).toBeInstanceOf(StateError);
-    expect(error).toBeInstanceOf(NuvecError);
-    expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_ALREADY_TRACKED");
-    expect((error as Error).name).toBe("StateError");
-    expect(snapshot(residency)).toEqual(before);
-    expect(backend.log).toEqual([]);
-    expect(backend.sizeReads.get(a!)).toBe(1);
+    expect(made.backend.sizeReads.get(a!)).toBe(1);
   });
 
   it.each(BAD_BYTE_COUNTS)("refuses a size of %s from the backend, changing nothing", (_label, size) => {
-    const { residency, backend } = make({ wiredLimit: 1000 });
-    insertAll(residency, [100]);
-    const before = snapshot(residency);
-    backend.resetCounters();
+    const made = make({ wiredLimit: 1000 });
+    insertAll(made.residency, [100]);
     const bad = allocation("bad", size as number);
-    expect(() => residency.insert(bad, false)).toThrow(
-      expect.objectContaining({ name: "ArgumentError", argument: "allocatedSize" }),
-    );
-    expect(residency.has(bad)).toBe(false);
-    expect(snapshot(residency)).toEqual(before);
-    expect(backend.log).toEqual([]);
+    expectRefused(made, () => made.residency.insert(bad, false), {
+      name: "ArgumentError",
+      argument: "allocatedSize",
+    });
+    expect(made.residency.has(bad)).toBe(false);
   });
 
   it("accepts -0 as 0", () => {
@@ -333,8 +319,7 @@ describe("erase", () => {
     residency.erase(b!);
     expect(backend.commits()).toEqual([0, 1]);
     expect(backend.sets[1]!.committed.size).toBe(0);
-    expect(residency.setBytes()).toEqual([60, 0]);
-    expect(residency.wired).toBe(60);
+    expect(snapshot(residency)).toMatchObject({ setBytes: [60, 0], wired: 60 });
     expect(residency.has(b!)).toBe(false);
     expect(residency.setCount).toBe(2); // emptied sets are kept
     expect(residency.isWired(a!)).toBe(true);
@@ -350,21 +335,15 @@ describe("erase", () => {
   });
 
   it("refuses an allocation never inserted, or erased already, changing nothing", () => {
-    const { residency, backend } = make({ wiredLimit: 1000 });
-    const [a] = insertAll(residency, [100]);
-    residency.erase(a!);
-    const before = snapshot(residency);
-    backend.resetCounters();
+    const made = make({ wiredLimit: 1000 });
+    const [a] = insertAll(made.residency, [100]);
+    made.residency.erase(a!);
     for (const item of [a!, allocation("stranger", 1)]) {
-      expect(() => residency.erase(item)).toThrow(StateError);
-      try {
-        residency.erase(item);
-      } catch (error) {
-        expect((error as NuvecError).code).toBe("ERR_NUVEC_RESIDENCY_NOT_TRACKED");
-      }
+      const error = expectRefused(made, () => made.residency.erase(item), {
+        code: "ERR_NUVEC_RESIDENCY_NOT_TRACKED",
+      });
+      expect(error).toBeInstanceOf(StateError);
     }
-    expect(snapshot(residency)).toEqual(before);
-    expect(backend.log).toEqual([]);
   });
 
   it("lets an erased allocation be inserted again, at the end of the insertion order", () => {
@@ -413,8 +392,7 @@ describe("setWiredLimit", () => {
     backend.resetCounters();
     residency.setWiredLimit(25);
     expect([a, b, c, d].map((item) => residency.isWired(item!))).toEqual([false, false, false, true]);
-    expect(residency.wired).toBe(5);
-    expect(residency.setBytes()).toEqual([0, 0, 5]);
+    expect(snapshot(residency)).toMatchObject({ wired: 5, setBytes: [0, 0, 5] });
     expect(backend.commits()).toEqual([1, 1, 0]);
     expect(backend.requests()).toEqual([0, 0, 0]);
   });
@@ -448,19 +426,13 @@ describe("setWiredLimit", () => {
   });
 
   it.each(BAD_BYTE_COUNTS)("refuses a limit of %s, changing nothing", (_label, wiredLimit) => {
-    const { residency, backend } = make({ wiredLimit: 100 });
-    insertAll(residency, [60, 60]);
-    const before = snapshot(residency);
-    backend.resetCounters();
-    expect(() => residency.setWiredLimit(wiredLimit as number)).toThrow(
-      expect.objectContaining({
-        name: "ArgumentError",
-        code: "ERR_NUVEC_INVALID_ARGUMENT",
-        argument: "bytes",
-      }),
-    );
-    expect(snapshot(residency)).toEqual(before);
-    expect(backend.log).toEqual([]);
+    const made = make({ wiredLimit: 100 });
+    insertAll(made.residency, [60, 60]);
+    expectRefused(made, () => made.residency.setWiredLimit(wiredLimit as number), {
+      name: "ArgumentError",
+      code: "ERR_NUVEC_INVALID_ARGUMENT",
+      argument: "bytes",
+    });
   });
 
   it("accepts -0 as 0", () => {

@@ -94,32 +94,24 @@ describe("the environment variable", () => {
     expect(MAX_PERCENT_PER_SET_VARIABLE).toBe("MLX_RESIDENCY_SET_MAX_PCT");
   });
 
-  it("is read when the option is left out", () => {
-    process.env[MAX_PERCENT_PER_SET_VARIABLE] = " 2 ";
-    expect(maxPercentPerSetFromEnvironment()).toBe(" 2 ");
-    expect(new Residency(new FakeBackend(), { workingSet: 64 * GiB }).maxBytesPerSet).toBe(
-      Math.floor((64 * GiB) / 100) * 2,
-    );
-    process.env[MAX_PERCENT_PER_SET_VARIABLE] = "0";
-    const oneSet = new Residency(new FakeBackend(), { workingSet: 64 * GiB, maxPercentPerSet: undefined });
-    expect(oneSet.maxBytesPerSet).toBe(0);
-  });
-
-  it("gives the default when unset", () => {
-    delete process.env[MAX_PERCENT_PER_SET_VARIABLE];
-    expect(maxPercentPerSetFromEnvironment()).toBeUndefined();
-    expect(new Residency(new FakeBackend(), { workingSet: 64 * GiB }).maxBytesPerSet).toBe(3_435_973_835);
-  });
-
-  it("is ignored when the option is given, and null means unset", () => {
-    process.env[MAX_PERCENT_PER_SET_VARIABLE] = "0";
-    expect(
-      new Residency(new FakeBackend(), { workingSet: 64 * GiB, maxPercentPerSet: "1" }).maxBytesPerSet,
-    ).toBe(Math.floor((64 * GiB) / 100));
-    expect(
-      new Residency(new FakeBackend(), { workingSet: 64 * GiB, maxPercentPerSet: null }).maxBytesPerSet,
-    ).toBe(3_435_973_835);
-  });
+  // [the variable (undefined: unset), the option (absent: left out), the cap of a 64 GiB working set].
+  it.each([
+    [" 2 ", "absent", Math.floor((64 * GiB) / 100) * 2],
+    ["0", undefined, 0],
+    [undefined, "absent", 3_435_973_835],
+    ["0", "1", Math.floor((64 * GiB) / 100)],
+    ["0", null, 3_435_973_835],
+  ] as const)(
+    "%j with the option %j gives a cap of %i (read when the option is left out, null means unset)",
+    (variable, option, cap) => {
+      if (variable === undefined) delete process.env[MAX_PERCENT_PER_SET_VARIABLE];
+      else process.env[MAX_PERCENT_PER_SET_VARIABLE] = variable;
+      expect(maxPercentPerSetFromEnvironment()).toBe(variable);
+      const options =
+        option === "absent" ? { workingSet: 64 * GiB } : { workingSet: 64 * GiB, maxPercentPerSet: option };
+      expect(new Residency(new FakeBackend(), options).maxBytesPerSet).toBe(cap);
+    },
+  );
 
   it("is undefined where there is no process, and when reading it throws", () => {
     vi.stubGlobal("process", undefined);

@@ -1,8 +1,6 @@
 // Replays fixtures/conformance/residency-scenarios.json (the repository's copy of the design's random operation
 // sequences with the state after every step, from an independent model of the seed) and checks every value.
 import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Residency } from "../src/index.js";
 import { allocation, type FakeAllocation, FakeBackend, type FakeSet } from "./fake-backend.js";
@@ -26,8 +24,7 @@ interface Scenario {
   requests: number[];
 }
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
-const file = resolve(repoRoot, "fixtures", "conformance", "residency-scenarios.json");
+const file = new URL("../../../fixtures/conformance/residency-scenarios.json", import.meta.url);
 const scenarios: Scenario[] = JSON.parse(readFileSync(file, "utf8"));
 
 function stateOf(residency: Residency<FakeAllocation, FakeSet>): State {

@@ -2,6 +2,7 @@
 // ERR_NUVEC_INVALID_ARGUMENT, `argument` naming what was wrong): never a plain TypeError or RangeError. The
 // table must name every exported function, so a new export cannot slip past it.
 import { describe, expect, it } from "vitest";
+import { thrown as thrownBy } from "../test/thrown.js";
 import * as stats from "./index.js";
 
 const { ArgumentError, NuvecError, emptyMemoryStats } = stats;
@@ -88,12 +89,7 @@ describe("@nuvec/stats refuses bad input with the project's ArgumentError", () =
 
   const cases = Object.values(BAD_CALLS).flat();
   it.each(cases)("%s throws ArgumentError naming %s", (_label, argument, call) => {
-    let thrown: unknown;
-    try {
-      call();
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = thrownBy(call);
     expect(thrown).toBeInstanceOf(NuvecError);
     expect(thrown).toBeInstanceOf(ArgumentError);
     expect(thrown).not.toBeInstanceOf(TypeError);

@@ -1,4 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { thrown } from "../test/thrown.js";
 import { ArgumentError } from "./errors.js";
 import { checkArgument, optionsSchema, rules, type SchemaType } from "./schema.js";
 
@@ -29,13 +30,9 @@ interface ThingOptions {
 }
 
 function refusal(call: () => unknown): ArgumentError {
-  try {
-    call();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ArgumentError);
-    return error as ArgumentError;
-  }
-  throw new Error("no error");
+  const error = thrown(call);
+  expect(error).toBeInstanceOf(ArgumentError);
+  return error as ArgumentError;
 }
 
 describe("optionsSchema", () => {

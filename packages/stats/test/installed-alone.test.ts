@@ -1,18 +1,18 @@
 // Packs @nuvec/stats, installs the tarball with npm into a fresh project outside the workspace, and uses it
 // from ESM, from CommonJS and from TypeScript: the first kind of user installs this package alone.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { scratchFolder } from "./scratch.js";
 
 const packageDirectory = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
-let project: string;
+const { folder: project, write } = scratchFolder("nuvec-stats-install-");
 // npm pack and install on a fresh machine (an empty npm cache, a cold disk) take far longer than vitest's 10 s
 // hook default: minutes are fit for it, and the hook still ends a truly stuck install.
 const coldCacheInstall = 600_000;
@@ -23,17 +23,12 @@ function run(command: string, args: string[], cwd: string): string {
 
 describe("@nuvec/stats installed alone from its packed tarball", () => {
   beforeAll(() => {
-    project = mkdtempSync(join(tmpdir(), "nuvec-stats-install-"));
     run(npm, ["pack", "--silent", "--pack-destination", project], packageDirectory);
     const tarball = readdirSync(project).find((file) => file.endsWith(".tgz"));
     if (!tarball) throw new Error("npm pack wrote no tarball");
-    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", private: true }));
+    write("package.json", JSON.stringify({ name: "consumer", private: true }));
     run(npm, ["install", "--no-audit", "--no-fund", "--ignore-scripts=false", `./${tarball}`], project);
   }, coldCacheInstall);
-
-  afterAll(() => {
-    if (project) rmSync(project, { recursive: true, force: true });
-  });
 
   it("ships the build, no tests, no install script, no native build", () => {
     const installed = join(project, "node_modules", "@nuvec", "stats");
@@ -59,8 +54,8 @@ describe("@nuvec/stats installed alone from its packed tarball", () => {
   });
 
   it("imports from ESM", () => {
-    writeFileSync(
-      join(project, "esm.mjs"),
+    write(
+      "esm.mjs",
       `import { allocationSize, formatBytes } from "@nuvec/stats";
 console.log(allocationSize(16385), formatBytes(1610612736));`,
     );
@@ -68,8 +63,8 @@ console.log(allocationSize(16385), formatBytes(1610612736));`,
   });
 
   it("requires from CommonJS", () => {
-    writeFileSync(
-      join(project, "cjs.cjs"),
+    write(
+      "cjs.cjs",
       `const { mappingSize, emptyMemoryStats } = require("@nuvec/stats");
 console.log(mappingSize(1, 4096), Object.keys(emptyMemoryStats()).length);`,
     );
@@ -78,8 +73,8 @@ console.log(mappingSize(1, 4096), Object.keys(emptyMemoryStats()).length);`,
 
   it("type-checks TypeScript that uses it (node16 resolution, ESM and CJS)", () => {
     const tsc = require.resolve("typescript/bin/tsc");
-    writeFileSync(
-      join(project, "use.mts"),
+    write(
+      "use.mts",
       `import { allocationSize, type MemoryStats, emptyMemoryStats, formatMemoryStats } from "@nuvec/stats";
 const stats: MemoryStats = { ...emptyMemoryStats(), active: allocationSize(300) ?? 0 };
 const text: string = formatMemoryStats(stats);
@@ -88,15 +83,15 @@ stats.notAField = 1;
 export { text };
 `,
     );
-    writeFileSync(
-      join(project, "use.cts"),
+    write(
+      "use.cts",
       `import { PAGE, mappingSize } from "@nuvec/stats";
 const size: number | undefined = mappingSize(PAGE + 1);
 export = size;
 `,
     );
-    writeFileSync(
-      join(project, "tsconfig.json"),
+    write(
+      "tsconfig.json",
       JSON.stringify({
         compilerOptions: {
           strict: true,

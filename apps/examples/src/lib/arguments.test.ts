@@ -55,11 +55,7 @@ describe("parseCommandLine", () => {
   it("refuses unknown flags, missing values and values of booleans, in one line", () => {
     for (const argv of [["--nope"], ["--cache-limit"], ["--json=1"], ["-x"]]) {
       expect(() => parseCommandLine(argv, specs)).toThrow(UsageError);
-      try {
-        parseCommandLine(argv, specs);
-      } catch (error) {
-        expect((error as Error).message).not.toContain("\n");
-      }
+      expect(() => parseCommandLine(argv, specs)).toThrow(/^[^\n]+$/);
     }
     expect(() => parseCommandLine(["--nope"], specs)).toThrow(/unknown flag '--nope'/);
   });

@@ -117,6 +117,34 @@ export function helpText(synopsis: string, description: string, specs: readonly 
   return [`usage: ${synopsis}`, "", ...wrap(description, 79), "", "flags:", ...lines].join("\n");
 }
 
+/** The flag every program has. */
+const HELP: FlagSpec = { name: "help", short: "h", help: "show this help" };
+/** The flag of a program that can print its result as JSON. */
+export const JSON_FLAG: FlagSpec = {
+  name: "json",
+  help: "print one JSON object instead of the table",
+  defaultText: "off",
+};
+
+/** A program's command line: what `--help` prints, and the flags besides `--help`. */
+export interface CommandLine {
+  synopsis: string;
+  description: string;
+  flags: readonly FlagSpec[];
+}
+
+/**
+ * `argv` parsed against a program's flags and `--help`. With `--help` it prints the help text (the synopsis,
+ * the description, every flag) and returns `undefined`: the program then ends with exit code 0.
+ */
+export function readCommandLine(argv: string[], program: CommandLine): ParsedArguments | undefined {
+  const specs = [...program.flags, HELP];
+  const parsed = parseCommandLine(argv, specs);
+  if (!parsed.flags.has("help")) return parsed;
+  console.log(helpText(program.synopsis, program.description, specs));
+  return undefined;
+}
+
 /** Splits `text` into lines of at most `width` characters at spaces. */
 export function wrap(text: string, width: number): string[] {
   const lines: string[] = [];

@@ -132,3 +132,16 @@ export function cpuAddress(handle: { readonly platform: string; readonly address
   }
   return handle.address;
 }
+
+/**
+ * Fills `data` with small integers (`index % modulus`), so that float32 sums of them and of their multiples
+ * stay exact; returns their sum.
+ */
+export function fillPattern(data: Float32Array, modulus: number): number {
+  let total = 0;
+  for (let index = 0; index < data.length; index += 1) {
+    data[index] = index % modulus;
+    total += index % modulus;
+  }
+  return total;
+}

@@ -1,16 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readSafetensorsHeader } from "@nuvec/device";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../test/support.js";
 import { decoderModel, writeSafetensors } from "./safetensors.js";
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-safetensors-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-
-function arrayBufferOf(bytes: Uint8Array): ArrayBuffer {
-  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-}
+const folder = scratchFolder("nuvec-safetensors-");
 
 describe("safetensors", () => {
   it("writes a file whose header parses back to the same tensors, data aligned after the header", () => {
@@ -23,7 +18,7 @@ describe("safetensors", () => {
     const length = writeSafetensors(path, tensors);
     const bytes = readFileSync(path);
     expect(bytes.length).toBe(length);
-    const header = readSafetensorsHeader(arrayBufferOf(bytes));
+    const header = readSafetensorsHeader(new Uint8Array(bytes).buffer);
     expect(header.headerLength % 8).toBe(0);
     expect(header.metadata.writer).toBe("nuvec demo");
     expect(

@@ -16,5 +16,9 @@ g++ -O2 -fPIC -shared -I"$WORK/package/include/node" -I"$CARRY/node-addon-api" "
   -o "$NATIVE/build/Release/nuvec_metal_native.node"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "node $("$NODE" --version), $(g++ --version | head -1)"
-"$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
+# Four cores for the whole run (NUVEC_BENCH_CPUS, default 2-5) where taskset exists: fewer migrations between
+# measurements, and still room for the engine's collector threads beside the bench.
+PIN=()
+if command -v taskset >/dev/null; then PIN=(taskset -c "${NUVEC_BENCH_CPUS:-2-5}"); fi
+"${PIN[@]}" "$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -231,6 +231,8 @@ void InitCommon(Napi::Env env, Napi::Object exports, AddonData* data) {
   exports.Set("secureViews", Napi::Function::New<SecureViews>(env, "secureViews"));
   exports.Set("contentsOf", Napi::Function::New<ContentsOfSlot>(env, "contentsOf"));
   exports.Set("detachContentsOf", Napi::Function::New<DetachContentsOfSlot>(env, "detachContentsOf"));
+  exports.Set("readOf", Napi::Function::New<ReadOfSlot>(env, "readOf"));
+  exports.Set("writeOf", Napi::Function::New<WriteOfSlot>(env, "writeOf"));
   exports.Set("noop", Napi::Function::New<Noop>(env, "noop"));
   exports.Set("viewBookkeeping", Napi::Function::New<ViewBookkeeping>(env, "viewBookkeeping"));
   // How views are made here, and why not the faster way when they are not (tests, benchmarks).

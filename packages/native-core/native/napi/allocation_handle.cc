@@ -150,6 +150,12 @@ Napi::Value DetachContentsOfSlot(const Napi::CallbackInfo& info) {
   return HandleInSlot(info).DetachContents(info.Env());
 }
 
+Napi::Value ReadOfSlot(const Napi::CallbackInfo& info) {
+  return HandleInSlot(info).Read(info.Env(), info[1], info[2], info[3]);
+}
+
+void WriteOfSlot(const Napi::CallbackInfo& info) { HandleInSlot(info).Write(info.Env(), info[1], info[2]); }
+
 Napi::Value AllocationHandle::Contents(Napi::Env env, const Napi::Value& lengthArgument) {
   Allocation* allocation = Live(env, what);
   if (allocation->data() == nullptr) {
@@ -273,39 +279,50 @@ Napi::Value AllocationHandle::DetachContents(Napi::Env env) {
 }
 
 // read(offset, length): a new ArrayBuffer with a copy of the bytes.
-Napi::Value AllocationHandle::Read(const Napi::CallbackInfo& info, const char* what) {
-  Napi::Env env = info.Env();
+// read(offset, length[, target]): into `target` (an ArrayBuffer of at least `length` bytes, from its start)
+// when given, else into a new ArrayBuffer; returns the one written.
+Napi::Value AllocationHandle::Read(Napi::Env env, const Napi::Value& offsetArgument, const Napi::Value& lengthArgument,
+                                   const Napi::Value& targetArgument) {
   Allocation* allocation = Live(env, what);
-  size_t offset = CheckRange(env, info[0], "offset", allocation->length());
-  size_t length = CheckRange(env, info[1], "length", allocation->length() - offset);
-  Napi::ArrayBuffer target = Napi::ArrayBuffer::New(env, length);
+  size_t offset = CheckRange(env, offsetArgument, "offset", allocation->length());
+  size_t length = CheckRange(env, lengthArgument, "length", allocation->length() - offset);
+  Napi::ArrayBuffer target;
+  if (targetArgument.IsUndefined()) {
+    target = Napi::ArrayBuffer::New(env, length);
+  } else {
+    if (!targetArgument.IsArrayBuffer()) ThrowArgument(env, "target", "target must be an ArrayBuffer");
+    target = targetArgument.As<Napi::ArrayBuffer>();
+    if (target.ByteLength() < length) {
+      ThrowArgument(env, "target", "target (" + std::to_string(target.ByteLength()) + " bytes) cannot hold " +
+                                       std::to_string(length) + " bytes");
+    }
+  }
   Failure failure;
   if (!allocation->copyOut(offset, target.Data(), length, &failure)) ThrowFailure(env, failure, "length", 0);
   return target;
 }
 
 // write(source, offset): source is an ArrayBuffer or any ArrayBuffer view.
-void AllocationHandle::Write(const Napi::CallbackInfo& info, const char* what) {
-  Napi::Env env = info.Env();
+void AllocationHandle::Write(Napi::Env env, const Napi::Value& sourceArgument, const Napi::Value& offsetArgument) {
   Allocation* allocation = Live(env, what);
   const void* data = nullptr;
   size_t bytes = 0;
-  if (info[0].IsArrayBuffer()) {
-    Napi::ArrayBuffer source = info[0].As<Napi::ArrayBuffer>();
+  if (sourceArgument.IsArrayBuffer()) {
+    Napi::ArrayBuffer source = sourceArgument.As<Napi::ArrayBuffer>();
     data = source.Data();
     bytes = source.ByteLength();
-  } else if (info[0].IsTypedArray()) {
-    Napi::TypedArray source = info[0].As<Napi::TypedArray>();
+  } else if (sourceArgument.IsTypedArray()) {
+    Napi::TypedArray source = sourceArgument.As<Napi::TypedArray>();
     data = static_cast<const char*>(source.ArrayBuffer().Data()) + source.ByteOffset();
     bytes = source.ByteLength();
-  } else if (info[0].IsDataView()) {
-    Napi::DataView source = info[0].As<Napi::DataView>();
+  } else if (sourceArgument.IsDataView()) {
+    Napi::DataView source = sourceArgument.As<Napi::DataView>();
     data = static_cast<const char*>(source.ArrayBuffer().Data()) + source.ByteOffset();
     bytes = source.ByteLength();
   } else {
     ThrowArgument(env, "source", "source must be an ArrayBuffer or an ArrayBuffer view");
   }
-  size_t offset = CheckRange(env, info[1], "offset", allocation->length());
+  size_t offset = CheckRange(env, offsetArgument, "offset", allocation->length());
   if (bytes > allocation->length() - offset) {
     ThrowArgument(env, "source",
                   "source (" + std::to_string(bytes) + " bytes) does not fit at offset " + std::to_string(offset) +

@@ -159,8 +159,8 @@ class AllocationHandle {
   Napi::Value Contents(Napi::Env env, const Napi::Value& length);
   Napi::Value NativeHandle(const Napi::CallbackInfo& info, const char* what);
   Napi::Value DetachContents(Napi::Env env);
-  Napi::Value Read(const Napi::CallbackInfo& info, const char* what);
-  void Write(const Napi::CallbackInfo& info, const char* what);
+  Napi::Value Read(Napi::Env env, const Napi::Value& offset, const Napi::Value& length, const Napi::Value& target);
+  void Write(Napi::Env env, const Napi::Value& source, const Napi::Value& offset);
   Napi::Value DevicePointer(const Napi::CallbackInfo& info);
   void Release(const Napi::CallbackInfo& info, const char* what);
   // The handle was collected without release(): freed once no view reaches the memory (or no set holds it).
@@ -173,10 +173,13 @@ class AllocationHandle {
 // The handle behind a buffer or mapped-file object, or nullptr for anything else.
 AllocationHandle* UnwrapAllocation(Napi::Env env, const Napi::Value& value);
 
-// contentsOf(slot, length?) and detachContentsOf(slot): contents() and detachContents() of the handle in
-// `slot` (HandleSlots), the calls the wrappers make for every view.
+// contentsOf(slot, length?), detachContentsOf(slot), readOf(slot, offset, length, target?) and
+// writeOf(slot, source, offset): the handle's own calls, for the handle in `slot` (HandleSlots): what the
+// wrappers call for every view and copy.
 Napi::Value ContentsOfSlot(const Napi::CallbackInfo& info);
 Napi::Value DetachContentsOfSlot(const Napi::CallbackInfo& info);
+Napi::Value ReadOfSlot(const Napi::CallbackInfo& info);
+void WriteOfSlot(const Napi::CallbackInfo& info);
 
 // What tells a buffer handle from a mapped-file handle: the JS class's name, the word in error messages,
 // the constructor's argument, whether it is a mapping, and how the allocation is made from the argument.
@@ -281,8 +284,8 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
   Napi::Value Contents(const Napi::CallbackInfo& info) { return handle_.Contents(info.Env(), info[0]); }
   Napi::Value DetachContents(const Napi::CallbackInfo& info) { return handle_.DetachContents(info.Env()); }
   Napi::Value NativeHandle(const Napi::CallbackInfo& info) { return handle_.NativeHandle(info, Kind::kNames.what); }
-  Napi::Value Read(const Napi::CallbackInfo& info) { return handle_.Read(info, Kind::kNames.what); }
-  void Write(const Napi::CallbackInfo& info) { handle_.Write(info, Kind::kNames.what); }
+  Napi::Value Read(const Napi::CallbackInfo& info) { return handle_.Read(info.Env(), info[0], info[1], info[2]); }
+  void Write(const Napi::CallbackInfo& info) { handle_.Write(info.Env(), info[0], info[1]); }
   Napi::Value DevicePointer(const Napi::CallbackInfo& info) { return handle_.DevicePointer(info); }
   void Release(const Napi::CallbackInfo& info) { handle_.Release(info, Kind::kNames.what); }
   Napi::Value Length(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), handle_.length); }

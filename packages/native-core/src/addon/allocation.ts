@@ -1,6 +1,6 @@
 import { releasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
-import { callNative } from "./call.js";
+import { callNative, typedError } from "./call.js";
 import { atEndOfJob } from "./job-views.js";
 import type { AddonOwner } from "./owner.js";
 import type { RawAllocationHandle, SlotCalls } from "./raw.js";
@@ -82,7 +82,12 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
     const held = this.#jobView;
     // A view detached by us or moved away reads byteLength 0; no view has 0 bytes.
     if (held !== undefined && held.byteLength === length) return held;
-    const view = callNative(() => this.#calls.contentsOf(this.#slot, length));
+    let view: ArrayBuffer;
+    try {
+      view = this.#calls.contentsOf(this.#slot, length);
+    } catch (error) {
+      throw typedError(error);
+    }
     this.#jobView = view;
     if (!this.#heldForJob) {
       this.#heldForJob = true;
@@ -96,7 +101,29 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
    * escaped. The caller forgets the held view after it (see release()).
    */
   protected detachViews(): boolean | undefined {
-    return callNative(() => this.#calls.detachContentsOf(this.#slot));
+    try {
+      return this.#calls.detachContentsOf(this.#slot);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** The addon's copy of `length` bytes from `offset` (checked by the caller), into `target` when given. */
+  protected readCopy(offset: number, length: number, target?: ArrayBuffer): ArrayBuffer {
+    try {
+      return this.#calls.readOf(this.#slot, offset, length, target);
+    } catch (error) {
+      throw typedError(error);
+    }
+  }
+
+  /** The addon's copy of `source` in at `offset` (checked by the caller). */
+  protected writeCopy(source: ArrayBuffer | ArrayBufferView, offset: number): void {
+    try {
+      this.#calls.writeOf(this.#slot, source, offset);
+    } catch (error) {
+      throw typedError(error);
+    }
   }
 
   /** The views were detached: the one held is of no more use. */

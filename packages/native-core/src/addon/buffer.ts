@@ -7,6 +7,12 @@ import { callNative } from "./call.js";
 import type { AddonOwner } from "./owner.js";
 import type { RawBufferHandle } from "./raw.js";
 
+// Reads of up to 64 bytes (a token id, a few logits: what a decode loop reads every step) are copied into one
+// staging buffer and leave as a typed array of their own, which the engine keeps on its heap (V8 does up to
+// 64 bytes): no external ArrayBuffer per read for the collector to account for and sweep.
+const STAGED_READ_BYTES = 64;
+let staging: Uint8Array | undefined;
+
 /**
  * A buffer of an addon's memory: the {@link NativeBuffer} over a raw buffer handle, every argument and state
  * checked before native code runs. What differs between addons is where the memory is (`memoryHandle()`, the
@@ -106,7 +112,10 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
 
   /** The copy out of `read`, arguments already checked (a range of this buffer copies through it). */
   copyOut(offset: number, length: number): Uint8Array {
-    return new Uint8Array(callNative(() => this.raw.read(offset, length)));
+    if (length > STAGED_READ_BYTES) return new Uint8Array(this.readCopy(offset, length));
+    staging ??= new Uint8Array(STAGED_READ_BYTES);
+    this.readCopy(offset, length, staging.buffer as ArrayBuffer);
+    return staging.slice(0, length);
   }
 
   /** The copy in of `write`, arguments already checked (a range of this buffer copies through it). */
@@ -116,7 +125,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
       ArrayBuffer.isView(source) && !(source.buffer instanceof ArrayBuffer)
         ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice()
         : source;
-    callNative(() => this.raw.write(plain, offset));
+    this.writeCopy(plain, offset);
   }
 
   /** Whether this is a range of another buffer (a range of a range is refused). */

@@ -22,8 +22,11 @@ export interface RawAllocationHandle {
    * so the memory must never be reused. An addon that cannot tell returns nothing (read as false).
    */
   detachContents(): boolean | undefined;
-  /** A new `ArrayBuffer` with a copy of `length` bytes from `offset` (checked again by the addon). */
-  read(offset: number, length: number): ArrayBuffer;
+  /**
+   * A copy of `length` bytes from `offset` (checked again by the addon): into the start of `target` when
+   * given (an `ArrayBuffer` of at least `length` bytes), else into a new `ArrayBuffer`; returns the one written.
+   */
+  read(offset: number, length: number, target?: ArrayBuffer): ArrayBuffer;
   /** Copies `source` (an `ArrayBuffer` or a view of one) in at `offset` (checked again by the addon). */
   write(source: ArrayBuffer | ArrayBufferView, offset: number): void;
   release(): void;
@@ -75,7 +78,7 @@ export interface ViewBookkeeping {
 }
 
 /**
- * The calls made for every view, by a handle's `slot` rather than on the handle object: the addon then
+ * The calls made for every view and copy, by a handle's `slot` rather than on the handle object: the addon then
  * finds the handle in a table instead of unwrapping the object (a lookup through the engine's generic
  * property path, the largest cost of a view). A slot that is not a live handle's is refused.
  */
@@ -84,6 +87,10 @@ export interface SlotCalls {
   contentsOf(slot: number, length?: number): ArrayBuffer;
   /** `detachContents()` of the handle in `slot`. */
   detachContentsOf(slot: number): boolean | undefined;
+  /** `read(offset, length, target?)` of the handle in `slot`. */
+  readOf(slot: number, offset: number, length: number, target?: ArrayBuffer): ArrayBuffer;
+  /** `write(source, offset)` of the handle in `slot`. */
+  writeOf(slot: number, source: ArrayBuffer | ArrayBufferView, offset: number): void;
 }
 
 /** The addon's module: its handle classes and the calls every backend makes. */

@@ -65,20 +65,12 @@ describe("renderMemoryView", () => {
     const data =
       html.match(/<script type="application\/octet-stream" id="nuvec-data">([^<]*)<\/script>/)?.[1] ?? "";
     const blob = gunzipSync(Buffer.from(data, "base64"));
+    const types = { Float64Array, Int32Array, Uint8Array, Uint32Array };
     const array = (name: string) => {
       const [, type, offset, length] = meta.layout.find((entry: [string]) => entry[0] === name);
-      const bytes = blob.subarray(
-        offset,
-        offset + length * (type === "Float64Array" ? 8 : type === "Uint8Array" ? 1 : 4),
-      );
-      const copy = new Uint8Array(bytes).buffer;
-      return type === "Float64Array"
-        ? [...new Float64Array(copy)]
-        : type === "Int32Array"
-          ? [...new Int32Array(copy)]
-          : type === "Uint8Array"
-            ? [...new Uint8Array(copy)]
-            : [...new Uint32Array(copy)];
+      const Type = types[type as keyof typeof types];
+      const bytes = blob.subarray(offset, offset + length * Type.BYTES_PER_ELEMENT);
+      return [...new Type(new Uint8Array(bytes).buffer)];
     };
     expect(meta.events).toBe(3);
     expect(meta.policies).toEqual(["mlx", "bounded"]);

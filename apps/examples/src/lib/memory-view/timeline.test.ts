@@ -1,18 +1,16 @@
 // The view's timelines on every trace of the repository: aggregated to the chart's columns, the highest value
 // drawn is the peak the replay reports, exactly, and the last value drawn is the trace's final state.
 import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import { describe, expect, it } from "vitest";
+import { app, root } from "../../../test/support.js";
 import { replayPolicies } from "../policy-replay.js";
 import { readTorchSnapshot } from "../torch-snapshot.js";
 import { type ColumnSeries, type Columns, memoryViewCore } from "./core.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..", "..", "..", "..");
-const traceFolders = [join(root, "fixtures", "traces"), join(root, "apps", "examples", "traces")];
+const traceFolders = [join(root, "fixtures", "traces"), join(app, "traces")];
 const traces = traceFolders.flatMap((folder) =>
   readdirSync(folder)
     .filter((name) => /\.(ndjson\.gz|pickle|pickle\.gz)$/.test(name))

@@ -1,0 +1,286 @@
+// The books every policy keeps alike: the limits, mapped files against the hard limit, the peaks, the
+// statistics and the counters. The size-class policies (size-classes.ts) and the segments policy
+// (segments.ts) differ in how they hold the cache; each says what its cache is.
+import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
+import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
+import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
+import type { QuarantineCount } from "./byte-count.js";
+import type { AllocatorCounters } from "./counters.js";
+import {
+  allocatorClosed,
+  doubleFree,
+  foreignAllocation,
+  outOfMemory,
+  resourceLimit,
+  systemAllocationFailed,
+} from "./errors.js";
+
+/** The allocator's hooks and limits, as {@link CachingAllocator} passes them on to a policy. */
+export interface PolicySetup<B> {
+  memoryLimit: number;
+  cacheLimit: number;
+  /** `floor(0.95·W)`: with the memory limit, the GC limit. */
+  workingSetGcLimit: number;
+  maxBufferLength: number;
+  resourceLimit: number;
+  pageSize: number;
+  onAcquire: ((buffer: B) => void) | undefined;
+  onRelease: ((buffer: B) => void) | undefined;
+  /** The allocator's count of quarantined bytes: in the memory limit and the figures, never changed here. */
+  quarantine: QuarantineCount;
+}
+
+/** The accounts of a policy; a policy adds `malloc`, `free` and how its cache is held and released. */
+export abstract class PolicyAccounts<B> {
+  protected readonly onAcquire: ((buffer: B) => void) | undefined;
+  protected readonly onRelease: ((buffer: B) => void) | undefined;
+  protected readonly workingSetGcLimit: number;
+  protected readonly maxBufferLength: number;
+  protected readonly resourceLimit: number;
+  protected readonly pageSize: number;
+  // Freed buffers whose memory the source still holds for a view moved out of its reach.
+  protected readonly quarantine: QuarantineCount;
+
+  protected memoryLimit: number;
+  protected cacheLimit: number;
+  protected gcLimitBytes: number;
+  protected active = 0;
+  protected mapped = 0;
+  /** The sum of the size classes (or block sizes) of live requests. */
+  protected live = 0;
+  protected peakActive = 0;
+  protected peakActiveWithMapped = 0;
+  protected peakReserved = 0;
+  protected closed = false;
+
+  protected cacheHits = 0;
+  protected cacheMisses = 0;
+  protected systemAllocations = 0;
+  protected systemReleases = 0;
+  protected outOfMemoryRefusals = 0;
+  protected allocationRetries = 0;
+  protected peakLive = 0;
+  protected liveBuffers = 0;
+  protected mappings = 0;
+
+  constructor(setup: PolicySetup<B>) {
+    this.memoryLimit = setup.memoryLimit;
+    this.cacheLimit = setup.cacheLimit;
+    this.workingSetGcLimit = setup.workingSetGcLimit;
+    this.gcLimitBytes = Math.min(setup.workingSetGcLimit, setup.memoryLimit);
+    this.maxBufferLength = setup.maxBufferLength;
+    this.resourceLimit = setup.resourceLimit;
+    this.pageSize = setup.pageSize;
+    this.onAcquire = setup.onAcquire;
+    this.onRelease = setup.onRelease;
+    this.quarantine = setup.quarantine;
+  }
+
+  /** The bytes held for reuse: `reserved - active`. */
+  protected abstract get cacheBytes(): number;
+  /** The free buffers or blocks held for reuse. */
+  protected abstract get cachedBuffers(): number;
+  /** System resources held besides the mappings (live and cached buffers, or segments). */
+  protected abstract get resources(): number;
+  /** Gives every cached buffer (every idle segment, every free mapped page) back to the system. */
+  protected abstract releaseCached(): void;
+  /** Takes a live allocation off the books: to the cache when `mayCache`, else never to be reused. */
+  protected abstract freeAllocation(allocation: Allocation<B>, mayCache: boolean): void;
+
+  /**
+   * Takes a live allocation of this allocator off its record (a `kind`: a cached buffer or a block) and
+   * returns the record; `undefined` for a 0-byte allocation, which holds none.
+   *
+   * @throws ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`) for another allocator's allocation or a look-alike;
+   * StateError (`ERR_NUVEC_DOUBLE_FREE`) for one freed already. Nothing changed then.
+   */
+  protected unlive<R extends { readonly owner: object; allocation: object | null }>(
+    allocation: Allocation<B>,
+    kind: abstract new (...args: never[]) => R,
+  ): R | undefined {
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
+    const record = (allocation as LiveAllocation<B>).record;
+    if (record === undefined) return undefined;
+    if (!(record instanceof kind) || record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation !== allocation) throw doubleFree("allocation");
+    record.allocation = null;
+    this.liveBuffers--;
+    return record;
+  }
+
+  /** See {@link CachingAllocator.free}. */
+  free(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, true);
+  }
+
+  /** See {@link CachingAllocator.freeWithoutCaching}. */
+  freeWithoutCaching(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, false);
+  }
+
+  /**
+   * Refuses `bytes` more past the hard limit on `active + mapped + quarantined` (the refusal counted,
+   * nothing else changed); returns what is used now.
+   */
+  protected withinLimit(bytes: number): number {
+    const used = this.active + this.mapped + this.quarantine.bytes;
+    if (used + bytes > this.memoryLimit) {
+      this.outOfMemoryRefusals++;
+      throw outOfMemory(bytes, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
+    }
+    return used;
+  }
+
+  /** Counts an allocation of `length` bytes handed out for a request of `liveSize`; returns the new `live`. */
+  protected charge(length: number, liveSize: number): number {
+    this.liveBuffers++;
+    const active = this.active + length;
+    this.active = active;
+    if (active > this.peakActive) this.peakActive = active;
+    if (active + this.mapped > this.peakActiveWithMapped) this.peakActiveWithMapped = active + this.mapped;
+    const live = this.live + liveSize;
+    this.live = live;
+    if (live > this.peakLive) this.peakLive = live;
+    return live;
+  }
+
+  /** The GC limit: `min(memoryLimit, floor(0.95·W))`. */
+  get gcLimit(): number {
+    return this.gcLimitBytes;
+  }
+
+  /** MLX counts live, cached and (nuvec) mapped resources against the device's limit; the cache goes first. */
+  protected ensureResource(): void {
+    if (this.resources + this.mappings < this.resourceLimit) return;
+    this.releaseCached();
+    if (this.resources + this.mappings >= this.resourceLimit) throw resourceLimit(this.resourceLimit);
+  }
+
+  /**
+   * Runs `attempt`, a system allocation of `bytes`. Only a refusal to allocate is worth a retry: anything
+   * else (a closed backend, a bad argument, a bug) propagates unchanged, and the cache is left alone. On a
+   * refusal the whole cache goes back and `attempt` runs once more (PyTorch's retry: the system may have
+   * refused because of what the cache holds); refused again, it is `ERR_NUVEC_SYSTEM_ALLOCATION_FAILED`.
+   */
+  protected withRetry<T>(source: BufferSource<B>, bytes: number, attempt: () => T): T {
+    try {
+      return attempt();
+    } catch (error) {
+      if (!(source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
+      this.allocationRetries++;
+      this.releaseCached();
+      try {
+        return attempt();
+      } catch (error) {
+        throw systemAllocationFailed(bytes, error);
+      }
+    }
+  }
+
+  /** Acquires a system buffer of `bytes` (with the retry) and runs the `onAcquire` hook on it. */
+  protected acquireBuffer(source: BufferSource<B>, bytes: number): B {
+    const buffer = this.withRetry(source, bytes, () => source.acquire(bytes));
+    if (this.onAcquire !== undefined) {
+      try {
+        this.onAcquire(buffer);
+      } catch (error) {
+        // The hook refused it: the buffer goes back, nothing is counted.
+        source.release(buffer);
+        throw error;
+      }
+    }
+    this.systemAllocations++;
+    return buffer;
+  }
+
+  /** See {@link CachingAllocator.clearCache}. */
+  clearCache(): void {
+    if (this.closed) throw allocatorClosed("clear the cache");
+    this.releaseCached();
+  }
+
+  /** See {@link CachingAllocator.addMapping}; the byte count is checked there. */
+  addMapping(fileLength: number): Mapping {
+    if (this.closed) throw allocatorClosed("add a mapping");
+    const allocatedLength = mappingSize(fileLength, this.pageSize);
+    if (allocatedLength === undefined) {
+      throw new ArgumentError("fileLength", `fileLength ${fileLength} is too large to map`);
+    }
+    this.withinLimit(allocatedLength);
+    this.ensureResource();
+    this.mappings++;
+    this.mapped += allocatedLength;
+    if (this.active + this.mapped > this.peakActiveWithMapped) {
+      this.peakActiveWithMapped = this.active + this.mapped;
+    }
+    return new LiveMapping(fileLength, allocatedLength, this);
+  }
+
+  /** See {@link CachingAllocator.removeMapping}. */
+  removeMapping(mapping: Mapping): void {
+    if (this.closed) throw allocatorClosed("remove a mapping");
+    if (!(mapping instanceof LiveMapping) || mapping.owner !== this) throw foreignAllocation("mapping");
+    if (!mapping.live) throw doubleFree("mapping");
+    mapping.live = false;
+    this.mappings--;
+    this.mapped -= mapping.allocatedLength;
+  }
+
+  /** See {@link CachingAllocator.memoryStats}. */
+  memoryStats(): MemoryStats {
+    if (this.closed) throw allocatorClosed("read the statistics");
+    return {
+      active: this.active,
+      peakActive: this.peakActive,
+      mapped: this.mapped,
+      activeWithMapped: this.active + this.mapped,
+      peakActiveWithMapped: this.peakActiveWithMapped,
+      cache: this.cacheBytes,
+      reserved: this.active + this.cacheBytes,
+      peakReserved: this.peakReserved,
+      memoryLimit: this.memoryLimit,
+      cacheLimit: this.cacheLimit,
+      systemAllocations: this.systemAllocations,
+      wiredLimit: 0,
+      wired: 0,
+      wiredMapped: 0,
+      quarantined: this.quarantine.bytes,
+    };
+  }
+
+  /** The counters beyond MLX's statistics (a fresh object). */
+  counters(): AllocatorCounters {
+    if (this.closed) throw allocatorClosed("read the counters");
+    return {
+      cacheHits: this.cacheHits,
+      cacheMisses: this.cacheMisses,
+      systemAllocations: this.systemAllocations,
+      systemReleases: this.systemReleases,
+      outOfMemoryRefusals: this.outOfMemoryRefusals,
+      allocationRetries: this.allocationRetries,
+      peakLive: this.peakLive,
+      liveBuffers: this.liveBuffers,
+      cachedBuffers: this.cachedBuffers,
+      mappings: this.mappings,
+    };
+  }
+
+  /** See {@link CachingAllocator.resetPeak}. */
+  resetPeak(): void {
+    if (this.closed) throw allocatorClosed("reset the peak");
+    this.peakActive = this.active;
+    this.peakActiveWithMapped = this.active + this.mapped;
+    this.peakReserved = this.active + this.cacheBytes;
+    this.peakLive = this.live;
+  }
+
+  /** See {@link CachingAllocator.setMemoryLimit}; the byte count is checked there. */
+  setMemoryLimit(bytes: number): number {
+    if (this.closed) throw allocatorClosed("set the memory limit");
+    const previous = this.memoryLimit;
+    this.memoryLimit = bytes;
+    this.gcLimitBytes = Math.min(bytes, this.workingSetGcLimit);
+    return previous;
+  }
+}
