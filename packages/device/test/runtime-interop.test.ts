@@ -68,21 +68,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         length: 10_000,
         allocatedLength: file.allocatedLength,
       });
-      if (realMemory) expect(readOwnMemory(cpuAddress(handle), content.length)).toEqual(content);
       file.free();
       device.close();
     });
-
-    if (realMemory) {
-      it("a buffer's address is the memory contents() shows (zero copy)", () => {
-        const { device } = open();
-        const buffer = device.malloc(50_000);
-        const bytes = pattern(50_000, 3);
-        buffer.bytes().set(bytes);
-        expect(readOwnMemory(cpuAddress(device.native.handle(buffer)), bytes.length)).toEqual(bytes);
-        device.close();
-      });
-    }
+    // That an address is the memory contents() shows (a buffer's, a mapped file's): the backend contract.
   });
 
   describe("free({ after })", () => {
