@@ -217,25 +217,9 @@ describeOnHost("Device", () => {
     second.free();
   });
 
-  it("wires for real: VmLck rises by the wired bytes after setWiredLimit and falls after", () => {
-    using device = Device.open();
-    const before = status("VmLck");
-    const buffer = device.malloc(4 * MIB);
-    device.setWiredLimit(16 * MIB);
-    const stats = device.memoryStats();
-    const failures = device.counters().backend.wiringFailures;
-    if (failures === 0) {
-      expect(stats.wired).toBe(4 * MIB);
-      expect(status("VmLck") - before).toBeGreaterThanOrEqual(4 * MIB);
-    } else {
-      // Not privileged and past RLIMIT_MEMLOCK: counted, reported, never thrown.
-      expect(failures).toBeGreaterThan(0);
-    }
-    device.setWiredLimit(0);
-    expect(device.memoryStats().wired).toBe(0);
-    expect(status("VmLck")).toBe(before);
-    buffer.free();
-  });
+  // Wiring for real: VmLck follows requestResidency and endResidency (metal-native's host test); the Device's
+  // wired figure is the backend's wired bytes at every step of the host fuzzing, and VmLck is back after the
+  // host soak.
 
   it("maps a file read back byte for byte, with no rise in resident anonymous memory", () => {
     const data = randomFillSync(Buffer.alloc(32 * MIB + 123));
