@@ -191,6 +191,8 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   const misuse: [string, Case["act"], Record<string, unknown>][] = [
     ["double free", on(freedBuffer, (held) => held.free()), bufferFreed],
     ["contents() after free", on(freedBuffer, (held) => held.contents()), bufferFreed],
+    ["read() after free", on(freedBuffer, (held) => held.read()), bufferFreed],
+    ["write() after free", on(freedBuffer, (held) => held.write(new Uint8Array(1))), bufferFreed],
     [
       "bytes() after free",
       on(
@@ -290,6 +292,8 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ["free", (device, buffer) => device.free(buffer)],
     ["buffer.free", (_device, buffer) => buffer.free()],
     ["buffer.contents", (_device, buffer) => buffer.contents()],
+    ["buffer.read", (_device, buffer) => buffer.read()],
+    ["buffer.write", (_device, buffer) => buffer.write(new Uint8Array(1))],
     ["nativeHandle", (device, buffer) => device.native.handle(buffer)],
     ["file.release", (_device, _buffer, file) => file.free()],
     ["file.contents", (_device, _buffer, file) => file.contents()],
