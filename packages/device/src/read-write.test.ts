@@ -140,33 +140,8 @@ describe("DeviceBuffer.write and read on host-visible memory", () => {
     expect(device.counters()).toEqual(before);
   });
 
-  it.each([
-    ["a number", 12],
-    ["a string", "abc"],
-    ["an array", [1, 2]],
-    ["undefined", undefined],
-  ])("write of %s is an ArgumentError", (_label, source) => {
-    using device = hostDevice();
-    const buffer = device.malloc(64);
-    const error = expectDeviceError(
-      () => buffer.write(source as unknown as Uint8Array),
-      ArgumentError,
-      "ERR_NUVEC_INVALID_ARGUMENT",
-    );
-    expect((error as ArgumentError).argument).toBe("source");
-  });
-
-  it.each([
-    ["offset -1", -1, 1],
-    ["a length past the end", 60, 5],
-    ["a negative length", 0, -1],
-    ["a fractional length", 0, 0.5],
-  ])("read with %s is an ArgumentError", (_label, offset, length) => {
-    using device = hostDevice();
-    const buffer = device.malloc(64);
-    expectDeviceError(() => buffer.read(offset, length), ArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
-  });
-  // read() and write() after free or close: the bad input catalogue (test/reliability/bad-input.test.ts).
+  // A source that is not bytes, read()'s bad offsets and lengths, read() and write() after free or close:
+  // the bad input catalogue (test/reliability/bad-input.test.ts).
 });
 
 describe("memory that is not host-visible", () => {

@@ -193,6 +193,10 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ["contents() after free", on(freedBuffer, (held) => held.contents()), bufferFreed],
     ["read() after free", on(freedBuffer, (held) => held.read()), bufferFreed],
     ["write() after free", on(freedBuffer, (held) => held.write(new Uint8Array(1))), bufferFreed],
+    ["read(-1, 1)", on(buffer, (held) => held.read(-1, 1)), invalid("offset")],
+    ["read(996, 5): past the end", on(buffer, (held) => held.read(996, 5)), invalid("length")],
+    ["read(0, -1)", on(buffer, (held) => held.read(0, -1)), invalid("length")],
+    ["read(0, 0.5)", on(buffer, (held) => held.read(0, 0.5)), invalid("length")],
     [
       "bytes() after free",
       on(
@@ -249,6 +253,18 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ],
     ["release() after a deferred release", on(deferredRelease, (held) => held.free()), mappingFreed],
   ];
+  for (const [kind, source] of [
+    ["a number", 12],
+    ["a string", "abc"],
+    ["an array", [1, 2]],
+    ["undefined", undefined],
+  ] as [string, unknown][]) {
+    misuse.push([
+      `write(${kind})`,
+      on(buffer, (held) => held.write(source as Uint8Array)),
+      invalid("source"),
+    ]);
+  }
   for (const [kind, after] of [
     ["number", 5],
     ["string", "later"],
