@@ -11,6 +11,7 @@ import { BAD_BYTE_COUNTS } from "../../../stats/test/bad-byte-counts.js";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { thrown } from "../../../stats/test/thrown.js";
 import { Device, type DeviceBuffer, type DeviceOptions, type MappedFile } from "../../src/index.js";
+import { DEVICE_OPEN } from "../../src/schemas.js";
 import { describeOnHost, hostAvailable, hostBackend, runChild, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
@@ -70,6 +71,58 @@ function snapshot(device: Device): unknown {
   return { closed: device.closed, stats: device.memoryStats(), counters: device.counters() };
 }
 
+/** Device.open with each bad option (every other option valid): [name, options, the error]. */
+function openCases(workingSet: number): [string, unknown, Record<string, unknown>][] {
+  const cases: [string, unknown, Record<string, unknown>][] = [
+    ["options null", null, invalid("options")],
+    ["options number", 5, invalid("options")],
+    ["options string", "fast", invalid("options")],
+    [
+      "wiredLimit above the working set",
+      { wiredLimit: workingSet + 1 },
+      invalid("bytes", "ERR_NUVEC_WIRED_LIMIT"),
+    ],
+    ["policy: unknown", { policy: "lru" }, invalid("policy")],
+    ["reserveRatio: below 1", { policy: "bounded", reserveRatio: 0.5 }, invalid("reserveRatio")],
+    ["reserveRatio: NaN", { policy: "bounded", reserveRatio: Number.NaN }, invalid("reserveRatio")],
+    // The runtime's Metal objects, where there is no Metal (the mock and the host).
+    ["metal commandQueue off Metal", { metal: { commandQueue: 0x1000n } }, invalid("metal.commandQueue")],
+    ["metal device off Metal", { metal: { device: 0x2000n } }, invalid("metal.device")],
+    [
+      "metal both off Metal",
+      { metal: { commandQueue: 0x1000n, device: 0x2000n } },
+      invalid("metal.commandQueue"),
+    ],
+    ["metal commandQueue: number", { metal: { commandQueue: 4096 } }, invalid("metal.commandQueue")],
+    ["metal device: 0n", { metal: { device: 0n } }, invalid("metal.device")],
+    ["metal: string", { metal: "queue" }, invalid("metal")],
+    ["backend: a string", { backend: "mock" }, invalid("backend")],
+    ["segments: blockRounding 3", { segments: { blockRounding: 3 } }, invalid("segments.blockRounding")],
+    ["boundedRelease: unknown", { boundedRelease: "smallest" }, invalid("boundedRelease")],
+    ["safetyNet: a string", { safetyNet: "no" }, invalid("safetyNet")],
+  ];
+  for (const option of ["memoryLimit", "cacheLimit", "wiredLimit"]) {
+    for (const [kind, value] of badByteCounts) {
+      if (kind !== "undefined") cases.push([`${option}: ${kind}`, { [option]: value }, invalid(option)]);
+    }
+  }
+  for (const [kind, value] of [
+    ["0", 0],
+    ["negative", -5],
+    ["NaN", Number.NaN],
+    ["string", "100"],
+    ["2**31: past what a timer waits", 2 ** 31],
+  ] as [string, unknown][]) {
+    const argument = "residencyKeepAliveMilliseconds";
+    cases.push([`${argument}: ${kind}`, { [argument]: value }, invalid(argument)]);
+  }
+  for (const value of ["5", -1, 101, 2.5, Number.NaN, null]) {
+    const argument = "residencySetMaxPercent";
+    cases.push([`${argument}: ${String(value)}`, { [argument]: value }, invalid(argument)]);
+  }
+  return cases;
+}
+
 function catalogue(maxBufferLength: number, workingSet: number): Case[] {
   const cases: Case[] = [];
   for (const entry of ["malloc", "setMemoryLimit", "setCacheLimit", "setWiredLimit"] as const) {
@@ -113,54 +166,18 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       error: invalid("intervalMilliseconds"),
     });
   }
-  // Device.open: each bad option (every other option valid): [name, options, the argument named].
-  const openCases: [string, unknown, Record<string, unknown>][] = [
-    ["options null", null, invalid("options")],
-    ["options number", 5, invalid("options")],
-    ["options string", "fast", invalid("options")],
-    [
-      "wiredLimit above the working set",
-      { wiredLimit: workingSet + 1 },
-      invalid("bytes", "ERR_NUVEC_WIRED_LIMIT"),
-    ],
-    ["policy: unknown", { policy: "lru" }, invalid("policy")],
-    ["reserveRatio: below 1", { policy: "bounded", reserveRatio: 0.5 }, invalid("reserveRatio")],
-    ["reserveRatio: NaN", { policy: "bounded", reserveRatio: Number.NaN }, invalid("reserveRatio")],
-    // The runtime's Metal objects, where there is no Metal (the mock and the host).
-    ["metal commandQueue off Metal", { metal: { commandQueue: 0x1000n } }, invalid("metal.commandQueue")],
-    ["metal device off Metal", { metal: { device: 0x2000n } }, invalid("metal.device")],
-    [
-      "metal both off Metal",
-      { metal: { commandQueue: 0x1000n, device: 0x2000n } },
-      invalid("metal.commandQueue"),
-    ],
-    ["metal commandQueue: number", { metal: { commandQueue: 4096 } }, invalid("metal.commandQueue")],
-    ["metal device: 0n", { metal: { device: 0n } }, invalid("metal.device")],
-    ["metal: string", { metal: "queue" }, invalid("metal")],
-  ];
-  for (const option of ["memoryLimit", "cacheLimit", "wiredLimit"]) {
-    for (const [kind, value] of badByteCounts) {
-      if (kind !== "undefined") openCases.push([`${option}: ${kind}`, { [option]: value }, invalid(option)]);
-    }
-  }
-  for (const [kind, value] of [
-    ["0", 0],
-    ["negative", -5],
-    ["NaN", Number.NaN],
-    ["string", "100"],
-  ] as [string, unknown][]) {
-    const argument = "residencyKeepAliveMilliseconds";
-    openCases.push([`${argument}: ${kind}`, { [argument]: value }, invalid(argument)]);
-  }
-  for (const value of ["5", -1, 101, 2.5, Number.NaN, null]) {
-    const argument = "residencySetMaxPercent";
-    openCases.push([`${argument}: ${String(value)}`, { [argument]: value }, invalid(argument)]);
-  }
-  for (const [name, options, error] of openCases) {
+  for (const [name, options, error] of openCases(workingSet)) {
+    // The message names the entry point, but for the segments' options (the allocator checks and names them)
+    // and two that do not yet: a wired limit above the working set (named as setWiredLimit) and metal.device 0n.
+    const unnamed = ["wiredLimit above the working set", "metal device: 0n"].includes(name);
+    const where =
+      unnamed || String(error.argument).startsWith("segments.")
+        ? {}
+        : { message: expect.stringMatching(/^Device\.open\(\): /) };
     cases.push({
       name: `Device.open(${name})`,
       act: direct(({ open }) => open(options as DeviceOptions)),
-      error,
+      error: { ...error, ...where },
     });
   }
   // Buffers and mappings: freed, another device's, not one at all; deferred frees with a bad `after`.
@@ -393,7 +410,7 @@ describe("bad input catalogue on the mock", () => {
   runCatalogue("mock", () => {
     const backend = new MockBackend({ memorySize: 16 * 1024 * MIB });
     const open = (options: DeviceOptions) =>
-      Device.open(typeof options === "object" && options !== null ? { ...options, backend } : options);
+      Device.open(typeof options === "object" && options !== null ? { backend, ...options } : options);
     return {
       device: open({}),
       other: Device.open({ backend: new MockBackend() }),
@@ -416,6 +433,15 @@ describeOnHost("bad input catalogue", () => {
       backendCounters: () => backend.counters(),
       liveSets: () => 0,
     };
+  });
+});
+
+describe("the catalogue", () => {
+  it("has a bad value for every option Device.open declares", () => {
+    const named = openCases(0).flatMap(([, options]) =>
+      options instanceof Object ? Object.keys(options) : [],
+    );
+    expect(new Set(named)).toEqual(new Set(Object.keys(DEVICE_OPEN.fields)));
   });
 });
 
