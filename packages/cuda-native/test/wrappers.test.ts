@@ -42,34 +42,11 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
     ) {
       if (pointer) nextPointer += 0x10_0000n;
       this.devicePointer = pointer ? nextPointer : undefined;
+      this.bytes = new Uint8Array(length);
       slots.push(this);
     }
-    abstract contents(): ArrayBuffer;
-    detachContents(): undefined {
-      calls.push("detachContents");
-      return undefined;
-    }
-    release(): void {
-      calls.push("release");
-      this.released = true;
-    }
-  }
-  class NativeBufferHandle extends Allocation {
     readonly bytes: Uint8Array;
-    constructor(length: number) {
-      if (options.failAllocation)
-        throw Object.assign(new Error("CUDA_ERROR_OUT_OF_MEMORY"), {
-          code: "ERR_NUVEC_ALLOCATION_FAILED",
-          bytes: length,
-        });
-      super(length, Math.ceil(length / 256) * 256, true);
-      this.bytes = new Uint8Array(length);
-    }
-    contents(): ArrayBuffer {
-      throw Object.assign(new Error("device memory has no CPU address"), {
-        code: "ERR_NUVEC_NOT_HOST_VISIBLE",
-      });
-    }
+    abstract contents(): ArrayBuffer;
     read(offset: number, length: number, target?: ArrayBuffer): ArrayBuffer {
       calls.push("read");
       const copy = this.bytes.slice(offset, offset + length);
@@ -83,6 +60,29 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
         ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
         : new Uint8Array(source);
       this.bytes.set(view, offset);
+    }
+    detachContents(): undefined {
+      calls.push("detachContents");
+      return undefined;
+    }
+    release(): void {
+      calls.push("release");
+      this.released = true;
+    }
+  }
+  class NativeBufferHandle extends Allocation {
+    constructor(length: number) {
+      if (options.failAllocation)
+        throw Object.assign(new Error("CUDA_ERROR_OUT_OF_MEMORY"), {
+          code: "ERR_NUVEC_ALLOCATION_FAILED",
+          bytes: length,
+        });
+      super(length, Math.ceil(length / 256) * 256, true);
+    }
+    contents(): ArrayBuffer {
+      throw Object.assign(new Error("device memory has no CPU address"), {
+        code: "ERR_NUVEC_NOT_HOST_VISIBLE",
+      });
     }
   }
   class NativeMappedFileHandle extends Allocation {
@@ -116,9 +116,8 @@ function fakeAddon(options: { failAllocation?: boolean } = {}) {
   const addon: RawCudaAddon = {
     contentsOf: (slot) => (slots[slot] as Allocation).contents(),
     detachContentsOf: (slot) => (slots[slot] as Allocation).detachContents(),
-    readOf: (slot, offset, length, target) =>
-      (slots[slot] as NativeBufferHandle).read(offset, length, target),
-    writeOf: (slot, source, offset) => (slots[slot] as NativeBufferHandle).write(source, offset),
+    readOf: (slot, offset, length, target) => (slots[slot] as Allocation).read(offset, length, target),
+    writeOf: (slot, source, offset) => (slots[slot] as Allocation).write(source, offset),
     NativeBufferHandle,
     NativeMappedFileHandle,
     NativeResidencySetHandle,
