@@ -89,6 +89,13 @@ function run(open: () => Opened, list: Step[]): void {
     for (const [index, step] of list.entries()) {
       const what = `step ${index} ${JSON.stringify(step)}`;
       switch (step.kind) {
+        case "free":
+          // The pick-th live block, if any (an empty list splices nothing).
+          for (const block of live.splice(step.pick % live.length, 1)) {
+            block.buffer.free();
+            model.free(block.place);
+          }
+          break;
         case "malloc": {
           const outcome = model.malloc(step.bytes);
           if (!outcome.ok) {
@@ -114,13 +121,6 @@ function run(open: () => Opened, list: Step[]): void {
           live.push({ buffer, place, mark });
           break;
         }
-        case "free":
-          // The pick-th live block, if any (an empty list splices nothing).
-          for (const block of live.splice(step.pick % live.length, 1)) {
-            block.buffer.free();
-            model.free(block.place);
-          }
-          break;
         case "setMemoryLimit":
         case "setCacheLimit":
           device[step.kind](step.bytes);
