@@ -289,12 +289,26 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     ["object without then", {}],
     // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
     ["non-function then", { then: 1 }],
+    [
+      "a then getter that throws",
+      {
+        // biome-ignore lint/suspicious/noThenProperty: a thenable whose then getter throws, on purpose
+        get then(): never {
+          throw new Error("then getter");
+        },
+      },
+    ],
   ] as [string, unknown][]) {
     misuse.push(
       [`free({ after: ${kind} })`, on(buffer, (held) => held.free({ after } as never)), invalid("after")],
       [`release({ after: ${kind} })`, on(file, (held) => held.free({ after } as never)), invalid("after")],
     );
   }
+  misuse.push([
+    "free({ aftr })",
+    on(buffer, (held) => held.free({ aftr: Promise.resolve() } as never)),
+    invalid("aftr"),
+  ]);
   for (const [name, act, error] of misuse) cases.push({ name, act, error });
   // Paths and files.
   for (const [kind, value, error] of [
