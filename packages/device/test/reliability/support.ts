@@ -1,6 +1,6 @@
-// Shared by the reliability suite: the run's length (CI or full), whether the real host backend is here, the
-// figures each test file writes for RELIABILITY.md, readings of the kernel's view of this process, child
-// processes, and the helpers of the fuzzers and of the tests that move views away or wait for the collector.
+// Shared by the device's tests: the run's length (CI or full), whether the real host backend is here, the
+// figures each reliability test file writes for RELIABILITY.md, readings of the kernel's view of this
+// process, child processes, stand-in backends, what the backend holds, and waiting for the collector.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
