@@ -124,7 +124,7 @@ export class Device {
     const backend = checkedBackend(givenBackend);
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
-      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
+      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize, "wiredLimit");
     }
     const device = new Device(OPEN_TOKEN, backend, options, maxPercentPerSet, givenBackend);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);

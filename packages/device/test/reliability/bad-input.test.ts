@@ -80,7 +80,7 @@ function openCases(workingSet: number): [string, unknown, Record<string, unknown
     [
       "wiredLimit above the working set",
       { wiredLimit: workingSet + 1 },
-      invalid("bytes", "ERR_NUVEC_WIRED_LIMIT"),
+      invalid("wiredLimit", "ERR_NUVEC_WIRED_LIMIT"),
     ],
     ["policy: unknown", { policy: "lru" }, invalid("policy")],
     ["reserveRatio: below 1", { policy: "bounded", reserveRatio: 0.5 }, invalid("reserveRatio")],
@@ -167,13 +167,10 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     });
   }
   for (const [name, options, error] of openCases(workingSet)) {
-    // The message names the entry point, but for the segments' options (the allocator checks and names them)
-    // and two that do not yet: a wired limit above the working set (named as setWiredLimit) and metal.device 0n.
-    const unnamed = ["wiredLimit above the working set", "metal device: 0n"].includes(name);
-    const where =
-      unnamed || String(error.argument).startsWith("segments.")
-        ? {}
-        : { message: expect.stringMatching(/^Device\.open\(\): /) };
+    // The message names the entry point, but for the segments' options (the allocator checks and names them).
+    const where = String(error.argument).startsWith("segments.")
+      ? {}
+      : { message: expect.stringMatching(/^Device\.open\(\): /) };
     cases.push({
       name: `Device.open(${name})`,
       act: direct(({ open }) => open(options as DeviceOptions)),
