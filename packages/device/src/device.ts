@@ -124,7 +124,7 @@ export class Device {
     const backend = checkedBackend(givenBackend);
     if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
     if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
-      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize);
+      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize, "wiredLimit");
     }
     const device = new Device(OPEN_TOKEN, backend, options, maxPercentPerSet, givenBackend);
     if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
@@ -197,11 +197,11 @@ export class Device {
     if (native !== undefined && state.viewsHandedOut) native.detachContents();
     state.live = false;
     this.#liveBuffers.unlink(state);
-    this.#pendingFrees.add(state);
     this.#settleLater(
+      this.#pendingFrees,
+      state,
       after,
       () => {
-        this.#pendingFrees.delete(state);
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
         else {
@@ -210,7 +210,6 @@ export class Device {
         }
       },
       () => {
-        this.#pendingFrees.delete(state);
         if (native === undefined) return;
         native.release();
         this.#figures.settledAfterClose(state.allocation.allocatedLength, 0);
@@ -219,13 +218,22 @@ export class Device {
   }
 
   /**
-   * Counts a free deferred with `{ after }` in `pendingFrees` until its promise settles, then runs `whileOpen`
-   * or, once the device is closed (its allocator gone), `afterClose`, which gives the memory straight back.
+   * Keeps a free deferred with `{ after }` in `pending` and counts it in `pendingFrees` until its promise
+   * settles, then runs `whileOpen` or, once the device is closed (its allocator gone), `afterClose`, which
+   * gives the memory straight back.
    */
-  #settleLater(after: PromiseLike<unknown>, whileOpen: () => void, afterClose: () => void): void {
+  #settleLater<T>(
+    pending: Set<T>,
+    item: T,
+    after: PromiseLike<unknown>,
+    whileOpen: () => void,
+    afterClose: () => void,
+  ): void {
+    pending.add(item);
     this.#figures.pendingFrees += 1;
     settleAfter(after, () => {
       this.#figures.pendingFrees -= 1;
+      pending.delete(item);
       if (!this.#closed) whileOpen();
       else afterClose();
     });
@@ -320,16 +328,15 @@ export class Device {
     state.native.detachContents();
     state.live = false;
     this.#mappings.delete(file);
-    this.#pendingUnmaps.add(file);
     this.#settleLater(
+      this.#pendingUnmaps,
+      file,
       after,
       () => {
-        this.#pendingUnmaps.delete(file);
         this.#unmap(file);
         this.#trace?.unmap(file);
       },
       () => {
-        this.#pendingUnmaps.delete(file);
         state.native.release();
         this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
       },
@@ -380,19 +387,21 @@ export class Device {
    * limit. Any non-negative safe integer, above the device's memory too (as MLX).
    */
   setMemoryLimit(bytes: number): number {
-    this.#ensureOpen("setMemoryLimit()");
-    bytes = checkArgument(LIMIT, bytes, "bytes", "setMemoryLimit()");
-    const previous = this.#allocator.setMemoryLimit(bytes);
-    this.#trace?.limit("memory", bytes);
-    return previous;
+    return this.#setAllocatorLimit("memory", bytes);
   }
 
   /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
   setCacheLimit(bytes: number): number {
-    this.#ensureOpen("setCacheLimit()");
-    bytes = checkArgument(LIMIT, bytes, "bytes", "setCacheLimit()");
-    const previous = this.#allocator.setCacheLimit(bytes);
-    this.#trace?.limit("cache", bytes);
+    return this.#setAllocatorLimit("cache", bytes);
+  }
+
+  /** One of the allocator's limits, checked, set and recorded in the trace; returns the previous one. */
+  #setAllocatorLimit(which: "memory" | "cache", bytes: number): number {
+    const method = which === "memory" ? "setMemoryLimit" : "setCacheLimit";
+    this.#ensureOpen(`${method}()`);
+    bytes = checkArgument(LIMIT, bytes, "bytes", `${method}()`);
+    const previous = this.#allocator[method](bytes);
+    this.#trace?.limit(which, bytes);
     return previous;
   }
 

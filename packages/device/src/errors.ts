@@ -24,11 +24,15 @@ export function foreignBuffer(operation: string): ArgumentError {
   });
 }
 
-/** A wired limit above the device's recommended working set (refused, as MLX does). */
-export function wiredLimitTooLarge(requested: number, maximum: number): ArgumentError {
+/**
+ * A wired limit above the device's recommended working set (refused, as MLX does): `setWiredLimit(bytes)`,
+ * or `Device.open`'s `wiredLimit` option (`argument` "wiredLimit").
+ */
+export function wiredLimitTooLarge(requested: number, maximum: number, argument = "bytes"): ArgumentError {
+  const where = argument === "bytes" ? `setWiredLimit(${requested})` : "Device.open()";
   return new ArgumentError(
-    "bytes",
-    `setWiredLimit(${requested}): a wired limit larger than the maximum working set size (${maximum} bytes) is not allowed`,
+    argument,
+    `${where}: a wired limit larger than the maximum working set size (${maximum} bytes) is not allowed`,
     { code: "ERR_NUVEC_WIRED_LIMIT", requested, maximum },
   );
 }

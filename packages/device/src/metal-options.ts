@@ -8,7 +8,10 @@ import type { MetalOptions } from "./options.js";
 function checkPointerOption(value: unknown, name: string): void {
   if (value === undefined) return;
   if (typeof value !== "bigint" || value <= 0n || value >= 1n << 64n) {
-    throw new ArgumentError(name, `${name} must be a non-zero 64-bit pointer given as a bigint`);
+    throw new ArgumentError(
+      name,
+      `Device.open(): ${name} must be a non-zero 64-bit pointer given as a bigint`,
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device } from "./device.js";
 import { mapSafetensors, readSafetensorsHeader } from "./safetensors.js";
 
@@ -58,14 +59,11 @@ describe("readSafetensorsHeader", () => {
     ["a non-object __metadata__", checkpoint({ __metadata__: 5, a: tensor([0, 4]) }), /__metadata__/],
     ["a non-string metadata value", checkpoint({ __metadata__: { n: 1 } }), /__metadata__.*n/],
   ])("refuses %s with a FormatError naming it", (_name, bytes, message) => {
-    let error: unknown;
-    try {
-      readSafetensorsHeader(arrayBufferOf(bytes));
-    } catch (caught) {
-      error = caught;
-    }
-    expect(error).toMatchObject({ name: "FormatError", code: "ERR_NUVEC_SAFETENSORS" });
-    expect(error).toMatchObject({ code: "ERR_NUVEC_SAFETENSORS", message: expect.stringMatching(message) });
+    expect(thrown(() => readSafetensorsHeader(arrayBufferOf(bytes)))).toMatchObject({
+      name: "FormatError",
+      code: "ERR_NUVEC_SAFETENSORS",
+      message: expect.stringMatching(message),
+    });
   });
 
   it("refuses what is not an ArrayBuffer", () => {

@@ -4,22 +4,18 @@
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError, type SchemaType } from "@nuvec/stats";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device } from "./device.js";
 import { DeviceBuffer } from "./device-buffer.js";
 import { MappedFile } from "./mapped-file.js";
 import type { DeviceOptions, FreeOptions } from "./options.js";
 import { mapSafetensors, readSafetensorsHeader } from "./safetensors.js";
-import { DEVICE_OPEN, type FREE_OPTIONS } from "./schemas.js";
+import type { DEVICE_OPEN, FREE_OPTIONS } from "./schemas.js";
 
 function refusal(call: () => unknown): ArgumentError {
-  let thrown: unknown;
-  try {
-    call();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(thrown).toBeInstanceOf(ArgumentError);
-  return thrown as ArgumentError;
+  const error = thrown(call);
+  expect(error).toBeInstanceOf(ArgumentError);
+  return error as ArgumentError;
 }
 
 function open(options: DeviceOptions = {}) {
@@ -34,41 +30,11 @@ describe("the declarations are the public types", () => {
   });
 });
 
-describe("Device.open refuses every bad option, naming it and the entry point, with nothing made", () => {
-  // One bad value per declared option: the table must name every option the declaration has.
-  const BAD: Record<keyof typeof DEVICE_OPEN.fields, unknown> = {
-    backend: "mock",
-    memoryLimit: -1,
-    cacheLimit: 1.5,
-    wiredLimit: "1",
-    policy: "lru",
-    segments: { blockRounding: 3 },
-    reserveRatio: 0.5,
-    boundedRelease: "smallest",
-    residencySetMaxPercent: 101,
-    safetyNet: "no",
-    residencyKeepAliveMilliseconds: 2 ** 31,
-    metal: { commandQueue: 1 },
-  };
-  it("names every declared option in the table", () => {
-    expect(Object.keys(BAD).sort()).toEqual(Object.keys(DEVICE_OPEN.fields).sort());
-  });
-  const named: Record<string, string> = { segments: "segments.blockRounding", metal: "metal.commandQueue" };
-  it.each(Object.entries(BAD))("%s: %j", (option, value) => {
-    const backend = new MockBackend({ realFiles: false });
-    const error = refusal(() =>
-      Device.open({ ...(option === "backend" ? {} : { backend }), [option]: value } as DeviceOptions),
-    );
-    expect(error.code).toBe("ERR_NUVEC_INVALID_ARGUMENT");
-    expect(error.argument).toBe(named[option] ?? option);
-    if (option !== "segments") expect(error.message).toMatch(/^Device\.open\(\): /);
-    expect(backend.counters().residencySetsMade).toBe(0);
-    expect(backend.counters().buffersMade).toBe(0);
-  });
-
-  it("an unknown option, and options that are not an object", () => {
+describe("Device.open", () => {
+  // A bad value of every declared option (named with the entry point, nothing made) and options that are not
+  // an object: the bad input catalogue (test/reliability/bad-input.test.ts), which names every DEVICE_OPEN field.
+  it("an unknown option", () => {
     expect(refusal(() => Device.open({ memoryLimt: 1 } as DeviceOptions)).argument).toBe("memoryLimt");
-    expect(refusal(() => Device.open(null as unknown as DeviceOptions)).argument).toBe("options");
   });
 });
 
@@ -83,36 +49,25 @@ describe("arguments", () => {
     expect(device.stopTrace().header?.name).toBe("ok");
   });
 
-  it("setMemoryLimit, setCacheLimit and setWiredLimit read -0 back as 0", () => {
+  it("-0 is 0: malloc(-0) is an empty buffer; the setters take it as a limit of 0 and read it back as 0", () => {
     const { device } = open();
-    device.setCacheLimit(-0);
+    const empty = device.malloc(-0);
+    expect(empty.allocatedLength).toBe(0);
+    empty.free();
+    expect(device.setCacheLimit(-0)).toBeGreaterThan(0);
     expect(Object.is(device.memoryStats().cacheLimit, 0)).toBe(true);
-    device.setWiredLimit(-0);
+    expect(device.setWiredLimit(-0)).toBe(0);
     expect(Object.is(device.memoryStats().wiredLimit, 0)).toBe(true);
-    device.setMemoryLimit(-0);
+    expect(device.setMemoryLimit(-0)).toBeGreaterThan(0);
     expect(Object.is(device.memoryStats().memoryLimit, 0)).toBe(true);
     expect(Object.is(device.setCacheLimit(5), 0)).toBe(true);
   });
 
-  it("free's options: after a promise, no other option", () => {
-    const { device } = open();
-    const buffer = device.malloc(4096);
-    expect(refusal(() => buffer.free({ after: 1 } as unknown as FreeOptions)).argument).toBe("after");
-    expect(refusal(() => buffer.free({ aftr: Promise.resolve() } as FreeOptions)).argument).toBe("aftr");
-    const hostile = {
-      // biome-ignore lint/suspicious/noThenProperty: a thenable whose then getter throws, on purpose
-      get then(): never {
-        throw new Error("then getter");
-      },
-    };
-    expect(refusal(() => buffer.free({ after: hostile })).argument).toBe("after");
-    expect(buffer.freed).toBe(false);
-    buffer.free();
-  });
+  // free's options (an `after` that is not a promise, a then getter that throws, an unknown option): the bad
+  // input catalogue, for buffers and mapped files.
 
-  it("mapFile and the safetensors reader name their bad arguments", () => {
+  it("the safetensors reader names its bad arguments (mapFile's: the bad input catalogue)", () => {
     const { device } = open();
-    expect(refusal(() => device.mapFile(7 as unknown as string)).argument).toBe("path");
     expect(refusal(() => mapSafetensors(null as unknown as Device, "x")).argument).toBe("device");
     expect(refusal(() => mapSafetensors(device, "" as string)).argument).toBe("path");
     expect(refusal(() => readSafetensorsHeader(new Uint8Array(8) as unknown as ArrayBuffer)).argument).toBe(

@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest";
 import { Device } from "./device.js";
 
 describe("a Device under the segments policy (mock backend)", () => {
-  it("hands out ranges of 2 MiB and 20 MiB segments, with truthful figures", () => {
+  // The figures of the segments (2 MiB for small requests, 20 MiB for large) are the allocator's
+  // (segments.test.ts) and the segments fuzzing's; here, what the Device does with the backend's segments.
+  it("hands out ranges of 2 MiB and 20 MiB segments: handles a range apart, bytes through the range", () => {
     const backend = new MockBackend();
     using device = Device.open({
       backend,
@@ -15,28 +17,17 @@ describe("a Device under the segments policy (mock backend)", () => {
     expect(device.info().policy).toBe("segments");
     const a = device.malloc(1000);
     const b = device.malloc(3000);
-    expect(a.allocatedLength).toBe(1024);
-    expect(b.allocatedLength).toBe(3072);
-    expect(device.memoryStats()).toMatchObject({
-      active: 4096,
-      cache: 2 * 1024 ** 2 - 4096,
-      systemAllocations: 1,
-    });
     const handleA = device.native.handle(a) as { address: bigint };
     const handleB = device.native.handle(b) as { address: bigint };
     expect(handleB.address - handleA.address).toBe(1024n);
     b.write(new Uint8Array([1, 2, 3]));
     expect([...b.read(0, 3)]).toEqual([1, 2, 3]);
     const big = device.malloc(3 * 1024 ** 2);
-    expect(big.allocatedLength).toBe(3 * 1024 ** 2);
-    expect(device.memoryStats()).toMatchObject({ active: 4096 + 3 * 1024 ** 2, systemAllocations: 2 });
-    expect(backend.counters().buffersMade).toBe(2);
+    expect(backend.counters().buffersMade).toBe(2); // the 2 MiB segment, then a 20 MiB one
     a.free();
     b.free();
     big.free();
-    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 22 * 1024 ** 2 });
     device.clearCache();
-    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0 });
     expect(backend.counters()).toMatchObject({ buffersMade: 2, buffersReleased: 2, bufferBytes: 0 });
   });
 });

@@ -2,59 +2,38 @@
 // behind every buffer (mmap'ed, never touched, so nothing becomes resident) and real sparse files mapped.
 // The host's own facts cannot be set, so a thin wrapper presents each scenario's device (working set, memory
 // size, 16 KiB pages for the mapping charge) while every buffer, mapping and residency set is the host's.
-import { closeSync, ftruncateSync, mkdtempSync, openSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadNativeBackend, type NativeBackend } from "@nuvec/metal-native";
-import { afterAll, describe, expect, it } from "vitest";
+import { truncateSync } from "node:fs";
+import type { NativeBackend } from "@nuvec/metal-native";
+import { it } from "vitest";
+import { scratchFolder } from "../../stats/test/scratch.js";
 import { Device } from "../src/index.js";
 import { type AllocatorScenario, allocatorScenarios, replayOnDevice, scenarioFacts } from "./conformance.js";
+import { describeOnHost, expectNothingHeldSince, hostBackend, wrapBackend } from "./reliability/support.js";
 
-let host: NativeBackend | undefined;
-try {
-  host = process.platform === "linux" ? loadNativeBackend() : undefined;
-} catch {
-  host = undefined;
-}
-const folder = mkdtempSync(join(tmpdir(), "nuvec-host-conformance-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const scratch = scratchFolder("nuvec-host-conformance-");
 
 /** The host backend seen as the scenario's device: its facts replaced, its calls untouched. */
 function asScenarioDevice(backend: NativeBackend, scenario: AllocatorScenario): NativeBackend {
-  return {
-    ...scenarioFacts(scenario),
-    name: `${backend.name} as a ${scenario.workingSet}-byte working set`,
-    platform: backend.platform,
-    supportsResidencySets: backend.supportsResidencySets,
-    newBuffer: (bytes) => backend.newBuffer(bytes),
-    mapFile: (path) => backend.mapFile(path),
-    newResidencySet: () => backend.newResidencySet(),
-    attachResidencySet: (set) => backend.attachResidencySet(set),
-    counters: () => backend.counters(),
-  };
+  const name = `${backend.name} as a ${scenario.workingSet}-byte working set`;
+  return wrapBackend(backend, { ...scenarioFacts(scenario), name });
 }
 
 function sparseFile(name: string, length: number): string {
-  const path = join(folder, name);
-  const descriptor = openSync(path, "w");
-  ftruncateSync(descriptor, length);
-  closeSync(descriptor);
+  const path = scratch.write(name, "");
+  truncateSync(path, length);
   return path;
 }
 
-describe.skipIf(host === undefined)("conformance scenarios on the host backend", () => {
+describeOnHost("conformance scenarios", () => {
   it.each(allocatorScenarios.map((scenario, index) => [index, scenario] as const))(
     "scenario %i",
     (index, scenario) => {
-      const backend = host as NativeBackend;
+      const backend = hostBackend();
       const before = backend.counters();
       const device = Device.open({ backend: asScenarioDevice(backend, scenario), policy: "mlx" });
       replayOnDevice(device, scenario, (id, length) => sparseFile(`${index}-${id}.bin`, length));
       device.close();
-      const after = backend.counters();
-      expect(after.buffersMade - before.buffersMade).toBe(after.buffersReleased - before.buffersReleased);
-      expect(after.mappingsMade - before.mappingsMade).toBe(after.mappingsReleased - before.mappingsReleased);
-      expect(after.bufferBytes).toBe(before.bufferBytes);
+      expectNothingHeldSince(before, backend.counters());
     },
   );
 });

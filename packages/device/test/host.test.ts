@@ -1,46 +1,22 @@
 // The Device on the real host backend (Linux): real memory behind buffers, real wiring (mlock) seen in
 // the kernel's VmLck, files mapped without a copy. Skips where the host backend is not the default.
 import { randomFillSync } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { setImmediate as nextTurn } from "node:timers/promises";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { Worker } from "node:worker_threads";
 import { replayTrace } from "@nuvec/allocator";
-import { afterAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
+import { scratchFolder } from "../../stats/test/scratch.js";
+import { thrown } from "../../stats/test/thrown.js";
 import { Device, OutOfMemoryError } from "../src/index.js";
+import { collectUntil, describeOnHost, procStatus as status, transfer } from "./reliability/support.js";
 
 const MIB = 1024 ** 2;
-const onLinux = process.platform === "linux";
-const folder = mkdtempSync(join(tmpdir(), "nuvec-device-host-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const scratch = scratchFolder("nuvec-device-host-");
 
-function status(field: string): number {
-  const match = readFileSync("/proc/self/status", "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
-  return match ? Number(match[1]) * 1024 : 0;
-}
-
-/** `ArrayBuffer.prototype.transfer`: Node 20 has it behind a flag, in a context made after setting it. */
-function transferFunction(): (this: ArrayBuffer) => ArrayBuffer {
-  setFlagsFromString("--harmony-rab-gsab-transfer");
-  return runInNewContext("ArrayBuffer.prototype.transfer") as (this: ArrayBuffer) => ArrayBuffer;
-}
-
-describe.skipIf(!onLinux)("Device on the host backend", () => {
+describeOnHost("Device", () => {
   it.each(["exits", "is terminated"])(
     "gives back the memory of views moved into a worker once the worker %s (RSS, the backend's bytes)",
     async (ending) => {
-      const transfer = transferFunction();
-      const gc = (globalThis as { gc?: () => void }).gc;
-      if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
-      const settle = async () => {
-        for (let turn = 0; turn < 10; turn += 1) {
-          gc();
-          await nextTurn();
-        }
-      };
+      const settle = () => collectUntil(() => false, 10);
       const device = Device.open();
       const backendFigures = () => {
         const counters = device.native.backend.counters();
@@ -67,7 +43,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
       for (let index = 0; index < 8; index += 1) {
         const buffer = device.malloc(32 * MIB);
         buffer.bytes().fill(1);
-        const moved = transfer.call(buffer.contents());
+        const moved = transfer(buffer.contents());
         worker.postMessage(moved, [moved]);
         buffer.free();
         await new Promise((resolve) => worker.once("message", resolve));
@@ -88,9 +64,6 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   );
 
   it("counts buffers whose view was moved away in quarantined and against the memory limit, until the view is collected", async () => {
-    const transfer = transferFunction();
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open({ memoryLimit: 16 * MIB });
     device.startTrace("quarantine");
     const backendBefore = device.native.backend.counters().quarantinedBytes ?? Number.NaN;
@@ -98,7 +71,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     for (let index = 0; index < 16; index += 1) {
       const buffer = device.malloc(MIB);
       buffer.bytes().fill(index);
-      moved.push(transfer.call(buffer.contents()));
+      moved.push(transfer(buffer.contents()));
       buffer.free();
       expect(device.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: (index + 1) * MIB });
     }
@@ -106,12 +79,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     // Past the limit by what is quarantined alone: the typed refusal names it, and nothing changes.
     const stats = device.memoryStats();
     const counters = device.counters();
-    let refusal: unknown;
-    try {
-      device.malloc(1);
-    } catch (error) {
-      refusal = error;
-    }
+    const refusal = thrown(() => device.malloc(1));
     expect(refusal).toBeInstanceOf(OutOfMemoryError);
     expect(refusal).toMatchObject({ active: 0, mapped: 0, quarantined: 16 * MIB, limit: 16 * MIB });
     expect((refusal as Error).message).toContain(`${16 * MIB} quarantined`);
@@ -123,10 +91,7 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     );
     // Collected: the backend gives the memory back, and the figure and the room follow.
     moved = [];
-    for (let turn = 0; turn < 50 && device.memoryStats().quarantined > 0; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => device.memoryStats().quarantined === 0);
     expect(device.memoryStats()).toMatchObject({ active: 0, quarantined: 0 });
     expect((device.native.backend.counters().quarantinedBytes ?? Number.NaN) - backendBefore).toBe(0);
     // The trace says what happened: 16 quarantines, then 16 give-backs; replayed, the same refusal.
@@ -143,23 +108,16 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   });
 
   it("counts a mapped file whose view was moved away in quarantined once freed, until the view is collected", async () => {
-    const transfer = transferFunction();
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
-    const path = join(folder, "moved-mapping.bin");
-    writeFileSync(path, new Uint8Array(3 * 4096 + 5).fill(0x5a));
+    const path = scratch.write("moved-mapping.bin", new Uint8Array(3 * 4096 + 5).fill(0x5a));
     const device = Device.open();
     const file = device.mapFile(path);
-    let moved: ArrayBuffer | undefined = transfer.call(file.contents());
+    let moved: ArrayBuffer | undefined = transfer(file.contents());
     file.free();
     const mappedLength = 4 * device.native.backend.pageSize;
     expect(device.memoryStats()).toMatchObject({ mapped: 0, quarantined: mappedLength });
     expect(new Uint8Array(moved).every((byte) => byte === 0x5a)).toBe(true);
     moved = undefined;
-    for (let turn = 0; turn < 50 && device.memoryStats().quarantined > 0; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => device.memoryStats().quarantined === 0);
     expect(device.memoryStats()).toMatchObject({ mapped: 0, quarantined: 0 });
     device.close();
   });
@@ -193,8 +151,6 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
   });
 
   it("survives a worker terminated in a loop of views while it holds views and has moved one out; the moved one's memory goes when dropped", async () => {
-    const gc = (globalThis as { gc?: () => void }).gc;
-    if (gc === undefined) throw new Error("run with --expose-gc (vitest.config.ts)");
     const device = Device.open();
     const abandoned = () => device.native.backend.counters().abandonedBytes ?? 0;
     const before = abandoned();
@@ -234,24 +190,17 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     expect(mechanism === "backing-store" ? [4 * MIB] : [4 * MIB, 4 * MIB + 64 * 1024]).toContain(held);
     expect(moved.every((byte) => byte === 7)).toBe(true);
     moved = undefined;
-    for (let turn = 0; turn < 50 && abandoned() > before; turn += 1) {
-      gc();
-      await nextTurn();
-    }
+    await collectUntil(() => abandoned() <= before);
     // Backing stores say when the last holder dropped it; Node-API views cannot, and keep it counted.
     expect(abandoned() - before).toBe(mechanism === "backing-store" ? 0 : held);
     device.close();
   });
 
-  it("opens the host backend by default, with the kernel's page size", () => {
+  // Its facts (page size, working set within memory) are the backend contract's; the default limits from
+  // them, device.test.ts's.
+  it("opens the host backend by default", () => {
     using device = Device.open();
-    const info = device.info();
-    expect(info.platform).toBe("host");
-    expect(info.pageSize).toBeGreaterThanOrEqual(4096);
-    expect(info.recommendedMaxWorkingSetSize).toBeLessThanOrEqual(info.memorySize);
-    expect(device.memoryStats().memoryLimit).toBe(
-      Math.min(Math.floor(1.5 * info.recommendedMaxWorkingSetSize), Math.floor(0.95 * info.memorySize)),
-    );
+    expect(device.info().platform).toBe("host");
   });
 
   it("has real bytes behind buffers, kept through the cache only for their owner", () => {
@@ -268,30 +217,13 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     second.free();
   });
 
-  it("wires for real: VmLck rises by the wired bytes after setWiredLimit and falls after", () => {
-    using device = Device.open();
-    const before = status("VmLck");
-    const buffer = device.malloc(4 * MIB);
-    device.setWiredLimit(16 * MIB);
-    const stats = device.memoryStats();
-    const failures = device.counters().backend.wiringFailures;
-    if (failures === 0) {
-      expect(stats.wired).toBe(4 * MIB);
-      expect(status("VmLck") - before).toBeGreaterThanOrEqual(4 * MIB);
-    } else {
-      // Not privileged and past RLIMIT_MEMLOCK: counted, reported, never thrown.
-      expect(failures).toBeGreaterThan(0);
-    }
-    device.setWiredLimit(0);
-    expect(device.memoryStats().wired).toBe(0);
-    expect(status("VmLck")).toBe(before);
-    buffer.free();
-  });
+  // Wiring for real: VmLck follows requestResidency and endResidency (metal-native's host test); the Device's
+  // wired figure is the backend's wired bytes at every step of the host fuzzing, and VmLck is back after the
+  // host soak.
 
   it("maps a file read back byte for byte, with no rise in resident anonymous memory", () => {
-    const path = join(folder, "weights.bin");
     const data = randomFillSync(Buffer.alloc(32 * MIB + 123));
-    writeFileSync(path, data);
+    const path = scratch.write("weights.bin", data);
     using device = Device.open();
     const anonymousBefore = status("RssAnon");
     using file = device.mapFile(path);
@@ -301,24 +233,8 @@ describe.skipIf(!onLinux)("Device on the host backend", () => {
     const anonymousAfter = status("RssAnon");
     // Reading 32 MiB through the mapping adds file-backed pages, not anonymous ones (a copy would add 32 MiB).
     expect(anonymousAfter - anonymousBefore).toBeLessThan(8 * MIB);
-    expect(device.memoryStats().mapped).toBe(
-      Math.ceil(data.length / device.info().pageSize) * device.info().pageSize,
-    );
-    view[0] = (view[0] as number) ^ 0xff; // private copy-on-write: the file is untouched
-    expect(readFileSync(path)[0]).toBe(data[0]);
+    // The charge (whole pages) is the fuzzing's; that writes never reach the file, the backend contract's.
   });
-
-  it("close releases every buffer, mapping and wired byte", () => {
-    const lockedBefore = status("VmLck");
-    const device = Device.open({ wiredLimit: 8 * MIB });
-    const path = join(folder, "small.bin");
-    writeFileSync(path, Buffer.alloc(100_000, 1));
-    device.mapFile(path);
-    for (let index = 0; index < 100; index += 1) device.malloc(1000 * (index + 1));
-    device.close();
-    const backend = device.native.backend.counters();
-    expect(backend.buffersMade).toBe(backend.buffersReleased);
-    expect(backend.mappingsMade).toBe(backend.mappingsReleased);
-    expect(status("VmLck")).toBe(lockedBefore);
-  });
+  // close() gives back every buffer, mapping and wired byte: the host fuzzing checks the backend after every
+  // run, the host soak VmLck and /proc/self/maps too.
 });

@@ -12,7 +12,6 @@ import { execFileSync, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -20,11 +19,11 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { pnpmArgs, pnpmExecutable, quietEnvironment } from "../../../scripts/pnpm.mjs";
+import { scratchFolder } from "../../stats/test/scratch.js";
 
 const packages = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const names = ["stats", "allocator", "residency", "metal-native", "device", "metal-native-linux-x64-gnu"];
@@ -32,7 +31,7 @@ const platformTarball = "nuvec-metal-native-linux-x64-gnu-0.0.0.tgz";
 const skip =
   process.env.NUVEC_SKIP_INSTALL_TEST === "1" || process.platform !== "linux" || process.arch !== "x64";
 const COLD = 600_000; // a cold npm cache fetches npm 10 and node-addon-api
-let scratch = "";
+const { folder: scratch } = scratchFolder("nuvec-device-install-");
 let tarballs = "";
 let toollessBin = "";
 
@@ -157,7 +156,6 @@ function expectSilentAboutScripts(output: string): void {
 
 describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no compiler on PATH", () => {
   beforeAll(() => {
-    scratch = mkdtempSync(join(tmpdir(), "nuvec-device-install-"));
     tarballs = join(scratch, "tarballs");
     mkdirSync(tarballs);
     toollessBin = join(scratch, "bin");
@@ -198,10 +196,6 @@ describe.skipIf(skip)("@nuvec/device installed from its packed tarballs, with no
     );
     managers.npm10 = join(npm10, "node_modules", "npm", "bin", "npm-cli.js");
   }, COLD);
-
-  afterAll(() => {
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
-  });
 
   it("the PATH of the installs has node and no compiler", () => {
     expect(readdirSync(toollessBin)).toEqual(["node"]);

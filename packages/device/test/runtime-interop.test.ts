@@ -1,12 +1,18 @@
-import { loadNativeBackend, type NativeBackend, type NativeResidencySet } from "@nuvec/metal-native";
+import type { NativeBackend, NativeResidencySet } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
-import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes as pattern, readOwnMemory } from "../../native-core/test/support.js";
 import { scratchFolder } from "../../stats/test/scratch.js";
-import { thrown } from "../../stats/test/thrown.js";
 import { Device, type DeviceMemoryHandle } from "../src/index.js";
-import { captureWarnings } from "./reliability/support.js";
+import {
+  captureWarnings,
+  deferred,
+  expectNothingHeldSince,
+  hostAvailable,
+  hostBackend,
+  turns,
+  wrapBackend,
+} from "./reliability/support.js";
 
 /** The CPU address of a handle (every backend these tests run on has one; CUDA's handles have none). */
 function cpuAddress(handle: DeviceMemoryHandle): bigint {
@@ -18,31 +24,10 @@ const scratch = scratchFolder("nuvec-runtime-interop-");
 let files = 0;
 const writeFile = (bytes: Uint8Array) => scratch.write(`file-${files++}.bin`, bytes);
 
-/** A promise and the functions that settle it. */
-function deferred() {
-  let resolve!: (value?: unknown) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise((yes, no) => {
-    resolve = yes;
-    reject = no;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every settled promise's reactions run. */
-const settled = () => new Promise((resolve) => setImmediate(resolve));
-
-let host: NativeBackend | undefined;
-try {
-  host = process.platform === "linux" ? loadNativeBackend() : undefined;
-} catch {
-  host = undefined;
-}
-
 const backends: Array<[string, () => NativeBackend, boolean]> = [
   ["mock", () => new MockBackend({ name: "Mock interop", pageSize: 4096 }), false],
 ];
-if (host !== undefined) backends.push(["host", () => host as NativeBackend, true]);
+if (hostAvailable) backends.push(["host", hostBackend, true]);
 
 describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend, realMemory) => {
   const open = () => {
@@ -65,20 +50,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       device.close();
     });
 
-    it("after free() nativeHandle() throws StateError; after close() StateError", () => {
-      const { device } = open();
-      const buffer = device.malloc(64);
-      buffer.free();
-      expect(() => device.native.handle(buffer)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      const other = device.malloc(64);
-      device.close();
-      expect(() => device.native.handle(other)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-      );
-    });
-
     it("a 0-byte buffer's handle has a null address", () => {
       const { device } = open();
       const handle = device.native.handle(device.malloc(0));
@@ -86,7 +57,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       device.close();
     });
 
-    it("a mapped file's handle: its length and mapped length; StateError after release", () => {
+    it("a mapped file's handle: its length and mapped length", () => {
       const { backend, device } = open();
       const content = pattern(10_000, 7);
       const file = device.mapFile(writeFile(content));
@@ -97,24 +68,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         length: 10_000,
         allocatedLength: file.allocatedLength,
       });
-      if (realMemory) expect(readOwnMemory(cpuAddress(handle), content.length)).toEqual(content);
       file.free();
-      expect(() => device.native.handle(file)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
-      );
       device.close();
     });
-
-    if (realMemory) {
-      it("a buffer's address is the memory contents() shows (zero copy)", () => {
-        const { device } = open();
-        const buffer = device.malloc(50_000);
-        const bytes = pattern(50_000, 3);
-        buffer.bytes().set(bytes);
-        expect(readOwnMemory(cpuAddress(device.native.handle(buffer)), bytes.length)).toEqual(bytes);
-        device.close();
-      });
-    }
+    // That an address is the memory contents() shows (a buffer's, a mapped file's): the backend contract.
   });
 
   describe("free({ after })", () => {
@@ -129,15 +86,6 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       buffer.free({ after: kernel.promise });
 
       expect(view.byteLength).toBe(0); // detached at once
-      expect(() => buffer.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      expect(() => device.native.handle(buffer)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
-      expect(() => buffer.free()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_BUFFER_FREED" }),
-      );
       expect(device.memoryStats().active).toBe(active);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, liveBuffers: 1, cachedBuffers: 0 });
 
@@ -147,7 +95,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       if (realMemory) expect(readOwnMemory(address, 4)).toEqual(new Uint8Array([7, 7, 7, 7]));
 
       kernel.resolve();
-      await settled();
+      await turns();
       expect(device.counters()).toMatchObject({ pendingFrees: 0, cachedBuffers: 1 });
       expect(device.memoryStats().active).toBe(other.allocatedLength);
       const reused = device.malloc(100_000);
@@ -166,7 +114,7 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       buffer.free({ after: kernel.promise });
       kernel.promise.catch(() => {}); // the runtime handles its own kernel's failure
       kernel.reject(new Error("the kernel failed"));
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
       expect(cpuAddress(device.native.handle(device.malloc(4096)))).toBe(address);
@@ -191,10 +139,10 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
           },
         },
       });
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(1);
       release();
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(0);
       expect(device.memoryStats().active).toBe(0);
       device.close();
@@ -203,28 +151,17 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
     it("a promise that never settles is a counted leak: the memory stays in active and pendingFrees", async () => {
       const { device } = open();
       device.malloc(8192).free({ after: new Promise(() => {}) });
-      await settled();
+      await turns();
       expect(device.counters().pendingFrees).toBe(1);
       expect(device.memoryStats().active).toBe(8192);
       expect(cpuAddress(device.native.handle(device.malloc(8192)))).toBeGreaterThan(0n);
       expect(device.counters().cacheHits).toBe(0);
     });
 
-    it("a bad `after` is an ArgumentError and changes nothing", () => {
+    it("free({}) is an ordinary free (bad `after` values: the bad input catalogue)", () => {
       const { device } = open();
-      const buffer = device.malloc(300);
-      const before = { stats: device.memoryStats(), counters: device.counters() };
-      // biome-ignore lint/suspicious/noThenProperty: a `then` that is not a function, refused on purpose
-      for (const after of [5, "soon", null, {}, { then: 1 }]) {
-        const error = thrown(() => buffer.free({ after: after as never }));
-        expect(error).toBeInstanceOf(ArgumentError);
-        expect((error as ArgumentError).argument).toBe("after");
-      }
-      expect(() => buffer.free(7 as never)).toThrow(ArgumentError);
-      expect({ stats: device.memoryStats(), counters: device.counters() }).toEqual(before);
-      expect(buffer.freed).toBe(false);
-      buffer.free({}); // no `after`: an ordinary free
-      expect(device.counters().cachedBuffers).toBe(1);
+      device.malloc(300).free({});
+      expect(device.counters()).toMatchObject({ cachedBuffers: 1, pendingFrees: 0 });
       device.close();
     });
 
@@ -236,15 +173,12 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
       const released = backend.counters().mappingsReleased;
       const kernel = deferred();
       file.free({ after: kernel.promise });
-      expect(view.byteLength).toBe(0);
-      expect(() => file.contents()).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" }),
-      );
+      expect(view.byteLength).toBe(0); // every later use: the bad input catalogue
       expect(device.memoryStats().mapped).toBe(mapped);
       expect(device.counters()).toMatchObject({ pendingFrees: 1, mappings: 1 });
       expect(backend.counters().mappingsReleased).toBe(released);
       kernel.resolve();
-      await settled();
+      await turns();
       expect(device.memoryStats().mapped).toBe(0);
       expect(device.counters().pendingFrees).toBe(0);
       expect(backend.counters().mappingsReleased).toBe(released + 1);
@@ -276,41 +210,17 @@ describe.each(backends)("runtime interop on the %s backend", (_name, makeBackend
         mapped: file.allocatedLength,
       });
       expect(device.counters().pendingFrees).toBe(2);
-      expect(() => device.malloc(10)).toThrow(
-        expect.objectContaining({ name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" }),
-      );
 
       kernel.resolve();
-      await settled();
-      const after = backend.counters();
-      expect(after.buffersMade - after.buffersReleased).toBe(before.buffersMade - before.buffersReleased);
-      expect(after.mappingsMade - after.mappingsReleased).toBe(before.mappingsMade - before.mappingsReleased);
-      expect(after.bufferBytes).toBe(before.bufferBytes);
-      expect(after.wiredBytes).toBe(before.wiredBytes);
+      await turns();
+      expectNothingHeldSince(before, backend.counters());
       expect(device.memoryStats()).toMatchObject({ active: 0, mapped: 0, activeWithMapped: 0 });
       expect(device.counters()).toMatchObject({ pendingFrees: 0, liveBuffers: 0, mappings: 0 });
     });
   });
 
   describe("Metal options", () => {
-    it("are refused with an ArgumentError naming them, and nothing is made", () => {
-      const backend = makeBackend();
-      const before = backend.counters();
-      for (const [metal, argument] of [
-        [{ commandQueue: 0x1000n }, "metal.commandQueue"],
-        [{ device: 0x2000n }, "metal.device"],
-        [{ commandQueue: 0x1000n, device: 0x2000n }, "metal.commandQueue"],
-        [{ commandQueue: 5 }, "metal.commandQueue"],
-        [{ device: 0n }, "metal.device"],
-        ["queue", "metal"],
-      ] as const) {
-        const error = thrown(() => Device.open({ backend, metal: metal as never }));
-        expect(error).toBeInstanceOf(ArgumentError);
-        expect((error as ArgumentError).argument).toBe(argument);
-      }
-      expect(backend.counters()).toEqual(before);
-    });
-
+    // Refused where there is no Metal, naming the option: the bad input catalogue.
     it("native.residencySets() is empty without Metal residency sets", () => {
       const { device } = open();
       device.setWiredLimit(1 << 20);
@@ -334,8 +244,8 @@ describe("a deferred free that fails when it settles", () => {
     const { warnings, restore } = captureWarnings();
     try {
       kernel.resolve();
-      await settled();
-      await settled();
+      await turns();
+      await turns();
     } finally {
       restore();
     }
@@ -353,17 +263,9 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
     const checkedDevices: bigint[] = [];
     const pointers = new WeakMap<NativeResidencySet, bigint>();
     let nextPointer = 0x5e7_0000n;
-    const backend: NativeBackend = {
-      name: mock.name,
+    const backend = wrapBackend(mock, {
       platform: "metal",
-      memorySize: mock.memorySize,
-      recommendedMaxWorkingSetSize: mock.recommendedMaxWorkingSetSize,
-      maxBufferLength: mock.maxBufferLength,
-      resourceLimit: mock.resourceLimit,
-      pageSize: mock.pageSize,
       supportsResidencySets: true,
-      newBuffer: (bytes) => mock.newBuffer(bytes),
-      mapFile: (path) => mock.mapFile(path),
       newResidencySet: () => {
         const set = mock.newResidencySet();
         if (set === undefined) return undefined;
@@ -382,8 +284,7 @@ describe("Metal options, with a stand-in Metal backend (the Device's plumbing; M
         checkedDevices.push(device);
         if (device !== 0xde71cen) throw new Error("not the GPU the buffers come from");
       },
-      counters: () => mock.counters(),
-    };
+    });
     return { backend, attached, checkedDevices };
   }
 

@@ -11,32 +11,36 @@
 //   NUVEC_FUZZ_SEED=<seed> NUVEC_FUZZ_PATH=<path> NUVEC_FUZZ_REPLAY_PATH=<replayPath> \
 //     npx vitest run test/reliability/fuzz.test.ts -t "<test name>"
 import { randomFillSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend, MockMappedFile } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown } from "../../../stats/test/thrown.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
-import { DeviceModel, type ModelFacts, sizeClass } from "./model.js";
-import { budget, hostAvailable, hostBackend, hostUnavailableReason, recordFigures } from "./support.js";
+import { backendFacts, DeviceModel, fuzzProperty, type ModelFacts, sameFigures, sizeClass } from "./model.js";
+import {
+  budget,
+  describeOnHost,
+  expectNothingHeldSince,
+  held,
+  hostAvailable,
+  hostBackend,
+  hostUnavailableReason,
+  sectionFigures,
+  transfer,
+} from "./support.js";
 
 const KIB = 1024;
 const MIB = 1024 ** 2;
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-fuzz-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const scratch = scratchFolder("nuvec-reliability-fuzz-");
 
 /** Files to map: lengths around the page sizes of both platforms. */
 const files = [1, 100, 4095, 4096, 4097, 16384, 16385, 100_000, MIB + 3].map((length, index) => {
-  const path = join(folder, `file-${index}.bin`);
   const bytes = randomFillSync(new Uint8Array(length));
-  writeFileSync(path, bytes);
-  return { path, bytes };
+  return { path: scratch.write(`file-${index}.bin`, bytes), bytes };
 });
 
 interface LiveBuffer {
@@ -54,25 +58,15 @@ interface LiveFile {
   source: Uint8Array;
 }
 
-/** The second Device on the same backend: it holds nothing between steps (see OtherDeviceCommand). */
-interface OtherDevice {
-  device: Device;
-  mallocs: number;
-}
-
-/** A trace window being recorded: the sizes of the mallocs it must end with, in order. */
-interface TraceWindow {
-  mallocs: number[];
-}
-
 interface World {
   device: Device;
   openOther: () => Device;
-  other: OtherDevice | undefined;
-  trace: TraceWindow | undefined;
+  /** The second Device on the same backend: it holds nothing between steps (see otherDevice). */
+  other: Device | undefined;
+  /** A trace window being recorded: the sizes of the mallocs it must end with, in order. */
+  trace: { mallocs: number[] } | undefined;
   /** Steps since the last full sweep of the bytes and views. */
   sinceSweep: number;
-  backend: NativeBackend;
   mock: MockBackend | undefined;
   buffers: LiveBuffer[];
   files: LiveFile[];
@@ -84,52 +78,31 @@ interface World {
   workingSet: number;
   startCounters: ReturnType<NativeBackend["counters"]>;
   nextMappingId: number;
-  /** Views moved away with transfer() (MoveAwayCommand), held to the end of the run: their buffers stay quarantined. */
+  /** Views moved away with transfer() (moveAway), held to the end of the run: their buffers stay quarantined. */
   moved: Uint8Array[];
 }
 
-interface Tally {
-  runs: number;
-  steps: number;
-  refusals: number;
-  cacheHits: number;
-  /** Steps on the second Device, and trace windows closed and checked. */
-  otherDeviceSteps: number;
-  traceWindows: number;
-  /** Buffers freed after their view was moved away (quarantined). */
-  movedAway: number;
-  /** Wall time of the shape's property, for RELIABILITY.md (measured, never asserted). */
-  milliseconds: number;
-}
-
-const tallies: Record<string, Tally> = {};
-
-function tally(name: string): Tally {
-  tallies[name] ??= {
-    runs: 0,
-    steps: 0,
-    refusals: 0,
-    cacheHits: 0,
-    otherDeviceSteps: 0,
-    traceWindows: 0,
-    movedAway: 0,
-    milliseconds: 0,
-  };
-  return tallies[name];
-}
+/**
+ * What the runs of one shape did, for RELIABILITY.md: runs, steps, refusals and cache hits checked, steps on
+ * the second Device, trace windows checked, buffers freed after their view was moved away (quarantined), and
+ * the property's wall time (measured, never asserted).
+ */
+const newTally = () => ({
+  runs: 0,
+  steps: 0,
+  refusals: 0,
+  cacheHits: 0,
+  otherDeviceSteps: 0,
+  traceWindows: 0,
+  movedAway: 0,
+  milliseconds: 0,
+});
+const tallies: Record<string, ReturnType<typeof newTally>> = {};
+sectionFigures("fuzz", { backends: tallies, hostSkipped: hostAvailable ? undefined : hostUnavailableReason });
+const tally = (name: string) => (tallies[name] ??= newTally());
 
 /** A full sweep of every live buffer's written bytes, every mapped file and every stale view this often. */
 const SWEEP_EVERY = 64;
-
-/** Throws with expect's message only when the figures differ (expect's deep equality is slow per step). */
-function sameFigures(actual: Record<string, number>, expected: Record<string, number>, what: string): void {
-  for (const key in expected) {
-    if (actual[key] !== expected[key]) {
-      expect(actual, what).toEqual(expected);
-      return;
-    }
-  }
-}
 
 function sameValue(actual: unknown, expected: unknown, what: string): void {
   if (actual !== expected) expect(actual, what).toBe(expected);
@@ -157,7 +130,7 @@ function nativeOf(buffer: DeviceBuffer): object | undefined {
 /** The system buffers the second Device holds (none between its steps; counted in case it ever does). */
 function otherHeld(world: World): number {
   if (world.other === undefined) return 0;
-  const counters = world.other.device.counters();
+  const counters = world.other.counters();
   return counters.liveBuffers + counters.cachedBuffers;
 }
 
@@ -196,55 +169,21 @@ function checkWorld(
 ): void {
   const { device } = world;
   const stats = device.memoryStats();
-  sameFigures(
-    {
-      active: stats.active,
-      peakActive: stats.peakActive,
-      activeWithMapped: stats.activeWithMapped,
-      peakActiveWithMapped: stats.peakActiveWithMapped,
-      cache: stats.cache,
-      reserved: stats.reserved,
-      peakReserved: stats.peakReserved,
-      memoryLimit: stats.memoryLimit,
-      cacheLimit: stats.cacheLimit,
-      systemAllocations: stats.systemAllocations,
-      mapped: stats.mapped,
-      quarantined: stats.quarantined,
-    },
-    model.stats() as unknown as Record<string, number>,
-    `${name}: memoryStats()`,
-  );
+  sameFigures(stats, model.stats(), `${name}: memoryStats()`);
   sameValue(stats.wiredLimit, world.wiredLimit, `${name}: wiredLimit`);
   atMost(stats.wired, world.wiredLimit, `${name}: wired ≤ wiredLimit`);
   atMost(stats.wiredMapped, stats.wired, `${name}: wiredMapped ≤ wired`);
   const counters = device.counters();
-  sameFigures(
-    {
-      cacheHits: counters.cacheHits,
-      cacheMisses: counters.cacheMisses,
-      systemAllocations: counters.systemAllocations,
-      systemReleases: counters.systemReleases,
-      outOfMemoryRefusals: counters.outOfMemoryRefusals,
-      liveBuffers: counters.liveBuffers,
-      cachedBuffers: counters.cachedBuffers,
-      mappings: counters.mappings,
-    },
-    model.counters() as unknown as Record<string, number>,
-    `${name}: counters()`,
-  );
+  sameFigures(counters, model.counters(), `${name}: counters()`);
   sameValue(counters.mappings, world.files.length, `${name}: mappings`);
   // The backend holds exactly the system buffers and mappings of the model (and of the second Device).
   const backend = counters.backend;
   const start = world.startCounters;
-  sameValue(
-    backend.buffersMade - start.buffersMade - (backend.buffersReleased - start.buffersReleased),
-    model.live.size + model.cache.length + otherHeld(world),
-    `${name}: buffers the backend holds`,
-  );
-  sameValue(
-    backend.mappingsMade - start.mappingsMade - (backend.mappingsReleased - start.mappingsReleased),
-    model.mappings.size,
-    `${name}: mappings the backend holds`,
+  const [now, then] = [held(backend), held(start)];
+  sameFigures(
+    { buffers: now.buffers - then.buffers, mappings: now.mappings - then.mappings },
+    { buffers: model.live.size + model.cache.length + otherHeld(world), mappings: model.mappings.size },
+    `${name}: what the backend holds`,
   );
   if (world.mock !== undefined) {
     // What the mock reports wired (the second Device wires nothing: its wired limit stays 0).
@@ -282,39 +221,46 @@ function checkWorld(
 
 type Command = fc.Command<DeviceModel, World>;
 
-function step(world: World, name: string): void {
-  tally(name).steps += 1;
-  void world;
+/**
+ * A command of the run: `act` does the step on the Device and the model (and returns the buffer or file whose
+ * bytes it touched); every step is counted and ends with {@link checkWorld}.
+ */
+function command(
+  name: string,
+  label: string,
+  act: (model: DeviceModel, world: World) => LiveBuffer | LiveFile | undefined,
+  check: (model: DeviceModel) => boolean = () => true,
+): Command {
+  return {
+    check,
+    run(model, world) {
+      tally(name).steps += 1;
+      checkWorld(model, world, name, act(model, world));
+    },
+    toString: () => label,
+  };
 }
 
-function pickIndex(length: number, pick: number): number {
-  return pick % length;
+/** Calls `action`, which must refuse (the model says so), with the refusal's code. */
+function expectRefusal(
+  action: () => unknown,
+  refusal: keyof typeof refusalCodes,
+  what: string,
+  name: string,
+) {
+  expect(codeOf(thrown(action)), what).toBe(refusalCodes[refusal]);
+  tally(name).refusals += 1;
 }
 
-class MallocCommand implements Command {
-  constructor(
-    readonly bytes: number,
-    readonly name: string,
-  ) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
+const malloc = (bytes: number, name: string) =>
+  command(name, `malloc(${bytes})`, (model, world) => {
     const hitsBefore = model.cacheHits;
-    const outcome = model.malloc(this.bytes);
+    const outcome = model.malloc(bytes);
     if (!outcome.ok) {
-      let thrown: unknown;
-      try {
-        world.device.malloc(this.bytes);
-      } catch (error) {
-        thrown = error;
-      }
-      expect(codeOf(thrown), `malloc(${this.bytes})`).toBe(refusalCodes[outcome.refusal]);
-      tally(this.name).refusals += 1;
+      expectRefusal(() => world.device.malloc(bytes), outcome.refusal, `malloc(${bytes})`, name);
     } else {
-      const buffer = world.device.malloc(this.bytes);
-      expect(buffer.length).toBe(this.bytes);
+      const buffer = world.device.malloc(bytes);
+      expect(buffer.length).toBe(bytes);
       const handed = outcome.value;
       if (handed === undefined) {
         expect(buffer.allocatedLength).toBe(0);
@@ -328,46 +274,34 @@ class MallocCommand implements Command {
         world.ids.set(native, handed.id);
         world.buffers.push({ buffer, modelId: handed.id, written: new Map(), views: [] });
       }
-      world.trace?.mallocs.push(this.bytes);
+      world.trace?.mallocs.push(bytes);
     }
-    if (model.cacheHits > hitsBefore) tally(this.name).cacheHits += 1;
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `malloc(${this.bytes})`;
-  }
-}
+    if (model.cacheHits > hitsBefore) tally(name).cacheHits += 1;
+    return undefined;
+  });
 
-class FreeCommand implements Command {
-  constructor(
-    readonly pick: number,
-    readonly name: string,
-  ) {}
-  check(model: DeviceModel): boolean {
-    return model.live.size > 0;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    const index = pickIndex(world.buffers.length, this.pick);
-    const [live] = world.buffers.splice(index, 1);
-    const view = new Uint8Array(live!.buffer.contents());
-    model.free(live!.modelId!);
-    live!.buffer.free();
-    sameValue(live!.buffer.freed, true, "freed");
-    for (const stale of [view, ...live!.views]) sameValue(stale.byteLength, 0, "a freed buffer's view");
-    world.stale.push(view, ...live!.views);
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `free(#${this.pick})`;
-  }
-}
+const hasBuffers = (model: DeviceModel) => model.live.size > 0;
 
-/** `ArrayBuffer.prototype.transfer`: Node 20 has it behind a flag, in a context made after setting it. */
-const transfer = (() => {
-  setFlagsFromString("--harmony-rab-gsab-transfer");
-  return runInNewContext("ArrayBuffer.prototype.transfer") as (this: ArrayBuffer) => ArrayBuffer;
-})();
+/** Frees the `pick`-th live buffer or mapped file, in the model too: its views read 0 bytes from then on. */
+const letGo = (what: "buffer" | "file", pick: number, name: string) =>
+  command(
+    name,
+    `${what === "buffer" ? "free" : "release"}(#${pick})`,
+    (model, world) => {
+      const list: (LiveBuffer | LiveFile)[] = what === "buffer" ? world.buffers : world.files;
+      const [live] = list.splice(pick % list.length, 1) as [LiveBuffer | LiveFile];
+      const held = "buffer" in live ? live.buffer : live.file;
+      const views = [new Uint8Array(held.contents()), ...("views" in live ? live.views : [])];
+      if ("buffer" in live) model.free(live.modelId!);
+      else model.release(live.modelId);
+      held.free();
+      sameValue(held.freed, true, `a freed ${what}`);
+      for (const stale of views) sameValue(stale.byteLength, 0, `a freed ${what}'s view`);
+      world.stale.push(...views);
+      return undefined;
+    },
+    (model) => (what === "buffer" ? model.live.size : model.mappings.size) > 0,
+  );
 
 /** Buffers up to this size are moved away (the moved views are held to the end of the run). */
 const MOVE_AT_MOST = 64 * KIB;
@@ -377,175 +311,90 @@ const MOVE_AT_MOST = 64 * KIB;
  * reused, and its bytes stay counted, in `quarantined` and against the memory limit, while the moved view
  * lives (to the end of the run).
  */
-class MoveAwayCommand implements Command {
-  constructor(
-    readonly pick: number,
-    readonly name: string,
-  ) {}
-  check(model: DeviceModel): boolean {
-    return model.live.size > 0;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    const index = pickIndex(world.buffers.length, this.pick);
-    const live = world.buffers[index]!;
-    if (live.buffer.allocatedLength <= MOVE_AT_MOST) {
+const moveAway = (pick: number, name: string) =>
+  command(
+    name,
+    `moveAway(#${pick})`,
+    (model, world) => {
+      const index = pick % world.buffers.length;
+      const live = world.buffers[index]!;
+      if (live.buffer.allocatedLength > MOVE_AT_MOST) return undefined;
       world.buffers.splice(index, 1);
-      const moved = new Uint8Array(transfer.call(live.buffer.contents()));
+      const moved = new Uint8Array(transfer(live.buffer.contents()));
       for (const [offset, value] of live.written) sameValue(moved[offset], value, "a moved view's byte");
       world.moved.push(moved);
       model.freeQuarantined(live.modelId!);
       live.buffer.free();
       for (const stale of live.views) sameValue(stale.byteLength, 0, "a moved buffer's other view");
       world.stale.push(...live.views);
-      tally(this.name).movedAway += 1;
-    }
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `moveAway(#${this.pick})`;
-  }
-}
+      tally(name).movedAway += 1;
+      return undefined;
+    },
+    hasBuffers,
+  );
 
-class WriteCommand implements Command {
-  constructor(
-    readonly pick: number,
-    readonly where: number,
-    readonly value: number,
-    readonly keepView: boolean,
-    readonly name: string,
-  ) {}
-  check(model: DeviceModel): boolean {
-    return model.live.size > 0;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    const live = world.buffers[pickIndex(world.buffers.length, this.pick)]!;
-    const view = new Uint8Array(live.buffer.contents());
-    // Anywhere in the view (exactly `length` bytes, whatever the size class), and its last byte.
-    const offsets = [Math.floor(this.where * live.buffer.length), live.buffer.length - 1];
-    for (const offset of offsets) {
-      view[offset] = this.value;
-      live.written.set(offset, this.value);
-    }
-    if (this.keepView && live.views.length < 4) live.views.push(view);
-    checkWorld(model, world, this.name, live);
-  }
-  toString(): string {
-    return `write(#${this.pick}, ${this.where.toFixed(3)}, ${this.value})`;
-  }
-}
+const write = (pick: number, where: number, value: number, keepView: boolean, name: string) =>
+  command(
+    name,
+    `write(#${pick}, ${where.toFixed(3)}, ${value})`,
+    (_model, world) => {
+      const live = world.buffers[pick % world.buffers.length]!;
+      const view = new Uint8Array(live.buffer.contents());
+      // Anywhere in the view (exactly `length` bytes, whatever the size class), and its last byte.
+      for (const offset of [Math.floor(where * live.buffer.length), live.buffer.length - 1]) {
+        view[offset] = value;
+        live.written.set(offset, value);
+      }
+      if (keepView && live.views.length < 4) live.views.push(view);
+      return live;
+    },
+    hasBuffers,
+  );
 
-class MapFileCommand implements Command {
-  constructor(
-    readonly fileIndex: number,
-    readonly name: string,
-  ) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    const source = files[this.fileIndex]!;
+const mapFile = (fileIndex: number, name: string) => {
+  const source = files[fileIndex]!;
+  const what = `mapFile(${source.bytes.byteLength} bytes)`;
+  return command(name, what, (model, world) => {
     const id = world.nextMappingId++;
     const outcome = model.mapFile(source.bytes.byteLength, id);
     if (!outcome.ok) {
-      let thrown: unknown;
-      try {
-        world.device.mapFile(source.path);
-      } catch (error) {
-        thrown = error;
-      }
-      expect(codeOf(thrown), `mapFile(${source.bytes.byteLength} bytes)`).toBe(refusalCodes[outcome.refusal]);
-      tally(this.name).refusals += 1;
+      expectRefusal(() => world.device.mapFile(source.path), outcome.refusal, what, name);
     } else {
       const file = world.device.mapFile(source.path);
       expect(file.length).toBe(source.bytes.byteLength);
       expect(file.allocatedLength).toBe(outcome.value);
       world.files.push({ file, modelId: id, source: source.bytes });
     }
-    checkWorld(model, world, this.name, world.files.at(-1));
-  }
-  toString(): string {
-    return `mapFile(${files[this.fileIndex]!.bytes.byteLength} bytes)`;
-  }
-}
+    return world.files.at(-1);
+  });
+};
 
-class ReleaseCommand implements Command {
-  constructor(
-    readonly pick: number,
-    readonly name: string,
-  ) {}
-  check(model: DeviceModel): boolean {
-    return model.mappings.size > 0;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    const [live] = world.files.splice(pickIndex(world.files.length, this.pick), 1);
-    const view = new Uint8Array(live!.file.contents());
-    model.release(live!.modelId);
-    live!.file.free();
-    sameValue(live!.file.freed, true, "released");
-    sameValue(view.byteLength, 0, "a released file's view");
-    world.stale.push(view);
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `release(#${this.pick})`;
-  }
-}
-
-class LimitCommand implements Command {
-  constructor(
-    readonly which: "memory" | "cache" | "wired",
-    readonly bytes: number,
-    readonly name: string,
-  ) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
+const limit = (which: "memory" | "cache" | "wired", bytes: number, name: string) =>
+  command(name, `set${which[0]!.toUpperCase()}${which.slice(1)}Limit(${bytes})`, (model, world) => {
     const { device } = world;
-    if (this.which === "memory") {
-      expect(device.setMemoryLimit(this.bytes)).toBe(model.setMemoryLimit(this.bytes));
-    } else if (this.which === "cache") {
-      expect(device.setCacheLimit(this.bytes)).toBe(model.setCacheLimit(this.bytes));
-    } else if (this.bytes > world.workingSet) {
-      expect(() => device.setWiredLimit(this.bytes)).toThrow(
+    if (which === "memory") {
+      expect(device.setMemoryLimit(bytes)).toBe(model.setMemoryLimit(bytes));
+    } else if (which === "cache") {
+      expect(device.setCacheLimit(bytes)).toBe(model.setCacheLimit(bytes));
+    } else if (bytes > world.workingSet) {
+      expect(() => device.setWiredLimit(bytes)).toThrow(
         expect.objectContaining({ code: "ERR_NUVEC_WIRED_LIMIT" }),
       );
-      tally(this.name).refusals += 1;
+      tally(name).refusals += 1;
     } else {
-      expect(device.setWiredLimit(this.bytes)).toBe(world.wiredLimit);
-      world.wiredLimit = this.bytes;
+      expect(device.setWiredLimit(bytes)).toBe(world.wiredLimit);
+      world.wiredLimit = bytes;
     }
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `set${this.which[0]!.toUpperCase()}${this.which.slice(1)}Limit(${this.bytes})`;
-  }
-}
+    return undefined;
+  });
 
-class SimpleCommand implements Command {
-  constructor(
-    readonly which: "clearCache" | "resetPeak" | "refreshResidency",
-    readonly name: string,
-  ) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    world.device[this.which]();
-    if (this.which === "clearCache") model.clearCache();
-    if (this.which === "resetPeak") model.resetPeak();
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return `${this.which}()`;
-  }
-}
+const simple = (which: "clearCache" | "resetPeak" | "refreshResidency", name: string) =>
+  command(name, `${which}()`, (model, world) => {
+    world.device[which]();
+    if (which === "clearCache") model.clearCache();
+    if (which === "resetPeak") model.resetPeak();
+    return undefined;
+  });
 
 /**
  * The process's other user: a second Device on the same backend. It opens, mallocs, writes and frees (its
@@ -553,33 +402,23 @@ class SimpleCommand implements Command {
  * limits, whatever accounts a limit is kept in), and closes; meanwhile the first Device's figures, bytes and
  * buffer identities must not change.
  */
-class OtherDeviceCommand implements Command {
-  constructor(
-    readonly action: "open" | "malloc" | "close",
-    readonly bytes: number,
-    readonly name: string,
-  ) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
-    tally(this.name).otherDeviceSteps += 1;
-    if (this.action === "open") {
-      if (world.other === undefined) world.other = { device: world.openOther(), mallocs: 0 };
-    } else if (this.action === "close") {
-      world.other?.device.close();
+const otherDevice = (action: "open" | "malloc" | "close", bytes: number, name: string) =>
+  command(name, action === "malloc" ? `other.malloc(${bytes})` : `other.${action}()`, (_model, world) => {
+    tally(name).otherDeviceSteps += 1;
+    if (action === "open") {
+      world.other ??= world.openOther();
+    } else if (action === "close") {
+      world.other?.close();
       world.other = undefined;
     } else if (world.other !== undefined) {
       let buffer: DeviceBuffer | undefined;
       try {
-        buffer = world.other.device.malloc(this.bytes);
+        buffer = world.other.malloc(bytes);
       } catch (error) {
         // Its own limits (or the host's memory) may refuse; a refusal is typed and changes nothing here.
         expect(codeOf(error)).toMatch(/^ERR_NUVEC_/);
       }
       if (buffer !== undefined) {
-        world.other.mallocs += 1;
         const native = nativeOf(buffer);
         // Never one of this Device's buffers, live or cached.
         if (native !== undefined) sameValue(world.ids.has(native), false, "the other Device's buffer");
@@ -589,40 +428,27 @@ class OtherDeviceCommand implements Command {
         sameValue(view.byteLength, 0, "the other Device's freed view");
       }
     }
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return this.action === "malloc" ? `other.malloc(${this.bytes})` : `other.${this.action}()`;
-  }
-}
+    return undefined;
+  });
 
 /**
  * A trace window: starts a trace, or stops the one running and checks that it ends with the window's
  * mallocs, in order (it may open with more: a trace can describe what was live at its start).
  */
-class TraceCommand implements Command {
-  constructor(readonly name: string) {}
-  check(): boolean {
-    return true;
-  }
-  run(model: DeviceModel, world: World): void {
-    step(world, this.name);
+const trace = (name: string) =>
+  command(name, "trace()", (_model, world) => {
     if (world.trace === undefined) {
-      world.device.startTrace(`fuzz-${this.name}`);
+      world.device.startTrace(`fuzz-${name}`);
       world.trace = { mallocs: [] };
     } else {
-      const trace = world.device.stopTrace();
-      const allocated = trace.events.filter((event) => event[0] === "a").map((event) => event[2] as number);
+      const events = world.device.stopTrace().events;
+      const allocated = events.filter((event) => event[0] === "a").map((event) => event[2] as number);
       expect(allocated.slice(allocated.length - world.trace.mallocs.length)).toEqual(world.trace.mallocs);
       world.trace = undefined;
-      tally(this.name).traceWindows += 1;
+      tally(name).traceWindows += 1;
     }
-    checkWorld(model, world, this.name);
-  }
-  toString(): string {
-    return "trace()";
-  }
-}
+    return undefined;
+  });
 
 interface Shape {
   name: string;
@@ -660,18 +486,18 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
       }),
     },
   );
-  const limit = fc.oneof(
+  const limits = fc.oneof(
     fc.integer({ min: 0, max: shape.limitRange }),
     fc.integer({ min: 0, max: 4 * MIB }),
     fc.constant(shape.memoryLimit ?? Math.floor(Math.min(1.5 * facts.workingSet, 0.95 * facts.memorySize))),
   );
   const pick = fc.nat({ max: 1000 });
   const commands: fc.Arbitrary<Command>[] = [
-    size.map((bytes) => new MallocCommand(bytes, name)),
-    size.map((bytes) => new MallocCommand(bytes, name)),
-    size.map((bytes) => new MallocCommand(bytes, name)),
-    pick.map((index) => new FreeCommand(index, name)),
-    pick.map((index) => new FreeCommand(index, name)),
+    size.map((bytes) => malloc(bytes, name)),
+    size.map((bytes) => malloc(bytes, name)),
+    size.map((bytes) => malloc(bytes, name)),
+    pick.map((index) => letGo("buffer", index, name)),
+    pick.map((index) => letGo("buffer", index, name)),
     fc
       .tuple(
         pick,
@@ -679,22 +505,22 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
         fc.integer({ min: 1, max: 255 }),
         fc.boolean(),
       )
-      .map(([index, where, value, keep]) => new WriteCommand(index, where, value, keep, name)),
-    fc.nat({ max: files.length - 1 }).map((index) => new MapFileCommand(index, name)),
-    pick.map((index) => new ReleaseCommand(index, name)),
-    limit.map((bytes) => new LimitCommand("memory", bytes, name)),
-    limit.map((bytes) => new LimitCommand("cache", bytes, name)),
+      .map(([index, where, value, keep]) => write(index, where, value, keep, name)),
+    fc.nat({ max: files.length - 1 }).map((index) => mapFile(index, name)),
+    pick.map((index) => letGo("file", index, name)),
+    limits.map((bytes) => limit("memory", bytes, name)),
+    limits.map((bytes) => limit("cache", bytes, name)),
     fc
       .oneof(fc.integer({ min: 0, max: shape.wiredRange }), fc.constantFrom(...shape.wiredChoices))
-      .map((bytes) => new LimitCommand("wired", bytes, name)),
-    fc.constant(new SimpleCommand("clearCache", name)),
-    fc.constant(new SimpleCommand("resetPeak", name)),
-    fc.constant(new SimpleCommand("refreshResidency", name)),
-    fc.constantFrom("open", "close").map((action) => new OtherDeviceCommand(action, 0, name)),
-    fc.integer({ min: 0, max: 200 * KIB }).map((bytes) => new OtherDeviceCommand("malloc", bytes, name)),
-    fc.constant(new TraceCommand(name)),
+      .map((bytes) => limit("wired", bytes, name)),
+    fc.constant(simple("clearCache", name)),
+    fc.constant(simple("resetPeak", name)),
+    fc.constant(simple("refreshResidency", name)),
+    fc.constantFrom("open", "close").map((action) => otherDevice(action, 0, name)),
+    fc.integer({ min: 0, max: 200 * KIB }).map((bytes) => otherDevice("malloc", bytes, name)),
+    fc.constant(trace(name)),
   ];
-  if (shape.movesViews === true) commands.push(pick.map((index) => new MoveAwayCommand(index, name)));
+  if (shape.movesViews === true) commands.push(pick.map((index) => moveAway(index, name)));
   const replayPath = process.env.NUVEC_FUZZ_REPLAY_PATH;
   return fc.commands(commands, {
     // Long runs: opening a Device costs more than a step, and deep states find more.
@@ -706,88 +532,61 @@ function commandsFor(shape: Shape): fc.Arbitrary<Iterable<Command>> {
 }
 
 function fuzz(shape: Shape, numRuns: number): void {
-  const seed = Number(process.env.NUVEC_FUZZ_SEED);
-  const path = process.env.NUVEC_FUZZ_PATH;
   const began = performance.now();
   try {
-    fuzzRuns(shape, numRuns, seed, path);
+    fuzzProperty(commandsFor(shape), (commands) => fuzzRun(shape, commands), numRuns);
   } finally {
     tally(shape.name).milliseconds += Math.round(performance.now() - began);
   }
 }
 
-function fuzzRuns(shape: Shape, numRuns: number, seed: number, path: string | undefined): void {
-  fc.assert(
-    fc.property(commandsFor(shape), (commands) => {
-      const { device, backend, mock } = shape.open();
-      tally(shape.name).runs += 1;
-      const startCounters = backend.counters();
-      const world: World = {
-        device,
-        other: undefined,
-        trace: undefined,
-        sinceSweep: 0,
-        openOther: () => shape.openOther(backend),
-        backend,
-        mock,
-        buffers: [],
-        files: [],
-        stale: [],
-        ids: new Map(),
-        wiredLimit: 0,
-        workingSet: backend.recommendedMaxWorkingSetSize,
-        startCounters,
-        nextMappingId: 1,
-        moved: [],
-      };
-      // The Device's default policy; a memory limit given at open is also where the cache limit starts.
-      const model = new DeviceModel(shape.facts, { policy: "bounded" });
-      if (shape.memoryLimit !== undefined) {
-        model.setMemoryLimit(shape.memoryLimit);
-        model.setCacheLimit(shape.memoryLimit);
-      }
-      try {
-        fc.modelRun(() => ({ model, real: world }), commands);
-        checkWorld(model, world, `${shape.name}: end of run`, undefined, true);
-        if (world.trace !== undefined) new TraceCommand(shape.name).run(model, world);
-      } finally {
-        world.other?.device.close();
-        device.close();
-      }
-      // Nothing outlives close(): every buffer and mapping the backend made is released, nothing wired.
-      const after = backend.counters();
-      expect(after.buffersMade - startCounters.buffersMade).toBe(
-        after.buffersReleased - startCounters.buffersReleased,
-      );
-      expect(after.mappingsMade - startCounters.mappingsMade).toBe(
-        after.mappingsReleased - startCounters.mappingsReleased,
-      );
-      expect(after.bufferBytes).toBe(startCounters.bufferBytes);
-      expect(after.wiredBytes).toBe(startCounters.wiredBytes);
-      for (const view of [...world.stale, ...world.buffers.flatMap((live) => live.views)]) {
-        expect(view.byteLength).toBe(0);
-      }
-      mock?.close();
-    }),
-    {
-      numRuns,
-      verbose: 1,
-      ...(Number.isFinite(seed) ? { seed } : {}),
-      ...(path === undefined ? {} : { path }),
-    },
-  );
+function fuzzRun(shape: Shape, commands: Iterable<Command>): void {
+  const { device, backend, mock } = shape.open();
+  tally(shape.name).runs += 1;
+  const startCounters = backend.counters();
+  const world: World = {
+    device,
+    other: undefined,
+    trace: undefined,
+    sinceSweep: 0,
+    openOther: () => shape.openOther(backend),
+    mock,
+    buffers: [],
+    files: [],
+    stale: [],
+    ids: new Map(),
+    wiredLimit: 0,
+    workingSet: backend.recommendedMaxWorkingSetSize,
+    startCounters,
+    nextMappingId: 1,
+    moved: [],
+  };
+  // The Device's default policy; a memory limit given at open is also where the cache limit starts.
+  const model = new DeviceModel(shape.facts, { policy: "bounded" });
+  if (shape.memoryLimit !== undefined) {
+    model.setMemoryLimit(shape.memoryLimit);
+    model.setCacheLimit(shape.memoryLimit);
+  }
+  try {
+    fc.modelRun(() => ({ model, real: world }), commands);
+    checkWorld(model, world, `${shape.name}: end of run`, undefined, true);
+    if (world.trace !== undefined) trace(shape.name).run(model, world);
+  } finally {
+    world.other?.close();
+    device.close();
+  }
+  // Nothing outlives close(): every buffer and mapping the backend made is released, nothing wired.
+  expectNothingHeldSince(startCounters, backend.counters());
+  for (const view of [...world.stale, ...world.buffers.flatMap((live) => live.views)]) {
+    expect(view.byteLength).toBe(0);
+  }
+  mock?.close();
 }
 
 function mockShape(name: string, pageSize: number, resourceLimit: number): Shape {
   const memorySize = 64 * MIB;
-  const probe = new MockBackend({ memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit });
-  const facts: ModelFacts = {
-    workingSet: probe.recommendedMaxWorkingSetSize,
-    memorySize,
-    maxBufferLength: probe.maxBufferLength,
-    resourceLimit,
-    pageSize,
-  };
+  const options = { memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit };
+  const facts = backendFacts(new MockBackend(options));
   return {
     name,
     facts,
@@ -798,7 +597,7 @@ function mockShape(name: string, pageSize: number, resourceLimit: number): Shape
     wiredChoices: [facts.workingSet, facts.workingSet + 1],
     open: () => {
       // Virtual files: the same bytes as on disk, without reading the disk at every mapping.
-      const mock = new MockBackend({ memorySize, pageSize, maxBufferLength: 8 * MIB, resourceLimit });
+      const mock = new MockBackend(options);
       for (const file of files) mock.addFile(file.path, file.bytes);
       return { device: Device.open({ backend: mock }), backend: mock, mock };
     },
@@ -825,20 +624,13 @@ describe("model-based fuzzing on the mock", () => {
   });
 });
 
-describe.skipIf(!hostAvailable)(
-  `model-based fuzzing on the host backend${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}`,
-  () => {
-    it(`real memory: ${hostRuns} runs`, fuzzTimeout, () => {
-      const backend = hostBackend();
-      const shape: Shape = {
+describeOnHost("model-based fuzzing", () => {
+  it(`real memory: ${hostRuns} runs`, fuzzTimeout, () => {
+    const backend = hostBackend();
+    fuzz(
+      {
         name: "host",
-        facts: {
-          workingSet: backend.recommendedMaxWorkingSetSize,
-          memorySize: backend.memorySize,
-          maxBufferLength: backend.maxBufferLength,
-          resourceLimit: backend.resourceLimit,
-          pageSize: backend.pageSize,
-        },
+        facts: backendFacts(backend),
         largest: 6 * MIB,
         limitRange: 80 * MIB,
         wiredRange: 8 * MIB,
@@ -848,17 +640,9 @@ describe.skipIf(!hostAvailable)(
         open: () => ({ device: Device.open({ memoryLimit: 96 * MIB }), backend, mock: undefined }),
         openOther: () => Device.open({ memoryLimit: 16 * MIB, cacheLimit: 0 }),
         movesViews: true,
-      };
-      fuzz(shape, hostRuns);
-    });
-  },
-);
-
-afterAll(() => {
-  const backends = Object.fromEntries(Object.entries(tallies));
-  recordFigures("fuzz", {
-    backends,
-    hostSkipped: hostAvailable ? undefined : hostUnavailableReason,
+      },
+      hostRuns,
+    );
   });
 });
 

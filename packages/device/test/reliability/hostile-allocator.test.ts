@@ -2,17 +2,16 @@
 // or careless user does at the Device level, each case named by what must not happen. Regression tests beside
 // the code: the allocator's src/hostile.test.ts, the mock's src/mock/hostile.test.ts.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown } from "../../../stats/test/thrown.js";
 import { Device } from "../../src/index.js";
 
 const MIB = 1024 ** 2;
-const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-hostile-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const { folder } = scratchFolder("nuvec-reliability-hostile-");
 
 function snapshot(device: Device) {
   return { stats: device.memoryStats(), counters: device.counters() };
@@ -26,14 +25,9 @@ describe("hostile: a residency keep-alive past what a timer can wait (item 9; wa
       expect(backend.counters().residencySetsMade).toBe(0);
       const device = Device.open({ backend: new MockBackend(), wiredLimit: MIB });
       const before = snapshot(device);
-      let thrown: unknown;
-      try {
-        device.startResidencyKeepAlive(interval);
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(ArgumentError);
-      expect(thrown).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "intervalMilliseconds" });
+      const error = thrown(() => device.startResidencyKeepAlive(interval));
+      expect(error).toBeInstanceOf(ArgumentError);
+      expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "intervalMilliseconds" });
       expect(snapshot(device)).toEqual(before);
       device.close();
     });
@@ -52,29 +46,13 @@ describe("hostile: the backend closed under an open Device (item 10; was: anothe
     const device = Device.open({ backend });
     device.malloc(1 * MIB).free(); // one buffer in the cache
     backend.close();
-    let thrown: unknown;
-    try {
-      device.malloc(4 * MIB);
-    } catch (error) {
-      thrown = error;
-    }
-    expect(thrown).toMatchObject({ code: "ERR_NUVEC_RELEASED" });
-    expect((thrown as Error).message).toMatch(/newBuffer\(\): the mock backend is closed/);
-    expect((thrown as Error).message).not.toMatch(/buffer#/);
+    const error = thrown(() => device.malloc(4 * MIB)) as Error;
+    expect(error).toMatchObject({ code: "ERR_NUVEC_RELEASED" });
+    expect(error.message).toMatch(/newBuffer\(\): the mock backend is closed/);
+    expect(error.message).not.toMatch(/buffer#/);
     expect(device.counters().allocationRetries).toBe(0);
   });
-
-  it("a refusal to allocate is still retried after the cache is cleared", () => {
-    const backend = new MockBackend();
-    const device = Device.open({ backend });
-    device.malloc(1 * MIB).free();
-    const failing = backend.bufferAttempts + 1;
-    backend.failAllocation = (_bytes, attempt) => attempt === failing;
-    const buffer = device.malloc(4 * MIB);
-    expect(device.counters()).toMatchObject({ allocationRetries: 1, cachedBuffers: 0 });
-    buffer.free();
-    device.close();
-  });
+  // A refusal to allocate is still retried after the cache is cleared: faults.test.ts ("fails once").
 });
 
 describe("hostile: a residency hook or release that throws during a trim (item 11; was: half a cache left, buffers leaked)", () => {

@@ -2,24 +2,18 @@
 // process (children/hostile-globals.mjs), because deleting or patching a global would change this runner too.
 // What the Device relies on is taken when it loads (src/environment.ts); a backend is read and checked once,
 // at open (src/backend-shape.ts).
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { packageDirectory } from "./support.js";
-
-const child = join(packageDirectory, "test/reliability/children/hostile-globals.mjs");
-const deviceBuilt = existsSync(join(packageDirectory, "dist/index.js"));
+import { deviceBuilt, runChild } from "./support.js";
 
 function run(scenario: string): Record<string, unknown> {
-  const result = spawnSync(process.execPath, ["--expose-gc", child, scenario], {
-    encoding: "utf8",
-    cwd: packageDirectory,
+  const result = runChild("hostile-globals.mjs", {
+    args: [scenario],
+    nodeOptions: ["--expose-gc"],
     timeout: 60_000,
   });
   expect(result.stderr).toBe("");
   expect(result.status).toBe(0);
-  return JSON.parse(result.stdout.trim().split("\n").at(-1) as string);
+  return result.report as Record<string, unknown>;
 }
 
 describe.skipIf(!deviceBuilt)("hostile globals (each in a child process)", () => {
@@ -40,23 +34,20 @@ describe.skipIf(!deviceBuilt)("hostile globals (each in a child process)", () =>
     });
   });
 
-  it("WeakRef missing: nothing changes (the Device uses none); the safety net still reclaims a dropped buffer", () => {
-    expect(run("no-weakref")).toEqual({
-      scenario: "no-weakref",
-      pendingBefore: 1,
-      pendingAfter: 0,
-      leakedBuffers: 1,
-      active: 0,
-    });
-  });
-
-  it("Promise.resolve and Promise.prototype.then patched after load: free({ after }) neither throws nor stays pending", () => {
-    expect(run("promise-patched")).toEqual({
-      scenario: "promise-patched",
-      pendingBefore: 1,
-      pendingAfter: 0,
-      active: 0,
-    });
+  it.each([
+    [
+      "WeakRef missing: nothing changes (the Device uses none); the safety net still reclaims a dropped buffer",
+      "no-weakref",
+      { leakedBuffers: 1 },
+    ],
+    [
+      "Promise.resolve and Promise.prototype.then patched after load: free({ after }) neither throws nor stays pending",
+      "promise-patched",
+      {},
+    ],
+  ])("%s", (_title, scenario, more) => {
+    // The deferred free settled, and nothing is left active.
+    expect(run(scenario)).toEqual({ scenario, pendingBefore: 1, pendingAfter: 0, active: 0, ...more });
   });
 
   it("a Proxy backend: read once at open, never again; a trap that throws or lies at open is an ArgumentError naming the member, nothing made", () => {

@@ -2,18 +2,16 @@
 // or a mapping's release, a residency set's release, an `onRelease`-like failure in the backend) must not
 // stop the others. The device ends closed, every backend object is released, a second close does nothing,
 // and the first failure comes out once everything ran, later ones attached as its `suppressed`.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { Teardown } from "@nuvec/stats";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown as thrownBy } from "../../../stats/test/thrown.js";
 import { Device } from "../../src/index.js";
 import { residencyOver } from "../../src/parts.js";
 
 const MIB = 1024 ** 2;
-const folder = mkdtempSync(join(tmpdir(), "nuvec-reliability-teardown-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
+const scratch = scratchFolder("nuvec-reliability-teardown-");
 
 /** What the backend still holds. */
 function live(backend: MockBackend) {
@@ -25,14 +23,13 @@ function live(backend: MockBackend) {
   };
 }
 
-/** The caught error of `body`, failing the test when it returns. */
-function thrownBy(body: () => void): unknown {
-  try {
-    body();
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a throw");
+/** Makes `object.release()` release, then throw `message`. */
+function releaseThenThrow(object: { release(): void }, message: string): void {
+  const release = object.release.bind(object);
+  object.release = () => {
+    release();
+    throw new Error(message);
+  };
 }
 
 describe("hostile: a step of Device.close() throws (was: closed stayed false, the rest never ran)", () => {
@@ -44,17 +41,10 @@ describe("hostile: a step of Device.close() throws (was: closed stayed false, th
     backend.newBuffer = function (this: MockBackend, bytes: number) {
       const buffer = newBuffer.call(this, bytes);
       const mine = serial++;
-      if (mine === 1 || mine === 2) {
-        const release = buffer.release.bind(buffer);
-        buffer.release = () => {
-          release();
-          throw new Error(`release ${mine} failed`);
-        };
-      }
+      if (mine === 1 || mine === 2) releaseThenThrow(buffer, `release ${mine} failed`);
       return buffer;
     };
-    const path = join(folder, "weights.bin");
-    writeFileSync(path, new Uint8Array(64 * 1024).fill(1));
+    const path = scratch.write("weights.bin", new Uint8Array(64 * 1024).fill(1));
     const device = Device.open({ backend, wiredLimit: 64 * MIB });
     const buffers = [1, 2, 3, 4].map((n) => device.malloc(n * MIB));
     device.mapFile(path);
@@ -78,13 +68,7 @@ describe("hostile: a step of Device.close() throws (was: closed stayed false, th
     const newResidencySet = MockBackend.prototype.newResidencySet;
     backend.newResidencySet = function (this: MockBackend) {
       const set = newResidencySet.call(this);
-      if (set !== undefined) {
-        const release = set.release.bind(set);
-        set.release = () => {
-          release();
-          throw new Error("set release failed");
-        };
-      }
+      if (set !== undefined) releaseThenThrow(set, "set release failed");
       return set;
     };
     const device = Device.open({ backend, wiredLimit: 64 * MIB });
@@ -102,15 +86,10 @@ describe("hostile: a step of Device.close() throws (was: closed stayed false, th
     const mapFile = MockBackend.prototype.mapFile;
     backend.mapFile = function (this: MockBackend, path: string) {
       const file = mapFile.call(this, path);
-      const release = file.release.bind(file);
-      file.release = () => {
-        release();
-        throw new Error("unmap failed");
-      };
+      releaseThenThrow(file, "unmap failed");
       return file;
     };
-    const path = join(folder, "mapped.bin");
-    writeFileSync(path, new Uint8Array(64 * 1024).fill(2));
+    const path = scratch.write("mapped.bin", new Uint8Array(64 * 1024).fill(2));
     const device = Device.open({ backend });
     const file = device.mapFile(path);
     expect(() => file.free()).toThrow("unmap failed");
@@ -159,13 +138,7 @@ describe("hostile: a residency handle throws inside Residency.close() (was: sets
     const made = backend.counters().residencySetsMade;
     expect(made).toBeGreaterThan(1);
     // Every set's release throws after releasing.
-    for (const set of backend.liveResidencySets) {
-      const release = set.release.bind(set);
-      set.release = () => {
-        release();
-        throw new Error("set release failed");
-      };
-    }
+    for (const set of backend.liveResidencySets) releaseThenThrow(set, "set release failed");
     const error = thrownBy(() => residency.close());
     expect((error as Error).message).toBe("set release failed");
     expect((error as { suppressed?: unknown[] }).suppressed).toHaveLength(made - 1);

@@ -8,34 +8,31 @@
 // A failure prints fast-check's seed and path; replay it with
 //   NUVEC_FUZZ_SEED=<seed> NUVEC_FUZZ_PATH=<path> npx vitest run test/reliability/segments-fuzz.test.ts
 import { randomFillSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import fc from "fast-check";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type ModelPlace, SegmentsModel } from "../../../allocator/test/segments-model.js";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { bufferState } from "../../src/device-buffer.js";
 import { Device, type DeviceBuffer, type MappedFile } from "../../src/index.js";
-import { budget, hostAvailable, hostBackend, hostUnavailableReason } from "./support.js";
+import { backendFacts, fuzzProperty, sameFigures } from "./model.js";
+import { budget, expectNothingHeldSince, hostBackend, itOnHost } from "./support.js";
 
 const KIB = 1024;
 const MIB = 1024 ** 2;
 
-const folder = mkdtempSync(join(tmpdir(), "nuvec-segments-fuzz-"));
-afterAll(() => rmSync(folder, { recursive: true, force: true }));
-const files = [100, 4097, 70_000].map((length, index) => {
-  const path = join(folder, `file-${index}.bin`);
-  writeFileSync(path, randomFillSync(new Uint8Array(length)));
-  return path;
-});
+const scratch = scratchFolder("nuvec-segments-fuzz-");
+const fileLengths = [100, 4097, 70_000];
+const files = fileLengths.map((length, index) =>
+  scratch.write(`file-${index}.bin`, randomFillSync(new Uint8Array(length))),
+);
 
 type Step =
   | { kind: "malloc"; bytes: number }
   | { kind: "free"; pick: number }
-  | { kind: "memory" | "cache"; bytes: number }
-  | { kind: "clear" | "peak" }
+  | { kind: "setMemoryLimit" | "setCacheLimit"; bytes: number }
+  | { kind: "clearCache" | "resetPeak" }
   | { kind: "map"; file: number }
   | { kind: "unmap"; pick: number };
 
@@ -45,34 +42,25 @@ interface LiveBlock {
   mark: number;
 }
 
-const steps = (largest: number, limitRange: number): fc.Arbitrary<Step[]> =>
-  fc.array(
+const steps = (largest: number, limitRange: number): fc.Arbitrary<Step[]> => {
+  const malloc = (max: number) =>
+    fc.integer({ min: 0, max }).map((bytes): Step => ({ kind: "malloc", bytes }));
+  const limit = (kind: "setMemoryLimit" | "setCacheLimit") =>
+    fc.integer({ min: 0, max: limitRange }).map((bytes): Step => ({ kind, bytes }));
+  return fc.array(
     fc.oneof(
-      {
-        weight: 6,
-        arbitrary: fc.integer({ min: 0, max: 64 * KIB }).map((bytes) => ({ kind: "malloc", bytes }) as Step),
-      },
-      {
-        weight: 3,
-        arbitrary: fc.integer({ min: 0, max: largest }).map((bytes) => ({ kind: "malloc", bytes }) as Step),
-      },
-      { weight: 7, arbitrary: fc.nat(1000).map((pick) => ({ kind: "free", pick }) as Step) },
-      {
-        weight: 1,
-        arbitrary: fc
-          .integer({ min: 0, max: limitRange })
-          .map((bytes) => ({ kind: "memory", bytes }) as Step),
-      },
-      {
-        weight: 1,
-        arbitrary: fc.integer({ min: 0, max: limitRange }).map((bytes) => ({ kind: "cache", bytes }) as Step),
-      },
-      { weight: 1, arbitrary: fc.constantFrom<Step>({ kind: "clear" }, { kind: "peak" }) },
-      { weight: 1, arbitrary: fc.nat(files.length - 1).map((file) => ({ kind: "map", file }) as Step) },
-      { weight: 1, arbitrary: fc.nat(1000).map((pick) => ({ kind: "unmap", pick }) as Step) },
+      { weight: 6, arbitrary: malloc(64 * KIB) },
+      { weight: 3, arbitrary: malloc(largest) },
+      { weight: 7, arbitrary: fc.nat(1000).map((pick): Step => ({ kind: "free", pick })) },
+      { weight: 1, arbitrary: limit("setMemoryLimit") },
+      { weight: 1, arbitrary: limit("setCacheLimit") },
+      { weight: 1, arbitrary: fc.constantFrom<Step>({ kind: "clearCache" }, { kind: "resetPeak" }) },
+      { weight: 1, arbitrary: fc.nat(files.length - 1).map((file): Step => ({ kind: "map", file })) },
+      { weight: 1, arbitrary: fc.nat(1000).map((pick): Step => ({ kind: "unmap", pick })) },
     ),
     { maxLength: 300 },
   );
+};
 
 /** Where a live buffer's block is: its segment (the backend's buffer) and its offset there. */
 function placeOf(buffer: DeviceBuffer): { segment: object; offset: number } {
@@ -84,13 +72,7 @@ type Opened = { device: Device; backend: NativeBackend; memoryLimit?: number };
 
 function run(open: () => Opened, list: Step[]): void {
   const { device, backend, memoryLimit } = open();
-  const model = new SegmentsModel({
-    workingSet: backend.recommendedMaxWorkingSetSize,
-    memorySize: backend.memorySize,
-    maxBufferLength: backend.maxBufferLength,
-    resourceLimit: backend.resourceLimit,
-    pageSize: backend.pageSize,
-  });
+  const model = new SegmentsModel(backendFacts(backend));
   if (memoryLimit !== undefined) {
     // Opened with a memory limit: the cache limit defaults to it, as the Device's does.
     model.setMemoryLimit(memoryLimit);
@@ -107,6 +89,13 @@ function run(open: () => Opened, list: Step[]): void {
     for (const [index, step] of list.entries()) {
       const what = `step ${index} ${JSON.stringify(step)}`;
       switch (step.kind) {
+        case "free":
+          // The pick-th live block, if any (an empty list splices nothing).
+          for (const block of live.splice(step.pick % live.length, 1)) {
+            block.buffer.free();
+            model.free(block.place);
+          }
+          break;
         case "malloc": {
           const outcome = model.malloc(step.bytes);
           if (!outcome.ok) {
@@ -132,28 +121,15 @@ function run(open: () => Opened, list: Step[]): void {
           live.push({ buffer, place, mark });
           break;
         }
-        case "free": {
-          if (live.length === 0) break;
-          const [block] = live.splice(step.pick % live.length, 1);
-          block!.buffer.free();
-          model.free(block!.place);
+        case "setMemoryLimit":
+        case "setCacheLimit":
+          device[step.kind](step.bytes);
+          model[step.kind](step.bytes);
           break;
-        }
-        case "memory":
-          device.setMemoryLimit(step.bytes);
-          model.setMemoryLimit(step.bytes);
-          break;
-        case "cache":
-          device.setCacheLimit(step.bytes);
-          model.setCacheLimit(step.bytes);
-          break;
-        case "clear":
-          device.clearCache();
-          model.clearCache();
-          break;
-        case "peak":
-          device.resetPeak();
-          model.resetPeak();
+        case "clearCache":
+        case "resetPeak":
+          device[step.kind]();
+          model[step.kind]();
           break;
         case "map": {
           const path = files[step.file]!;
@@ -165,31 +141,21 @@ function run(open: () => Opened, list: Step[]): void {
           } catch (error) {
             refused = error;
           }
-          const outcome = model.mapFile(file?.length ?? [100, 4097, 70_000][step.file]!, id);
+          const outcome = model.mapFile(file?.length ?? fileLengths[step.file]!, id);
           expect(outcome.ok, `${what}: ${String(refused)}`).toBe(file !== undefined);
           if (file !== undefined) mapped.push({ file, id });
           break;
         }
-        case "unmap": {
-          if (mapped.length === 0) break;
-          const [entry] = mapped.splice(step.pick % mapped.length, 1);
-          entry!.file.free();
-          model.release(entry!.id);
+        case "unmap":
+          for (const entry of mapped.splice(step.pick % mapped.length, 1)) {
+            entry.file.free();
+            model.release(entry.id);
+          }
           break;
-        }
       }
-      const stats = device.memoryStats();
+      sameFigures(device.memoryStats(), model.stats(), `${what}: memoryStats()`);
       const counters = device.counters();
-      const expected = model.stats();
-      for (const key of Object.keys(expected)) {
-        if ((stats as unknown as Record<string, number>)[key] !== expected[key])
-          expect(stats, `${what}: memoryStats()`).toMatchObject(expected);
-      }
-      const expectedCounters = model.counters();
-      for (const key of Object.keys(expectedCounters)) {
-        if ((counters as unknown as Record<string, number>)[key] !== expectedCounters[key])
-          expect(counters, `${what}: counters()`).toMatchObject(expectedCounters);
-      }
+      sameFigures(counters, model.counters(), `${what}: counters()`);
       const held =
         counters.backend.buffersMade -
         start.buffersMade -
@@ -206,22 +172,11 @@ function run(open: () => Opened, list: Step[]): void {
   } finally {
     device.close();
   }
-  const after = backend.counters();
-  expect(after.buffersMade - start.buffersMade).toBe(after.buffersReleased - start.buffersReleased);
-  expect(after.bufferBytes).toBe(start.bufferBytes);
+  expectNothingHeldSince(start, backend.counters());
 }
 
 function property(open: () => Opened, numRuns: number, largest: number): void {
-  const seed = Number(process.env.NUVEC_FUZZ_SEED);
-  const path = process.env.NUVEC_FUZZ_PATH;
-  fc.assert(
-    fc.property(steps(largest, 120 * MIB), (list) => run(open, list)),
-    {
-      numRuns,
-      ...(Number.isFinite(seed) ? { seed } : {}),
-      ...(path === undefined ? {} : { path }),
-    },
-  );
+  fuzzProperty(steps(largest, 120 * MIB), (list) => run(open, list), numRuns);
 }
 
 const mockRuns = budget("NUVEC_FUZZ_RUNS", 400, 3000);
@@ -244,18 +199,15 @@ describe("model-based fuzzing of the segments policy", () => {
     );
   });
 
-  it.skipIf(!hostAvailable)(
-    `on the host backend${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}: ${hostRuns} runs`,
-    () => {
-      property(
-        () => {
-          const backend = hostBackend();
-          const memoryLimit = 256 * MIB;
-          return { device: Device.open({ backend, policy: "segments", memoryLimit }), backend, memoryLimit };
-        },
-        hostRuns,
-        24 * MIB,
-      );
-    },
-  );
+  itOnHost(`on the host backend: ${hostRuns} runs`, () => {
+    property(
+      () => {
+        const backend = hostBackend();
+        const memoryLimit = 256 * MIB;
+        return { device: Device.open({ backend, policy: "segments", memoryLimit }), backend, memoryLimit };
+      },
+      hostRuns,
+      24 * MIB,
+    );
+  });
 });

@@ -3,21 +3,12 @@
 // counters are as before.
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, describe, expect, it } from "vitest";
-import {
-  hostAvailable,
-  hostBackend,
-  hostUnavailableReason,
-  packageDirectory,
-  procMapsCount,
-  procStatus,
-  recordFigures,
-} from "./support.js";
+import { expect, it } from "vitest";
+import { describeOnHost, hostBackend, packageDirectory, processFigures, sectionFigures } from "./support.js";
 
 const MIB = 1024 ** 2;
 const script = join(packageDirectory, "test/reliability/children/worker.mjs");
-const figures: Record<string, unknown> = {};
-afterAll(() => recordFigures("worker", figures));
+const figures = sectionFigures("worker", {} as Record<string, unknown>);
 
 function runWorker(
   close: boolean,
@@ -35,28 +26,25 @@ function runWorker(
   });
 }
 
-describe.skipIf(!hostAvailable)(
-  `a Device in a worker thread${hostAvailable ? "" : ` (skipped: ${hostUnavailableReason})`}`,
-  () => {
-    for (const close of [true, false]) {
-      it(`works, and is released when the worker exits (${close ? "closed first" : "left open"})`, async () => {
-        const main = hostBackend().counters();
-        const vmLck = procStatus("VmLck");
-        const maps = procMapsCount();
-        const result = await runWorker(close);
-        expect(result.exitCode).toBe(0);
-        expect(result.ok).toBe(true);
-        expect(result.stats.active).toBeGreaterThanOrEqual(8 * MIB);
-        // Back to where it was: nothing locked, nothing counted on this thread's backend.
-        expect(procStatus("VmLck")).toBe(vmLck);
-        expect(hostBackend().counters()).toEqual(main);
-        figures[close ? "closed" : "leftOpen"] = {
-          workerActive: result.stats.active,
-          workerWired: result.stats.wired,
-          vmLckDelta: procStatus("VmLck") - vmLck,
-          mapsDelta: procMapsCount() - maps,
-        };
-      });
-    }
-  },
-);
+describeOnHost("a Device in a worker thread", () => {
+  for (const close of [true, false]) {
+    it(`works, and is released when the worker exits (${close ? "closed first" : "left open"})`, async () => {
+      const main = hostBackend().counters();
+      const { vmLck, maps } = processFigures();
+      const result = await runWorker(close);
+      expect(result.exitCode).toBe(0);
+      expect(result.ok).toBe(true);
+      expect(result.stats.active).toBeGreaterThanOrEqual(8 * MIB);
+      // Back to where it was: nothing locked, nothing counted on this thread's backend.
+      const after = processFigures();
+      expect(after.vmLck).toBe(vmLck);
+      expect(hostBackend().counters()).toEqual(main);
+      figures[close ? "closed" : "leftOpen"] = {
+        workerActive: result.stats.active,
+        workerWired: result.stats.wired,
+        vmLckDelta: after.vmLck - vmLck,
+        mapsDelta: after.maps - maps,
+      };
+    });
+  }
+});

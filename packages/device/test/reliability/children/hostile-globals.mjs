@@ -43,6 +43,30 @@ function deferredFree(device, makeAfter) {
 }
 
 const outcome = { scenario };
+
+/** After `milliseconds` (a timer), reports the outcome with what the device holds, then closes it. */
+function reportAfter(device, milliseconds, more = () => ({})) {
+  setTimeout(() => {
+    outcome.pendingAfter = device.counters().pendingFrees;
+    Object.assign(outcome, more(), { active: device.memoryStats().active });
+    device.close();
+    report(outcome);
+  }, milliseconds);
+}
+
+/** A Proxy forwarding to `mock` (methods bound to it: its state is private) save where `trap` answers `{ value }`. */
+function forwarding(mock, trap) {
+  return new Proxy(mock, {
+    get(target, key) {
+      const answer = trap(key);
+      if (answer !== undefined) return answer.value;
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+const promiseAfter = (executor) => new Promise(executor);
 try {
   if (scenario === "no-finalization-registry") {
     try {
@@ -53,33 +77,16 @@ try {
       outcome.openWithSafetyNet = errorOf(error);
     }
     const device = Device.open({ backend: new MockBackend(), safetyNet: false });
-    Object.assign(
-      outcome,
-      deferredFree(device, (executor) => new Promise(executor)),
-    );
+    Object.assign(outcome, deferredFree(device, promiseAfter));
     device.malloc(8192); // kept past the turn: no registry is made for it
-    setTimeout(() => {
-      outcome.pendingAfter = device.counters().pendingFrees;
-      outcome.active = device.memoryStats().active;
-      device.close();
-      report(outcome);
-    }, 20);
+    reportAfter(device, 20);
   } else if (scenario === "no-weakref") {
     const device = Device.open({ backend: new MockBackend() });
-    Object.assign(
-      outcome,
-      deferredFree(device, (executor) => new Promise(executor)),
-    );
+    Object.assign(outcome, deferredFree(device, promiseAfter));
     (() => device.malloc(4096))(); // dropped: the safety net reclaims it
     setTimeout(() => {
       globalThis.gc?.();
-      setTimeout(() => {
-        outcome.pendingAfter = device.counters().pendingFrees;
-        outcome.leakedBuffers = device.counters().leakedBuffers;
-        outcome.active = device.memoryStats().active;
-        device.close();
-        report(outcome);
-      }, 50);
+      reportAfter(device, 50, () => ({ leakedBuffers: device.counters().leakedBuffers }));
     }, 20);
   } else if (scenario === "promise-patched") {
     const device = Device.open({ backend: new MockBackend() });
@@ -94,25 +101,17 @@ try {
       return this;
     };
     Object.assign(outcome, deferredFree(device, makeAfter));
-    setTimeout(() => {
-      outcome.pendingAfter = device.counters().pendingFrees;
-      outcome.active = device.memoryStats().active;
-      device.close();
-      report(outcome);
-    }, 20);
+    reportAfter(device, 20);
   } else if (scenario === "proxy-backend") {
     const mock = new MockBackend();
     let reads = 0;
     let hostile = false;
-    // A forwarding Proxy (methods bound to the mock, whose state is private) that turns hostile after open.
-    const proxy = new Proxy(mock, {
-      get(target, key) {
-        reads += 1;
-        if (hostile && key === "newBuffer") return "not a function any more";
-        if (hostile && key === "counters") throw new Error("the trap throws now");
-        const value = Reflect.get(target, key);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    // A forwarding Proxy that turns hostile after open.
+    const proxy = forwarding(mock, (key) => {
+      reads += 1;
+      if (hostile && key === "newBuffer") return { value: "not a function any more" };
+      if (hostile && key === "counters") throw new Error("the trap throws now");
+      return undefined;
     });
     const device = Device.open({ backend: proxy });
     outcome.readsAtOpen = reads;
@@ -126,27 +125,11 @@ try {
     device.close();
     const refusals = {};
     const cases = {
-      "throwing trap": new Proxy(mock, {
-        get(target, key) {
-          if (key === "counters") throw new Error("trap");
-          const value = Reflect.get(target, key);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
+      "throwing trap": forwarding(mock, (key) => {
+        if (key === "counters") throw new Error("trap");
       }),
-      "missing method": new Proxy(mock, {
-        get(target, key) {
-          if (key === "mapFile") return undefined;
-          const value = Reflect.get(target, key);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      }),
-      "a string size": new Proxy(mock, {
-        get(target, key) {
-          if (key === "pageSize") return "16384";
-          const value = Reflect.get(target, key);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      }),
+      "missing method": forwarding(mock, (key) => (key === "mapFile" ? { value: undefined } : undefined)),
+      "a string size": forwarding(mock, (key) => (key === "pageSize" ? { value: "16384" } : undefined)),
       "not an object": 42,
     };
     for (const [name, backend] of Object.entries(cases)) {

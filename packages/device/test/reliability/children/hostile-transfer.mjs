@@ -9,6 +9,22 @@ const MIB = 1024 ** 2;
 const path = process.argv[2];
 const report = {};
 
+/** Whether every page of `view` (its first byte) reads `byte`. */
+function reads(view, byte) {
+  for (let index = 0; index < view.length; index += 4096) if (view[index] !== byte) return false;
+  return true;
+}
+
+/** Whether `action` returns without throwing. */
+function works(action) {
+  try {
+    action();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function collect() {
   for (let round = 0; round < 4; round += 1) {
     globalThis.gc();
@@ -45,9 +61,7 @@ await (async () => {
   const moved = new Uint8Array(buffer.contents().transfer());
   buffer.free();
   device.clearCache();
-  let sum = 0;
-  for (let index = 0; index < moved.length; index += 4096) sum += moved[index];
-  report.clearCache = { readBack: sum === 0x42 * (moved.length / 4096) };
+  report.clearCache = { readBack: reads(moved, 0x42) };
 })();
 
 // 3. a mapped file released with a moved view alive: the view still reads the file's bytes.
@@ -56,9 +70,7 @@ await (async () => {
   const file = device.mapFile(path);
   const moved = new Uint8Array(file.contents().transfer());
   file.free();
-  let sum = 0;
-  for (let index = 0; index < moved.length; index += 4096) sum += moved[index];
-  report.mappedRelease = { readBack: sum === 0x37 * (moved.length / 4096) };
+  report.mappedRelease = { readBack: reads(moved, 0x37) };
 })();
 
 // 4. the safety net: a buffer dropped without free() while a moved view of it lives is not reused either.
@@ -87,27 +99,11 @@ await (async () => {
   const empty = device.malloc(0);
   const other = device.malloc(0);
   empty.contents().transfer();
-  let otherWorks = true;
-  let sameWorks = true;
-  try {
-    other.bytes();
-  } catch {
-    otherWorks = false;
-  }
-  try {
-    empty.bytes();
-  } catch {
-    sameWorks = false;
-  }
+  const otherWorks = works(() => other.bytes());
+  const sameWorks = works(() => empty.bytes());
   const third = Device.open();
-  let otherDeviceWorks = true;
-  try {
-    third.malloc(0).bytes();
-  } catch {
-    otherDeviceWorks = false;
-  }
+  report.empty = { otherWorks, sameWorks, otherDeviceWorks: works(() => third.malloc(0).bytes()) };
   third.close();
-  report.empty = { otherWorks, sameWorks, otherDeviceWorks };
 })();
 
 // Each probe runs in its own function, so that its moved view is unreachable once it returns.
