@@ -303,6 +303,12 @@ export function describeNativeBackendContract(
         expect(buffer.read(100, 2000)).toEqual(pattern.slice(100, 2100));
         copy.fill(0); // a copy: the buffer keeps its bytes
         expect(readBytes(buffer)).toEqual(pattern);
+        if (hostVisible) {
+          // A write whose source is a view of the same memory, overlapping its target: as a memmove.
+          buffer.write(new Uint8Array(buffer.contents(), 0, 2000), 8);
+          pattern.copyWithin(8, 0, 2000);
+          expect(readBytes(buffer)).toEqual(pattern);
+        }
         const before = backend.counters();
         expectNativeError(() => buffer.read(buffer.length, 1), ArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");
         expectNativeError(() => buffer.read(-1, 1), ArgumentError, "ERR_NUVEC_INVALID_ARGUMENT");

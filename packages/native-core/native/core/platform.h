@@ -83,13 +83,14 @@ class Allocation {
   // not registered with the driver).
   virtual uint64_t devicePointer() const { return 0; }
   // Copies bytes in or out at offset (already checked against length()). false and a failure when the
-  // layer refuses. The default copies through data(), for memory the CPU can address.
+  // layer refuses. The default copies through data(), for memory the CPU can address, with memmove: the
+  // source of a write (or the target of a read) may be a view of this very memory, overlapping.
   virtual bool copyIn(size_t offset, const void* source, size_t bytes, Failure*) {
-    std::memcpy(static_cast<char*>(data()) + offset, source, bytes);
+    std::memmove(static_cast<char*>(data()) + offset, source, bytes);
     return true;
   }
   virtual bool copyOut(size_t offset, void* target, size_t bytes, Failure*) const {
-    std::memcpy(target, static_cast<const char*>(data()) + offset, bytes);
+    std::memmove(target, static_cast<const char*>(data()) + offset, bytes);
     return true;
   }
   // For runtimes' native code (nativeHandle()), beside platform and address: what this layer's own APIs
