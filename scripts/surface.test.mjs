@@ -63,7 +63,7 @@ const APPROVED = {
   "@nuvec/metal-native/addon": names(`
     AddonAllocation AddonBackend AddonBuffer AddonBufferRange AddonMappedFile AddonOwner AddonResidencySet
     AllocationKind NativeAddonBufferRange RawAddon RawAllocationHandle RawBufferHandle RawFacts
-    RawMappedFileHandle RawResidencySetHandle SlotCalls ViewBookkeeping callNative checkByteCount checkSource
+    RawMappedFileHandle RawResidencySetHandle SlotCalls ViewBookkeeping callNative checkByteCount
     nativeBinaryDefect
   `),
   "@nuvec/device": names(`

@@ -19,4 +19,4 @@ export type { AddonOwner } from "./addon/owner.js";
 export type { AllocationKind } from "./addon/ownership.js";
 export type * from "./addon/raw.js";
 export { AddonResidencySet } from "./addon/residency-set.js";
-export { checkByteCount, checkSource } from "./arguments.js";
+export { checkByteCount } from "./arguments.js";
