@@ -186,7 +186,8 @@ if (host !== undefined) {
 // rows' finalizers run), and the figure must not grow with the count. Then the malloc + free pair right after
 // the longest loop (no turn in between), a model load (views of 10,000 live buffers made in one job, each
 // still attached when the next is made), and the same lengths for read(), write(), bytes() and a mapped
-// file's view (there mmap + munmap dominate: it shows only that nothing grows).
+// file's view (there mmap + munmap dominate: it shows only that nothing grows). The rows are measured in
+// rounds, one measurement of each per round.
 const viewLoops = [];
 if (host !== undefined) {
   const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -198,18 +199,16 @@ if (host !== undefined) {
   writeFileSync(path, new Uint8Array(64 * KiB).fill(5));
   const context = { device: host, size: 64 * KiB, source: new Uint8Array(64).fill(3), path };
   const counts = [1_000, 10_000, 100_000];
-  /** ns per iteration of `body` run `count` times in one go: the best of the measurements, each after turns. */
-  const inOneGo = async (loop, count) => {
-    const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-    for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
-      await settle();
-      const elapsed = stopwatch();
-      loop(context, count);
-      const { wall, cpu } = elapsed();
-      best.wall = Math.min(best.wall, wall / count);
-      best.cpu = Math.min(best.cpu, cpu / count);
-    }
-    return best;
+  const none = () => ({ wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY });
+  const keepBest = (best, { wall, cpu }, count) => {
+    best.wall = Math.min(best.wall, wall / count);
+    best.cpu = Math.min(best.cpu, cpu / count);
+  };
+  /** Times one call of `loop(context, count)`: { wall, cpu } for the whole call. */
+  const timed = (loop, count) => {
+    const elapsed = stopwatch();
+    loop(context, count);
+    return elapsed();
   };
   const cases = [
     [
@@ -235,49 +234,26 @@ if (host !== undefined) {
     [
       "mapFile(64 KiB) + contents() + free()",
       "const f = context.device.mapFile(context.path); f.contents(); f.free();",
-      undefined,
     ],
-  ];
-  for (const [what, body, goal] of cases) {
-    const loop = loopOf(body);
-    // Compiled and warm, and the heap grown to what such a loop needs (the first thousands of views pay for
-    // young-generation collections that later ones do not).
+  ].map(([what, body, goal]) => ({
+    what,
+    goal,
+    loop: loopOf(body),
+    // The pair right after the longest loop: a function of its own per row, compiled and warmed as long as
+    // the loop before it, so that what it shows is what the views left behind, not its own warm-up.
+    pair: body.includes("malloc") ? loopOf("context.device.malloc(context.size).free();") : undefined,
+    figures: counts.map(none),
+    after: body.includes("malloc") ? none() : undefined,
+    alone: body.includes("malloc") ? none() : undefined,
+  }));
+  // Compiled and warm, and the heap grown to what such loops need (the first thousands of views pay for
+  // young-generation collections that later ones do not).
+  for (const row of cases) {
     for (let warmUp = 0; warmUp < 3; warmUp++) {
-      loop(context, 10_000);
+      row.loop(context, 10_000);
       await settle();
     }
-    const figures = [];
-    for (const count of counts) figures.push(await inOneGo(loop, count));
-    let after;
-    let alone;
-    if (body.includes("malloc")) {
-      // The pair right after the longest loop, no turn in between: compiled and warmed as long as the
-      // loop before it, so that what it shows is what the views left behind, not its own warm-up.
-      const pair = loopOf("context.device.malloc(context.size).free();");
-      pair(context, 100_000);
-      after = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-      for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
-        await settle();
-        loop(context, 100_000);
-        const elapsed = stopwatch();
-        pair(context, 100_000);
-        const { wall, cpu } = elapsed();
-        after.wall = Math.min(after.wall, wall / 100_000);
-        after.cpu = Math.min(after.cpu, cpu / 100_000);
-      }
-      // The same pair measured the same way with no view loop before it: what the views leave behind is the
-      // difference (the pair's own cost moves with the state of the engine's code from process to process).
-      alone = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-      for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
-        await settle();
-        const elapsed = stopwatch();
-        pair(context, 100_000);
-        const { wall, cpu } = elapsed();
-        alone.wall = Math.min(alone.wall, wall / 100_000);
-        alone.cpu = Math.min(alone.cpu, cpu / 100_000);
-      }
-    }
-    viewLoops.push({ what, figures, goal, after, alone });
+    row.pair?.(context, 100_000);
   }
   // A model load: 10,000 buffers of 4 KiB made and read in one job, freed at the end.
   const load = loopOf(
@@ -294,14 +270,32 @@ if (host !== undefined) {
     total: { wall: 0, cpu: 0 },
   };
   load(loadContext, 1);
-  const loadBest = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  const loadBest = none();
+  // The measurements go round the rows, each a few turns after the last: on a virtual machine whole seconds
+  // can run slower than the rest (a neighbour's load), and a row measured in one go would be measured in one
+  // such stretch. Each figure is the best of its round-robin measurements.
   for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
+    for (const row of cases) {
+      for (let index = 0; index < counts.length; index++) {
+        await settle();
+        keepBest(row.figures[index], timed(row.loop, counts[index]), counts[index]);
+      }
+      if (row.pair === undefined) continue;
+      // After the longest loop with no turn in between; then the same pair with no loop before it: what the
+      // views leave behind is the difference (the pair's own cost moves with the state of the engine's code).
+      await settle();
+      row.loop(context, 100_000);
+      keepBest(row.after, timed(row.pair, 100_000), 100_000);
+      await settle();
+      keepBest(row.alone, timed(row.pair, 100_000), 100_000);
+    }
     await settle();
     loadContext.total = { wall: 0, cpu: 0 };
     load(loadContext, 1);
-    loadBest.wall = Math.min(loadBest.wall, loadContext.total.wall / loadContext.live);
-    loadBest.cpu = Math.min(loadBest.cpu, loadContext.total.cpu / loadContext.live);
+    keepBest(loadBest, loadContext.total, loadContext.live);
   }
+  for (const { what, figures, goal, after, alone } of cases)
+    viewLoops.push({ what, figures, goal, after, alone });
   viewLoops.push({
     what: "first contents() of 10,000 live 4 KiB buffers in one job (a model load), per call",
     load: loadBest,

@@ -20,5 +20,12 @@ echo "node $("$NODE" --version), $(g++ --version | head -1)"
 # measurements, and still room for the engine's collector threads beside the bench.
 PIN=()
 if command -v taskset >/dev/null; then PIN=(taskset -c "${NUVEC_BENCH_CPUS:-2-5}"); fi
-"${PIN[@]}" "$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
+# NUVEC_BENCH_RUNS (default 1) fresh processes one after the other: on a virtual machine one process's figures
+# can all be slower than another's for the same build (where its heap and code landed), so several runs say
+# how far the figures move.
+RUNS=${NUVEC_BENCH_RUNS:-1}
+for RUN in $(seq "$RUNS"); do
+  if [ "$RUNS" -gt 1 ]; then echo; echo "## process $RUN of $RUNS"; echo; fi
+  "${PIN[@]}" "$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
