@@ -1,7 +1,6 @@
 // What a buffer or mapped-file object does (handles.h): views, their detaching, copies, nativeHandle(),
 // release. The ownership decisions are AddonState's; this file turns JavaScript events into its calls.
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "handles.h"
@@ -112,11 +111,11 @@ void HandleSlots::Remove(double slot) {
 }
 
 AllocationHandle* HandleSlots::Find(double slot) const {
-  // NaN, negatives, fractions and numbers past the last generation are no slots.
-  if (!(slot >= 0) || slot >= static_cast<double>(kGenerations) * kIndexSpan || slot != std::floor(slot)) {
-    return nullptr;
-  }
+  // NaN, negatives and numbers past the last generation are no slots; nor are fractions, which the
+  // conversion to an integer would round down (a comparison, not a call of floor()).
+  if (!(slot >= 0) || slot >= static_cast<double>(kGenerations) * kIndexSpan) return nullptr;
   auto value = static_cast<uint64_t>(slot);
+  if (static_cast<double>(value) != slot) return nullptr;
   uint64_t index = value & 0xffffffffu;
   uint64_t generation = value >> 32;
   if (index >= entries_.size() || entries_[index].generation != generation) return nullptr;
