@@ -241,30 +241,29 @@ export class Device {
 
   #freeState(state: BufferState): void {
     // Views are detached before the buffer can reach its next owner (through the cache); a buffer whose
-    // owner never asked for one has none to detach (no native call). Their handling is a method of its own
+    // owner never asked for one has none to detach (no native call). The detaching is a method of its own
     // so that this path stays small enough for the engine to inline into its callers after view-heavy use.
-    if (state.viewsHandedOut && this.#freedQuarantined(state)) return;
-    this.#allocator.free(state.allocation);
+    if (state.viewsHandedOut && this.#detachViews(state)) {
+      this.#freeQuarantined(state.allocation.buffer as NativeBuffer, state);
+    } else {
+      this.#allocator.free(state.allocation);
+      this.#trace?.free(state);
+    }
     state.live = false;
     this.#liveBuffers.unlink(state);
-    this.#trace?.free(state);
   }
 
   /**
-   * Detaches the views of a buffer being freed. A view moved away by transfer() could not be detached and
-   * still reaches the memory: such a buffer is never cached (never reused), the backend holds its memory
-   * until that view is collected, and this frees it that way and returns true. This covers the safety net
-   * too, which frees through here when the DeviceBuffer is collected (a moved view does not keep it alive).
+   * Detaches the views of a buffer being freed; true when one could not be detached: a view moved away by
+   * transfer() still reaches the memory, so the buffer must never be cached (never reused) and the backend
+   * holds its memory until that view is collected. This covers the safety net too, which frees through
+   * #freeState when the DeviceBuffer is collected (a moved view does not keep it alive).
    */
-  #freedQuarantined(state: BufferState): boolean {
+  #detachViews(state: BufferState): boolean {
     const native = state.allocation.buffer;
     if (native === undefined) return false;
     native.detachContents();
-    if (native.quarantined !== true) return false;
-    this.#freeQuarantined(native, state);
-    state.live = false;
-    this.#liveBuffers.unlink(state);
-    return true;
+    return native.quarantined === true;
   }
 
   /** Gives a buffer whose view was moved away back to the backend, never to the cache, and counts what it holds. */
