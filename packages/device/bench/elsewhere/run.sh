@@ -24,6 +24,9 @@ if command -v taskset >/dev/null; then PIN=(taskset -c "${NUVEC_BENCH_CPUS:-2-5}
 # can all be slower than another's for the same build (where its heap and code landed), so several runs say
 # how far the figures move.
 RUNS=${NUVEC_BENCH_RUNS:-1}
+case "$RUNS" in
+  '' | *[!0-9]* | 0) echo "NUVEC_BENCH_RUNS must be a whole number of at least 1, got '$RUNS'" >&2; exit 2 ;;
+esac
 for RUN in $(seq "$RUNS"); do
   if [ "$RUNS" -gt 1 ]; then echo; echo "## process $RUN of $RUNS"; echo; fi
   "${PIN[@]}" "$NODE" --expose-gc "$CARRY/bench/device-bench.mjs" "$@"
