@@ -5,7 +5,7 @@
 import type { Allocation } from "@nuvec/allocator";
 import type { NativeBuffer } from "@nuvec/metal-native";
 import { ArgumentError } from "@nuvec/stats";
-import { bufferFreed, deviceClosed, notHostVisible } from "./errors.js";
+import { bufferFreed, deviceClosed, lookAlike, notHostVisible } from "./errors.js";
 import type { HandleOwner } from "./handle-owner.js";
 import type { FreeOptions } from "./options.js";
 
@@ -85,6 +85,20 @@ function isDetached(buffer: ArrayBuffer): boolean {
 // they are no members of the public class.
 let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
 let dropViews: (buffer: DeviceBuffer) => void;
+let hasBufferBrand: (value: object) => boolean;
+
+/**
+ * @internal Whether `value` is a DeviceBuffer that a Device made: a brand check on the class's private state,
+ * so `Object.create(DeviceBuffer.prototype)`, a Proxy of a buffer and a structuredClone of one are not.
+ */
+export function isDeviceBuffer(value: unknown): value is DeviceBuffer {
+  return typeof value === "object" && value !== null && hasBufferBrand(value);
+}
+
+/** The `this` of a DeviceBuffer method or getter: a real DeviceBuffer, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (!isDeviceBuffer(value)) throw lookAlike(operation, "this", "a DeviceBuffer made by device.malloc()");
+}
 
 /** @internal The state behind `buffer`. */
 export function bufferState(buffer: DeviceBuffer): BufferState {
@@ -120,6 +134,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   static {
     stateOfBuffer = (buffer) => buffer.#state;
+    hasBufferBrand = (value) => #state in value;
     dropViews = (buffer) => {
       buffer.#view = undefined;
       buffer.#earlierViews = undefined;
@@ -141,21 +156,25 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /** The bytes asked for. */
   get length(): number {
+    checkThis(this, "length");
     return this.#state.allocation.length;
   }
 
   /** The bytes charged in `active`: the size class handed out (a reused cached buffer may be larger). */
   get allocatedLength(): number {
+    checkThis(this, "allocatedLength");
     return this.#state.allocation.allocatedLength;
   }
 
   /** True once freed. */
   get freed(): boolean {
+    checkThis(this, "freed");
     return !this.#state.live;
   }
 
   /** The device this buffer belongs to. */
   get device(): Owner {
+    checkThis(this, "device");
     return this.#device;
   }
 
@@ -165,6 +184,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
    * reads `byteLength` 0 and can never reach the next owner's data.
    */
   contents(): ArrayBuffer {
+    checkThis(this, "contents()");
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
     if (this.#device.native.hostVisible === false) throw notHostVisible("contents()");
@@ -178,6 +198,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   /** A `Uint8Array` over {@link contents}. */
   bytes(): Uint8Array {
+    checkThis(this, "bytes()");
     return new Uint8Array(this.contents());
   }
 
@@ -187,6 +208,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
    * `length`.
    */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    checkThis(this, "write()");
     this.#check("write()");
     if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
       throw new ArgumentError(
@@ -204,8 +226,10 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
    * A copy of `length` bytes from `offset` (default: from 0 to the end of `length`), as a new `Uint8Array`:
    * the backend's copy (no view made).
    */
-  read(offset = 0, length: number = this.length - offset): Uint8Array {
+  read(offset = 0, length?: number): Uint8Array {
+    checkThis(this, "read()");
     this.#check("read()");
+    if (length === undefined) length = this.length - offset;
     this.#checkSpan("read()", offset, length);
     const native = this.#state.allocation.buffer;
     if (native === undefined || length === 0) return new Uint8Array(0);
@@ -218,11 +242,13 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
    * {@link FreeOptions}).
    */
   free(options?: FreeOptions): void {
+    checkThis(this, "free()");
     this.#device.free(this, options);
   }
 
   /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */
   [Symbol.dispose](): void {
+    checkThis(this, "[Symbol.dispose]()");
     if (this.#state.live && !this.#device.closed) this.#device.free(this);
   }
 

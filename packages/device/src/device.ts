@@ -14,12 +14,13 @@ import type { MemoryStats } from "@nuvec/stats";
 import { ArgumentError, checkArgument, Teardown } from "@nuvec/stats";
 import { checkedBackend } from "./backend-shape.js";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
-import { BufferState, bufferState, DeviceBuffer, forgetViews } from "./device-buffer.js";
+import { BufferState, bufferState, DeviceBuffer, forgetViews, isDeviceBuffer } from "./device-buffer.js";
 import { checkEnvironment } from "./environment.js";
 import {
   bufferFreed,
   deviceClosed,
   foreignBuffer,
+  lookAlike,
   mappingFreed,
   traceRecording,
   wiredLimitTooLarge,
@@ -28,7 +29,7 @@ import { DeviceFigures } from "./figures.js";
 import { MADE_BY_DEVICE } from "./handle-owner.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
-import { MappedFile, mappedFileState } from "./mapped-file.js";
+import { isMappedFile, MappedFile, mappedFileState } from "./mapped-file.js";
 import { checkMetalOptions } from "./metal-options.js";
 import { DeviceNative } from "./native-access.js";
 import {
@@ -48,6 +49,22 @@ import { WiringWarning } from "./wiring-warning.js";
 // What only Device.open holds: the constructor refuses to run without it, so `new Device(...)` from
 // JavaScript (where `private` does not reach) cannot skip open's checks.
 const OPEN_TOKEN: unique symbol = Symbol("Device.open");
+
+let hasDeviceBrand: (value: object) => boolean;
+
+/**
+ * @internal Whether `value` is a Device that Device.open made: a brand check on the class's private state, so
+ * `Object.create(Device.prototype)` and a Proxy of a Device are not (every entry point that takes a Device,
+ * and every method's `this`, is checked with it).
+ */
+export function isDevice(value: unknown): value is Device {
+  return typeof value === "object" && value !== null && hasDeviceBrand(value);
+}
+
+/** The `this` of a Device method or getter: a real Device, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (!isDevice(value)) throw lookAlike(operation, "this", "a Device made by Device.open()");
+}
 
 /**
  * A GPU (or host) device with MLX's caching allocator, hard memory limits, statistics, mapped files and
@@ -78,6 +95,10 @@ export class Device {
   // Every residency set made (Residency keeps them until close), for native.residencySets().
   readonly #residencySets: NativeResidencySet[] = [];
   readonly #native: DeviceNative;
+
+  static {
+    hasDeviceBrand = (value) => #closed in value;
+  }
 
   private constructor(
     token: typeof OPEN_TOKEN,
@@ -134,6 +155,7 @@ export class Device {
 
   /** True once {@link close} was called. */
   get closed(): boolean {
+    checkThis(this, "closed");
     return this.#closed;
   }
 
@@ -142,6 +164,7 @@ export class Device {
    * (`native.handle(buffer)`), the Metal residency sets (`native.residencySets()`).
    */
   get native(): DeviceNative {
+    checkThis(this, "native");
     return this.#native;
   }
 
@@ -152,6 +175,7 @@ export class Device {
    * max buffer length (the allocator checks `bytes`).
    */
   malloc(bytes: number): DeviceBuffer<Device> {
+    checkThis(this, "malloc()");
     if (this.#closed) throw deviceClosed("malloc()");
     if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
     const allocation = this.#allocator.malloc(bytes);
@@ -171,11 +195,12 @@ export class Device {
    * until the promise settles (see {@link FreeOptions}).
    */
   free(handle: DeviceBuffer | MappedFile, options?: FreeOptions): void {
-    if (handle instanceof MappedFile) {
+    checkThis(this, "free()");
+    if (isMappedFile(handle)) {
       this.#freeMappedFile(handle, options);
       return;
     }
-    this.#checkOwn(handle, handle instanceof DeviceBuffer);
+    this.#checkOwn(handle, isDeviceBuffer(handle));
     const buffer = handle;
     const state = bufferState(buffer);
     if (!state.live) throw bufferFreed("free()");
@@ -295,6 +320,7 @@ export class Device {
    * with `file.free()` (or `using`).
    */
   mapFile(path: string): MappedFile<Device> {
+    checkThis(this, "mapFile()");
     if (this.#closed) throw deviceClosed("mapFile()");
     path = checkArgument(PATH, path, "path", "mapFile()");
     if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
@@ -367,12 +393,14 @@ export class Device {
    * ones, all released).
    */
   memoryStats(): MemoryStats {
+    checkThis(this, "memoryStats()");
     if (!this.#closed) this.#quarantine.settle(this.#givenBack, true);
     return this.#figures.memoryStats();
   }
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
   counters(): DeviceCounters {
+    checkThis(this, "counters()");
     return this.#figures.counters();
   }
 
@@ -381,6 +409,7 @@ export class Device {
    * `counters().peakLive` (PyTorch's `reset_peak_memory_stats`; MLX sets its one peak to 0).
    */
   resetPeak(): void {
+    checkThis(this, "resetPeak()");
     this.#ensureOpen("resetPeak()");
     this.#allocator.resetPeak();
     this.#trace?.resetPeak();
@@ -391,11 +420,13 @@ export class Device {
    * limit. Any non-negative safe integer, above the device's memory too (as MLX).
    */
   setMemoryLimit(bytes: number): number {
+    checkThis(this, "setMemoryLimit()");
     return this.#setAllocatorLimit("memory", bytes);
   }
 
   /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
   setCacheLimit(bytes: number): number {
+    checkThis(this, "setCacheLimit()");
     return this.#setAllocatorLimit("cache", bytes);
   }
 
@@ -415,6 +446,7 @@ export class Device {
    * above the recommended working set, as MLX. The limit is residency's `wiredLimit`.
    */
   setWiredLimit(bytes: number): number {
+    checkThis(this, "setWiredLimit()");
     this.#ensureOpen("setWiredLimit()");
     bytes = checkArgument(LIMIT, bytes, "bytes", "setWiredLimit()");
     const maximum = this.#backend.recommendedMaxWorkingSetSize;
@@ -427,6 +459,7 @@ export class Device {
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
+    checkThis(this, "clearCache()");
     this.#ensureOpen("clearCache()");
     this.#allocator.clearCache();
     this.#trace?.clearCache();
@@ -434,6 +467,7 @@ export class Device {
 
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
+    checkThis(this, "refreshResidency()");
     this.#ensureOpen("refreshResidency()");
     this.#wiring.watch(() => this.#residency.refresh());
   }
@@ -443,6 +477,7 @@ export class Device {
    * alive), for macOS versions that drop residency after the GPU idles. Replaces a running keep-alive.
    */
   startResidencyKeepAlive(intervalMilliseconds = 1000): void {
+    checkThis(this, "startResidencyKeepAlive()");
     this.#ensureOpen("startResidencyKeepAlive()");
     checkArgument(timerInterval, intervalMilliseconds, "intervalMilliseconds", "startResidencyKeepAlive()");
     this.#keepAlive.start(intervalMilliseconds, () => {
@@ -452,11 +487,13 @@ export class Device {
 
   /** Stops the keep-alive timer, if any. */
   stopResidencyKeepAlive(): void {
+    checkThis(this, "stopResidencyKeepAlive()");
     this.#keepAlive.stop();
   }
 
   /** The backend's facts and the device's setup. */
   info(): DeviceInfo {
+    checkThis(this, "info()");
     return {
       ...deviceFacts(this.#backend),
       policy: this.#allocator.policy,
@@ -469,6 +506,7 @@ export class Device {
 
   /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
   startTrace(name = "device-trace"): void {
+    checkThis(this, "startTrace()");
     this.#ensureOpen("startTrace()");
     name = checkArgument(TRACE_NAME, name, "name", "startTrace()");
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
@@ -484,6 +522,7 @@ export class Device {
 
   /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
   stopTrace(): Trace {
+    checkThis(this, "stopTrace()");
     if (!this.#trace) throw traceRecording("stopTrace(): no trace is being recorded");
     const trace = this.#trace.finish();
     this.#trace = undefined;
@@ -500,6 +539,7 @@ export class Device {
    * and in `counters().pendingFrees`.
    */
   close(): void {
+    checkThis(this, "close()");
     // A close from inside a step of this one (a backend's release or a hook calling close()) returns at once:
     // the outer close finishes the work.
     if (this.#closed || this.#closing) return;
@@ -538,6 +578,7 @@ export class Device {
 
   /** `using device = Device.open()` closes it at the end of the scope. */
   [Symbol.dispose](): void {
+    checkThis(this, "[Symbol.dispose]()");
     this.close();
   }
 

@@ -54,3 +54,14 @@ export function notHostVisible(operation: string): UnsupportedError {
 export function safetensorsFormat(message: string): FormatError {
   return new FormatError("ERR_NUVEC_SAFETENSORS", message);
 }
+
+/**
+ * An object that only looks like what `operation` takes (`Object.create` of the class's prototype, a Proxy of
+ * a real one, a copy): `argument` is the parameter, or `"this"` for a method called on another object.
+ */
+export function lookAlike(operation: string, argument: string, what: string): ArgumentError {
+  return new ArgumentError(
+    argument,
+    `${operation}: ${argument} must be ${what}, not an object that looks like one`,
+  );
+}

@@ -3,9 +3,9 @@
 // needs it: `device.native` keeps it apart from malloc, free and the figures.
 import type { NativeBackend, NativeMemoryHandle, NativeResidencySet } from "@nuvec/metal-native";
 import { ArgumentError } from "@nuvec/stats";
-import { bufferState, DeviceBuffer } from "./device-buffer.js";
-import { bufferFreed, deviceClosed, foreignBuffer, mappingFreed } from "./errors.js";
-import { MappedFile, mappedFileState } from "./mapped-file.js";
+import { bufferState, type DeviceBuffer, isDeviceBuffer } from "./device-buffer.js";
+import { bufferFreed, deviceClosed, foreignBuffer, lookAlike, mappingFreed } from "./errors.js";
+import { isMappedFile, type MappedFile, mappedFileState } from "./mapped-file.js";
 import type { DeviceMemoryHandle } from "./options.js";
 
 /** The handle of a 0-byte buffer: no memory, every pointer 0 (as MLX gives a zero-size array no buffer). */
@@ -29,6 +29,15 @@ function metalResidencySetPointers(sets: readonly NativeResidencySet[]): bigint[
   return pointers;
 }
 
+let hasNativeBrand: (value: object) => boolean;
+
+/** The `this` of a DeviceNative method or getter: a Device's own, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasNativeBrand(value)) {
+    throw lookAlike(operation, "this", "a device's native surface (device.native)");
+  }
+}
+
 /**
  * A Device's surface for runtime authors (`device.native`): the native backend, the pointers of a buffer's
  * or mapped file's memory for a kernel, and the Metal residency sets. Made by the Device.
@@ -39,6 +48,10 @@ export class DeviceNative {
   readonly #isClosed: () => boolean;
   readonly #residencySets: readonly NativeResidencySet[];
   readonly #givenBackend: NativeBackend;
+
+  static {
+    hasNativeBrand = (value) => #device in value;
+  }
 
   /**
    * @internal Made by the Device: `device` is its owner, `backend` what the Device read of the backend at
@@ -63,11 +76,13 @@ export class DeviceNative {
    * open; `undefined` when the backend does not say (it can).
    */
   get hostVisible(): boolean | undefined {
+    checkThis(this, "hostVisible");
     return this.#backend.hostVisible;
   }
 
   /** The native backend the device runs on (its facts, its counters): the object it was opened with. */
   get backend(): NativeBackend {
+    checkThis(this, "backend");
     return this.#givenBackend;
   }
 
@@ -79,8 +94,9 @@ export class DeviceNative {
    * target of another device: typed errors.
    */
   handle(target: DeviceBuffer | MappedFile): DeviceMemoryHandle {
-    const isBuffer = target instanceof DeviceBuffer;
-    if (!isBuffer && !(target instanceof MappedFile)) {
+    checkThis(this, "handle()");
+    const isBuffer = isDeviceBuffer(target);
+    if (!isBuffer && !isMappedFile(target)) {
       throw new ArgumentError("target", "handle(target): target must be a DeviceBuffer or a MappedFile");
     }
     if (target.device !== this.#device) throw foreignBuffer("handle()");
@@ -111,6 +127,7 @@ export class DeviceNative {
    * without Metal residency sets (the host, CUDA, the mock).
    */
   residencySets(): bigint[] {
+    checkThis(this, "residencySets()");
     return this.#isClosed() ? [] : metalResidencySetPointers(this.#residencySets);
   }
 }

@@ -3,13 +3,13 @@
 // the header), then the data. The reader trusts nothing in the file: a checkpoint is input from anywhere.
 
 import { ArgumentError, checkArgument, rules } from "@nuvec/stats";
-import { Device } from "./device.js";
+import { type Device, isDevice } from "./device.js";
 import { safetensorsFormat } from "./errors.js";
 import type { MappedFile } from "./mapped-file.js";
 import { PATH, SAFETENSORS_BYTES } from "./schemas.js";
 
 /** `mapSafetensors`'s device: one made by `Device.open`. */
-const A_DEVICE = rules.rule<Device>("a Device (from Device.open)", (value) => value instanceof Device);
+const A_DEVICE = rules.rule<Device>("a Device (from Device.open)", isDevice);
 
 /** Bytes per element of the dtypes safetensors knows. */
 export const SAFETENSORS_DTYPE_BYTES: Readonly<Record<string, number>> = {

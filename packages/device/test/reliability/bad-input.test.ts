@@ -10,7 +10,14 @@ import { describe, expect, it } from "vitest";
 import { BAD_BYTE_COUNTS } from "../../../stats/test/bad-byte-counts.js";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { thrown } from "../../../stats/test/thrown.js";
-import { Device, type DeviceBuffer, type DeviceOptions, type MappedFile } from "../../src/index.js";
+import {
+  Device,
+  DeviceBuffer,
+  DeviceNative,
+  type DeviceOptions,
+  MappedFile,
+  mapSafetensors,
+} from "../../src/index.js";
 import { DEVICE_OPEN } from "../../src/schemas.js";
 import { describeOnHost, hostAvailable, hostBackend, runChild, sectionFigures } from "./support.js";
 
@@ -307,6 +314,7 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
     invalid("aftr"),
   ]);
   for (const [name, act, error] of misuse) cases.push({ name, act, error });
+  cases.push(...lookAlikeCases());
   // Paths and files.
   for (const [kind, value, error] of [
     ["undefined", undefined, invalid("path")],
@@ -362,6 +370,111 @@ function catalogue(maxBufferLength: number, workingSet: number): Case[] {
       },
       error: state("ERR_NUVEC_DEVICE_CLOSED"),
     });
+  }
+  return cases;
+}
+
+/**
+ * Objects that pass `instanceof` but are no handle a Device made, of each class a Device user is handed:
+ * `Object.create` of the prototype, a Proxy of a real one, a structuredClone of a real one (a plain object).
+ */
+function lookAlikesOf<T extends object>(
+  noun: string,
+  prototype: object,
+  real: (context: Context) => T,
+): [string, (context: Context) => unknown][] {
+  return [
+    [`Object.create(${noun}.prototype)`, () => Object.create(prototype)],
+    [`a Proxy of a ${noun}`, (context) => new Proxy(real(context), {})],
+    [`a structuredClone of a ${noun}`, (context) => structuredClone(real(context))],
+  ];
+}
+
+/** Every method and getter of `prototype` (its own members, symbols too), each called on a given `this`. */
+function membersOf(prototype: object): [string, (self: unknown) => unknown][] {
+  return Reflect.ownKeys(prototype)
+    .filter((key) => key !== "constructor")
+    .map((key) => {
+      const member = Object.getOwnPropertyDescriptor(prototype, key) as PropertyDescriptor;
+      const call = (member.get ?? member.value) as (this: unknown) => unknown;
+      return [String(key), (self: unknown) => call.call(self)];
+    });
+}
+
+/**
+ * Look-alike handles: every entry point that takes a buffer, a mapped file or a Device, and every method and
+ * getter of those classes called on a look-alike `this`, refused with an ArgumentError naming the argument.
+ */
+function lookAlikeCases(): Case[] {
+  const cases: Case[] = [];
+  const buffers = lookAlikesOf("DeviceBuffer", DeviceBuffer.prototype, ({ device }) => device.malloc(1000));
+  const files = lookAlikesOf("MappedFile", MappedFile.prototype, ({ device }) => device.mapFile(paths.file));
+  const devices = lookAlikesOf("Device", Device.prototype, ({ device }) => device);
+  const natives = lookAlikesOf("DeviceNative", DeviceNative.prototype, ({ device }) => device.native);
+  const foreign = invalid("handle", "ERR_NUVEC_FOREIGN_BUFFER");
+  const another: [string, (context: Context) => unknown][] = [
+    ["another device's buffer", ({ other }) => other.malloc(1000)],
+    ["another device's file", ({ other }) => other.mapFile(paths.file)],
+  ];
+  for (const [kind, make] of [...buffers, ...files]) {
+    const act = (call: (held: unknown, device: Device) => unknown) => (context: Context) => {
+      const held = make(context);
+      return () => call(held, context.device);
+    };
+    cases.push(
+      {
+        name: `free(${kind})`,
+        act: act((held, device) => device.free(held as never)),
+        error: invalid("handle"),
+      },
+      {
+        name: `native.handle(${kind})`,
+        act: act((held, device) => device.native.handle(held as never)),
+        error: invalid("target"),
+      },
+    );
+  }
+  for (const [kind, make] of another) {
+    cases.push({
+      name: `native.handle(${kind})`,
+      act: (context) => {
+        const held = make(context);
+        return () => context.device.native.handle(held as never);
+      },
+      error: foreign,
+    });
+  }
+  for (const [kind, make] of devices) {
+    cases.push({
+      name: `mapSafetensors(${kind})`,
+      act: (context) => {
+        const device = make(context);
+        return () => mapSafetensors(device as never, paths.file);
+      },
+      error: invalid("device"),
+    });
+  }
+  for (const [prototype, kinds] of [
+    [DeviceBuffer.prototype, buffers],
+    [MappedFile.prototype, files],
+    [Device.prototype, devices],
+    [DeviceNative.prototype, natives],
+  ] as const) {
+    for (const [member, call] of membersOf(prototype)) {
+      for (const [kind, make] of kinds) {
+        cases.push({
+          name: `${member} on ${kind}`,
+          act: (context) => {
+            const self = make(context);
+            return () => call(self);
+          },
+          error: {
+            ...invalid("this"),
+            message: expect.stringContaining("not an object that looks like one"),
+          },
+        });
+      }
+    }
   }
   return cases;
 }
@@ -448,6 +561,22 @@ describeOnHost("bad input catalogue", () => {
 });
 
 describe("the catalogue", () => {
+  it("calls every method and getter of each class on a look-alike", () => {
+    const named = new Set(lookAlikeCases().map(({ name }) => name));
+    const dispose = String(Symbol.dispose);
+    for (const [kind, members] of [
+      ["Object.create(Device.prototype)", ["malloc", "free", "close", dispose, "closed", "native"]],
+      [
+        "a Proxy of a DeviceBuffer",
+        ["contents", "bytes", "read", "write", "free", dispose, "length", "device"],
+      ],
+      ["a structuredClone of a MappedFile", ["contents", "free", dispose, "path", "length", "freed"]],
+      ["a Proxy of a DeviceNative", ["handle", "residencySets", "backend", "hostVisible"]],
+    ] as const) {
+      for (const member of members) expect(named).toContain(`${member} on ${kind}`);
+    }
+  });
+
   it("has a bad value for every option Device.open declares", () => {
     const named = openCases(0).flatMap(([, options]) =>
       options instanceof Object ? Object.keys(options) : [],
