@@ -7,7 +7,14 @@ import type { NativeBackend } from "@nuvec/native-core";
 import { ArgumentError, type OutOfMemoryError, SystemCallError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../native-core/test/support.js";
-import { MOCK_DEFAULTS, MockBackend, MockBuffer, MockMappedFile, MockResidencySet } from "./mock.js";
+import {
+  MOCK_DEFAULTS,
+  MockBackend,
+  type MockBackendOptions,
+  MockBuffer,
+  MockMappedFile,
+  MockResidencySet,
+} from "./mock.js";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -74,6 +81,49 @@ describe("MockBackend facts", () => {
     const error = thrown(() => new MockBackend(options));
     expect(error).toBeInstanceOf(ArgumentError);
     expect((error as ArgumentError).argument).toBe(argument);
+  });
+
+  // Each message states the option's whole rule: the largest page and granularity is 2^30.
+  it.each<[string, unknown, string]>([
+    [
+      "pageSize",
+      { pageSize: 2 ** 31 },
+      "pageSize must be a power of two from 1 to 2^30 (1073741824), got 2147483648",
+    ],
+    [
+      "pageSize",
+      { pageSize: "4096" },
+      'pageSize must be a power of two from 1 to 2^30 (1073741824), got "4096"',
+    ],
+    [
+      "mapGranularity",
+      { mapGranularity: 2 ** 31 },
+      "mapGranularity must be a power of two from 1 to 2^30 (1073741824), got 2147483648",
+    ],
+    ["realFiles", { realFiles: "no" }, 'realFiles must be a boolean, got "no"'],
+    ["failAllocation", { failAllocation: true }, "failAllocation must be a function, got true"],
+    ["failMapping", { failMapping: "x" }, 'failMapping must be a function, got "x"'],
+    ["failWiring", { failWiring: 1 }, "failWiring must be a boolean or a function, got 1"],
+    [
+      "residencySetLimit",
+      { residencySetLimit: -1 },
+      "residencySetLimit must be a non-negative safe integer, got -1",
+    ],
+    [
+      "residencySetLimit",
+      { residencySetLimit: 1.5 },
+      "residencySetLimit must be a non-negative safe integer, got 1.5",
+    ],
+    ["options", null, "options must be an object, got null"],
+  ])("a bad %s option is refused with the rule it breaks (%j)", (argument, options, message) => {
+    const error = thrown(() => new MockBackend(options as MockBackendOptions));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error).toMatchObject({ argument, message });
+  });
+
+  it("takes the largest page and granularity, 2^30", () => {
+    const mock = new MockBackend({ pageSize: 2 ** 30, mapGranularity: 2 ** 30, memorySize: 2 ** 31 });
+    expect([mock.pageSize, mock.mapGranularity]).toEqual([2 ** 30, 2 ** 30]);
   });
 });
 

@@ -2,7 +2,7 @@
 // (test/contract-host.test.ts, and on macOS the Metal layer) run these same tests. Everything here goes
 // through the NativeBackend interface only; what only the mock can do (fault injection) is tested in
 // src/mock.test.ts. Counters are compared as differences, so `make` may return the same backend every time.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NuvecErrorCode as NativeErrorCode } from "@nuvec/stats";
@@ -578,6 +578,13 @@ export function describeNativeBackendContract(
         ["a directory", "open", "EISDIR", () => makeDirectory(join(directory, "a-directory"))],
       ])("%s: SystemCallError %s %s with the path", (_label, syscall, errno, makePath) => {
         expectSystemError(makePath(), syscall, errno);
+      });
+
+      // sysfs files report a page of length but have no mmap (Linux; the attribute every kernel has).
+      it("a file of sysfs: SystemCallError mmap ENODEV with the path", (context) => {
+        const path = "/sys/kernel/uevent_seqnum";
+        if (!existsSync(path)) context.skip("no sysfs here");
+        expectSystemError(path, "mmap", "ENODEV");
       });
 
       it("an unreadable file: SystemCallError open EACCES with the path", (context) => {

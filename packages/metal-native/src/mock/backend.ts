@@ -216,8 +216,9 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   /**
    * Maps a virtual file (see {@link addFile}) or, failing that, the real file at `path` (read through
    * `node:fs`, loaded on first use). Fails like the host layer: a missing file `open`/`ENOENT`, a directory
-   * `open`/`EISDIR`, an unreadable file `open`/`EACCES`, an empty file `mmap`/`EINVAL`, each a
-   * `SystemCallError` with the path. `mappedLength` is the length rounded up to pages.
+   * `open`/`EISDIR`, an unreadable file `open`/`EACCES`, an empty file `mmap`/`EINVAL`, a FIFO, a device or a
+   * file of sysfs (`/sys`) `mmap`/`ENODEV`, each a `SystemCallError` with the path. `mappedLength` is the
+   * length rounded up to pages.
    */
   mapFile(path: string): MockMappedFile {
     return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {

@@ -29,9 +29,26 @@ export function virtualFile(path: string, content: Uint8Array | number): MockFil
   throw new ArgumentError("content", "content must be a Uint8Array or a length");
 }
 
+/** `f_type` of sysfs (`SYSFS_MAGIC` of linux/magic.h). */
+const SYSFS_MAGIC = 0x62656572;
+
+/**
+ * Whether `path` is on sysfs (`/sys`), whose files say they hold a page but have no `mmap`: the host's
+ * `mmap(2)` answers ENODEV there. False where `statfs` is not available or fails.
+ */
+function onSysfs(fs: typeof import("node:fs"), path: string): boolean {
+  if (typeof fs.statfsSync !== "function") return false;
+  try {
+    return fs.statfsSync(path).type === SYSFS_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The real file at `path`: its bytes when it is at most `realMemoryUpTo` long, else only its length (read as
- * zeros). Throws the host layer's `SystemCallError`s (open, fstat, read; EISDIR, ENODEV).
+ * zeros). Throws the host layer's `SystemCallError`s (open, fstat, read; EISDIR; ENODEV for what is not a
+ * regular file and for a file of sysfs).
  */
 export function readRealFile(path: string, realMemoryUpTo: number): MockFile {
   const fs = nodeFileSystem(path);
@@ -53,6 +70,10 @@ export function readRealFile(path: string, realMemoryUpTo: number): MockFile {
     // What mmap(2) answers for a FIFO, a socket or most devices, as the host backend reports it.
     if (!stats.isFile()) throw systemError("mmap", "ENODEV", path, "is not a regular file");
     const length = stats.size;
+    // An empty file is refused by the caller (mmap EINVAL) before sysfs would be, as on the host.
+    if (length > 0 && onSysfs(fs, path)) {
+      throw systemError("mmap", "ENODEV", path, "a file of sysfs cannot be mapped");
+    }
     if (length === 0 || length > realMemoryUpTo) return { bytes: undefined, length };
     const bytes = new Uint8Array(length);
     let offset = 0;

@@ -39,7 +39,7 @@ export interface MockBackendOptions {
   maxBufferLength?: number;
   /** Default 499000 (macOS's `iogpu.rsrc_limit` fallback). */
   resourceLimit?: number;
-  /** A power of two; default 16384 (Apple silicon). */
+  /** A power of two from 1 to 2³⁰; default 16384 (Apple silicon). */
   pageSize?: number;
   /** Default true; when false `newResidencySet()` returns `undefined`. */
   supportsResidencySets?: boolean;
@@ -68,11 +68,37 @@ export interface MockBackendOptions {
   /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
   failWiring?: MockWiringFault;
   /**
-   * The granularity of address spaces (a power of two): with it the mock has `reserveAddressSpace`,
+   * The granularity of address spaces (a power of two from 1 to 2³⁰): with it the mock has `reserveAddressSpace`,
    * `mapMemory` and `unmapMemory`, as a CUDA device (and the segments policy's large pool is expandable).
    * Default: none.
    */
   mapGranularity?: number;
+}
+
+/** The largest page or granularity the mock takes: its arithmetic on them is 32-bit. */
+const LARGEST_POWER = 2 ** 30;
+
+/** The rule of `pageSize` and `mapGranularity`, as their messages state it. */
+function checkPowerOfTwo(value: unknown, name: string): void {
+  if (typeof value !== "number" || !isPowerOfTwo(value)) {
+    throw new ArgumentError(
+      name,
+      `${name} must be a power of two from 1 to 2^30 (${LARGEST_POWER}), got ${describeValue(value)}`,
+    );
+  }
+}
+
+/** An option that must be `undefined` or of `type` (`"function"`, `"boolean"`), stated in the message. */
+function checkOptional(
+  options: MockBackendOptions,
+  name: keyof MockBackendOptions,
+  rule: string,
+  ok: (value: unknown) => boolean,
+): void {
+  const value = options[name];
+  if (value !== undefined && !ok(value)) {
+    throw new ArgumentError(name, `${name} must be ${rule}, got ${describeValue(value)}`);
+  }
 }
 
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -88,11 +114,28 @@ export function mockSettings(options: MockBackendOptions): {
   callLogLimit: number;
   mapGranularity: number | undefined;
 } {
-  const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
-  const pageSize = optionalPositiveInteger(options.pageSize, "pageSize", MOCK_DEFAULTS.pageSize);
-  if (!isPowerOfTwo(pageSize)) {
-    throw new ArgumentError("pageSize", `pageSize must be a power of two, got ${pageSize}`);
+  if (typeof options !== "object" || options === null) {
+    throw new ArgumentError("options", `options must be an object, got ${describeValue(options)}`);
   }
+  const memorySize = optionalPositiveInteger(options.memorySize, "memorySize", MOCK_DEFAULTS.memorySize);
+  const pageSize = options.pageSize ?? MOCK_DEFAULTS.pageSize;
+  checkPowerOfTwo(pageSize, "pageSize");
+  checkOptional(options, "realFiles", "a boolean", (value) => typeof value === "boolean");
+  for (const name of ["failAllocation", "failMapping"] as const) {
+    checkOptional(options, name, "a function", (value) => typeof value === "function");
+  }
+  checkOptional(
+    options,
+    "failWiring",
+    "a boolean or a function",
+    (value) => typeof value === "boolean" || typeof value === "function",
+  );
+  checkOptional(
+    options,
+    "residencySetLimit",
+    "a non-negative safe integer",
+    (value) => Number.isSafeInteger(value) && (value as number) >= 0,
+  );
   const name = options.name ?? `Mock device (${Math.round((memorySize / GIB) * 100) / 100} GiB)`;
   if (typeof name !== "string" || name === "") {
     throw new ArgumentError("name", `name must be a non-empty string, got ${describeValue(name)}`);
@@ -119,12 +162,7 @@ export function mockSettings(options: MockBackendOptions): {
     );
   }
   const mapGranularity = options.mapGranularity;
-  if (mapGranularity !== undefined && !isPowerOfTwo(mapGranularity)) {
-    throw new ArgumentError(
-      "mapGranularity",
-      `mapGranularity must be a power of two, got ${describeValue(mapGranularity)}`,
-    );
-  }
+  if (mapGranularity !== undefined) checkPowerOfTwo(mapGranularity, "mapGranularity");
   return {
     facts: {
       name,
