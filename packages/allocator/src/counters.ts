@@ -11,9 +11,12 @@ export interface AllocatorCounters {
   systemAllocations: number;
   /** System buffers released (cache trims, GC, clears, and frees that bypassed a full cache). */
   systemReleases: number;
-  /** Requests refused by the hard memory limit. */
+  /** Requests refused by the hard memory limit (`ERR_NUVEC_OUT_OF_MEMORY`): the one figure such a refusal moves. */
   outOfMemoryRefusals: number;
-  /** System allocations retried after the source failed and the cache was released. */
+  /**
+   * System allocations retried after the source failed and the cache was released; one that fails again is
+   * refused (`ERR_NUVEC_SYSTEM_ALLOCATION_FAILED`) and leaves this count and the released cache as they are.
+   */
   allocationRetries: number;
   /**
    * The highest `live` (the sum of the size classes of live requests, whatever block each was served from)
