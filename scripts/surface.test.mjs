@@ -35,7 +35,7 @@ const APPROVED = {
     NativeUnavailableReason NuvecError NuvecErrorCode OptionsSchema OutOfMemoryError OutOfMemoryErrorCode
     PAGE Rule SMALL SchemaType StateError StateErrorCode SystemCallError Teardown UnsupportedError
     UnsupportedErrorCode allocationSize assertByteCount byteCountProblem checkArgument describeValue
-    emptyMemoryStats formatBytes formatMemoryStats mappingSize optionsSchema rules
+    emptyMemoryStats formatBytes formatMemoryStats mappingSize optionsSchema printable rules
   `),
   "@nuvec/allocator": names(`
     ALLOCATION_FAILED_CODE ALLOCATOR_POLICIES Allocation AllocatorCounters AllocatorOptions AllocatorPolicy
@@ -72,7 +72,7 @@ const APPROVED = {
     MappedFile MappedSafetensors MemoryStats MetalOptions NativeUnavailableError NuvecError NuvecErrorCode
     OutOfMemoryError SAFETENSORS_DTYPE_BYTES SafetensorsHeader SafetensorsTensor StateError SystemCallError
     Trace TraceEvent TraceHeader UnsupportedError emptyMemoryStats formatBytes formatMemoryStats
-    mapSafetensors readSafetensorsHeader
+    mapSafetensors readSafetensorsHeader SafetensorsTensorData WriteSafetensorsOptions writeSafetensors
   `),
   "@nuvec/device/mock": MOCK,
   "@nuvec/cuda-native": names(`

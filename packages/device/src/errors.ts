@@ -50,9 +50,15 @@ export function notHostVisible(operation: string): UnsupportedError {
   );
 }
 
-/** A file that is not a well-formed safetensors checkpoint; the message names the tensor and what is wrong. */
-export function safetensorsFormat(message: string): FormatError {
-  return new FormatError("ERR_NUVEC_SAFETENSORS", message);
+/**
+ * A file that is not a well-formed safetensors checkpoint, or changed while it was mapped: the message says
+ * what is wrong, `tensor` and `field` name where (the tensor, when one is at fault).
+ */
+export function safetensorsFormat(
+  message: string,
+  where: { tensor?: string; field: string; cause?: unknown },
+): FormatError {
+  return new FormatError("ERR_NUVEC_SAFETENSORS", message, where);
 }
 
 /**

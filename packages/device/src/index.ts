@@ -38,4 +38,9 @@ export {
   type SafetensorsHeader,
   type SafetensorsTensor,
 } from "./safetensors.js";
+export {
+  type SafetensorsTensorData,
+  type WriteSafetensorsOptions,
+  writeSafetensors,
+} from "./safetensors-writer.js";
 export type { Trace } from "./trace.js";

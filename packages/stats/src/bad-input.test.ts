@@ -68,6 +68,12 @@ const BAD_CALLS: Readonly<Record<string, readonly Call[]>> = {
       () => stats.checkArgument(stats.rules.boolean, 1, "flag", "f()"),
     ],
   ],
+  printable: [
+    ["printable(1)", "text", () => stats.printable(1 as never)],
+    ['printable("a", -1)', "width", () => stats.printable("a", -1)],
+    ['printable("a", 1.5)', "width", () => stats.printable("a", 1.5)],
+    ['printable("a", 2, "yes")', "fromStart", () => stats.printable("a", 2, "yes" as never)],
+  ],
   Teardown: [["new Teardown().run(1)", "step", () => new stats.Teardown().run(1 as never)]],
   // Functions that take no argument a caller can get wrong, or report a problem instead of throwing.
   byteCountProblem: [],

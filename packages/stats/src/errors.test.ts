@@ -91,6 +91,14 @@ describe("the error family", () => {
       errnoNumber: 2,
       path: "/x",
     });
+    const format = new FormatError("ERR_NUVEC_SAFETENSORS", "bad dtype", {
+      tensor: "a",
+      field: "dtype",
+      cause,
+    });
+    expect(format).toMatchObject({ code: "ERR_NUVEC_SAFETENSORS", tensor: "a", field: "dtype", cause });
+    // Fields not given are absent, not own properties holding undefined.
+    expect(Object.keys(new FormatError("ERR_NUVEC_TRACE_EMPTY", "empty"))).toEqual(["code", "name"]);
     expect(new NativeUnavailableError("no addon").reason).toBe("load-failed");
     expect(new NativeUnavailableError("no GPU", { reason: "backend-unavailable" }).reason).toBe(
       "backend-unavailable",

@@ -261,9 +261,29 @@ brand(NativeUnavailableError, "NativeUnavailableError");
 /**
  * A trace or checkpoint that cannot be read: a trace file missing, not a file, empty, corrupt, too large, or
  * with an impossible event (the codes `ERR_NUVEC_TRACE_CORRUPT` and its siblings); a malformed safetensors checkpoint
- * (`ERR_NUVEC_SAFETENSORS`). The message names the line or tensor and what is wrong.
+ * (`ERR_NUVEC_SAFETENSORS`). The message names the line or tensor and what is wrong; for a checkpoint,
+ * `tensor` and `field` name them too.
  */
-export class FormatError extends NuvecError<FormatErrorCode> {}
+export class FormatError extends NuvecError<FormatErrorCode> {
+  /** The checkpoint's tensor at fault, as its header names it (`ERR_NUVEC_SAFETENSORS`; absent for the file's own fields). */
+  declare readonly tensor?: string;
+  /**
+   * What of the checkpoint is wrong (`ERR_NUVEC_SAFETENSORS`): `"header_length"` (the 8-byte prefix),
+   * `"header"` (the JSON), a tensor's `"entry"` (not an object), `"dtype"`, `"shape"` or `"data_offsets"`,
+   * `"__metadata__"`, or `"file"` (the file changed while it was being mapped).
+   */
+  declare readonly field?: string;
+
+  constructor(
+    code: FormatErrorCode,
+    message: string,
+    fields?: { tensor?: string; field?: string; cause?: unknown },
+  ) {
+    super(code, message, fields);
+    if (fields?.tensor !== undefined) this.tensor = fields.tensor;
+    if (fields?.field !== undefined) this.field = fields.field;
+  }
+}
 brand(FormatError, "FormatError");
 
 /**

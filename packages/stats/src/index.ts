@@ -18,6 +18,7 @@ export {
 } from "./errors.js";
 export { type FormatMemoryStatsOptions, formatBytes, formatMemoryStats } from "./format.js";
 export { emptyMemoryStats, MEMORY_STATS_FIELDS, type MemoryStats } from "./memory-stats.js";
+export { printable } from "./printable.js";
 export {
   checkArgument,
   type Fields,
