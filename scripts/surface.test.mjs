@@ -64,7 +64,7 @@ const APPROVED = {
     AddonAllocation AddonBackend AddonBuffer AddonBufferRange AddonMappedFile AddonOwner AddonResidencySet
     AllocationKind NativeAddonBufferRange RawAddon RawAllocationHandle RawBufferHandle RawFacts
     RawMappedFileHandle RawResidencySetHandle SlotCalls ViewBookkeeping callNative checkByteCount
-    nativeBinaryDefect
+    NativeBinaryCheck checkNativeBinary nativeBinaryDefect
   `),
   "@nuvec/device": names(`
     AllocatorPolicy ArgumentError BoundedRelease Device DeviceBuffer DeviceCounters DeviceInfo

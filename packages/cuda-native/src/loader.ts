@@ -1,11 +1,10 @@
 // Loading the CUDA addon. There is no prebuilt addon (DECISIONS.md): the one place is
 // the source build in native/build/Release/ (the workspace's build, or what `npx @nuvec/cuda-native build`
 // made), or the file NUVEC_CUDA_NATIVE_ADDON names (the bundled GPU runs of gpu/run.sh).
-import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, extname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { callNative, nativeBinaryDefect } from "@nuvec/metal-native/addon";
+import { callNative, checkNativeBinary } from "@nuvec/metal-native/addon";
 import {
   ArgumentError,
   describeValue,
@@ -63,9 +62,9 @@ function firstLine(error: unknown): string {
  * @internal Finds and loads the addon of the package at `root` on `platform`: the file `override` names (the
  * loader passes `NUVEC_CUDA_NATIVE_ADDON`, set by the bundled GPU runs of gpu/run.sh), else
  * native/build/Release/. Returns it, or the {@link NativeUnavailableError} saying why not and how to build
- * it (`no-prebuilt`: not built; `damaged`: a `.node` file that is truncated, empty or no shared library,
- * refused before the dynamic loader sees it; `load-failed`: there but does not load; `unsupported-platform`:
- * not Linux).
+ * it (`no-prebuilt`: not built; `damaged`: not a regular `.node` file at its real path, or one that is
+ * truncated, empty or no shared library, refused before the dynamic loader sees it; `load-failed`: missing
+ * (named by the variable) or there but does not load; `unsupported-platform`: not Linux).
  * Does not open a device: that is where no driver or no GPU shows (`backend-unavailable`).
  */
 export function findCudaAddon(
@@ -77,7 +76,12 @@ export function findCudaAddon(
     return { error: unavailable("unsupported-platform", "CUDA's driver API is used on Linux only", root) };
   const named = override !== undefined && override !== "";
   const file = named ? override : join(root, "native", "build", "Release", ADDON_FILE_NAME);
-  if (!named && !existsSync(file))
+  // The path is resolved to the one file that is loaded (its real path) and that file is checked: Node hands a
+  // `.node` file to the dynamic loader, which dies of SIGBUS on a truncated one, and runs any other as
+  // JavaScript (a FIFO or /dev/zero would be read forever). Nothing else is tried: no extension is added and
+  // no directory is looked into, as `require` would.
+  const checked = checkNativeBinary(file);
+  if (checked.missing && !named)
     return {
       error: unavailable(
         "no-prebuilt",
@@ -86,19 +90,27 @@ export function findCudaAddon(
       ),
     };
   const origin = named ? `${file} (NUVEC_CUDA_NATIVE_ADDON)` : file;
-  // Node hands a `.node` file to the dynamic loader, which dies of SIGBUS on a truncated one: checked first.
-  // Any other file is loaded as JavaScript, which fails cleanly.
-  if (extname(file) === ".node" && (!named || existsSync(file))) {
-    const defect = nativeBinaryDefect(file);
-    if (defect !== undefined)
-      return { error: unavailable("damaged", `${origin} is damaged: ${defect}`, root, undefined, file) };
-  }
+  if (checked.missing)
+    return {
+      error: unavailable(
+        "load-failed",
+        `${origin} does not load (it does not exist: the variable names the addon file itself, its .node ` +
+          "extension included)",
+        root,
+        undefined,
+        file,
+      ),
+    };
+  if (checked.defect !== undefined)
+    return {
+      error: unavailable("damaged", `${origin} is damaged: ${checked.defect}`, root, undefined, file),
+    };
   let addon: RawCudaAddon;
   try {
-    addon = createRequire(import.meta.url)(file) as RawCudaAddon;
+    addon = createRequire(import.meta.url)(checked.file) as RawCudaAddon;
   } catch (error) {
     return {
-      error: unavailable("load-failed", `${origin} does not load (${firstLine(error)})`, root, error),
+      error: unavailable("load-failed", `${origin} does not load (${firstLine(error)})`, root, error, file),
     };
   }
   if (typeof addon?.open !== "function" || typeof addon.facts !== "function")

@@ -2,7 +2,7 @@
 // refusal with NativeUnavailableError where there is no driver or no device, where the addon is not built or
 // does not load, and the build command it names.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -113,16 +113,24 @@ describe("finding the addon (no prebuilt one: the source build in native/build/R
     );
   });
 
-  it("NUVEC_CUDA_NATIVE_ADDON naming a missing file or another module: load-failed, saying so", () => {
+  it("NUVEC_CUDA_NATIVE_ADDON naming a missing file: load-failed; another module: damaged, never run", () => {
     const root = emptyPackage();
     const missing = refusal(root, "linux", join(root, "missing.node"));
     expect(missing.reason).toBe("load-failed");
-    expect(missing.message).toContain("missing.node (NUVEC_CUDA_NATIVE_ADDON) does not load");
+    expect(missing.message).toContain(
+      "missing.node (NUVEC_CUDA_NATIVE_ADDON) does not load (it does not exist: the variable names the " +
+        "addon file itself, its .node extension included)",
+    );
     const other = join(root, "other.cjs");
-    writeFileSync(other, "module.exports = { open: 1 };\n");
+    writeFileSync(other, "globalThis.ranOther = true; module.exports = { open: 1 };\n");
     const notTheAddon = refusal(root, "linux", other);
-    expect(notTheAddon.reason).toBe("load-failed");
-    expect(notTheAddon.message).toContain("is not the @nuvec/cuda-native addon");
+    expect(notTheAddon.reason).toBe("damaged");
+    expect(notTheAddon.path).toBe(other);
+    expect(notTheAddon.message).toContain(
+      `${other} (NUVEC_CUDA_NATIVE_ADDON) is damaged: its name does not end in .node: Node.js loads only a ` +
+        ".node file as a native addon and would run this one as JavaScript",
+    );
+    expect((globalThis as { ranOther?: boolean }).ranOther).toBeUndefined();
   });
 
   it.each(["darwin", "win32"] as const)(
@@ -157,6 +165,117 @@ describe.runIf(process.platform === "linux" && inPackage && existsSync(builtAddo
       expect(outcome).toMatchObject({ name: "NativeUnavailableError", reason: "damaged", path: file });
       expect(outcome.message).toContain(`${file} (NUVEC_CUDA_NATIVE_ADDON) is damaged: it `);
       expect(outcome.message).toContain("Rebuild it: run npx @nuvec/cuda-native build");
+    });
+  },
+);
+
+describe.runIf(process.platform === "linux" && inPackage && existsSync(builtAddon))(
+  "NUVEC_CUDA_NATIVE_ADDON naming the addon by another name: the file loaded is the file checked (child processes)",
+  () => {
+    const addon = existsSync(builtAddon) ? readFileSync(builtAddon) : Buffer.alloc(0);
+    const dist = join(packageRoot, "dist", "index.js");
+    /** A folder holding the addon cut to three quarters as `addon.node`. */
+    const withCutAddon = () => {
+      const folder = emptyPackage();
+      writeFileSync(join(folder, "addon.node"), addon.subarray(0, Math.floor((addon.length * 3) / 4)));
+      return folder;
+    };
+    const outcomeOf = (named: string) => {
+      const script = `
+        const { loadCudaBackend } = await import(${JSON.stringify(dist)});
+        try { loadCudaBackend(); console.log(JSON.stringify({ loaded: true })); }
+        catch (e) { console.log(JSON.stringify({ name: e.name, reason: e.reason, path: e.path, message: e.message })); }`;
+      const env = { ...process.env, NUVEC_CUDA_NATIVE_ADDON: named };
+      // A hang (a FIFO or /dev/zero read as JavaScript) ends at the timeout and fails here.
+      return reportOf(runInChild(script, { env, timeout: 30_000 })) as {
+        name: string;
+        reason: string;
+        path: string;
+        message: string;
+      };
+    };
+    const cut = "it is truncated: ";
+    const notAFile = (kind: string) => `it is ${kind}, not a file`;
+    const named = "its name does not end in .node";
+
+    it.each<[string, (folder: string) => string, string, string]>([
+      [
+        "the path without .node, the cut addon.node beside it",
+        (f) => join(f, "addon"),
+        "load-failed",
+        "it does not exist",
+      ],
+      [
+        "a cut addon with no extension",
+        (f) => {
+          writeFileSync(join(f, "addon"), readFileSync(join(f, "addon.node")));
+          return join(f, "addon");
+        },
+        "damaged",
+        named,
+      ],
+      [
+        "a directory holding index.node",
+        (f) => {
+          mkdirSync(join(f, "dir"));
+          writeFileSync(join(f, "dir", "index.node"), readFileSync(join(f, "addon.node")));
+          return join(f, "dir");
+        },
+        "damaged",
+        notAFile("a directory"),
+      ],
+      [
+        "a directory whose package.json main is the cut .node",
+        (f) => {
+          writeFileSync(join(f, "package.json"), JSON.stringify({ main: "addon.node" }));
+          return f;
+        },
+        "damaged",
+        notAFile("a directory"),
+      ],
+      [
+        "a symlink x.js to the cut .node",
+        (f) => {
+          symlinkSync(join(f, "addon.node"), join(f, "x.js"));
+          return join(f, "x.js");
+        },
+        "damaged",
+        cut,
+      ],
+      [
+        "a symlink with no extension to the cut .node",
+        (f) => {
+          symlinkSync(join(f, "addon.node"), join(f, "link"));
+          return join(f, "link");
+        },
+        "damaged",
+        cut,
+      ],
+      ["/dev/zero", () => "/dev/zero", "damaged", notAFile("a character device")],
+      [
+        "a FIFO with no extension",
+        (f) => {
+          expect(spawnSync("mkfifo", [join(f, "fifo")]).status).toBe(0);
+          return join(f, "fifo");
+        },
+        "damaged",
+        notAFile("a FIFO"),
+      ],
+    ])("%s: refused, exit 0, nothing loaded", (_label, place, reason, defect) => {
+      const path = place(withCutAddon());
+      const outcome = outcomeOf(path);
+      expect(outcome).toMatchObject({ name: "NativeUnavailableError", reason, path });
+      expect(outcome.message).toContain(`${path} (NUVEC_CUDA_NATIVE_ADDON) `);
+      expect(outcome.message).toContain(defect);
+    });
+
+    it("a symlink with any name to the whole addon loads it (the driver or GPU is what is missing here)", () => {
+      const folder = emptyPackage();
+      writeFileSync(join(folder, "whole.node"), addon);
+      symlinkSync(join(folder, "whole.node"), join(folder, "x.js"));
+      const outcome = outcomeOf(join(folder, "x.js"));
+      if (cudaBackend === undefined) expect(outcome.reason).toBe("backend-unavailable");
+      else expect(outcome).toEqual({ loaded: true });
     });
   },
 );

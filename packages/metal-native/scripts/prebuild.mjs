@@ -27,12 +27,14 @@ import {
   cpSync,
   existsSync,
   readFileSync,
+  realpathSync,
   renameSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { temporaryFolder } from "../../../scripts/temporary.mjs";
 import { contractRunner } from "./run-contract.mjs";
@@ -188,7 +190,14 @@ function copyPrebuilt(from, file) {
   if (target !== hostTarget())
     fail(`NUVEC_PREBUILD_FROM packs this machine's own addon (${hostTarget()}), not ${target}'s`);
   if (!existsSync(from)) fail(`NUVEC_PREBUILD_FROM names ${from}, which does not exist`);
-  copyFileSync(from, `${file}.partial`);
+  // Copied only when it is a regular .node file at its real path: a FIFO or /dev/zero would be read forever.
+  // Its contents are checked when the contract suite loads the copy.
+  const real = realpathSync(from);
+  if (!statSync(real).isFile() || extname(real) !== ".node")
+    fail(
+      `NUVEC_PREBUILD_FROM names ${from}${real === from ? "" : ` (${real})`}, which is not a regular .node file`,
+    );
+  copyFileSync(real, `${file}.partial`);
   renameSync(`${file}.partial`, file);
 }
 

@@ -122,6 +122,50 @@ describe.runIf(runs)("a damaged addon: a typed error in a process that lives on"
     },
   );
 
+  it.runIf(prebuiltName !== undefined).each<[string, (folder: string) => void, string]>([
+    [
+      "a package.json that is not JSON",
+      (folder) => writeFileSync(join(folder, "package.json"), "{ not json"),
+      "Error parsing",
+    ],
+    [
+      "exports that hide its package.json",
+      (folder) =>
+        writeFileSync(
+          join(folder, "package.json"),
+          JSON.stringify({ name: prebuiltName, version: "0.0.0", exports: { ".": "./index.js" } }),
+        ),
+      'is not defined by "exports"',
+    ],
+    ["no package.json", (folder) => rmSync(join(folder, "package.json")), "Cannot find module"],
+  ])(
+    "the prebuilt package installed with %s, its whole addon beside it: damaged, not not-installed",
+    (_label, spoil, why) => {
+      const { root, file } = installedCopy("prebuilt");
+      cpSync(built, file);
+      spoil(dirname(file));
+      const error = loadError(root);
+      expect(error).toMatchObject({ reason: "damaged", path: join(dirname(file), "package.json") });
+      expect(error?.message).toContain(
+        `${prebuiltName} is installed (${dirname(file)}) but its package.json does not lead to its addon (`,
+      );
+      expect(error?.message).toContain(why);
+      expect(error?.message).toContain(`Reinstall it: npm install ${prebuiltName}@`);
+    },
+  );
+
+  it("the source build's place holding a link to a whole addon without .node: damaged, never run as JavaScript", () => {
+    const { root, file } = installedCopy("source");
+    const real = join(dirname(file), "renamed");
+    cpSync(built, real);
+    symlinkSync(real, file);
+    const error = loadError(root);
+    expect(error).toMatchObject({ reason: "damaged", path: file });
+    expect(error?.message).toContain(
+      `${file} is damaged: its name does not end in .node (a link to ${real}): Node.js loads only a .node file`,
+    );
+  });
+
   /** A copy with the platform package holding `bytes` and, unless `null`, `checksum` as its `.sha256`. */
   function withPrebuilt(bytes: Buffer, checksum: string | null): { root: string; file: string } {
     const copy = installedCopy("prebuilt");

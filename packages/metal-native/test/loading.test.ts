@@ -1,6 +1,6 @@
 // How the addon is found: the platform key (libc included), the platform packages' manifests agreeing with
 // the loader's table, no install script anywhere, and the typed error when nothing fits.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,7 @@ import { openNativeBackendFile } from "../src/addon/loader.js";
 import { ADDON_FILE_NAME, detectLinuxLibc, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
 
 const packages = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const sourceBuild = join(packages, "metal-native", "native", "build", "Release", ADDON_FILE_NAME);
 const manifest = (directory: string) =>
   JSON.parse(readFileSync(join(packages, directory, "package.json"), "utf8"));
 
@@ -82,4 +83,18 @@ describe("loading a given addon file", () => {
     expect((caught as Error).message).toContain("npx @nuvec/metal-native build");
     expect((caught as Error).message).toContain("@nuvec/metal-native/mock");
   });
+
+  it.runIf(existsSync(sourceBuild))(
+    "a whole addon under a name without .node is damaged (require would run it as JavaScript), never loaded",
+    () => {
+      const renamed = join(mkdtempSync(join(tmpdir(), "nuvec-loading-")), "nuvec_metal_native");
+      copyFileSync(sourceBuild, renamed);
+      const caught = thrown(() => openNativeBackendFile(renamed));
+      expect(caught).toMatchObject({ reason: "damaged", path: renamed });
+      expect((caught as Error).message).toContain(
+        `${renamed} is damaged: its name does not end in .node: Node.js loads only a .node file as a native ` +
+          "addon and would run this one as JavaScript",
+      );
+    },
+  );
 });

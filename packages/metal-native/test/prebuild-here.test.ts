@@ -4,9 +4,9 @@
 // binary with Zig is test/prebuilds.test.ts, run by `npm run test:prebuilds`.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without types
@@ -52,6 +52,43 @@ describe.runIf(hasPlatformPackage && existsSync(sourceBuild))("this machine's pr
       `NUVEC_PREBUILD_FROM packs this machine's own addon (${here}), not ${other}'s`,
     );
     expect(existsSync(out)).toBe(false);
+  });
+});
+
+describe.runIf(hasPlatformPackage && process.platform !== "win32")("NUVEC_PREBUILD_FROM", () => {
+  it.each<[string, () => string]>([
+    ["/dev/zero", () => "/dev/zero"],
+    [
+      "a FIFO",
+      () => {
+        const fifo = join(scratch, "fifo.node");
+        expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+        return fifo;
+      },
+    ],
+    [
+      "a directory",
+      () => {
+        const folder = join(scratch, "folder.node");
+        mkdirSync(folder);
+        return folder;
+      },
+    ],
+  ])("naming %s: refused at once, nothing written (never read forever)", (_label, place) => {
+    const from = place();
+    const out = join(scratch, `from-${basename(from)}.node`);
+    const result = spawnSync(process.execPath, [join(root, "scripts", "prebuild.mjs"), here, "--out", out], {
+      encoding: "utf8",
+      env: { ...process.env, NUVEC_PREBUILD_FROM: from },
+      timeout: 30_000,
+    });
+    expect(result.signal).toBeNull();
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe(
+      `prebuild ${here}: NUVEC_PREBUILD_FROM names ${from}, which is not a regular .node file\n`,
+    );
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync(`${out}.partial`)).toBe(false);
   });
 });
 

@@ -14,7 +14,7 @@ export { AddonBuffer, NativeAddonBufferRange } from "./addon/buffer.js";
 export { AddonBufferRange } from "./addon/buffer-range.js";
 export { callNative } from "./addon/call.js";
 export { AddonMappedFile } from "./addon/mapped-file.js";
-export { nativeBinaryDefect } from "./addon/native-binary.js";
+export { checkNativeBinary, type NativeBinaryCheck, nativeBinaryDefect } from "./addon/native-binary.js";
 export type { AddonOwner } from "./addon/owner.js";
 export type { AllocationKind } from "./addon/ownership.js";
 export type * from "./addon/raw.js";

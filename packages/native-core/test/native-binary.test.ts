@@ -2,13 +2,21 @@
 // files built here byte by byte, each cut or corrupted where a loader would map or read past the end. (The
 // loaders' own tests truncate the real addons and load them in child processes.)
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { nativeBinaryDefect } from "../src/addon/native-binary.js";
+import { checkNativeBinary, nativeBinaryDefect } from "../src/addon/native-binary.js";
 
 const directory = mkdtempSync(join(tmpdir(), "nuvec-native-binary-"));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -279,6 +287,115 @@ describe("files that are not files", () => {
 
   it("Windows has no native backend: nothing is checked there", () => {
     expect(nativeBinaryDefect(join(directory, "missing.node"), "win32")).toBeUndefined();
+  });
+});
+
+describe("the file a loader requires (checkNativeBinary): the real path, checked as it will be loaded", () => {
+  /** A fresh folder in the scratch directory. */
+  const folder = () => {
+    const made = join(directory, `resolve-${serial++}`);
+    mkdirSync(made);
+    return made;
+  };
+  const notJavaScript =
+    "Node.js loads only a .node file as a native addon and would run this one as JavaScript";
+
+  it("a whole .node file passes as itself; a relative path is the working directory's", () => {
+    const file = join(folder(), "addon.node");
+    writeFileSync(file, elf64());
+    expect(checkNativeBinary(file)).toEqual({ file, defect: undefined, missing: false });
+    expect(checkNativeBinary(relative(process.cwd(), file))).toEqual({
+      file,
+      defect: undefined,
+      missing: false,
+    });
+  });
+
+  it("a symlink is followed to its real path, whatever it is called, and that file is checked", () => {
+    const place = folder();
+    const real = join(place, "addon.node");
+    writeFileSync(real, elf64());
+    for (const name of ["x.js", "addon", "x.json"]) {
+      symlinkSync(real, join(place, name));
+      expect(checkNativeBinary(join(place, name))).toEqual({ file: real, defect: undefined, missing: false });
+    }
+    const cut = join(place, "cut.node");
+    writeFileSync(cut, elf64().subarray(0, 2000));
+    symlinkSync(cut, join(place, "cut"));
+    expect(checkNativeBinary(join(place, "cut"))).toEqual({
+      file: cut,
+      defect:
+        "it is truncated: segment 0 (program header type 0x1) ends at byte 3000, the file has 2000 bytes",
+      missing: false,
+    });
+  });
+
+  it("a whole shared object whose real name is not .node is refused: require would run it as JavaScript", () => {
+    const place = folder();
+    const file = join(place, "addon");
+    writeFileSync(file, elf64());
+    expect(checkNativeBinary(file)).toEqual({
+      file,
+      defect: `its name does not end in .node: ${notJavaScript}`,
+      missing: false,
+    });
+    const link = join(place, "addon.node");
+    symlinkSync(file, link);
+    expect(checkNativeBinary(link).defect).toBe(
+      `its name does not end in .node (a link to ${file}): ${notJavaScript}`,
+    );
+  });
+
+  it("no extension is added and no directory looked into (index.node, package.json main)", () => {
+    const place = folder();
+    writeFileSync(join(place, "addon.node"), elf64());
+    expect(checkNativeBinary(join(place, "addon"))).toEqual({
+      file: join(place, "addon"),
+      defect: "it does not exist",
+      missing: true,
+    });
+    const withIndex = join(place, "with-index");
+    mkdirSync(withIndex);
+    writeFileSync(join(withIndex, "index.node"), elf64());
+    expect(checkNativeBinary(withIndex).defect).toBe("it is a directory, not a file");
+    const withMain = join(place, "with-main");
+    mkdirSync(withMain);
+    writeFileSync(join(withMain, "package.json"), JSON.stringify({ main: "addon.node" }));
+    writeFileSync(join(withMain, "addon.node"), elf64());
+    expect(checkNativeBinary(withMain).defect).toBe("it is a directory, not a file");
+  });
+
+  it.runIf(process.platform !== "win32")(
+    "a FIFO, /dev/zero and a dangling symlink without an extension: refused at once, never read",
+    () => {
+      const place = folder();
+      const fifo = join(place, "fifo");
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      expect(checkNativeBinary(fifo)).toEqual({
+        file: fifo,
+        defect: "it is a FIFO, not a file",
+        missing: false,
+      });
+      symlinkSync("/dev/zero", join(place, "zero"));
+      expect(checkNativeBinary(join(place, "zero"))).toEqual({
+        file: "/dev/zero",
+        defect: "it is a character device, not a file",
+        missing: false,
+      });
+      symlinkSync(join(place, "nowhere.node"), join(place, "dangling"));
+      expect(checkNativeBinary(join(place, "dangling"))).toMatchObject({
+        defect: "it does not exist",
+        missing: true,
+      });
+    },
+  );
+
+  it("the packed SHA-256 is checked on the real file", () => {
+    const file = join(folder(), "addon.node");
+    writeFileSync(file, elf64());
+    expect(checkNativeBinary(file, "linux", "0".repeat(64)).defect).toMatch(
+      /^its SHA-256 is [0-9a-f]{64}, not 0{64} as it was packed/,
+    );
   });
 });
 

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { nativeBinaryDefect } from "@nuvec/native-core/addon";
+import { checkNativeBinary } from "@nuvec/native-core/addon";
 import { NativeUnavailableError, type NativeUnavailableReason } from "@nuvec/stats";
 import { ADDON_FILE_NAME, PREBUILT_PACKAGES, packageRoot, platformKey } from "../platforms.js";
 import { NativeAddonBackend } from "./native-backend.js";
@@ -64,15 +64,18 @@ function firstLine(error: unknown): string {
 }
 
 /**
- * Loads an addon file: its module, or the reason it is unusable. The file is checked first
- * (`nativeBinaryDefect`): a damaged file is refused before the dynamic loader maps it, which could otherwise
- * die of SIGBUS on a segment past the end of a truncated file.
+ * Loads an addon file: its module, or the reason it is unusable. The path is resolved to its real path and
+ * that one file is checked (`checkNativeBinary`) and then required, so nothing is resolved after the check:
+ * a damaged file is refused before the dynamic loader maps it (it could otherwise die of SIGBUS on a
+ * segment past the end of a truncated file), and a file that is no regular `.node` file is refused before
+ * Node could run it as JavaScript (or read a FIFO or `/dev/zero` forever).
  */
 function loadAddonFile(file: string, sha256?: string): { addon: RawMetalAddon } | Failure {
-  const defect = nativeBinaryDefect(file, process.platform, sha256);
-  if (defect !== undefined) return { reason: "damaged", what: `${file} is damaged: ${defect}`, path: file };
+  const checked = checkNativeBinary(file, process.platform, sha256);
+  if (checked.defect !== undefined)
+    return { reason: "damaged", what: `${file} is damaged: ${checked.defect}`, path: file };
   try {
-    const addon = createRequire(import.meta.url)(file) as RawMetalAddon;
+    const addon = createRequire(import.meta.url)(checked.file) as RawMetalAddon;
     if (typeof addon?.available !== "boolean")
       return { reason: "load-failed", what: `${file} is not the @nuvec/metal-native addon`, path: file };
     if (addon.available) return { addon };
@@ -139,7 +142,25 @@ export function findMetalAddon(
   let manifest: string;
   try {
     manifest = resolve(`${packageName}/package.json`);
-  } catch {
+  } catch (error) {
+    // Installed but unreadable: a package.json that is not JSON, `exports` that hide it, a folder without
+    // one. Only a package that is nowhere is not installed.
+    const folder = installedFolder(resolve, packageName);
+    if ((error as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND" || folder !== undefined) {
+      const where = folder ?? packageName;
+      return {
+        error: unavailable(
+          {
+            reason: "damaged",
+            what: `${packageName} is installed (${where}) but its package.json does not lead to its addon (${firstLine(error)})${also}`,
+            path: join(where, "package.json"),
+            reinstall,
+            cause: error,
+          },
+          root,
+        ),
+      };
+    }
     return {
       error: unavailable(
         orLocal({
@@ -209,6 +230,17 @@ function packedDigest(file: string): { sha256: string } | { defect: string } | u
   }
   const sha256 = /^([0-9a-f]{64})\b/i.exec(text)?.[1];
   return sha256 === undefined ? { defect: `its checksum ${file} holds no SHA-256` } : { sha256 };
+}
+
+/** The folder of `packageName` on the lookup paths of `resolve` (plain node_modules layouts), if any. */
+function installedFolder(resolve: NodeJS.RequireResolve, packageName: string): string | undefined {
+  for (const directory of resolve.paths(packageName) ?? []) {
+    const folder = join(directory, packageName);
+    try {
+      if (statSync(folder).isDirectory()) return folder;
+    } catch {}
+  }
+  return undefined;
 }
 
 /** The loader's search for this very copy of the package on this machine. */

@@ -4,9 +4,16 @@
 // header and its tables first, with plain reads that fail cleanly, and loads only a file whose every table and
 // segment lies inside it. This guards against a damaged file (an interrupted download or copy, a full disk,
 // a file overwritten in place); a file changed between this check and the load is not covered.
+//
+// What is checked must be what is loaded: `require` resolves a path before it loads it (extensions, a
+// directory's package.json `main` or index file, symlinks to their real path) and picks the loader by the
+// real path's extension, running anything but a `.node` file as JavaScript. So a loader asks
+// `checkNativeBinary` for the real path, checks that one file, and requires that exact path: nothing is
+// resolved after the check, and nothing but a `.node` file reaches `require`.
 
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { extname, resolve } from "node:path";
 
 /** The binary format a platform's dynamic loader reads. */
 function formatOf(platform: string): "elf" | "mach-o" | undefined {
@@ -324,4 +331,60 @@ export function nativeBinaryDefect(
   } finally {
     closeSync(fd);
   }
+}
+
+/** What {@link checkNativeBinary} found: the file to load and, when it must not be loaded, why not. */
+export interface NativeBinaryCheck {
+  /** The real path of the file (absolute, symlinks resolved): the exact path to hand to `require`. */
+  file: string;
+  /** What is wrong with it, or `undefined` when it can be loaded. */
+  defect: string | undefined;
+  /** Whether nothing is at the path (a dangling symlink included): the loaders tell "not built" from damaged. */
+  missing: boolean;
+}
+
+/**
+ * The check a loader runs on an addon path before it loads it. `path` (relative to the working directory)
+ * is resolved to its real path, symlinks followed, and nothing else: no extension is added, no directory is
+ * looked into, so the file checked is the file `require(file)` then loads. A file that is not a regular file
+ * (a directory, a FIFO, a device, `/dev/zero`) is refused without being read; one whose real name does not
+ * end in `.node` is refused, because `require` would run it as JavaScript; then {@link nativeBinaryDefect}
+ * checks its contents (the platform's shared-object format, every table and segment inside the file, the
+ * SHA-256 when one is given). On Windows nothing is checked, as there.
+ */
+export function checkNativeBinary(
+  path: string,
+  platform: string = process.platform,
+  sha256?: string,
+): NativeBinaryCheck {
+  const absolute = resolve(path);
+  let file: string;
+  try {
+    file = realpathSync(absolute);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { file: absolute, defect: "it does not exist", missing: true };
+    return { file: absolute, defect: `it cannot be opened (${code ?? String(error)})`, missing: false };
+  }
+  if (formatOf(platform) === undefined) return { file, defect: undefined, missing: false };
+  // What it is before what it is called: a link to /dev/zero is a device, whatever its name.
+  let stats: import("node:fs").Stats;
+  try {
+    stats = statSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { file, defect: `it cannot be opened (${code ?? String(error)})`, missing: code === "ENOENT" };
+  }
+  if (!stats.isFile()) return { file, defect: `it is ${kindOf(stats)}, not a file`, missing: false };
+  if (extname(file) !== ".node") {
+    const link = file === absolute ? "" : ` (a link to ${file})`;
+    return {
+      file,
+      defect:
+        `its name does not end in .node${link}: Node.js loads only a .node file as a native addon and would ` +
+        "run this one as JavaScript",
+      missing: false,
+    };
+  }
+  return { file, defect: nativeBinaryDefect(file, platform, sha256), missing: false };
 }
