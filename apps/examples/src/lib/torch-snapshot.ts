@@ -3,63 +3,27 @@
 // each allocation keeps its stack frames as a label, and PyTorch's own reserved memory (its segments) becomes
 // a series on the same event axis.
 //
-// The pickle is read by pickleparser with a restricted resolver: a snapshot is plain data (dicts, lists,
-// strings, numbers), so every global a pickle names is refused except `collections.OrderedDict` (built as a
-// plain Map). No pickle can call anything: REDUCE, INST, OBJ and NEWOBJ only ever reach that one constructor.
-import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+// The pickle is read by the project's own reader of the opcodes a snapshot holds (snapshot-pickle.ts): plain
+// data only, every other opcode and every global but `collections.OrderedDict` refused, and its memory and
+// time bounded in proportion to the input's length. A gzipped snapshot is inflated only up to a bound set by
+// its compressed length, so a small file that inflates to gigabytes is refused early.
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from "node:fs";
 import { basename } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { FormatError } from "@nuvec/allocator";
+import { PickleRefusal, readSnapshotPickle } from "./snapshot-pickle.js";
 
 /** The largest snapshot read (the file, or what a gzipped one inflates to). */
 export const MAX_SNAPSHOT_BYTES = 1024 ** 3;
-/** The longest byte string a snapshot may hold (it holds none: this bounds a hostile LONG4 or BINBYTES). */
-const MAX_BYTES_OBJECT = 64 * 1024;
+/**
+ * What a gzipped snapshot may inflate to: this many times its compressed length (real snapshots inflate 12 to
+ * 15 times), or {@link INFLATED_FLOOR_BYTES}, whichever is more.
+ */
+export const MAX_INFLATION = 64;
+export const INFLATED_FLOOR_BYTES = 16 * 1024 * 1024;
 /** Frames kept per allocation label, and characters per frame field. */
 const FRAMES_KEPT = 8;
 const FIELD_CHARACTERS = 240;
-
-interface PickleReader {
-  bytes(length: number): Uint8Array;
-}
-interface PickleModule {
-  BufferReader: new (buffer: Uint8Array) => PickleReader;
-  Parser: new (options: object) => { read(reader: PickleReader): unknown };
-}
-const pickleparser = createRequire(import.meta.url)("pickleparser") as PickleModule;
-
-/** A BufferReader that refuses byte strings longer than a snapshot ever holds. */
-class BoundedReader extends pickleparser.BufferReader {
-  override bytes(length: number): Uint8Array {
-    if (!(length <= MAX_BYTES_OBJECT)) {
-      throw new Error(`a byte string or integer of ${length} bytes (a memory snapshot holds none this long)`);
-    }
-    return super.bytes(length);
-  }
-}
-
-/** `collections.OrderedDict`, the one global a snapshot may name: a plain Map, whatever the arguments. */
-function orderedDict(): Map<unknown, unknown> {
-  return new Map();
-}
-
-function refuse(what: string): never {
-  throw new Error(`${what} (a memory snapshot is plain data)`);
-}
-
-const PARSER_OPTIONS = {
-  nameResolver: {
-    resolve(module: unknown, name: unknown) {
-      if (module === "collections" && name === "OrderedDict") return orderedDict;
-      return refuse(`refused the global ${String(module).slice(0, 80)}.${String(name).slice(0, 80)}`);
-    },
-  },
-  persistentResolver: { resolve: () => refuse("refused a persistent id") },
-  extensionResolver: { resolve: () => refuse("refused an extension code") },
-  unpicklingTypeOfSet: "array",
-  unpicklingTypeOfDictionary: "Map",
-};
 
 /** What one snapshot becomes. */
 export interface TorchWorkload {
@@ -97,13 +61,9 @@ function corrupt(path: string, why: string): FormatError {
   );
 }
 
-/** The field `key` of a dict read from the pickle (a Map; a protocol-0 DICT may set own properties). */
+/** The field `key` of a dict read from the pickle (a Map; anything else has no fields). */
 function field(value: unknown, key: string): unknown {
-  if (value instanceof Map) return value.get(key);
-  if (typeof value === "object" && value !== null && Object.hasOwn(value, key)) {
-    return (value as Record<string, unknown>)[key];
-  }
-  return undefined;
+  return value instanceof Map ? value.get(key) : undefined;
 }
 
 /** A whole number of bytes or an address from the pickle (an int, or a bigint within safe range). */
@@ -130,30 +90,54 @@ export function looksLikeTorchSnapshot(path: string): boolean {
   }
 }
 
-/** The raw pickle bytes of `path` (inflated if gzipped), within `limit` bytes. */
+/**
+ * The raw pickle bytes of `path` (inflated if gzipped), within `limit` bytes. The file is opened without
+ * blocking and checked by its descriptor, so a FIFO or a device put in its place after a check is refused,
+ * never read.
+ */
 function readBytes(path: string, limit: number): Buffer {
-  let size: number;
+  let fd: number;
   try {
-    const stats = statSync(path);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw new FormatError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read ${path}: ${(error as Error).message}`);
+  }
+  let bytes: Buffer;
+  try {
+    const stats = fstatSync(fd);
     if (!stats.isFile()) {
       throw new FormatError("ERR_NUVEC_TRACE_NOT_A_FILE", `${path} is not a regular file`);
     }
-    size = stats.size;
+    if (stats.size > limit) {
+      throw new FormatError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${stats.size} bytes, over ${limit}`);
+    }
+    // The length fstat gave, no more: a file that grows meanwhile is read as it was.
+    bytes = Buffer.allocUnsafe(stats.size);
+    let filled = 0;
+    while (filled < bytes.length) {
+      const read = readSync(fd, bytes, filled, bytes.length - filled, filled);
+      if (read === 0) break;
+      filled += read;
+    }
+    bytes = bytes.subarray(0, filled);
   } catch (error) {
     if (error instanceof FormatError) throw error;
     throw new FormatError("ERR_NUVEC_TRACE_NOT_FOUND", `cannot read ${path}: ${(error as Error).message}`);
+  } finally {
+    closeSync(fd);
   }
-  if (size > limit) {
-    throw new FormatError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} is ${size} bytes, over ${limit}`);
-  }
-  const bytes = readFileSync(path);
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
+  // Inflated only up to a bound of the compressed length: a small file that inflates without end (a gzip
+  // bomb) stops there, having used no more memory or time than the bound.
+  const bound = Math.min(limit, Math.max(INFLATED_FLOOR_BYTES, MAX_INFLATION * bytes.length));
   try {
-    // Inflated only up to the limit: a small file that inflates without end (a gzip bomb) stops there.
-    return gunzipSync(bytes, { maxOutputLength: limit });
+    return gunzipSync(bytes, { maxOutputLength: bound });
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new FormatError("ERR_NUVEC_TRACE_TOO_LARGE", `${path} inflates to more than ${limit} bytes`);
+      throw new FormatError(
+        "ERR_NUVEC_TRACE_TOO_LARGE",
+        `${path} inflates to more than ${bound} bytes (${bytes.length} compressed; a snapshot inflates at most ${MAX_INFLATION} times, or to ${INFLATED_FLOOR_BYTES} bytes${bound === limit ? `; the limit is ${limit}` : ""})`,
+      );
     }
     throw corrupt(path, `bad gzip data (${(error as Error).message})`);
   }
@@ -201,9 +185,10 @@ function frameLabel(frames: unknown): string {
  * the device with the most trace entries). `maxBytes` (default {@link MAX_SNAPSHOT_BYTES}) bounds the file
  * and what a gzipped one inflates to.
  *
- * @throws FormatError: `ERR_NUVEC_TRACE_CORRUPT` for anything but a well-formed snapshot (a truncated file, a
- * pickle naming any global but `collections.OrderedDict`, a byte string longer than 64 KiB, a trace entry
- * of the wrong shape); `ERR_NUVEC_TRACE_TOO_LARGE` past `maxBytes`; `ERR_NUVEC_TRACE_EMPTY`
+ * @throws FormatError: `ERR_NUVEC_TRACE_CORRUPT` for anything but a well-formed snapshot (a truncated file, an
+ * opcode a snapshot never holds, a global but `collections.OrderedDict`, an integer longer than 8 bytes, a
+ * string longer than 64 KiB, more values than a snapshot of its length holds, a trace entry of the wrong
+ * shape); `ERR_NUVEC_TRACE_TOO_LARGE` past `maxBytes` or a gzip that inflates past its bound; `ERR_NUVEC_TRACE_EMPTY`
  * when the device's trace has no allocation; `ERR_NUVEC_TRACE_NOT_FOUND` / `ERR_NUVEC_TRACE_NOT_A_FILE`.
  */
 export function readTorchSnapshot(
@@ -216,10 +201,10 @@ export function readTorchSnapshot(
   }
   let root: unknown;
   try {
-    const parser = new pickleparser.Parser(PARSER_OPTIONS);
-    root = parser.read(new BoundedReader(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length)));
+    root = readSnapshotPickle(bytes);
   } catch (error) {
-    throw corrupt(path, String((error as Error)?.message ?? error).split("\n")[0] as string);
+    if (error instanceof PickleRefusal) throw corrupt(path, error.message);
+    throw error;
   }
   const traces = field(root, "device_traces");
   if (!Array.isArray(traces)) throw corrupt(path, "it has no device_traces list");
@@ -253,6 +238,18 @@ export function readTorchSnapshot(
 
   const events: unknown[] = [];
   const labelOf = new Map<string, number>();
+  const labelOfFrames = new Map<unknown[], number>();
+  /** A label's index into `labels` (added when new); -1 for no label. */
+  const internLabel = (label: string): number => {
+    if (label === "") return -1;
+    let index = labelOf.get(label);
+    if (index === undefined) {
+      index = labels.length;
+      labelOf.set(label, index);
+      labels.push(label);
+    }
+    return index;
+  };
   const labels: string[] = [];
   const allocationLabels: number[] = [];
   const live = new Map<unknown, number>();
@@ -305,14 +302,13 @@ export function readTorchSnapshot(
       nextId += 1;
       live.set(address, id);
       events.push(["a", id, size]);
-      const label = frameLabel(field(entry, "frames"));
-      let labelIndex = -1;
-      if (label !== "") {
-        labelIndex = labelOf.get(label) ?? labels.length;
-        if (labelIndex === labels.length) {
-          labelOf.set(label, labelIndex);
-          labels.push(label);
-        }
+      // A frames list shared by many entries (one memo entry) is labelled once: a container of the pickle
+      // never changes once nested, so its label stays true.
+      const frames = field(entry, "frames");
+      let labelIndex = Array.isArray(frames) ? labelOfFrames.get(frames) : undefined;
+      if (labelIndex === undefined) {
+        labelIndex = internLabel(frameLabel(frames));
+        if (Array.isArray(frames) && frames.length > 0) labelOfFrames.set(frames, labelIndex);
       }
       allocationLabels.push(labelIndex);
       counts.allocations += 1;
