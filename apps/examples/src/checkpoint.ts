@@ -1,15 +1,14 @@
 // Maps a safetensors checkpoint without a copy, lists its tensors, and shows that the process's resident
 // memory did not grow by the file's size.
-import { Device, readSafetensorsHeader } from "@nuvec/device";
-import { formatBytes } from "@nuvec/stats";
+import { Device, mapSafetensors } from "@nuvec/device";
+import { formatBytes, printable } from "@nuvec/stats";
 import { type CommandLine, JSON_FLAG, readCommandLine, runProgram, UsageError } from "./lib/arguments.js";
-import { printable } from "./lib/printable.js";
 import { processMemory } from "./lib/process-memory.js";
 
 const commandLine: CommandLine = {
   synopsis: "checkpoint FILE.safetensors [flags]",
   description:
-    "Maps a safetensors checkpoint without a copy, lists its tensors from the mapped header, and shows that the process's resident memory did not grow by the file's size.",
+    "Maps a safetensors checkpoint without a copy, lists its tensors from its header, and shows that the process's resident memory did not grow by the file's size.",
   flags: [JSON_FLAG],
 };
 
@@ -26,8 +25,9 @@ function main(argv: string[]): number {
   if (positionals.length !== 1) throw new UsageError("give one safetensors file");
   using device = Device.open();
   const before = processMemory();
-  using file = device.mapFile(positionals[0] as string);
-  const header = readSafetensorsHeader(file.contents());
+  // The header is read from the file, not through the mapping: a file truncated meanwhile cannot fault.
+  using checkpoint = mapSafetensors(device, positionals[0] as string);
+  const { file, header } = checkpoint;
   const after = processMemory();
   const total = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
   if (flags.has("json")) {

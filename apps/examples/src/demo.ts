@@ -5,16 +5,15 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
-import { Device, type DeviceBuffer, type MappedFile, readSafetensorsHeader } from "@nuvec/device";
-import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats } from "@nuvec/stats";
+import { Device, type DeviceBuffer, type MappedSafetensors, mapSafetensors } from "@nuvec/device";
+import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats, printable } from "@nuvec/stats";
 import { type CommandLine, parseBytes, readCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
 import { prepareOutputPath } from "./lib/output-path.js";
-import { printable } from "./lib/printable.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
-import { decoderModel, writeSafetensors } from "./lib/safetensors.js";
+import { decoderModel, writeRandomCheckpoint } from "./lib/safetensors.js";
 import { statsChanges, statsTable } from "./lib/tables.js";
 import { type TemporaryFolder, temporaryFolder } from "./lib/temporary.js";
 
@@ -94,23 +93,23 @@ function main(argv: string[]): number {
   // kill) ends the program at once and the folder's guardian removes it (see lib/temporary.ts).
   let temporary: TemporaryFolder | undefined;
   let checkpointPath = given.get("checkpoint");
-  let file: MappedFile | undefined;
+  let checkpoint: MappedSafetensors | undefined;
   const live = new Map<number, DeviceBuffer>();
   try {
     if (checkpointPath === undefined) {
       temporary = temporaryFolder("nuvec-demo-");
       checkpointPath = join(temporary.path, "model.safetensors");
       const writing = progress(`writing a ${formatBytes(checkpointSize)} checkpoint of random fp16 weights`);
-      const length = writeSafetensors(checkpointPath, decoderModel(checkpointSize), (fraction) =>
+      const length = writeRandomCheckpoint(checkpointPath, decoderModel(checkpointSize), (fraction) =>
         writing.update(fraction),
       );
       writing.done(formatBytes(length));
     }
 
-    // 2. Map it without a copy and read its header in place.
+    // 2. Map it without a copy; its header is read from the file (a file truncated meanwhile cannot fault).
     const before = processMemory();
-    file = device.mapFile(checkpointPath);
-    const header = readSafetensorsHeader(file.contents());
+    checkpoint = mapSafetensors(device, checkpointPath);
+    const { file, header } = checkpoint;
     const after = processMemory();
     const totalBytes = header.tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
     const summary = `: ${header.tensors.length} tensors, ${formatBytes(totalBytes)} of weights`;
@@ -253,7 +252,7 @@ function main(argv: string[]): number {
     console.log(`\nreport: ${fitStart(reportPath, COLUMNS - 9)}`);
   } finally {
     for (const buffer of live.values()) buffer.free();
-    file?.free();
+    checkpoint?.[Symbol.dispose]();
     device.close();
     temporary?.remove();
   }

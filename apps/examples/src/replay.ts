@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
-import { formatBytes, MEMORY_STATS_FIELDS } from "@nuvec/stats";
+import { formatBytes, MEMORY_STATS_FIELDS, printable } from "@nuvec/stats";
 import {
   type CommandLine,
   JSON_FLAG,
@@ -20,7 +20,6 @@ import type { FigureTable } from "./lib/memory-view/render.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
 import { prepareOutputPath } from "./lib/output-path.js";
 import { type PolicyOutcome, replayPolicies } from "./lib/policy-replay.js";
-import { printable } from "./lib/printable.js";
 import { columnsOf, progress } from "./lib/progress.js";
 import { statsTable } from "./lib/tables.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot, type TorchWorkload } from "./lib/torch-snapshot.js";

@@ -8,10 +8,10 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
+import { printable } from "@nuvec/stats";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumExecutable, launchChromium } from "../scripts/chromium.mjs";
-import { printable } from "../src/lib/printable.js";
 import { app, root, run, scratchFolder, shippedTrace, traceFile } from "./support.js";
 
 const executable = chromiumExecutable;

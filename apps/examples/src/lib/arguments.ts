@@ -1,7 +1,7 @@
 // Command-line parsing shared by the example programs (node:util's parseArgs): sizes with binary suffixes,
 // --help from one list of flags, bad flags as one line on stderr and exit code 2.
 import { parseArgs } from "node:util";
-import { printable } from "./printable.js";
+import { printable } from "@nuvec/stats";
 
 /** A command-line mistake: the program prints its message on one line and exits with code 2. */
 export class UsageError extends Error {

@@ -1,10 +1,9 @@
-// Writes safetensors checkpoints of random weights for the demo (the reader is @nuvec/device's
-// readSafetensorsHeader / mapSafetensors): 8 bytes of little-endian header length, a JSON header mapping
-// tensor names to { dtype, shape, data_offsets: [begin, end] }, then the data.
+// The demo's checkpoint of random weights, written by @nuvec/device's writeSafetensors (the reader beside it
+// is mapSafetensors): the tensors of a small decoder-only model, each tensor's bytes made chunk by chunk as
+// the writer asks for them, so a checkpoint of gigabytes is never held whole.
 
 import { randomFillSync } from "node:crypto";
-import { closeSync, openSync, writeSync } from "node:fs";
-import { SAFETENSORS_DTYPE_BYTES } from "@nuvec/device";
+import { SAFETENSORS_DTYPE_BYTES, writeSafetensors } from "@nuvec/device";
 
 /** A tensor to write: name, dtype, shape; its bytes are random. */
 export interface TensorSpec {
@@ -37,51 +36,38 @@ export function decoderModel(targetBytes: number): TensorSpec[] {
   return tensors;
 }
 
-/** Writes a safetensors file of `tensors` with random contents; returns its length in bytes. */
-export function writeSafetensors(
+/**
+ * Writes a safetensors checkpoint of `tensors` with random contents (through a temporary file renamed into
+ * place: a failed write leaves nothing at `path`); returns its length in bytes. `onProgress` is told the
+ * fraction of the data written.
+ */
+export function writeRandomCheckpoint(
   path: string,
   tensors: TensorSpec[],
   onProgress?: (fraction: number) => void,
 ): number {
-  const header: Record<string, unknown> = { __metadata__: { format: "pt", writer: "nuvec demo" } };
-  let offset = 0;
-  const sizes = tensors.map((tensor) => {
-    const bytes =
+  const sizes = tensors.map(
+    (tensor) =>
       tensor.shape.reduce((product, dimension) => product * dimension, 1) *
-      (SAFETENSORS_DTYPE_BYTES[tensor.dtype] ?? 1);
-    header[tensor.name] = {
-      dtype: tensor.dtype,
-      shape: tensor.shape,
-      data_offsets: [offset, offset + bytes],
-    };
-    offset += bytes;
-    return bytes;
-  });
-  // The header is padded with spaces to 8 bytes so tensor data stays aligned, as the reference writer does.
-  let json = JSON.stringify(header);
-  json += " ".repeat((8 - (json.length % 8)) % 8);
-  const headerBytes = Buffer.from(json, "utf8");
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(headerBytes.length));
-  const descriptor = openSync(path, "w");
-  try {
-    writeSync(descriptor, prefix);
-    writeSync(descriptor, headerBytes);
-    const chunk = Buffer.allocUnsafe(8 * 1024 * 1024);
-    let written = 0;
-    for (const size of sizes) {
-      let left = size;
-      while (left > 0) {
-        const part = Math.min(left, chunk.length);
-        randomFillSync(chunk, 0, part);
-        writeSync(descriptor, chunk, 0, part);
-        left -= part;
-        written += part;
-        onProgress?.(written / offset);
-      }
+      (SAFETENSORS_DTYPE_BYTES[tensor.dtype] ?? 1),
+  );
+  const total = sizes.reduce((sum, size) => sum + size, 0);
+  // One chunk for every tensor: each is written before the next is filled.
+  const chunk = Buffer.allocUnsafe(Math.min(8 * 1024 * 1024, Math.max(1, ...sizes)));
+  let written = 0;
+  function* randomBytes(size: number): Generator<Uint8Array> {
+    for (let left = size; left > 0; ) {
+      const part = Math.min(left, chunk.length);
+      randomFillSync(chunk, 0, part);
+      yield chunk.subarray(0, part);
+      left -= part;
+      written += part;
+      onProgress?.(written / total);
     }
-  } finally {
-    closeSync(descriptor);
   }
-  return 8 + headerBytes.length + offset;
+  return writeSafetensors(
+    path,
+    tensors.map((tensor, index) => ({ ...tensor, data: randomBytes(sizes[index] ?? 0) })),
+    { metadata: { format: "pt", writer: "nuvec demo" } },
+  );
 }
