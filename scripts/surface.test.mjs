@@ -41,7 +41,7 @@ const APPROVED = {
     ALLOCATION_FAILED_CODE ALLOCATOR_POLICIES Allocation AllocatorCounters AllocatorOptions AllocatorPolicy
     ArgumentError BoundedRelease BufferSource CachingAllocator CountingBufferSource CountingMappingSource
     DEFAULT_POLICY DEFAULT_RESERVE_RATIO EXPANDABLE_SEGMENT_DEFAULTS FormatError Mapping MappingSource
-    NuvecError OutOfMemoryError ReplayOptions ReplayResult SEGMENT_DEFAULTS SegmentOptions StateError Trace
+    NuvecError OutOfMemoryError ReplayOptions ReplayResult SEGMENT_DEFAULTS SEGMENT_OPTIONS_RULE SegmentOptions StateError Trace
     TraceAllocate TraceAllocatorSetup TraceClearCache TraceEvent TraceFree TraceHeader TraceIdMap TraceLimit
     TraceMap TraceOpening TraceRecorder TraceReplay TraceResetPeak TraceUnmap TraceValidator
     checkSegmentOptions isAllocationFailure isTraceEvent replayOptionsFromHeader replayTrace

@@ -26,17 +26,27 @@ describe("buffers and cache", () => {
     expect(allocator.counters()).toMatchObject({ cacheMisses: 3, cacheHits: 0 });
   });
 
-  it("freeWithoutCaching gives the buffer back to the system, never to the cache (a moved view may reach it)", () => {
+  it("quarantine gives the buffer back to the system, never to the cache (a moved view may reach it), counted until endQuarantine", () => {
     const { allocator } = setup();
     const first = allocator.malloc(1000);
     const stats = allocator.memoryStats();
-    allocator.freeWithoutCaching(first);
-    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+    allocator.quarantine(first);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 0, quarantined: 1024 });
     expect(allocator.counters().systemReleases).toBe(1);
     // The next request of the same class is a miss: the buffer was not reused.
     allocator.malloc(1000);
     expect(allocator.memoryStats().systemAllocations).toBe(stats.systemAllocations + 1);
-    expect(() => allocator.freeWithoutCaching(first)).toThrow(refusal("StateError", "ERR_NUVEC_DOUBLE_FREE"));
+    expect(() => allocator.quarantine(first)).toThrow(refusal("StateError", "ERR_NUVEC_DOUBLE_FREE"));
+    allocator.endQuarantine(first);
+    expect(allocator.memoryStats().quarantined).toBe(0);
+    // Ended once: a second end, or one of an allocation never quarantined, is refused, nothing changed.
+    const live = allocator.malloc(1000);
+    for (const allocation of [first, live]) {
+      expect(() => allocator.endQuarantine(allocation)).toThrow(
+        refusal("ArgumentError", "ERR_NUVEC_INVALID_ARGUMENT"),
+      );
+    }
+    expect(allocator.memoryStats().quarantined).toBe(0);
   });
 
   it("a freed buffer is cached and reused by a request of the same class", () => {
@@ -211,8 +221,7 @@ describe("the hard memory limit", () => {
   it("counts quarantined memory (freed, held for a view moved away) against the limit, and names it on the error", () => {
     const { allocator } = setup({}, { memoryLimit: 1 * MiB });
     const moved = allocator.malloc(512 * KiB);
-    allocator.freeWithoutCaching(moved);
-    allocator.addQuarantined(512 * KiB);
+    allocator.quarantine(moved);
     allocator.addMapping(256 * KiB);
     expect(allocator.memoryStats()).toMatchObject({ active: 0, mapped: 256 * KiB, quarantined: 512 * KiB });
     const stats = allocator.memoryStats();
@@ -232,10 +241,10 @@ describe("the hard memory limit", () => {
     expect(() => allocator.addMapping(256 * KiB + 1)).toThrow(/512 KiB|524288 quarantined/);
     expect(allocator.memoryStats()).toEqual(stats);
     // Given back: the room is there again; more than is counted is refused, nothing changed.
-    expect(() => allocator.removeQuarantined(512 * KiB + 1)).toThrow(ArgumentError);
+    expect(() => allocator.removeQuarantined(1)).toThrow(ArgumentError);
     expect(() => allocator.addQuarantined(-1)).toThrow(ArgumentError);
     expect(allocator.memoryStats()).toEqual(stats);
-    allocator.removeQuarantined(512 * KiB);
+    allocator.endQuarantine(moved);
     expect(allocator.memoryStats().quarantined).toBe(0);
     expect(allocator.malloc(512 * KiB + 1).allocatedLength).toBeGreaterThan(512 * KiB);
   });

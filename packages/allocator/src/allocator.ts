@@ -6,7 +6,7 @@ import type { AllocatorCounters } from "./counters.js";
 import { allocatorClosed } from "./errors.js";
 import { isMappingSource } from "./expandable.js";
 import { ALLOCATOR_OPTIONS } from "./option-schema.js";
-import type { AllocatorOptions, AllocatorPolicy } from "./options.js";
+import type { AllocatorOptions, AllocatorPolicy, BoundedRelease } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
 import { checkSegmentOptions, type SegmentOptions } from "./segment-options.js";
@@ -28,8 +28,12 @@ export class CachingAllocator<B> {
   private readonly engine: SizeClassAllocator<B> | SegmentAllocator<B>;
   private readonly policyName: AllocatorPolicy;
   // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).
-  private readonly quarantine: QuarantineCount = { bytes: 0 };
+  private readonly quarantinedCount: QuarantineCount = { bytes: 0 };
+  // The part of it counted by addQuarantined (what removeQuarantined may take back).
+  private addedQuarantined = 0;
   private closed = false;
+  // The source's release, for allocations given back after close (releaseAfterClose).
+  private readonly releaseBuffer: (buffer: B) => void;
   private readonly facts: {
     workingSet: number;
     memorySize: number;
@@ -37,7 +41,7 @@ export class CachingAllocator<B> {
     resourceLimit: number;
     pageSize: number;
     reserveRatio: number;
-    boundedRelease: "least-recent" | "largest";
+    boundedRelease: BoundedRelease;
   };
 
   constructor(source: BufferSource<B>, given: AllocatorOptions<B> = {}) {
@@ -65,6 +69,7 @@ export class CachingAllocator<B> {
         : checkedByteCount(options.memoryLimit, "memoryLimit");
     const cacheLimit =
       options.cacheLimit === undefined ? memoryLimit : checkedByteCount(options.cacheLimit, "cacheLimit");
+    this.releaseBuffer = (buffer) => source.release(buffer);
     const cachePolicy = cachePolicyFor<B>(options);
     this.policyName = cachePolicy.name;
     this.facts = {
@@ -85,7 +90,7 @@ export class CachingAllocator<B> {
       pageSize,
       onAcquire: options.onAcquire,
       onRelease: options.onRelease,
-      quarantine: this.quarantine,
+      quarantine: this.quarantinedCount,
     };
     this.engine =
       cachePolicy.name === "segments"
@@ -171,9 +176,9 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Like {@link free}, but the buffer goes back to the system at once, never to the cache: for a buffer that
-   * must not be reused because something outside the allocator may still reach its memory (a view moved
-   * away from it by `ArrayBuffer.prototype.transfer()` or a `postMessage` transfer).
+   * Like {@link free}, but the allocation is never cached nor counted: its buffer goes back to the source at
+   * once (under `segments` its block is never handed out again). For a caller that counts what the source
+   * still holds itself ({@link addQuarantined}); {@link quarantine} counts it here instead.
    *
    * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
    * changed; StateError after `close()`.
@@ -183,34 +188,82 @@ export class CachingAllocator<B> {
   }
 
   /**
-   * Counts `bytes` of a buffer freed with {@link freeWithoutCaching} that the source still holds (a view
-   * moved away reaches it): in `quarantined`, and against the memory limit, until
-   * {@link removeQuarantined} says the source gave it back.
+   * Like {@link free}, but for an allocation that must not be reused because something outside the allocator
+   * may still reach its memory (a view moved away from it by `ArrayBuffer.prototype.transfer()` or a
+   * `postMessage` transfer): never cached, and counted in `quarantined` (and against the memory limit) until
+   * {@link endQuarantine} says the source gave its memory back. Under `mlx` and `bounded` its buffer goes
+   * back to the source at once, counted at its length. Under `segments` its block stays in its segment,
+   * never handed out, counted at its size; a segment that goes back while a block of it is quarantined (the
+   * source holds the whole segment for the escaped view) is counted whole until the last such block's
+   * quarantine ends.
+   *
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`): nothing
+   * changed; StateError after `close()`.
+   */
+  quarantine(allocation: Allocation<B>): void {
+    this.engine.quarantine(allocation);
+  }
+
+  /**
+   * The source gave back the memory of an allocation passed to {@link quarantine} (the escaped view was
+   * collected): it leaves `quarantined`; under `segments` its block is free again, or its segment, given back
+   * meanwhile, leaves `quarantined` with its last quarantined block.
+   *
+   * @throws ArgumentError for an allocation this allocator does not hold in quarantine (nothing changed);
+   * StateError after `close()`.
+   */
+  endQuarantine(allocation: Allocation<B>): void {
+    this.engine.endQuarantine(allocation);
+  }
+
+  /**
+   * After {@link close}: gives back what a live allocation holds, which `close()` leaves to its caller (a
+   * free still waiting for a kernel): its buffer, or under `segments` its block's range and, with the last
+   * live block of its segment, the segment (an expandable segment's mappings and address space). No hook
+   * runs and no figure moves (the allocator is closed). Before `close()` it is {@link free}.
+   *
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`).
+   */
+  releaseAfterClose(allocation: Allocation<B>): void {
+    if (!this.closed) {
+      this.free(allocation);
+      return;
+    }
+    this.engine.releaseAfterClose(allocation, this.releaseBuffer);
+  }
+
+  /**
+   * Counts `bytes` the source still holds for something other than an allocation passed to
+   * {@link quarantine} (a mapped file whose view moved away, a buffer freed with {@link freeWithoutCaching}):
+   * in `quarantined`, and against the memory limit, until {@link removeQuarantined} says the
+   * source gave it back.
    *
    * @throws ArgumentError for a bad byte count (nothing changed); StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   addQuarantined(bytes: number): void {
     if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
-    this.quarantine.bytes += bytes;
+    this.quarantinedCount.bytes += bytes;
+    this.addedQuarantined += bytes;
   }
 
   /**
    * The source gave back `bytes` counted by {@link addQuarantined}.
    *
-   * @throws ArgumentError for a bad byte count or more than is counted (nothing changed);
-   * StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
+   * @throws ArgumentError for a bad byte count or more than {@link addQuarantined} counted (nothing
+   * changed); StateError (`ERR_NUVEC_ALLOCATOR_CLOSED`).
    */
   removeQuarantined(bytes: number): void {
     if (this.closed) throw allocatorClosed("count quarantined memory");
     checkedByteCount(bytes, "bytes");
-    if (bytes > this.quarantine.bytes) {
+    if (bytes > this.addedQuarantined) {
       throw new ArgumentError(
         "bytes",
-        `${bytes} bytes are more than the ${this.quarantine.bytes} quarantined`,
+        `${bytes} bytes are more than the ${this.addedQuarantined} quarantined by addQuarantined`,
       );
     }
-    this.quarantine.bytes -= bytes;
+    this.quarantinedCount.bytes -= bytes;
+    this.addedQuarantined -= bytes;
   }
 
   /**

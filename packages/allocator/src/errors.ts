@@ -67,3 +67,11 @@ export function foreignAllocation(what: "allocation" | "mapping"): ArgumentError
 export function allocatorClosed(operation: string): StateError {
   return new StateError("ERR_NUVEC_ALLOCATOR_CLOSED", `cannot ${operation}: the allocator is closed`);
 }
+
+/** `endQuarantine()` of an allocation this allocator holds in no quarantine (never, or no longer). */
+export function notQuarantined(): ArgumentError {
+  return new ArgumentError(
+    "allocation",
+    "endQuarantine(): this allocation is not quarantined by this allocator (never quarantined, or its quarantine ended)",
+  );
+}

@@ -1,6 +1,6 @@
 import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
-import { GiB, MiB, type TestBuffer, TestSource } from "../test/support.js";
+import { GiB, MiB, type TestBuffer, TestSource, thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import { replayOptionsFromHeader, TraceReplay } from "./replay.js";
 import { checkSegmentOptions, EXPANDABLE_SEGMENT_DEFAULTS, SEGMENT_DEFAULTS } from "./segment-options.js";
@@ -146,6 +146,72 @@ describe("expandable segments", () => {
     allocator.close();
     expect(source.mappings.size).toBe(0);
     expect(source.space).toBeUndefined();
+  });
+
+  it("close with a block still live (a free that waits): the space stays until releaseAfterClose gives back its last block, then every mapping and the space go", () => {
+    const { source, allocator } = make({ mapAhead: 0 });
+    const pending = allocator.malloc(4 * MiB);
+    const other = allocator.malloc(6 * MiB);
+    allocator.free(other);
+    allocator.close();
+    // What the free block held is unmapped; the pending block's mapping and the space stay.
+    expect([[...source.mappings], source.space !== undefined]).toEqual([[[0, 4 * MiB]], true]);
+    allocator.releaseAfterClose(pending);
+    expect([source.mappings.size, source.space, source.liveRanges]).toEqual([0, undefined, 0]);
+  });
+
+  it("close with a quarantined block: the space goes back with the mapping under it (the source holds what an escaped view reaches)", () => {
+    const { source, allocator } = make({ mapAhead: 0 });
+    const moved = allocator.malloc(4 * MiB);
+    const live = allocator.malloc(2 * MiB);
+    allocator.quarantine(moved);
+    expect(allocator.memoryStats()).toMatchObject({
+      active: 2 * MiB,
+      quarantined: 4 * MiB,
+      reserved: 2 * MiB,
+    });
+    allocator.clearCache();
+    // Neither the live block's mapping nor the quarantined one's is free: both stay.
+    expect(source.mappedBytes()).toBe(6 * MiB);
+    allocator.endQuarantine(moved);
+    allocator.clearCache();
+    expect([...source.mappings]).toEqual([[4 * MiB, 2 * MiB]]);
+    const again = allocator.malloc(4 * MiB);
+    allocator.quarantine(again);
+    allocator.free(live);
+    allocator.close();
+    expect([source.mappings.size, source.space, source.liveRanges]).toEqual([0, undefined, 0]);
+  });
+
+  it("a granularity the pool cannot use is refused at construction, nothing reserved; expandable: false runs fixed segments over it", () => {
+    // The page size is 16 KiB; the address space is the smaller of memorySize (16 GiB) and maxBufferLength (8 GiB).
+    for (const granularity of [1, 3000, 8 * 1024, 3 * MiB, 16 * GiB]) {
+      const source = Object.assign(new SpaceSource({ workingSet: 8 * GiB, memorySize: 16 * GiB }), {
+        mapGranularity: granularity,
+      });
+      let reserved = 0;
+      source.reserve = () => {
+        reserved++;
+        return { serial: -1, length: 0 };
+      };
+      expect(thrown(() => new CachingAllocator(source, { policy: "segments" }))).toMatchObject({
+        name: "ArgumentError",
+        argument: "mapGranularity",
+        message: `the source's mapGranularity must be a power of two from its pageSize (16384) up to its address space (${8 * GiB} bytes: the smaller of memorySize and maxBufferLength), got ${granularity}; segments: { expandable: false } runs fixed segments instead`,
+      });
+      const fixed = new CachingAllocator(source, { policy: "segments", segments: { expandable: false } });
+      fixed.free(fixed.malloc(30 * MiB));
+      fixed.close();
+      expect([reserved, source.held.size]).toEqual([0, 0]);
+    }
+  });
+
+  it("the address space spans at most 2^22 granules, whatever the device's memory", () => {
+    const source = new SpaceSource({ workingSet: 2 ** 50, memorySize: 2 ** 52, maxBufferLength: 2 ** 51 });
+    const allocator = new CachingAllocator(source, { policy: "segments" });
+    allocator.free(allocator.malloc(4 * MiB));
+    expect(source.space?.length).toBe(2 ** 22 * GRANULE);
+    allocator.close();
   });
 
   it("a refused map releases the cache and retries; refused again, malloc throws and what is live is as it was", () => {

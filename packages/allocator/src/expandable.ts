@@ -23,12 +23,13 @@ export interface MappingSource<B> {
 /** Whether a source can reserve address space and map memory into it (expandable segments). */
 export function isMappingSource<S extends object>(source: S): source is S & MappingSource<unknown> {
   const candidate = source as Partial<MappingSource<unknown>>;
+  const granularity = candidate.mapGranularity;
   return (
     typeof candidate.reserve === "function" &&
     typeof candidate.map === "function" &&
     typeof candidate.unmap === "function" &&
-    typeof candidate.mapGranularity === "number" &&
-    candidate.mapGranularity > 0
+    typeof granularity === "number" &&
+    granularity > 0
   );
 }
 
@@ -57,10 +58,11 @@ export class MappedPages<B> {
   // Pages [0, prefixEnd) are all mapped.
   private prefixEnd = 0;
 
-  constructor(source: MappingSource<B>, space: B, capacity: number) {
+  /** `granularity`: the source's `mapGranularity`, as the policy read it. */
+  constructor(source: MappingSource<B>, space: B, capacity: number, granularity: number) {
     this.source = source;
     this.space = space;
-    this.page = source.mapGranularity;
+    this.page = granularity;
     this.owner = new Int32Array(Math.ceil(capacity / this.page));
   }
 

@@ -20,8 +20,13 @@ export class Block<B> {
   allocation: object | null = null;
   /** In its pool's free blocks. */
   free = false;
-  /** Freed without caching: never reused, never merged; its segment goes back once nothing else is live. */
+  /**
+   * Quarantined (a view of it escaped): never handed out or merged until {@link quarantinedBy}'s quarantine
+   * ends; its segment still goes back once nothing in it is live (the source then holds it whole).
+   */
   quarantined = false;
+  /** The allocation whose quarantine holds the block; `null` when not quarantined. */
+  quarantinedBy: object | null = null;
   /** The rounded request of the allocation holding it (counted in `live`). */
   liveSize = 0;
   /** The backend's buffer over exactly this block (`offset`, `size`), kept while the block is unchanged. */
@@ -58,6 +63,7 @@ export class Block<B> {
     this.allocation = null;
     this.free = false;
     this.quarantined = false;
+    this.quarantinedBy = null;
     this.liveSize = 0;
     this.range = null;
     this.rangeSize = 0;
@@ -94,6 +100,15 @@ export class Segment<B> {
    * and being the largest, best fit would take it last anyway).
    */
   tail: Block<B> | null = null;
+  /** Its quarantined blocks: while any is, the source holds the segment's memory for an escaped view. */
+  quarantinedBlocks = 0;
+  /**
+   * The bytes of it counted in `quarantined`: its quarantined blocks' while the policy holds it; all of it
+   * once it went back to the source with quarantined blocks (`releasedWhileQuarantined`).
+   */
+  quarantinedBytes = 0;
+  /** Given back to the source while blocks of it were quarantined: out of the books but for `quarantined`. */
+  releasedWhileQuarantined = false;
 
   constructor(buffer: B, size: number, pool: number) {
     this.buffer = buffer;

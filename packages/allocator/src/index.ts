@@ -26,6 +26,7 @@ export {
   checkSegmentOptions,
   EXPANDABLE_SEGMENT_DEFAULTS,
   SEGMENT_DEFAULTS,
+  SEGMENT_OPTIONS_RULE,
   type SegmentOptions,
 } from "./segment-options.js";
 // The trace format: its events, header and shape test, and the writer a Device records with (the file

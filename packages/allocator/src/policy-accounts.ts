@@ -3,6 +3,7 @@
 // (segments.ts) differ in how they hold the cache; each says what its cache is.
 import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
+import { CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { QuarantineCount } from "./byte-count.js";
 import type { AllocatorCounters } from "./counters.js";
@@ -10,6 +11,7 @@ import {
   allocatorClosed,
   doubleFree,
   foreignAllocation,
+  notQuarantined,
   outOfMemory,
   resourceLimit,
   systemAllocationFailed,
@@ -39,7 +41,9 @@ export abstract class PolicyAccounts<B> {
   protected readonly resourceLimit: number;
   protected readonly pageSize: number;
   // Freed buffers whose memory the source still holds for a view moved out of its reach.
-  protected readonly quarantine: QuarantineCount;
+  protected readonly quarantinedCount: QuarantineCount;
+  // The size-class policies' quarantined allocations (`quarantine()`), with the bytes each is counted at.
+  private readonly quarantinedAllocations = new Map<Allocation<B>, number>();
 
   protected memoryLimit: number;
   protected cacheLimit: number;
@@ -73,7 +77,7 @@ export abstract class PolicyAccounts<B> {
     this.pageSize = setup.pageSize;
     this.onAcquire = setup.onAcquire;
     this.onRelease = setup.onRelease;
-    this.quarantine = setup.quarantine;
+    this.quarantinedCount = setup.quarantine;
   }
 
   /** The bytes held for reuse: `reserved - active`. */
@@ -97,8 +101,9 @@ export abstract class PolicyAccounts<B> {
   protected unlive<R extends { readonly owner: object; allocation: object | null }>(
     allocation: Allocation<B>,
     kind: abstract new (...args: never[]) => R,
+    afterClose = false,
   ): R | undefined {
-    if (this.closed) throw allocatorClosed("free");
+    if (this.closed && !afterClose) throw allocatorClosed("free");
     if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
     const record = (allocation as LiveAllocation<B>).record;
     if (record === undefined) return undefined;
@@ -117,6 +122,44 @@ export abstract class PolicyAccounts<B> {
   /** See {@link CachingAllocator.freeWithoutCaching}. */
   freeWithoutCaching(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, false);
+    this.trimAfterFree();
+  }
+
+  /** After a free without caching that nothing counts: the cache trimmed to its limit where it grew. */
+  protected trimAfterFree(): void {}
+
+  /** See {@link CachingAllocator.quarantine}. */
+  quarantine(allocation: Allocation<B>): void {
+    this.freeAllocation(allocation, false);
+    this.countQuarantined(allocation);
+  }
+
+  /**
+   * Counts a live allocation just freed without caching in `quarantined` until {@link endQuarantine}: the
+   * size-class policies count its length (its buffer went back to the source, which holds it).
+   */
+  protected countQuarantined(allocation: Allocation<B>): void {
+    if (allocation.buffer === undefined) return;
+    this.quarantinedAllocations.set(allocation, allocation.allocatedLength);
+    this.quarantinedCount.bytes += allocation.allocatedLength;
+  }
+
+  /** See {@link CachingAllocator.endQuarantine}. */
+  endQuarantine(allocation: Allocation<B>): void {
+    if (this.closed) throw allocatorClosed("end a quarantine");
+    const bytes = this.quarantinedAllocations.get(allocation);
+    if (bytes === undefined) throw notQuarantined();
+    this.quarantinedAllocations.delete(allocation);
+    this.quarantinedCount.bytes -= bytes;
+  }
+
+  /**
+   * See {@link CachingAllocator.releaseAfterClose}: the size-class policies give the allocation's buffer to
+   * `release` (the source's), nothing counted any more.
+   */
+  releaseAfterClose(allocation: Allocation<B>, release: (buffer: B) => void): void {
+    const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer, true);
+    if (record !== undefined) release(record.buffer);
   }
 
   /**
@@ -124,10 +167,10 @@ export abstract class PolicyAccounts<B> {
    * nothing else changed); returns what is used now.
    */
   protected withinLimit(bytes: number): number {
-    const used = this.active + this.mapped + this.quarantine.bytes;
+    const used = this.active + this.mapped + this.quarantinedCount.bytes;
     if (used + bytes > this.memoryLimit) {
       this.outOfMemoryRefusals++;
-      throw outOfMemory(bytes, this.active, this.mapped, this.memoryLimit, this.quarantine.bytes);
+      throw outOfMemory(bytes, this.active, this.mapped, this.memoryLimit, this.quarantinedCount.bytes);
     }
     return used;
   }
@@ -245,7 +288,7 @@ export abstract class PolicyAccounts<B> {
       wiredLimit: 0,
       wired: 0,
       wiredMapped: 0,
-      quarantined: this.quarantine.bytes,
+      quarantined: this.quarantinedCount.bytes,
     };
   }
 

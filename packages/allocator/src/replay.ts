@@ -85,8 +85,8 @@ export class TraceReplay {
   #slotOfId = new Int32Array(1024);
   readonly #sparseLive = new TraceIdMap<Allocation<number> | null>();
   readonly #mappings = new TraceIdMap<Mapping>();
-  // Quarantined allocations ("q") by id: the bytes their "r" event gives back.
-  readonly #quarantined = new TraceIdMap<number>();
+  // Quarantined allocations ("q") by id: what their "r" event ends the quarantine of.
+  readonly #quarantined = new TraceIdMap<Allocation<number>>();
   #elapsed = 0;
 
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
@@ -159,18 +159,17 @@ export class TraceReplay {
         }
         if (allocation && event[0] === "f") allocator.free(allocation);
         else if (allocation) {
-          // Freed with a view moved away: never cached, its bytes quarantined until the "r" event.
-          allocator.freeWithoutCaching(allocation);
-          allocator.addQuarantined(allocation.allocatedLength);
-          this.#quarantined.set(id, allocation.allocatedLength);
+          // Freed with a view moved away: never cached, quarantined until the "r" event.
+          allocator.quarantine(allocation);
+          this.#quarantined.set(id, allocation);
         }
         break;
       }
       case "r": {
-        const bytes = this.#quarantined.get(event[1]);
+        const quarantined = this.#quarantined.get(event[1]);
         this.#quarantined.delete(event[1]);
         // A refused allocation ("skip") was never quarantined.
-        if (bytes !== undefined) allocator.removeQuarantined(bytes);
+        if (quarantined !== undefined) allocator.endQuarantine(quarantined);
         break;
       }
       case "m":

@@ -1,6 +1,8 @@
 // The segments policy's sizes: what each one means, the defaults (fixed segments, and the expandable large
 // pool over a source that maps memory), and the check that fills them in.
-import { ArgumentError, byteCountProblem } from "@nuvec/stats";
+import { ArgumentError, optionsSchema, type Rule, rules } from "@nuvec/stats";
+
+const { boolean, byteCount, optional } = rules;
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -81,58 +83,70 @@ export const EXPANDABLE_SEGMENT_DEFAULTS: SegmentOptions = Object.freeze({
   mapAhead: 16 * MIB,
 });
 
+/** The options of `segments`, declared once: a byte count each but `expandable`; no other key. */
+const SEGMENT_FIELDS = {
+  blockRounding: optional(byteCount()),
+  smallRequest: optional(byteCount()),
+  smallSegment: optional(byteCount()),
+  largeSegment: optional(byteCount()),
+  segmentRounding: optional(byteCount()),
+  maxSplitSize: optional(byteCount()),
+  releaseIdleOnMiss: optional(byteCount()),
+  expandable: optional(boolean),
+  mapAhead: optional(byteCount()),
+} as const;
+
+/** `segments` as a nested option: every key known, each read once (its getter run once). */
+const SEGMENT_SCHEMA = optionsSchema("checkSegmentOptions()", SEGMENT_FIELDS);
+
+/**
+ * The rule of the `segments` option of an entry point (`Device.open()`, `new CachingAllocator()`): an object
+ * of the known sizes only (an unknown or misspelt key is refused, naming it and the entry point), each read
+ * once and checked against its rules; returns a plain object of what was given.
+ */
+export const SEGMENT_OPTIONS_RULE: Rule<Partial<SegmentOptions> | undefined> & { readonly optional: true } = {
+  expected: "an object of byte counts",
+  optional: true,
+  check(value, name, where) {
+    if (value === undefined) return undefined;
+    const given = SEGMENT_SCHEMA.check(value, name, where) as Partial<SegmentOptions>;
+    checkRules({ ...SEGMENT_DEFAULTS, ...given }, where);
+    return given;
+  },
+};
+
 /**
  * The options checked against their rules, defaults filled in: {@link EXPANDABLE_SEGMENT_DEFAULTS} when the
- * source maps memory (`mapping`) and `expandable` is not turned off, else {@link SEGMENT_DEFAULTS}.
+ * source maps memory (`mapping`) and `expandable` is not turned off, else {@link SEGMENT_DEFAULTS}. Every
+ * key must be one of {@link SegmentOptions}'s; each is read once.
  */
 export function checkSegmentOptions(
   options: Partial<SegmentOptions> | undefined,
   mapping = false,
 ): SegmentOptions {
-  const defaults = mapping && options?.expandable !== false ? EXPANDABLE_SEGMENT_DEFAULTS : SEGMENT_DEFAULTS;
-  if (options === undefined) return defaults;
-  if (options === null || typeof options !== "object") {
-    throw new ArgumentError("segments", "segments must be an object of byte counts");
-  }
-  const merged = { ...defaults, ...options };
-  if (typeof merged.expandable !== "boolean") {
-    throw new ArgumentError(
-      "segments.expandable",
-      `segments.expandable must be a boolean, got ${String(merged.expandable)}`,
-    );
-  }
-  for (const [name, value] of Object.entries(merged)) {
-    if (name === "expandable") continue;
-    const problem = byteCountProblem(value, `segments.${name}`);
-    if (problem) throw new ArgumentError(`segments.${name}`, problem.message);
-  }
+  if (options === undefined) return mapping ? EXPANDABLE_SEGMENT_DEFAULTS : SEGMENT_DEFAULTS;
+  const given = SEGMENT_SCHEMA.check(options, "segments", "checkSegmentOptions()") as Partial<SegmentOptions>;
+  const defaults = mapping && given.expandable !== false ? EXPANDABLE_SEGMENT_DEFAULTS : SEGMENT_DEFAULTS;
+  const merged = { ...defaults, ...given };
+  checkRules(merged, "checkSegmentOptions()");
+  return Object.freeze(merged);
+}
+
+/** The rules between the sizes, on a whole set of them; messages begin with `where`. */
+function checkRules(merged: SegmentOptions, where: string): void {
+  const refuse = (name: keyof SegmentOptions, rule: string): never => {
+    throw new ArgumentError(`segments.${name}`, `${where}: segments.${name} ${rule}, got ${merged[name]}`);
+  };
   for (const name of ["blockRounding", "segmentRounding"] as const) {
-    if (!isPowerOfTwo(merged[name])) {
-      throw new ArgumentError(
-        `segments.${name}`,
-        `segments.${name} must be a power of two up to 1 GiB, got ${merged[name]}`,
-      );
-    }
+    if (!isPowerOfTwo(merged[name])) refuse(name, "must be a power of two up to 1 GiB");
   }
   for (const name of ["smallRequest", "smallSegment", "largeSegment"] as const) {
     if (merged[name] === 0 || merged[name] % merged.blockRounding !== 0) {
-      throw new ArgumentError(
-        `segments.${name}`,
-        `segments.${name} must be a positive multiple of blockRounding (${merged.blockRounding}), got ${merged[name]}`,
-      );
+      refuse(name, `must be a positive multiple of blockRounding (${merged.blockRounding})`);
     }
   }
-  if (merged.releaseIdleOnMiss > 3) {
-    throw new ArgumentError(
-      "segments.releaseIdleOnMiss",
-      `segments.releaseIdleOnMiss must be 0, 1, 2 or 3, got ${merged.releaseIdleOnMiss}`,
-    );
-  }
+  if (merged.releaseIdleOnMiss > 3) refuse("releaseIdleOnMiss", "must be 0, 1, 2 or 3");
   if (merged.smallSegment < merged.smallRequest) {
-    throw new ArgumentError(
-      "segments.smallSegment",
-      `segments.smallSegment (${merged.smallSegment}) must hold a small request (${merged.smallRequest})`,
-    );
+    refuse("smallSegment", `must hold a small request (${merged.smallRequest})`);
   }
-  return Object.freeze(merged);
 }

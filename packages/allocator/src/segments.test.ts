@@ -203,13 +203,19 @@ describe("the segments policy", () => {
     expect(allocator.counters().outOfMemoryRefusals).toBe(1);
   });
 
-  it("quarantined bytes (the allocator's count) are in the figures and the limit of the policy", () => {
-    const { allocator } = make();
-    allocator.setMemoryLimit(4 * MiB);
+  it("a quarantined block counts in quarantined and the limit, never in cache; its quarantine ended, it is free again", () => {
+    const { source, allocator } = make();
+    allocator.setMemoryLimit(6 * MiB);
     const moved = allocator.malloc(2 * MiB);
-    allocator.freeWithoutCaching(moved);
-    allocator.addQuarantined(2 * MiB);
-    expect(allocator.memoryStats()).toMatchObject({ active: 0, quarantined: 2 * MiB });
+    const other = allocator.malloc(2 * MiB);
+    allocator.quarantine(moved);
+    // One 20 MiB segment: 2 MiB live, 2 MiB quarantined, the rest free. Each byte counted once.
+    expect(allocator.memoryStats()).toMatchObject({
+      active: 2 * MiB,
+      quarantined: 2 * MiB,
+      cache: 16 * MiB,
+      reserved: 18 * MiB,
+    });
     const before = allocator.memoryStats();
     expect(() => allocator.malloc(2 * MiB + 1)).toThrow(
       expect.objectContaining({ name: "OutOfMemoryError", quarantined: 2 * MiB }),
@@ -217,26 +223,50 @@ describe("the segments policy", () => {
     expect(() => allocator.addMapping(2 * MiB + 1)).toThrow(
       expect.objectContaining({ quarantined: 2 * MiB }),
     );
-    expect(allocator.memoryStats()).toEqual({ ...before });
-    allocator.removeQuarantined(2 * MiB);
-    expect(allocator.memoryStats().quarantined).toBe(0);
-    expect(allocator.malloc(2 * MiB + 1).length).toBe(2 * MiB + 1);
+    expect(allocator.memoryStats()).toEqual(before);
+    // Never handed out while quarantined: the next block is cut after the live one.
+    const next = allocator.malloc(2 * MiB);
+    expect(where(next).offset).toBe(4 * MiB);
+    allocator.free(next);
+    allocator.endQuarantine(moved);
+    expect(allocator.memoryStats()).toMatchObject({ active: 2 * MiB, quarantined: 0, cache: 18 * MiB });
+    // A free block again: the best fit of the next request of its size.
+    expect(where(allocator.malloc(2 * MiB)).offset).toBe(0);
+    expect(() => allocator.endQuarantine(moved)).toThrow(
+      refusal("ArgumentError", "ERR_NUVEC_INVALID_ARGUMENT"),
+    );
+    allocator.free(other);
+    expect(source.acquired.length).toBe(1);
   });
 
-  it("a block freed without caching is never handed out again; its segment goes back once nothing else is live", () => {
+  it("a segment that goes back while a block of it is quarantined counts whole in quarantined until the last such block's quarantine ends", () => {
     const { source, allocator } = make();
-    const escaped = allocator.malloc(4096);
-    const other = allocator.malloc(4096);
-    allocator.freeWithoutCaching(escaped);
-    expect((escaped.buffer as TestRange).live).toBe(false);
-    expect(allocator.memoryStats()).toMatchObject({ active: 4096, cache: 2 * MiB - 4096 });
-    const next = allocator.malloc(4096);
-    expect(where(next).offset).toBe(8192); // not the quarantined block at 0
-    allocator.free(other);
-    allocator.free(next);
+    const blocks = Array.from({ length: 6 }, () => allocator.malloc(3 * MiB));
+    allocator.quarantine(blocks[0]!);
+    allocator.quarantine(blocks[4]!);
+    for (const block of [1, 2, 3, 5]) allocator.free(blocks[block]!);
+    expect(allocator.memoryStats()).toMatchObject({ active: 0, quarantined: 6 * MiB, cache: 14 * MiB });
     allocator.clearCache();
+    // The source holds the whole 20 MiB segment for the escaped views: all of it is quarantined.
     expect(source.held.size).toBe(0);
-    expect(allocator.memoryStats()).toMatchObject({ active: 0, cache: 0 });
+    expect(allocator.memoryStats()).toMatchObject({
+      active: 0,
+      cache: 0,
+      reserved: 0,
+      quarantined: 20 * MiB,
+    });
+    const limited = allocator.setMemoryLimit(21 * MiB);
+    expect(() => allocator.malloc(1 * MiB + 1)).toThrow(
+      refusal("OutOfMemoryError", "ERR_NUVEC_OUT_OF_MEMORY"),
+    );
+    allocator.setMemoryLimit(limited);
+    allocator.endQuarantine(blocks[4]!);
+    expect(allocator.memoryStats().quarantined).toBe(20 * MiB);
+    allocator.endQuarantine(blocks[0]!);
+    expect(allocator.memoryStats()).toMatchObject({ quarantined: 0, reserved: 0 });
+    expect(() => allocator.endQuarantine(blocks[0]!)).toThrow(
+      refusal("ArgumentError", "ERR_NUVEC_INVALID_ARGUMENT"),
+    );
   });
 
   it("misuse: a double free and a foreign allocation change nothing; a 0-byte request takes no memory", () => {
@@ -290,12 +320,18 @@ describe("the segments policy", () => {
     expect(allocator.segmentFigures()).toMatchObject({ segments: 1, idleSegments: 0 });
   });
 
-  it("close() gives every idle segment back; live blocks are the caller's", () => {
+  it("close() gives every idle segment back; live blocks are the caller's, and releaseAfterClose gives back each one's range and, with the last, its segment", () => {
     const { source, allocator } = make();
     const live = allocator.malloc(5 * MiB);
+    const second = allocator.malloc(3 * MiB);
     allocator.free(allocator.malloc(100));
     allocator.close();
     expect(source.held.size).toBe(1);
     expect(source.held.has((live.buffer as TestRange).segment)).toBe(true);
+    allocator.releaseAfterClose(live);
+    expect(source.held.size).toBe(1);
+    expect(() => allocator.releaseAfterClose(live)).toThrow(refusal("StateError", "ERR_NUVEC_DOUBLE_FREE"));
+    allocator.releaseAfterClose(second);
+    expect([source.held.size, source.liveRanges()]).toEqual([0, 0]);
   });
 });

@@ -6,15 +6,45 @@
 import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
 import type { BufferSource } from "./buffer-source.js";
-import { allocatorClosed, bufferTooLarge, systemAllocationFailed } from "./errors.js";
+import {
+  allocatorClosed,
+  bufferTooLarge,
+  doubleFree,
+  foreignAllocation,
+  notQuarantined,
+  systemAllocationFailed,
+} from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 import type { SegmentOptions } from "./segment-options.js";
 
 const MIB = 1024 * 1024;
+/** The most granules an expandable segment spans (16 MiB of page table). */
+const MAX_GRANULES = 2 ** 22;
 const SMALL = 0;
 const LARGE = 1;
+
+/**
+ * Refuses a source's map granularity the expandable pool cannot use: it maps whole granules of whole pages
+ * into one address space, so a granularity must be a power of two from the page size up to the space (the
+ * device's memory or its largest buffer, whichever is less). A granularity of 1 would make a page table of
+ * billions of entries; one above the space leaves no granule to map.
+ */
+function checkGranularity(granularity: number, pageSize: number, space: number): void {
+  if (
+    Number.isSafeInteger(granularity) &&
+    granularity >= pageSize &&
+    (granularity & (granularity - 1)) === 0 &&
+    granularity <= space
+  ) {
+    return;
+  }
+  throw new ArgumentError(
+    "mapGranularity",
+    `the source's mapGranularity must be a power of two from its pageSize (${pageSize}) up to its address space (${space} bytes: the smaller of memorySize and maxBufferLength), got ${granularity}; segments: { expandable: false } runs fixed segments instead`,
+  );
+}
 
 /** What the segments policy needs of a source beyond {@link BufferSource}: ranges of its buffers. */
 type RangeSource<B> = BufferSource<B> & Required<Pick<BufferSource<B>, "range">>;
@@ -28,9 +58,12 @@ export interface SegmentAllocatorSetup<B> extends PolicySetup<B> {
  * The segments policy over a {@link BufferSource} that makes ranges of its buffers. `CachingAllocator`
  * runs it when `policy` is `"segments"`; the public surface is the same.
  *
- * Figures: `active` is the bytes of live blocks; `cache` the bytes of held segments that no live block uses
- * (free blocks, and blocks freed without caching until their segment goes back); `active + cache` is what
- * the segments hold. `systemAllocations` counts segments.
+ * Figures: `active` is the bytes of live blocks; `cache` the bytes of held segments in free blocks;
+ * `quarantined` (with what the caller counts for mapped files) the quarantined blocks of held segments and
+ * every segment given back while a block of it was quarantined, which the source holds whole until that
+ * block's quarantine ends. Every byte the source holds for the policy is in exactly one of `active`, `cache`
+ * and `quarantined`; `reserved` (`active + cache`) is the held segments less their quarantined blocks.
+ * `systemAllocations` counts segments.
  */
 export class SegmentAllocator<B> extends PolicyAccounts<B> {
   private readonly source: RangeSource<B>;
@@ -39,13 +72,17 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
   private readonly rounding: number;
   private readonly smallRequest: number;
   private readonly maxSplitSize: number;
+  // The bytes of the segments held (an expandable segment's mapped pages), quarantined blocks included.
   private reserved = 0;
+  // The bytes of quarantined blocks in held segments: in `reserved` here, in `quarantined` in the figures.
+  private quarantinedInSegments = 0;
   private segmentCount = 0;
   private idleOldest: Segment<B> | null = null;
   private idleNewest: Segment<B> | null = null;
   private idleBytes = 0;
-  /** The source's mapping calls when the large pool is expandable. */
+  /** The source's mapping calls when the large pool is expandable, and its granularity (read once). */
   private readonly mapping: MappingSource<B> | undefined;
+  private readonly granularity: number = 0;
   /** The large pool's expandable segment once made. */
   private space: Segment<B> | null = null;
   // Blocks merged away, made new by the next splits (no allocation, less for the collector).
@@ -74,15 +111,17 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     ];
     this.smallRequest = setup.segments.smallRequest;
     this.maxSplitSize = setup.segments.maxSplitSize === 0 ? Infinity : setup.segments.maxSplitSize;
-    this.mapping =
-      setup.segments.expandable && isMappingSource(source)
-        ? (source as unknown as MappingSource<B>)
-        : undefined;
     this.sourceMemorySize = source.memorySize;
+    if (setup.segments.expandable && isMappingSource(source)) {
+      const granularity = source.mapGranularity;
+      checkGranularity(granularity, setup.pageSize, Math.min(source.memorySize, setup.maxBufferLength));
+      this.mapping = source as unknown as MappingSource<B>;
+      this.granularity = granularity;
+    }
   }
 
   protected get cacheBytes(): number {
-    return this.reserved - this.active;
+    return this.reserved - this.active - this.quarantinedInSegments;
   }
 
   protected get cachedBuffers(): number {
@@ -91,7 +130,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
 
   /** The source's map granularity when the large pool is expandable; `undefined` otherwise. */
   get mapGranularity(): number | undefined {
-    return this.mapping?.mapGranularity;
+    return this.mapping === undefined ? undefined : this.granularity;
   }
 
   /** The sizes in use. */
@@ -199,15 +238,103 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     block.liveSize = 0;
     if (mayCache) this.putFree(block);
     else {
-      // Something outside may still reach this block's memory: it is never handed out again. Its range goes
-      // back now (the source holds the memory while that view lives); the segment goes back once nothing
-      // else in it is live.
+      // Something outside may still reach this block's memory: it is not handed out again until its
+      // quarantine ends. Its range goes back now (the source holds the memory while that view lives); the
+      // segment goes back once nothing in it is live (countQuarantined counts the block).
       block.quarantined = true;
       this.dropRange(block);
     }
     if (segment.live === 0) this.becomeIdle(segment);
-    if (this.reserved - this.active > this.cacheLimit)
-      this.trim(this.reserved - this.active - this.cacheLimit);
+    if (mayCache) this.trimToLimit();
+  }
+
+  protected override trimAfterFree(): void {
+    this.trimToLimit();
+  }
+
+  /** The cache trimmed to its limit, idle segments first. */
+  private trimToLimit(): void {
+    const cache = this.cacheBytes;
+    if (cache > this.cacheLimit) this.trim(cache - this.cacheLimit);
+  }
+
+  /**
+   * A block just quarantined (`quarantine()`): counted in `quarantined` (and out of `cache`) while its
+   * segment is held; once the segment goes back, the whole segment is (see {@link releaseSegment}).
+   */
+  protected override countQuarantined(allocation: Allocation<B>): void {
+    const block = (allocation as LiveAllocation<B>).record;
+    if (!(block instanceof Block)) return;
+    block.quarantinedBy = allocation;
+    const segment = block.segment;
+    segment.quarantinedBlocks++;
+    segment.quarantinedBytes += block.size;
+    this.quarantinedInSegments += block.size;
+    this.quarantinedCount.bytes += block.size;
+    this.trimToLimit();
+  }
+
+  /**
+   * The source gave back what `allocation`'s quarantined block held: in a held segment the block is free
+   * again (merged, reusable); in a segment given back meanwhile, the segment leaves `quarantined` with its
+   * last quarantined block.
+   */
+  override endQuarantine(allocation: Allocation<B>): void {
+    if (this.closed) throw allocatorClosed("end a quarantine");
+    const block = allocation instanceof LiveAllocation ? (allocation as LiveAllocation<B>).record : undefined;
+    if (!(block instanceof Block) || block.owner !== this || block.quarantinedBy !== allocation) {
+      throw notQuarantined();
+    }
+    block.quarantinedBy = null;
+    block.quarantined = false;
+    const segment = block.segment;
+    segment.quarantinedBlocks--;
+    if (segment.releasedWhileQuarantined) {
+      if (segment.quarantinedBlocks === 0) {
+        this.quarantinedCount.bytes -= segment.quarantinedBytes;
+        segment.quarantinedBytes = 0;
+      }
+      return;
+    }
+    segment.quarantinedBytes -= block.size;
+    this.quarantinedInSegments -= block.size;
+    this.quarantinedCount.bytes -= block.size;
+    this.putFree(block);
+    this.trimToLimit();
+  }
+
+  /**
+   * After close: gives back what a live block holds, its range, and its segment once nothing in it is live
+   * (an expandable segment: every mapping, then the address space). No hook runs (the caller's residency is
+   * closed too).
+   */
+  override releaseAfterClose(allocation: Allocation<B>): void {
+    const block = this.unlive<Block<B>>(allocation, Block, true);
+    if (block === undefined) return;
+    const segment = block.segment;
+    segment.live--;
+    block.liveSize = 0;
+    const teardown = new Teardown();
+    teardown.run(() => this.dropRange(block));
+    if (segment.live === 0) teardown.run(() => this.releaseClosedSegment(segment));
+    teardown.finish();
+  }
+
+  /** A segment of a closed policy with no live block: its ranges, its mappings, then its buffer go back. */
+  private releaseClosedSegment(segment: Segment<B>): void {
+    const teardown = new Teardown();
+    for (let block = segment.first; block !== null; block = block.after) {
+      const each = block;
+      teardown.run(() => this.dropRange(each));
+    }
+    segment.first = null;
+    segment.tail = null;
+    const pages = segment.pages;
+    if (pages !== null) teardown.run(() => pages.unmapInside(0, segment.size, Infinity));
+    if (segment === this.space) this.space = null;
+    this.segmentCount--;
+    teardown.run(() => this.source.release(segment.buffer));
+    teardown.finish();
   }
 
   /** Segments held (live or idle) and the largest free block of each pool: what fragmentation looks like. */
@@ -232,8 +359,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     if (this.closed) throw allocatorClosed("set the cache limit");
     const previous = this.cacheLimit;
     this.cacheLimit = bytes;
-    const cache = this.reserved - this.active;
-    if (cache > bytes) this.trim(cache - bytes);
+    this.trimToLimit();
     return previous;
   }
 
@@ -241,23 +367,20 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     this.releaseIdle(Infinity);
   }
 
+  /**
+   * Gives back every segment with no live block: the idle ones, and the expandable segment with whatever is
+   * still mapped in it (under quarantined blocks too: the source holds what an escaped view reaches). A
+   * segment with live blocks (a free the caller still waits for) goes back with its last one
+   * ({@link releaseAfterClose}).
+   */
   close(): void {
     if (this.closed) return;
-    try {
-      this.releaseIdle(Infinity);
-      const space = this.space;
-      if (space !== null && space.live === 0 && space.pages!.mappedBytes === 0) {
-        this.space = null;
-        this.segmentCount--;
-        // Its blocks' ranges first: a backend keeps a buffer's memory while a range of it lives.
-        for (let block = space.first; block !== null; block = block.after) this.dropRange(block);
-        space.first = null;
-        space.tail = null;
-        this.source.release(space.buffer);
-      }
-    } finally {
-      this.closed = true;
-    }
+    const teardown = new Teardown();
+    teardown.run(() => this.releaseIdle(Infinity));
+    const space = this.space;
+    if (space !== null && space.live === 0) teardown.run(() => this.releaseClosedSegment(space));
+    this.closed = true;
+    teardown.finish();
   }
 
   /** The bytes a hit on `block` hands out for a request of `size`: all of it unless it is split. */
@@ -364,7 +487,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
       else this.releaseIdlePool(pool, segmentSize);
     }
     // The cache limit counts the new segment's rest: idle segments go back first to stay within it.
-    const excess = this.reserved - this.active + segmentSize - size - this.cacheLimit;
+    const excess = this.cacheBytes + segmentSize - size - this.cacheLimit;
     if (excess > 0 && this.idleOldest !== null) this.releaseIdle(excess);
     // GC: past the GC limit, idle segments go back first (the oldest first).
     const required = this.reserved + this.mapped + segmentSize;
@@ -379,8 +502,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     // Counted as idle until the caller takes the block (it leaves the idle list then).
     this.becomeIdle(segment);
     this.reserved += segmentSize;
-    if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
-    if (this.reserved > this.highWaterReserved) this.highWaterReserved = this.reserved;
+    this.notePeaks();
     return block;
   }
 
@@ -444,9 +566,13 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
    * nothing mapped; returns its one block (all of it, free). `null` when a request is larger than the space.
    */
   private newSpaceBlock(source: MappingSource<B>, size: number): Block<B> | null {
-    const granularity = source.mapGranularity;
+    const granularity = this.granularity;
+    // At most MAX_GRANULES granules: the page table (4 bytes a granule) stays small whatever the device.
     const capacity =
-      Math.floor(Math.min(this.sourceMemorySize, this.maxBufferLength) / granularity) * granularity;
+      Math.min(
+        MAX_GRANULES,
+        Math.floor(Math.min(this.sourceMemorySize, this.maxBufferLength) / granularity),
+      ) * granularity;
     if (size > capacity) return null;
     this.ensureResource();
     let buffer: B;
@@ -457,7 +583,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     }
     this.segmentCount++;
     const segment = new Segment<B>(buffer, capacity, LARGE);
-    segment.pages = new MappedPages<B>(source, buffer, capacity);
+    segment.pages = new MappedPages<B>(source, buffer, capacity, granularity);
     const block = new Block<B>(segment, 0, capacity, this);
     segment.first = block;
     this.space = segment;
@@ -477,7 +603,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     else if (onMiss >= 2 && this.reserved + missing > this.highWaterReserved) {
       this.unmapFree(onMiss === 2 ? Infinity : missing);
     }
-    const excess = this.reserved - this.active + missing - length - this.cacheLimit;
+    const excess = this.cacheBytes + missing - length - this.cacheLimit;
     if (excess > 0) this.releaseIdle(excess);
     const required = this.reserved + this.mapped + missing;
     if (required >= this.gcLimitBytes) this.releaseIdle(required - this.gcLimitBytes);
@@ -517,8 +643,7 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
       this.reserved += pages.mappedBytes - bytes;
       this.systemAllocations += pages.mapCalls - maps;
       this.systemReleases += pages.unmapCalls - unmaps;
-      if (this.reserved > this.peakReserved) this.peakReserved = this.reserved;
-      if (this.reserved > this.highWaterReserved) this.highWaterReserved = this.reserved;
+      this.notePeaks();
     }
   }
 
@@ -554,12 +679,27 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
     }
     segment.first = null;
     this.reserved -= segment.size;
+    if (segment.quarantinedBlocks > 0) {
+      // The source keeps the whole segment while an escaped view reaches a block of it: all of it is
+      // quarantined now, until the last of those blocks' quarantines ends.
+      this.quarantinedInSegments -= segment.quarantinedBytes;
+      this.quarantinedCount.bytes += segment.size - segment.quarantinedBytes;
+      segment.quarantinedBytes = segment.size;
+      segment.releasedWhileQuarantined = true;
+    }
     this.segmentCount--;
     this.systemReleases++;
     const onRelease = this.onRelease;
     if (onRelease !== undefined) teardown.run(() => onRelease(segment.buffer));
     teardown.run(() => this.source.release(segment.buffer));
     teardown.finish();
+  }
+
+  /** Raises the peak of `reserved` (the figure) and the high-water mark of the segments' bytes. */
+  private notePeaks(): void {
+    const reserved = this.reserved - this.quarantinedInSegments;
+    if (reserved > this.peakReserved) this.peakReserved = reserved;
+    if (this.reserved > this.highWaterReserved) this.highWaterReserved = this.reserved;
   }
 
   /** Segments count against the device's resource limit (with mappings); idle segments go first. */

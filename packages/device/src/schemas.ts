@@ -2,7 +2,7 @@
 // each declaration is the check and makes the error messages, and `SchemaType` of it is the public options
 // type (schemas.test.ts compares them). The allocator checks its own options again; a Device reports an
 // option by the entry point it was given to.
-import { ALLOCATOR_POLICIES, checkSegmentOptions, type SegmentOptions } from "@nuvec/allocator";
+import { ALLOCATOR_POLICIES, SEGMENT_OPTIONS_RULE } from "@nuvec/allocator";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { optionsSchema, type Rule, rules } from "@nuvec/stats";
 import { isTimerInterval, MAX_TIMER_MILLISECONDS } from "./options.js";
@@ -15,17 +15,6 @@ export const timerInterval: Rule<number> = rule(
   isTimerInterval,
 );
 
-/** The segments policy's sizes: checked in depth by the allocator's `checkSegmentOptions`. */
-const segmentOptions: Rule<Partial<SegmentOptions> | undefined> & { readonly optional: true } = {
-  expected: "an object of byte counts",
-  optional: true,
-  check(value, _name, _where) {
-    if (value === undefined) return undefined;
-    checkSegmentOptions(value as Partial<SegmentOptions>);
-    return value as Partial<SegmentOptions>;
-  },
-};
-
 /** `Device.open(options)`. */
 export const DEVICE_OPEN = optionsSchema("Device.open()", {
   backend: optional(object<NativeBackend>("a native backend (an object)")),
@@ -33,9 +22,9 @@ export const DEVICE_OPEN = optionsSchema("Device.open()", {
   cacheLimit: optional(byteCount()),
   wiredLimit: optional(byteCount()),
   policy: optional(oneOf(ALLOCATOR_POLICIES as readonly ("bounded" | "mlx" | "segments")[])),
-  segments: segmentOptions,
+  segments: SEGMENT_OPTIONS_RULE,
   reserveRatio: optional(number({ minimum: 1 })),
-  boundedRelease: optional(oneOf(["least-recent", "largest"] as const)),
+  boundedRelease: optional(oneOf(["fitting", "least-recent", "largest"] as const)),
   residencySetMaxPercent: optional(number({ minimum: 0, maximum: 100, integer: true })),
   safetyNet: optional(boolean),
   residencyKeepAliveMilliseconds: optional(timerInterval),

@@ -115,10 +115,37 @@ describe("MockBackend facts", () => {
       "residencySetLimit must be a non-negative safe integer, got 1.5",
     ],
     ["options", null, "options must be an object, got null"],
+    [
+      "mapGranularity",
+      { mapGranularity: 1 },
+      "mapGranularity must be a power of two from pageSize (16384) to maxBufferLength (8589934592), got 1",
+    ],
+    [
+      "mapGranularity",
+      { mapGranularity: 2 ** 30, maxBufferLength: 2 ** 29 },
+      "mapGranularity must be a power of two from pageSize (16384) to maxBufferLength (536870912), got 1073741824",
+    ],
+    [
+      "mapGranularty",
+      { mapGranularty: 2 ** 21 },
+      "new MockBackend(): unknown option mapGranularty (the options are name, memorySize, recommendedMaxWorkingSetSize, maxBufferLength, resourceLimit, pageSize, supportsResidencySets, realMemoryUpTo, realFiles, callLogLimit, failAllocation, failMapping, residencySetLimit, failWiring, mapGranularity)",
+    ],
   ])("a bad %s option is refused with the rule it breaks (%j)", (argument, options, message) => {
     const error = thrown(() => new MockBackend(options as MockBackendOptions));
     expect(error).toBeInstanceOf(ArgumentError);
     expect(error).toMatchObject({ argument, message });
+  });
+
+  it("reads each option once: a getter that changes its answer cannot pass one value to the check and use another", () => {
+    let reads = 0;
+    const options = {
+      get realFiles() {
+        reads += 1;
+        return reads === 1 ? false : ("yes" as unknown as boolean);
+      },
+    };
+    expect(new MockBackend(options).realFiles).toBe(false);
+    expect(reads).toBe(1);
   });
 
   it("takes the largest page and granularity, 2^30", () => {

@@ -14,7 +14,12 @@ import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
 import { type MockFile, readRealFile, virtualFile } from "./files.js";
 import { MockMappedFile } from "./mapped-file.js";
-import { type MockBackendOptions, type MockMappingFailure, mockSettings } from "./options.js";
+import {
+  type MockBackendOptions,
+  type MockMappingFailure,
+  mockSettings,
+  readMockOptions,
+} from "./options.js";
 import { MockResidencySet } from "./residency-set.js";
 import { systemError } from "./support.js";
 
@@ -52,7 +57,9 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   #nextSetId = 1;
 
   /** A pretend device; every option is checked and a bad one throws a `ArgumentError`. */
-  constructor(options: MockBackendOptions = {}) {
+  constructor(given: MockBackendOptions = {}) {
+    // Read once: an unknown key refused, each option's getter run once; the checks below see a plain object.
+    const options = readMockOptions(given);
     const { facts, realMemoryUpTo, callLogLimit, mapGranularity } = mockSettings(options);
     super(facts);
     this.realMemoryUpTo = realMemoryUpTo;

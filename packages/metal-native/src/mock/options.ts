@@ -1,5 +1,5 @@
 import type { DeviceFacts } from "@nuvec/native-core";
-import { ArgumentError, describeValue } from "@nuvec/stats";
+import { ArgumentError, describeValue, optionsSchema, rules } from "@nuvec/stats";
 import type { MockWiringFault } from "./core.js";
 import { assertPositiveInteger, isPowerOfTwo } from "./support.js";
 
@@ -68,7 +68,8 @@ export interface MockBackendOptions {
   /** Wiring that fails: `true` for all, a predicate for some. Failures are counted, never thrown. */
   failWiring?: MockWiringFault;
   /**
-   * The granularity of address spaces (a power of two from 1 to 2³⁰): with it the mock has `reserveAddressSpace`,
+   * The granularity of address spaces (a power of two from `pageSize` to `maxBufferLength`, at most 2³⁰):
+   * with it the mock has `reserveAddressSpace`,
    * `mapMemory` and `unmapMemory`, as a CUDA device (and the segments policy's large pool is expandable).
    * Default: none.
    */
@@ -99,6 +100,40 @@ function checkOptional(
   if (value !== undefined && !ok(value)) {
     throw new ArgumentError(name, `${name} must be ${rule}, got ${describeValue(value)}`);
   }
+}
+
+/** Every option of {@link MockBackendOptions}, each taken as given here (mockSettings checks them). */
+const MOCK_OPTIONS = (() => {
+  const any = rules.optional(rules.rule("any value", () => true));
+  const names: (keyof MockBackendOptions)[] = [
+    "name",
+    "memorySize",
+    "recommendedMaxWorkingSetSize",
+    "maxBufferLength",
+    "resourceLimit",
+    "pageSize",
+    "supportsResidencySets",
+    "realMemoryUpTo",
+    "realFiles",
+    "callLogLimit",
+    "failAllocation",
+    "failMapping",
+    "residencySetLimit",
+    "failWiring",
+    "mapGranularity",
+  ];
+  return optionsSchema("new MockBackend()", Object.fromEntries(names.map((name) => [name, any])));
+})();
+
+/**
+ * `options` read once: an object with no key but {@link MockBackendOptions}' (an unknown or misspelt one is
+ * an `ArgumentError` naming it), each option's getter run once; the plain object of what was given.
+ */
+export function readMockOptions(options: unknown): MockBackendOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new ArgumentError("options", `options must be an object, got ${describeValue(options)}`);
+  }
+  return MOCK_OPTIONS.parse(options) as MockBackendOptions;
 }
 
 function optionalPositiveInteger(value: number | undefined, name: string, fallback: number): number {
@@ -163,6 +198,18 @@ export function mockSettings(options: MockBackendOptions): {
   }
   const mapGranularity = options.mapGranularity;
   if (mapGranularity !== undefined) checkPowerOfTwo(mapGranularity, "mapGranularity");
+  const maxBufferLength = optionalPositiveInteger(
+    options.maxBufferLength,
+    "maxBufferLength",
+    Math.max(1, Math.floor(memorySize / 2)),
+  );
+  // Address space is mapped in whole granules of whole pages, and a space is one buffer.
+  if (mapGranularity !== undefined && (mapGranularity < pageSize || mapGranularity > maxBufferLength)) {
+    throw new ArgumentError(
+      "mapGranularity",
+      `mapGranularity must be a power of two from pageSize (${pageSize}) to maxBufferLength (${maxBufferLength}), got ${mapGranularity}`,
+    );
+  }
   return {
     facts: {
       name,
@@ -173,11 +220,7 @@ export function mockSettings(options: MockBackendOptions): {
         "recommendedMaxWorkingSetSize",
         Math.max(pageSize, Math.floor((memorySize * 0.75) / pageSize) * pageSize),
       ),
-      maxBufferLength: optionalPositiveInteger(
-        options.maxBufferLength,
-        "maxBufferLength",
-        Math.max(1, Math.floor(memorySize / 2)),
-      ),
+      maxBufferLength,
       resourceLimit: optionalPositiveInteger(
         options.resourceLimit,
         "resourceLimit",
