@@ -137,6 +137,17 @@ describe("writeSafetensors", () => {
       "writeSafetensors(): tensors[0] must be an object, got null",
     ],
     [
+      "a hole in a sparse array",
+      (() => {
+        const sparse: unknown[] = [];
+        sparse[1] = good();
+        return sparse;
+      })(),
+      undefined,
+      "tensors[0]",
+      "writeSafetensors(): tensors[0] must be an object, got undefined",
+    ],
+    [
       "an empty name",
       [{ ...good(), name: "" }],
       undefined,
@@ -202,6 +213,13 @@ describe("writeSafetensors", () => {
       'writeSafetensors(): tensor "w": tensors[0].data must be a typed array, a DataView or an iterable of them, got 5',
     ],
     [
+      "a string as data (iterable, but of characters)",
+      [{ ...good(), data: "abcd" }],
+      undefined,
+      "tensors[0].data",
+      'writeSafetensors(): tensor "w": tensors[0].data must be a typed array, a DataView or an iterable of them, got a string',
+    ],
+    [
       "a getter that throws",
       [
         {
@@ -231,6 +249,13 @@ describe("writeSafetensors", () => {
       { metadata: { n: 1 } },
       "metadata.n",
       "writeSafetensors(): metadata.n must be a string, got 1",
+    ],
+    [
+      "metadata that is an array",
+      [good()],
+      { metadata: ["a"] },
+      "metadata",
+      "writeSafetensors(): metadata must be an object of strings, got [object Array]",
     ],
     [
       "an unknown option",

@@ -27,7 +27,12 @@ export interface SafetensorsTensorData {
 
 /** `writeSafetensors(path, tensors, options)`. */
 export const WRITE_SAFETENSORS_OPTIONS = optionsSchema(WHERE, {
-  metadata: rules.optional(rules.object<Record<string, string>>("an object of strings")),
+  metadata: rules.optional(
+    rules.rule<Record<string, string>>(
+      "an object of strings",
+      (value) => typeof value === "object" && value !== null && !Array.isArray(value),
+    ),
+  ),
 });
 
 /** `writeSafetensors`'s options: `metadata`, the header's `__metadata__` (strings only). */
@@ -71,7 +76,8 @@ function placed(tensors: unknown): Placed[] {
   if (!Array.isArray(tensors))
     refuse("tensors", undefined, `must be an array of tensors, got ${describeValue(tensors)}`);
   const names = new Set<string>();
-  const checked = tensors.map((entry: unknown, index): Omit<Placed, "begin"> => {
+  // Array.from: a hole in a sparse array is a missing tensor, refused, not skipped as `map` would.
+  const checked = Array.from(tensors as unknown[], (entry: unknown, index): Omit<Placed, "begin"> => {
     const at = `tensors[${index}]`;
     if (typeof entry !== "object" || entry === null)
       refuse(at, undefined, `must be an object, got ${describeValue(entry)}`);
@@ -117,7 +123,9 @@ function placed(tensors: unknown): Placed[] {
     }
     const byteLength = Number(bytes);
     const data = read(entry, "data", `${at}.data`, name);
-    if (ArrayBuffer.isView(data)) {
+    if (typeof data === "string") {
+      refuse(`${at}.data`, name, "must be a typed array, a DataView or an iterable of them, got a string");
+    } else if (ArrayBuffer.isView(data)) {
       if (data.byteLength !== byteLength) {
         refuse(
           `${at}.data`,

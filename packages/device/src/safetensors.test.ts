@@ -256,6 +256,17 @@ describe("mapSafetensors", () => {
     opened.close();
   });
 
+  it("a closed device: a StateError naming mapSafetensors, nothing opened", () => {
+    const { backend, device: opened } = device();
+    backend.addFile("/m.safetensors", checkpoint({ a: tensor([0, 4]) }));
+    opened.close();
+    expect(thrown(() => mapSafetensors(opened, "/m.safetensors"))).toMatchObject({
+      name: "StateError",
+      code: "ERR_NUVEC_DEVICE_CLOSED",
+      message: "mapSafetensors(): the device is closed",
+    });
+  });
+
   it("is Disposable: `using` frees the file at the end of the scope, once, and not after close", () => {
     const { backend, device: opened } = device();
     backend.addFile("/m.safetensors", checkpoint({ a: tensor([0, 4]) }));

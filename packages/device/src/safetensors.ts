@@ -16,7 +16,7 @@ import {
   SystemCallError,
 } from "@nuvec/stats";
 import { type Device, isDevice } from "./device.js";
-import { safetensorsFormat } from "./errors.js";
+import { deviceClosed, safetensorsFormat } from "./errors.js";
 import { fileSystemError, nodeFileSystem } from "./file-system.js";
 import type { MappedFile } from "./mapped-file.js";
 import { PATH, SAFETENSORS_BYTES } from "./schemas.js";
@@ -280,6 +280,7 @@ export interface MappedSafetensors extends Disposable {
 export function mapSafetensors(device: Device, path: string): MappedSafetensors {
   checkArgument(A_DEVICE, device, "device", "mapSafetensors()");
   path = checkArgument(PATH, path, "path", "mapSafetensors()");
+  if (device.closed) throw deviceClosed("mapSafetensors()");
   const { file, header } =
     device.native.backend.platform === "mock" ? mapCopied(device, path) : mapWithRead(device, path);
   const byName = new Map(header.tensors.map((tensor) => [tensor.name, tensor]));
