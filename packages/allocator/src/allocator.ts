@@ -220,16 +220,18 @@ export class CachingAllocator<B> {
    * After {@link close}: gives back what a live allocation holds, which `close()` leaves to its caller (a
    * free still waiting for a kernel): its buffer, or under `segments` its block's range and, with the last
    * live block of its segment, the segment (an expandable segment's mappings and address space). No hook
-   * runs and no figure moves (the allocator is closed). Before `close()` it is {@link free}.
+   * runs and no figure moves (the allocator is closed). Returns the bytes that left `reserved` with it (the
+   * buffer's length, the segment's bytes, or 0 while other blocks of its segment live), for a caller that
+   * keeps the last figures. Before `close()` it is {@link free} (and returns 0).
    *
    * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`), ArgumentError (`ERR_NUVEC_FOREIGN_ALLOCATION`).
    */
-  releaseAfterClose(allocation: Allocation<B>): void {
+  releaseAfterClose(allocation: Allocation<B>): number {
     if (!this.closed) {
       this.free(allocation);
-      return;
+      return 0;
     }
-    this.engine.releaseAfterClose(allocation, this.releaseBuffer);
+    return this.engine.releaseAfterClose(allocation, this.releaseBuffer);
   }
 
   /**

@@ -156,7 +156,7 @@ describe("expandable segments", () => {
     allocator.close();
     // What the free block held is unmapped; the pending block's mapping and the space stay.
     expect([[...source.mappings], source.space !== undefined]).toEqual([[[0, 4 * MiB]], true]);
-    allocator.releaseAfterClose(pending);
+    expect(allocator.releaseAfterClose(pending)).toBe(4 * MiB);
     expect([source.mappings.size, source.space, source.liveRanges]).toEqual([0, undefined, 0]);
   });
 

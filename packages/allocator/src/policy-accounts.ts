@@ -155,11 +155,13 @@ export abstract class PolicyAccounts<B> {
 
   /**
    * See {@link CachingAllocator.releaseAfterClose}: the size-class policies give the allocation's buffer to
-   * `release` (the source's), nothing counted any more.
+   * `release` (the source's) and return its length.
    */
-  releaseAfterClose(allocation: Allocation<B>, release: (buffer: B) => void): void {
+  releaseAfterClose(allocation: Allocation<B>, release: (buffer: B) => void): number {
     const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer, true);
-    if (record !== undefined) release(record.buffer);
+    if (record === undefined) return 0;
+    release(record.buffer);
+    return record.length;
   }
 
   /**

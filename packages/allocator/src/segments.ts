@@ -306,18 +306,23 @@ export class SegmentAllocator<B> extends PolicyAccounts<B> {
   /**
    * After close: gives back what a live block holds, its range, and its segment once nothing in it is live
    * (an expandable segment: every mapping, then the address space). No hook runs (the caller's residency is
-   * closed too).
+   * closed too). Returns the bytes that left `reserved`: the segment's (its mapped ones), or 0.
    */
-  override releaseAfterClose(allocation: Allocation<B>): void {
+  override releaseAfterClose(allocation: Allocation<B>): number {
     const block = this.unlive<Block<B>>(allocation, Block, true);
-    if (block === undefined) return;
+    if (block === undefined) return 0;
     const segment = block.segment;
     segment.live--;
     block.liveSize = 0;
+    let released = 0;
     const teardown = new Teardown();
     teardown.run(() => this.dropRange(block));
-    if (segment.live === 0) teardown.run(() => this.releaseClosedSegment(segment));
+    if (segment.live === 0) {
+      released = (segment.pages?.mappedBytes ?? segment.size) - segment.quarantinedBytes;
+      teardown.run(() => this.releaseClosedSegment(segment));
+    }
     teardown.finish();
+    return released;
   }
 
   /** A segment of a closed policy with no live block: its ranges, its mappings, then its buffer go back. */

@@ -215,7 +215,9 @@ export class Device {
    * A free that waits for `after`: the buffer is dead to JavaScript now (views detached, every use a
    * StateError), but its memory stays out of the cache, and counted in `active`, until the promise
    * settles either way — a kernel may still be reading or writing it. Settling after close() gives the
-   * memory straight back to the system (the allocator is gone).
+   * memory straight back to the system: the buffer, or under the segments policy the block's range and,
+   * with the last pending block of its segment, the segment (an expandable segment's mappings and address
+   * space).
    */
   #deferFree(state: BufferState, after: PromiseLike<unknown>): void {
     const native = state.allocation.buffer;
@@ -236,8 +238,10 @@ export class Device {
       },
       () => {
         if (native === undefined) return;
-        native.release();
-        this.#figures.settledAfterClose(state.allocation.allocatedLength, 0);
+        // The allocator gives back what the allocation holds: its buffer, or its block's range and, with
+        // the last live block of its segment, the segment (an expandable one's mappings and address space).
+        const released = this.#allocator.releaseAfterClose(state.allocation);
+        this.#figures.settledAfterClose(state.allocation.allocatedLength, 0, released);
       },
     );
   }

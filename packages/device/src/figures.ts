@@ -60,19 +60,20 @@ export class DeviceFigures {
 
   /**
    * Takes a deferred free that settled after close() out of the last figures, which counted it as still in
-   * use: `bufferBytes` of a buffer, or `mappedBytes` of a mapped file.
+   * use: `bufferBytes` of a buffer (`active`), of which `releasedBytes` left `reserved` (its buffer, or the
+   * segment that went back with it: under the segments policy a block's bytes stay in `cache` while another
+   * block of its segment is still pending), or `mappedBytes` of a mapped file.
    */
-  settledAfterClose(bufferBytes: number, mappedBytes: number): void {
+  settledAfterClose(bufferBytes: number, mappedBytes: number, releasedBytes = bufferBytes): void {
     const final = this.#final;
     if (final === undefined) return;
     final.stats.active -= bufferBytes;
-    final.stats.reserved -= bufferBytes;
+    final.stats.reserved -= releasedBytes;
+    final.stats.cache = final.stats.reserved - final.stats.active;
     final.stats.mapped -= mappedBytes;
     final.stats.activeWithMapped -= bufferBytes + mappedBytes;
-    if (bufferBytes > 0) {
-      final.counters.liveBuffers -= 1;
-      final.counters.systemReleases += 1;
-    }
+    if (bufferBytes > 0) final.counters.liveBuffers -= 1;
+    if (releasedBytes > 0) final.counters.systemReleases += 1;
     if (mappedBytes > 0) final.counters.mappings -= 1;
   }
 }

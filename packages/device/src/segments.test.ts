@@ -110,3 +110,38 @@ describe("a trace recorded under the segments policy", () => {
     expect(() => Device.open({ backend: odd })).toThrow(/mapGranularity must be a power of two/);
   });
 });
+
+describe("teardown under the segments policy gives back every segment and address space", () => {
+  const MiB = 1024 ** 2;
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it.each([
+    ["fixed segments", {}],
+    ["the expandable segment", { mapGranularity: 2 * MiB }],
+  ])(
+    "a free({ after }) that settles after close() gives back its segment (%s): the backend holds nothing, the last figures 0",
+    async (_, options) => {
+      const backend = new MockBackend(options);
+      const device = Device.open({ backend, policy: "segments", safetyNet: false });
+      const pending = [device.malloc(3 * MiB), device.malloc(5 * MiB)];
+      device.malloc(2 * MiB);
+      let settle: () => void = () => {};
+      const after = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      for (const buffer of pending) buffer.free({ after });
+      device.close();
+      // A kernel may still use the pending blocks: their segment stays (and its memory, mapped or not).
+      expect(backend.liveBuffers.length).toBe(1);
+      settle();
+      await settled();
+      expect(backend.liveBuffers).toEqual([]);
+      expect(backend.counters()).toMatchObject({
+        bufferBytes: 0,
+        buffersReleased: backend.counters().buffersMade,
+      });
+      expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0, cache: 0 });
+      expect(device.counters()).toMatchObject({ liveBuffers: 0, pendingFrees: 0 });
+    },
+  );
+});
