@@ -124,7 +124,7 @@ export class Device {
     this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
-    this.#quarantine = new Quarantine(this.#allocator);
+    this.#quarantine = new Quarantine(this.#allocator, this.#givenBack, () => !this.#closed);
     this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
@@ -177,7 +177,7 @@ export class Device {
   malloc(bytes: number): DeviceBuffer<Device> {
     checkThis(this, "malloc()");
     if (this.#closed) throw deviceClosed("malloc()");
-    if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
+    if (this.#quarantine.size > 0) this.#quarantine.settle();
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
     const buffer = new DeviceBuffer(this, state);
@@ -327,7 +327,7 @@ export class Device {
     checkThis(this, "mapFile()");
     if (this.#closed) throw deviceClosed("mapFile()");
     path = checkArgument(PATH, path, "path", "mapFile()");
-    if (this.#quarantine.size > 0) this.#quarantine.settle(this.#givenBack);
+    if (this.#quarantine.size > 0) this.#quarantine.settle();
     const native = this.#backend.mapFile(path);
     let mapping: Mapping;
     try {
@@ -398,7 +398,7 @@ export class Device {
    */
   memoryStats(): MemoryStats {
     checkThis(this, "memoryStats()");
-    if (!this.#closed) this.#quarantine.settle(this.#givenBack, true);
+    if (!this.#closed) this.#quarantine.settle(true);
     return this.#figures.memoryStats();
   }
 

@@ -2,10 +2,17 @@
 // postMessage): the backend holds their memory until the last holder of that view drops it, and the Device
 // counts it in `quarantined` (and against the memory limit) until then. The backend learns of it when that
 // holder's engine lets the memory go (a collection, perhaps on another thread), so asking more than once per
-// job would rarely learn anything new.
+// job would rarely learn anything new. A view that ends on another thread (a worker) is only queued in the
+// backend, which frees the memory at the next call into it from the Device's thread: while anything is held,
+// an unref'd timer asks every SWEEP_MILLISECONDS, so the memory goes back without waiting for the Device's
+// next call, and the timer never keeps the process alive.
 import type { CachingAllocator } from "@nuvec/allocator";
 import type { NativeBuffer, NativeMappedFile } from "@nuvec/metal-native";
 import { queueMicrotaskOnce } from "./environment.js";
+import { KeepAliveTimer } from "./keep-alive.js";
+
+/** How often the Device asks the backend what it gave back while anything is quarantined. */
+export const SWEEP_MILLISECONDS = 100;
 
 /** What may be held: a released buffer or mapped file, which says how many bytes the backend still holds. */
 type Held = Pick<NativeBuffer | NativeMappedFile, "quarantinedBytes">;
@@ -13,11 +20,24 @@ type Held = Pick<NativeBuffer | NativeMappedFile, "quarantinedBytes">;
 /** The quarantined buffers and mappings of one Device, each counted until the backend frees it. */
 export class Quarantine {
   readonly #allocator: CachingAllocator<NativeBuffer>;
+  readonly #givenBack: (owner: object) => void;
+  readonly #isOpen: () => boolean;
+  readonly #sweep = new KeepAliveTimer();
   #held: { native: Held; bytes: number; owner: object | undefined }[] = [];
   #askedThisJob = false;
 
-  constructor(allocator: CachingAllocator<NativeBuffer>) {
+  /**
+   * `givenBack` is told each owner the backend gave back; `isOpen` says whether the Device is still open (the
+   * sweep stops once it is not: the allocator is gone).
+   */
+  constructor(
+    allocator: CachingAllocator<NativeBuffer>,
+    givenBack: (owner: object) => void,
+    isOpen: () => boolean,
+  ) {
     this.#allocator = allocator;
+    this.#givenBack = givenBack;
+    this.#isOpen = isOpen;
   }
 
   /** The owners of the freed buffers still held, with the bytes each is counted at (oldest first). */
@@ -42,14 +62,28 @@ export class Quarantine {
     if ((native.quarantinedBytes ?? 0) === 0) return false;
     this.#allocator.addQuarantined(bytes);
     this.#held.push({ native, bytes, owner });
+    if (this.#held.length === 1) this.#sweep.start(SWEEP_MILLISECONDS, () => this.#sweepOnce());
     return true;
+  }
+
+  /** The timer's turn: what the backend gave back leaves the books; the timer stops when nothing is held. */
+  #sweepOnce(): void {
+    if (!this.#isOpen()) {
+      this.#sweep.stop();
+      return;
+    }
+    try {
+      this.settle(true);
+    } catch {
+      // A timer must not throw (it would end the process): the Device's next call asks again and throws it.
+    }
   }
 
   /**
    * Takes what the backend gave back out of `quarantined`, telling `givenBack` each owner: at most once per
    * job unless `always`.
    */
-  settle(givenBack: (owner: object) => void, always = false): void {
+  settle(always = false): void {
     if (this.#held.length === 0 || (this.#askedThisJob && !always)) return;
     this.#askedThisJob = true;
     queueMicrotaskOnce(() => {
@@ -66,7 +100,8 @@ export class Quarantine {
       }
     }
     this.#held = still;
+    if (still.length === 0) this.#sweep.stop();
     if (given > 0) this.#allocator.removeQuarantined(given);
-    for (const owner of owners) givenBack(owner);
+    for (const owner of owners) this.#givenBack(owner);
   }
 }
