@@ -1,4 +1,4 @@
-import { renameSync, truncateSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError, FormatError } from "@nuvec/stats";
@@ -256,6 +256,29 @@ describe("mapSafetensors", () => {
     opened.close();
   });
 
+  it("readTensor copies a tensor's bytes (no view of the mapping); unknown names and freed files refused", () => {
+    const { backend, device: opened } = device();
+    const data = Uint8Array.from({ length: 12 }, (_, index) => index + 1);
+    backend.addFile("/m.safetensors", checkpoint({ a: tensor([0, 4]), b: tensor([4, 12], [8]) }, data));
+    const model = mapSafetensors(opened, "/m.safetensors");
+    const b = model.readTensor("b");
+    expect([...b]).toEqual([5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(b.buffer).not.toBe(model.file.contents());
+    expect(thrown(() => model.readTensor("c"))).toMatchObject({
+      name: "ArgumentError",
+      argument: "name",
+      message: 'readTensor(name): no tensor "c" in /m.safetensors',
+    });
+    model.file.free();
+    expect([...b]).toEqual([5, 6, 7, 8, 9, 10, 11, 12]); // a copy: not detached
+    expect(thrown(() => model.readTensor("b"))).toMatchObject({
+      name: "StateError",
+      code: "ERR_NUVEC_MAPPING_FREED",
+      message: "readTensor(): the mapped file was already freed",
+    });
+    opened.close();
+  });
+
   it("a closed device: a StateError naming mapSafetensors, nothing opened", () => {
     const { backend, device: opened } = device();
     backend.addFile("/m.safetensors", checkpoint({ a: tensor([0, 4]) }));
@@ -326,6 +349,31 @@ describe("mapSafetensors reads the header of a real mapping from the file", () =
     expect(model.file.length).toBe(good.byteLength);
     model[Symbol.dispose]();
     nothingHeld(opened);
+  });
+
+  it("readTensor reads the file with pread; once the file is truncated or replaced: FormatError, field file", () => {
+    const { path, opened } = mapped(good);
+    using model = mapSafetensors(opened, path);
+    const b = model.header.tensors[1] as { offset: number; byteLength: number };
+    expect(
+      Buffer.from(model.readTensor("b")).equals(Buffer.from(good.subarray(b.offset, b.offset + 8))),
+    ).toBe(true);
+    writeFileSync(`${path}.new`, good);
+    renameSync(`${path}.new`, path);
+    expect(thrown(() => model.readTensor("b"))).toMatchObject({
+      name: "FormatError",
+      field: "file",
+      message: expect.stringContaining("changed since it was mapped (it is not the file mapped, as it was)"),
+    });
+    truncateSync(path, 100);
+    expect(thrown(() => model.readTensor("b"))).toMatchObject({ name: "FormatError", field: "file" });
+    rmSync(path);
+    expect(thrown(() => model.readTensor("b"))).toMatchObject({
+      name: "FormatError",
+      field: "file",
+      message: expect.stringContaining("(it cannot be opened any more)"),
+      cause: { name: "SystemCallError", errno: "ENOENT" },
+    });
   });
 
   it("a file truncated after its mapping: FormatError, field file, with both lengths; unmapped", () => {

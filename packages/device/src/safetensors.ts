@@ -16,7 +16,7 @@ import {
   SystemCallError,
 } from "@nuvec/stats";
 import { type Device, isDevice } from "./device.js";
-import { deviceClosed, safetensorsFormat } from "./errors.js";
+import { deviceClosed, mappingFreed, safetensorsFormat } from "./errors.js";
 import { fileSystemError, nodeFileSystem } from "./file-system.js";
 import type { MappedFile } from "./mapped-file.js";
 import { PATH, SAFETENSORS_BYTES } from "./schemas.js";
@@ -262,6 +262,13 @@ export interface MappedSafetensors extends Disposable {
   readonly header: SafetensorsHeader;
   /** The bytes of the tensor called `name`, without a copy; throws an `ArgumentError` for a name not in the header. */
   tensorBytes(name: string): Uint8Array;
+  /**
+   * A copy of the bytes of the tensor called `name`, read from the file with `pread`, not through the mapping:
+   * a file truncated, rewritten or replaced since it was mapped is a `FormatError` (`field` `"file"`) instead
+   * of a fault. What to copy weights with (into device memory, say) when the file may change. An
+   * `ArgumentError` for a name not in the header, a `StateError` once the file is freed.
+   */
+  readTensor(name: string): Uint8Array;
   /** `using checkpoint = mapSafetensors(device, path)` frees the file at the end of the scope (no error if freed). */
   [Symbol.dispose](): void;
 }
@@ -281,21 +288,33 @@ export function mapSafetensors(device: Device, path: string): MappedSafetensors 
   checkArgument(A_DEVICE, device, "device", "mapSafetensors()");
   path = checkArgument(PATH, path, "path", "mapSafetensors()");
   if (device.closed) throw deviceClosed("mapSafetensors()");
-  const { file, header } =
+  const { file, header, mapped } =
     device.native.backend.platform === "mock" ? mapCopied(device, path) : mapWithRead(device, path);
   const byName = new Map(header.tensors.map((tensor) => [tensor.name, tensor]));
+  const named = (name: string, operation: string): SafetensorsTensor => {
+    const tensor = byName.get(name);
+    if (tensor === undefined) {
+      throw new ArgumentError(
+        "name",
+        `${operation}(name): no tensor ${quoted(name)} in ${printable(file.path, 200, true)}`,
+      );
+    }
+    return tensor;
+  };
   return {
     file,
     header,
     tensorBytes(name: string): Uint8Array {
-      const tensor = byName.get(name);
-      if (tensor === undefined) {
-        throw new ArgumentError(
-          "name",
-          `tensorBytes(name): no tensor ${quoted(name)} in ${printable(file.path, 200, true)}`,
-        );
-      }
+      const tensor = named(name, "tensorBytes");
       return new Uint8Array(file.contents(), tensor.offset, tensor.byteLength);
+    },
+    readTensor(name: string): Uint8Array {
+      const tensor = named(name, "readTensor");
+      if (file.freed || device.closed) throw mappingFreed("readTensor()");
+      // The mock's mapping is a copy held by JavaScript: copied from it.
+      if (mapped === undefined)
+        return new Uint8Array(file.contents(), tensor.offset, tensor.byteLength).slice();
+      return readFromFile(path, mapped, tensor);
     },
     [Symbol.dispose](): void {
       file[Symbol.dispose]();
@@ -304,7 +323,14 @@ export function mapSafetensors(device: Device, path: string): MappedSafetensors 
 }
 
 /** The mock's mappings are copies held by JavaScript (a virtual file or one read whole): read in place. */
-function mapCopied(device: Device, path: string): { file: MappedFile<Device>; header: SafetensorsHeader } {
+/** A checkpoint mapped, its header read, and (a real mapping) what `fstat` said of the file it mapped. */
+interface Mapped {
+  file: MappedFile<Device>;
+  header: SafetensorsHeader;
+  mapped?: FileState;
+}
+
+function mapCopied(device: Device, path: string): Mapped {
   let file: MappedFile<Device>;
   try {
     file = device.mapFile(path);
@@ -349,9 +375,9 @@ function unchanged(a: FileState, b: FileState): boolean {
   return sameFile(a, b) && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-function changed(path: string, what: string, cause?: unknown) {
+function changed(path: string, what: string, cause?: unknown, when: "while" | "since" = "while") {
   return safetensorsFormat(
-    `${printable(path, 200, true)} changed while it was being mapped (${what}): map it again once it is written (replace a checkpoint by renaming a new file over it)`,
+    `${printable(path, 200, true)} changed ${when === "while" ? "while it was being" : "since it was"} mapped (${what}): map it again once it is written (replace a checkpoint by renaming a new file over it)`,
     cause === undefined ? { field: "file" } : { field: "file", cause },
   );
 }
@@ -360,7 +386,7 @@ function changed(path: string, what: string, cause?: unknown) {
  * A real mapping: the file opened by the reader too, mapped, then its length, identity and last change checked
  * around a `pread` of the length prefix and the header.
  */
-function mapWithRead(device: Device, path: string): { file: MappedFile<Device>; header: SafetensorsHeader } {
+function mapWithRead(device: Device, path: string): Mapped {
   const fs = nodeFileSystem("mapSafetensors()");
   let descriptor: number;
   try {
@@ -405,11 +431,42 @@ function mapWithRead(device: Device, path: string): { file: MappedFile<Device>; 
       if (json === undefined || json.byteLength !== headerLength) {
         throw changed(path, "its header was shorter than its length when read");
       }
-      return { file, header: parseHeader(json, headerLength, file.length) };
+      return { file, header: parseHeader(json, headerLength, file.length), mapped: before };
     } catch (error) {
       file.free();
       throw error;
     }
+  } finally {
+    fs.closeSync(descriptor);
+  }
+}
+
+/**
+ * `tensor`'s bytes read from the file at `path` with `pread`: the file must still be the one mapped, as it was
+ * (`mapped`), before and after the read.
+ */
+function readFromFile(path: string, mapped: FileState, tensor: SafetensorsTensor): Uint8Array {
+  const fs = nodeFileSystem("readTensor()");
+  let descriptor: number;
+  try {
+    descriptor = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (error) {
+    throw changed(
+      path,
+      "it cannot be opened any more",
+      fileSystemError(error, "readTensor()", path),
+      "since",
+    );
+  }
+  try {
+    const state = (): FileState => fs.fstatSync(descriptor, { bigint: true });
+    if (!unchanged(mapped, state()))
+      throw changed(path, "it is not the file mapped, as it was", undefined, "since");
+    const bytes = readAt(fs, descriptor, tensor.offset, tensor.byteLength, path, "readTensor()");
+    if (!unchanged(mapped, state()) || bytes.byteLength !== tensor.byteLength) {
+      throw changed(path, "it was truncated or rewritten while it was read", undefined, "since");
+    }
+    return bytes;
   } finally {
     fs.closeSync(descriptor);
   }
@@ -422,6 +479,7 @@ function readAt(
   position: number,
   length: number,
   path: string,
+  operation = "mapSafetensors()",
 ): Uint8Array {
   const bytes = new Uint8Array(length);
   let done = 0;
@@ -432,7 +490,7 @@ function readAt(
       done += read;
     }
   } catch (error) {
-    throw fileSystemError(error, "mapSafetensors()", path);
+    throw fileSystemError(error, operation, path);
   }
   return done === length ? bytes : bytes.subarray(0, done);
 }

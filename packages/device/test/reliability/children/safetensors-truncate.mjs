@@ -1,7 +1,7 @@
 // Run by hostile-safetensors.test.ts: maps a checkpoint over and over (mapSafetensors, on the host backend)
-// while a worker truncates it and writes it again in place, in a loop. Must never die of a signal (SIGBUS):
-// each map ends in a FormatError or a checkpoint whose header and bytes are the ones written. Prints one JSON
-// line: how many of each, and any other error.
+// while a worker truncates it and writes it again in place, in a loop, and copies a tensor out of each with
+// readTensor. Must never die of a signal (SIGBUS): each map and copy ends in a FormatError or the header and
+// bytes as written. Prints one JSON line: how many of each, and any other error.
 import { Worker } from "node:worker_threads";
 import { Device, FormatError, mapSafetensors, writeSafetensors } from "@nuvec/device";
 
@@ -28,19 +28,27 @@ const rewriter = new Worker(
 );
 
 const device = Device.open();
-const outcomes = { mapped: 0, formatErrors: 0, others: [] };
+const outcomes = { mapped: 0, copied: 0, formatErrors: 0, others: [] };
 const fields = new Set();
 const end = performance.now() + milliseconds;
 while (performance.now() < end) {
   try {
     const checkpoint = mapSafetensors(device, path);
-    if (checkpoint.file.length !== length || checkpoint.header.tensors.length !== 64) {
-      outcomes.others.push(
-        `mapped ${checkpoint.file.length} bytes, ${checkpoint.header.tensors.length} tensors`,
-      );
+    try {
+      if (checkpoint.file.length !== length || checkpoint.header.tensors.length !== 64) {
+        outcomes.others.push(
+          `mapped ${checkpoint.file.length} bytes, ${checkpoint.header.tensors.length} tensors`,
+        );
+      }
+      outcomes.mapped += 1;
+      // A copy read from the file, not through the mapping: the bytes as written, or a FormatError.
+      const copied = new Float32Array(checkpoint.readTensor(`model.layers.7.${"w".repeat(40)}`).buffer);
+      if (copied.length !== 256 || copied.some((value) => value !== 7))
+        outcomes.others.push("a copy differs");
+      outcomes.copied += 1;
+    } finally {
+      checkpoint[Symbol.dispose]();
     }
-    checkpoint[Symbol.dispose]();
-    outcomes.mapped += 1;
   } catch (error) {
     if (error instanceof FormatError) {
       outcomes.formatErrors += 1;
