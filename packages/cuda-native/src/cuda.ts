@@ -103,6 +103,20 @@ export class CudaResidencySet extends AddonResidencySet {
   }
 }
 
+/**
+ * Whether the driver's map granularity can be used: a power of two from the page size up to the largest
+ * buffer (an address space is one buffer, mapped in whole granules of whole pages). 0 is the driver's "no
+ * virtual memory management".
+ */
+function usableGranularity(granularity: number, pageSize: number, maxBufferLength: number): boolean {
+  return (
+    Number.isSafeInteger(granularity) &&
+    granularity >= pageSize &&
+    granularity <= maxBufferLength &&
+    (granularity & (granularity - 1)) === 0
+  );
+}
+
 // The handles reach the wrap methods typed as every addon's; they are this addon's (it made them), with
 // device pointers and copies: hence the casts below.
 
@@ -120,7 +134,9 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
   readonly driverVersion: number;
   /**
    * The driver's granularity for mapped device memory (2 MiB on current GPUs); `undefined` where the driver
-   * has no virtual memory management (then neither have `reserveAddressSpace`, `mapMemory`, `unmapMemory`).
+   * has no virtual memory management, or reports a granularity that is not a power of two from the page size
+   * to the largest buffer (then neither have `reserveAddressSpace`, `mapMemory`, `unmapMemory`: the
+   * segments policy runs fixed segments).
    */
   declare readonly mapGranularity?: number;
   readonly #addon: RawCudaAddon;
@@ -131,10 +147,11 @@ export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaRe
     this.#addon = addon;
     this.device = facts.ordinal;
     this.driverVersion = facts.driverVersion;
-    if (facts.mapGranularity > 0) {
+    if (usableGranularity(facts.mapGranularity, facts.pageSize, facts.maxBufferLength)) {
       Object.defineProperty(this, "mapGranularity", { value: facts.mapGranularity, enumerable: true });
     } else {
-      // No virtual memory management: the policy sees no address spaces at all.
+      // No virtual memory management, or a granularity no policy can map with: the policy sees no address
+      // spaces at all (fixed segments), and the device opens all the same.
       for (const name of ["reserveAddressSpace", "mapMemory", "unmapMemory"]) {
         Object.defineProperty(this, name, { value: undefined, enumerable: false });
       }

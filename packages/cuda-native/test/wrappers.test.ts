@@ -2,6 +2,7 @@
 // raw addon (the interface of native/binding.cc, in memory). What runs here is the wrappers' own logic —
 // argument and state checks before any native call, typed errors, handles, ownership — which they take from
 // @nuvec/metal-native/addon; the GPU run (test/cuda.test.ts, the contract suite) covers the real addon.
+import { Device } from "@nuvec/device";
 import type { NativeCounters } from "@nuvec/metal-native";
 import { ArgumentError, type OutOfMemoryError, StateError, UnsupportedError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
@@ -293,4 +294,79 @@ describe("CudaBackend over the raw addon (no GPU)", () => {
     expect(argumentOf(() => backend.timeDriverAllocFree(64, -1))).toBe("count");
     expect(backend.timeDriverAllocFree(64, 1)).toBe(1);
   });
+});
+
+/**
+ * The fake addon with address spaces at `granularity` (a device of 1 GiB whose largest buffer is 64 MiB), and
+ * what the driver holds: the live buffer handles (spaces among them) and the bytes mapped into each space.
+ */
+function driverWithSpaces(granularity: number) {
+  const fake = fakeAddon();
+  const live = new Set<object>();
+  const mapped = new Map<object, Map<number, number>>();
+  const Base = fake.addon.NativeBufferHandle as unknown as new (length: number) => { release(): void };
+  class Tracked extends Base {
+    constructor(length: number) {
+      super(length);
+      live.add(this);
+    }
+    override release(): void {
+      super.release();
+      live.delete(this);
+      // Released, a space's mappings are freed with it (cuMemRelease of what is still mapped).
+      mapped.delete(this);
+    }
+  }
+  fake.addon.NativeBufferHandle = Tracked as never;
+  fake.addon.reserveAddressSpace = (capacity) => {
+    const space = new Tracked(capacity);
+    mapped.set(space, new Map());
+    return space as never;
+  };
+  fake.addon.mapMemory = (space, offset, length) => void mapped.get(space)?.set(offset, length);
+  fake.addon.unmapMemory = (space, offset) => void mapped.get(space)?.delete(offset);
+  const facts = { ...fake.facts, maxBufferLength: 64 * 1024 * 1024, mapGranularity: granularity };
+  const backend = new CudaBackend(fake.addon, facts);
+  const held = () => ({
+    buffers: live.size,
+    mappedBytes: [...mapped.values()].reduce(
+      (sum, ranges) => sum + [...ranges.values()].reduce((a, b) => a + b, 0),
+      0,
+    ),
+  });
+  return { backend, held };
+}
+
+describe("the Device over the CUDA backend's stand-in driver", () => {
+  const MiB = 1024 * 1024;
+
+  it("a free({ after }) that settles after close() gives back the expandable segment: no buffer, no mapping, no address space left", async () => {
+    const { backend, held } = driverWithSpaces(2 * MiB);
+    const device = Device.open({ backend, safetyNet: false });
+    expect(device.info().policy).toBe("segments");
+    const pending = device.malloc(3 * MiB);
+    device.malloc(600 * 1024); // a small-pool segment, freed by close()
+    let settle: () => void = () => {};
+    pending.free({ after: new Promise<void>((resolve) => (settle = resolve)) });
+    device.close();
+    // The pending block's mapping and its space stay while a kernel may use them.
+    expect(held()).toEqual({ buffers: 1, mappedBytes: 16 * MiB });
+    settle();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(held()).toEqual({ buffers: 0, mappedBytes: 0 });
+    expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0, cache: 0 });
+  });
+
+  it.each([1, 4096, 3 * MiB, 128 * MiB])(
+    "a driver's map granularity of %i (not a power of two from the page to the largest buffer) is no address space: the Device opens with fixed segments, nothing left after close",
+    (granularity) => {
+      const { backend, held } = driverWithSpaces(granularity);
+      expect([backend.mapGranularity, backend.reserveAddressSpace]).toEqual([undefined, undefined]);
+      const device = Device.open({ backend, safetyNet: false });
+      device.malloc(3 * MiB).free();
+      expect(device.memoryStats().reserved).toBe(40 * MiB);
+      device.close();
+      expect(held()).toEqual({ buffers: 0, mappedBytes: 0 });
+    },
+  );
 });
