@@ -1,4 +1,13 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { ArgumentError } from "@nuvec/stats";
@@ -318,6 +327,24 @@ describe("writeSafetensors", () => {
       expect(readFileSync(path, "utf8")).toBe("old");
       expect(listing()).toEqual(before);
     }
+  });
+
+  it("replaces an existing file keeping its permissions; through a symbolic link, the link stays and its target is new", () => {
+    const path = nextPath();
+    writeFileSync(path, "old");
+    chmodSync(path, 0o600);
+    writeSafetensors(path, [good()]);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readSafetensorsHeader(new Uint8Array(readFileSync(path)).buffer).tensors).toHaveLength(1);
+    const link = join(folder, "link.safetensors");
+    symlinkSync(path, link);
+    writeSafetensors(link, [{ ...good(), name: "through the link" }]);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readSafetensorsHeader(new Uint8Array(readFileSync(path)).buffer).tensors[0]?.name).toBe(
+      "through the link",
+    );
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    rmSync(link);
   });
 
   it("a folder that does not exist: the family's SystemCallError naming the path", () => {

@@ -216,7 +216,8 @@ function bytesOf(view: ArrayBufferView): Uint8Array {
  * Bad input is an `ArgumentError` naming the tensor and the field (`tensors[2].dtype`), thrown before the
  * file system is touched (an iterable's chunks are counted as they come: too many or too few bytes is the same
  * error). The file is written under a temporary name beside `path`, flushed, then renamed over it: a failed
- * write (`SystemCallError`, e.g. `ENOSPC`, `EFBIG`) leaves `path` as it was and no temporary file behind.
+ * write (`SystemCallError`, e.g. `ENOSPC`, `EFBIG`) leaves `path` as it was and no temporary file behind. An
+ * existing file keeps its permissions; a symbolic link stays one, to the new file.
  */
 export function writeSafetensors(
   path: string,
@@ -228,12 +229,23 @@ export function writeSafetensors(
   const layout = placed(tensors);
   const header = headerBytes(layout, metadata);
   const fs = nodeFileSystem(WHERE);
-  const slash = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
-  const temporary = `${path.slice(0, slash + 1)}.${path.slice(slash + 1)}.${process.pid}-${Math.random().toString(36).slice(2, 10)}.partial`;
+  // An existing checkpoint is replaced where it really is (a symbolic link stays a link to the new file) and
+  // keeps its permissions.
+  let target = path;
+  let mode: number | undefined;
+  try {
+    target = fs.realpathSync(path);
+    mode = fs.statSync(target).mode & 0o7777;
+  } catch {
+    // no file there yet: written as `path`, with the default permissions
+  }
+  const slash = Math.max(target.lastIndexOf("/"), target.lastIndexOf("\\"));
+  const temporary = `${target.slice(0, slash + 1)}.${target.slice(slash + 1)}.${process.pid}-${Math.random().toString(36).slice(2, 10)}.partial`;
   let descriptor: number | undefined;
   try {
     try {
       descriptor = fs.openSync(temporary, "wx");
+      if (mode !== undefined) fs.fchmodSync(descriptor, mode);
     } catch (error) {
       throw fileSystemError(error, WHERE, path);
     }
@@ -282,7 +294,7 @@ export function writeSafetensors(
       fs.fsyncSync(descriptor);
       fs.closeSync(descriptor);
       descriptor = undefined;
-      fs.renameSync(temporary, path);
+      fs.renameSync(temporary, target);
     } catch (error) {
       throw fileSystemError(error, WHERE, path);
     }
