@@ -280,9 +280,9 @@ export interface MappedSafetensors extends Disposable {
  * file is unmapped again before either is thrown: nothing stays charged.
  *
  * The header is read from the file with `pread`, never through the mapping, so a file truncated meanwhile
- * cannot fault the process. The tensors' bytes are views of the mapping: a file truncated in place while they
- * are read faults the process as any mapping does. Replace a checkpoint by renaming a new file over it (as
- * `writeSafetensors` does), never by rewriting it in place.
+ * cannot fault the process. `tensorBytes` gives views of the mapping: a file truncated in place while they
+ * are read faults the process as any mapping does; `readTensor` copies with `pread` instead. Replace a
+ * checkpoint by renaming a new file over it (as `writeSafetensors` does), never by rewriting it in place.
  */
 export function mapSafetensors(device: Device, path: string): MappedSafetensors {
   checkArgument(A_DEVICE, device, "device", "mapSafetensors()");
@@ -322,7 +322,6 @@ export function mapSafetensors(device: Device, path: string): MappedSafetensors 
   };
 }
 
-/** The mock's mappings are copies held by JavaScript (a virtual file or one read whole): read in place. */
 /** A checkpoint mapped, its header read, and (a real mapping) what `fstat` said of the file it mapped. */
 interface Mapped {
   file: MappedFile<Device>;
@@ -330,6 +329,7 @@ interface Mapped {
   mapped?: FileState;
 }
 
+/** The mock's mappings are copies held by JavaScript (a virtual file or one read whole): read in place. */
 function mapCopied(device: Device, path: string): Mapped {
   let file: MappedFile<Device>;
   try {
