@@ -297,10 +297,9 @@ export class Device {
 
   /** Gives a buffer whose view was moved away back to the backend, never to the cache, and counts what it holds. */
   #freeQuarantined(native: NativeBuffer, state: BufferState): void {
-    this.#allocator.freeWithoutCaching(state.allocation);
-    // The trace says what the allocator did: a free without caching ("q"), given back at once ("r") when the
+    // The trace says what the allocator did: a free into quarantine ("q"), given back at once ("r") when the
     // backend holds nothing for it any more.
-    const held = this.#quarantine.hold(native, state.allocation.allocatedLength, state);
+    const held = this.#quarantine.holdBuffer(native, state.allocation, state);
     this.#trace?.quarantine(state);
     if (!held) this.#trace?.giveBack(state);
   }

@@ -6,7 +6,7 @@
 // backend, which frees the memory at the next call into it from the Device's thread: while anything is held,
 // an unref'd timer asks every SWEEP_MILLISECONDS, so the memory goes back without waiting for the Device's
 // next call, and the timer never keeps the process alive.
-import type { CachingAllocator } from "@nuvec/allocator";
+import type { Allocation, CachingAllocator } from "@nuvec/allocator";
 import type { NativeBuffer, NativeMappedFile } from "@nuvec/metal-native";
 import { queueMicrotaskOnce } from "./environment.js";
 import { KeepAliveTimer } from "./keep-alive.js";
@@ -17,13 +17,25 @@ export const SWEEP_MILLISECONDS = 100;
 /** What may be held: a released buffer or mapped file, which says how many bytes the backend still holds. */
 type Held = Pick<NativeBuffer | NativeMappedFile, "quarantinedBytes">;
 
-/** The quarantined buffers and mappings of one Device, each counted until the backend frees it. */
+/** One held buffer (its allocation, whose quarantine the allocator counts) or mapping (counted at `bytes`). */
+interface Entry {
+  native: Held;
+  allocation: Allocation<NativeBuffer> | undefined;
+  bytes: number;
+  owner: object | undefined;
+}
+
+/**
+ * The quarantined buffers and mappings of one Device, each counted until the backend frees it: a buffer by
+ * the allocator's quarantine, which counts what the backend holds for it (under the segments policy its
+ * block, or its whole segment once the segment went back), a mapping at its mapped length.
+ */
 export class Quarantine {
   readonly #allocator: CachingAllocator<NativeBuffer>;
   readonly #givenBack: (owner: object) => void;
   readonly #isOpen: () => boolean;
   readonly #sweep = new KeepAliveTimer();
-  #held: { native: Held; bytes: number; owner: object | undefined }[] = [];
+  #held: Entry[] = [];
   #askedThisJob = false;
 
   /**
@@ -54,16 +66,34 @@ export class Quarantine {
   }
 
   /**
-   * `native` was released without caching (its view moved away): counted as `bytes` (the allocation's
-   * length, a mapping's mapped length) while the backend still holds its memory. Returns whether it does;
-   * `owner` is what {@link settle} names when it is given back (none for a mapping).
+   * Frees `allocation`, whose view moved away, into the allocator's quarantine (never cached), `native`
+   * being its buffer, released. Returns whether the backend still holds its memory; when it does not, the
+   * quarantine ends at once. `owner` is what {@link settle} names when it is given back.
+   */
+  holdBuffer(native: Held, allocation: Allocation<NativeBuffer>, owner: object): boolean {
+    this.#allocator.quarantine(allocation);
+    if ((native.quarantinedBytes ?? 0) === 0) {
+      this.#allocator.endQuarantine(allocation);
+      return false;
+    }
+    this.#push({ native, allocation, bytes: allocation.allocatedLength, owner });
+    return true;
+  }
+
+  /**
+   * `native` (a mapping) was released while a view of it was moved away: counted as `bytes` (its mapped
+   * length) while the backend still holds it. Returns whether it does.
    */
   hold(native: Held, bytes: number, owner: object | undefined): boolean {
     if ((native.quarantinedBytes ?? 0) === 0) return false;
     this.#allocator.addQuarantined(bytes);
-    this.#held.push({ native, bytes, owner });
-    if (this.#held.length === 1) this.#sweep.start(SWEEP_MILLISECONDS, () => this.#sweepOnce());
+    this.#push({ native, allocation: undefined, bytes, owner });
     return true;
+  }
+
+  #push(entry: Entry): void {
+    this.#held.push(entry);
+    if (this.#held.length === 1) this.#sweep.start(SWEEP_MILLISECONDS, () => this.#sweepOnce());
   }
 
   /** The timer's turn: what the backend gave back leaves the books; the timer stops when nothing is held. */
@@ -89,13 +119,14 @@ export class Quarantine {
     queueMicrotaskOnce(() => {
       this.#askedThisJob = false;
     });
-    const still: { native: Held; bytes: number; owner: object | undefined }[] = [];
+    const still: Entry[] = [];
     let given = 0;
     const owners: object[] = [];
     for (const entry of this.#held) {
       if ((entry.native.quarantinedBytes ?? 0) > 0) still.push(entry);
       else {
-        given += entry.bytes;
+        if (entry.allocation !== undefined) this.#allocator.endQuarantine(entry.allocation);
+        else given += entry.bytes;
         if (entry.owner !== undefined) owners.push(entry.owner);
       }
     }
