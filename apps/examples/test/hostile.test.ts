@@ -3,8 +3,18 @@
 // cannot be written, names with escape sequences, and every line within an 80-column terminal. From the built
 // programs (the test task builds first).
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import {
   app,
@@ -229,5 +239,98 @@ describe("hostile: names from a file are printed escaped and cut (was: escape se
     expect(status).toBe(0);
     expect(stdout).not.toMatch(unprintable);
     expect(longestLine(stdout)).toBeLessThanOrEqual(80);
+  });
+});
+
+describe("hostile: PyTorch snapshots that would cost unbounded memory or time are refused in bounded both", () => {
+  // Each through the replay program within 256 MiB of heap and a time limit: one FormatError line, exit 2.
+  // The reader's own budgets, byte for byte, are src/lib/snapshot-pickle.test.ts's.
+  const proto = Buffer.from([0x80, 0x04]);
+  const snapshot = (name: string, ...pieces: (string | Buffer)[]) => {
+    const path = join(folder, name);
+    const bytes = Buffer.concat(
+      pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece, "latin1") : piece)),
+    );
+    writeFileSync(path, name.endsWith(".gz") ? gzipSync(bytes, { level: 9 }) : bytes);
+    return path;
+  };
+  const long4 = Buffer.concat([Buffer.from([0x8b, 0, 0, 1, 0]), Buffer.alloc(65536, 1)]);
+  const NOT_READABLE = "is not a readable PyTorch memory snapshot";
+  const CORRUPT = "(ERR_NUVEC_TRACE_CORRUPT)";
+  const hostile: [string, () => string, (compressedSize: number) => string][] = [
+    [
+      "thirty million EMPTY_DICTs in a 29 KiB gzip",
+      () => snapshot("dicts.pickle.gz", proto, "}".repeat(3e7)),
+      (size) =>
+        `inflates to more than 16777216 bytes (${size} compressed; a snapshot inflates at most 64 times, or to 16777216 bytes) (ERR_NUVEC_TRACE_TOO_LARGE)`,
+    ],
+    [
+      "thirty million EMPTY_DICTs, not gzipped",
+      () => snapshot("dicts.pickle", proto, "}".repeat(3e7)),
+      () => `${NOT_READABLE}: more than 65536 items on the stack at byte 65538 ${CORRUPT}`,
+    ],
+    [
+      "two million empty dicts appended to a list (the memory budget)",
+      () => snapshot("appended.pickle", proto, "]", "}a".repeat(2e6)),
+      () =>
+        `${NOT_READABLE}: more values than a snapshot of 4000003 bytes holds (over 129554504 bytes of memory: 24 a byte of pickle) at byte 1177769 ${CORRUPT}`,
+    ],
+    [
+      "ten million MARKs",
+      () => snapshot("marks.pickle", proto, "(".repeat(1e7)),
+      () => `${NOT_READABLE}: more than 64 marks open at byte 66 ${CORRUPT}`,
+    ],
+    [
+      "four million memo references in a gzip of 17 KiB",
+      () => snapshot("memo.pickle.gz", proto, "]\x94(", "h\x00".repeat(4e6), "e."),
+      () => `${NOT_READABLE}: more than 65536 items on the stack at byte 131075 ${CORRUPT}`,
+    ],
+    [
+      "24 LONG4 integers of 64 KiB",
+      () => snapshot("long4.pickle", proto, "](", ...Array.from({ length: 24 }, () => long4), "e."),
+      () =>
+        `${NOT_READABLE}: the opcode 0x8b (LONG4), which a memory snapshot never holds at byte 4 ${CORRUPT}`,
+    ],
+    [
+      "a BUILD that sets a list's __proto__ to a dict",
+      () => snapshot("proto.pickle", proto, "]}\x8c\x09__proto__}sb."),
+      () =>
+        `${NOT_READABLE}: the opcode 0x62 'b' (BUILD), which a memory snapshot never holds at byte 17 ${CORRUPT}`,
+    ],
+    [
+      "a gzip that never ends (its stream cut off)",
+      () => {
+        const path = join(folder, "cut.pickle.gz");
+        const whole = gzipSync(readFileSync(join(app, "traces", "toy-train.pickle")));
+        writeFileSync(path, whole.subarray(0, whole.length >> 1));
+        return path;
+      },
+      () => `${NOT_READABLE}: bad gzip data (unexpected end of file) ${CORRUPT}`,
+    ],
+  ];
+  it.each(hostile)("%s", (_name, make, message) => {
+    const path = make();
+    const started = Date.now();
+    const { status, stdout, stderr } = run("replay", [path, "--json"], {
+      NODE_OPTIONS: "--max-old-space-size=256",
+    });
+    const seconds = (Date.now() - started) / 1000;
+    expect([status, stdout, stderr]).toEqual([2, "", `replay: ${path} ${message(statSync(path).size)}\n`]);
+    // The old reader took 54 s to reach the heap limit on the first; each is refused in about a second.
+    expect(seconds).toBeLessThan(20);
+  });
+
+  it("a FIFO and /dev/zero named as snapshots are refused before anything is read", () => {
+    const fifo = join(folder, "snapshot-fifo.pickle");
+    execFileSync("mkfifo", [fifo]);
+    const zero = join(folder, "zero.pickle");
+    symlinkSync("/dev/zero", zero);
+    for (const path of [fifo, zero]) {
+      const { status, stderr } = run("replay", [path]);
+      expect([status, stderr]).toEqual([
+        2,
+        `replay: ${path} is not a regular file (ERR_NUVEC_TRACE_NOT_A_FILE)\n`,
+      ]);
+    }
   });
 });
