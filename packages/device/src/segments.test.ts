@@ -145,3 +145,34 @@ describe("teardown under the segments policy gives back every segment and addres
     },
   );
 });
+
+describe("the segments option of Device.open", () => {
+  it("is read once, each key: a getter that answers differently on a second read cannot pass the check with one value and run with another", () => {
+    const reads: string[] = [];
+    const segments = {
+      get blockRounding() {
+        reads.push("blockRounding");
+        return reads.length === 1 ? 1024 : 3;
+      },
+    };
+    const device = Device.open({
+      backend: new MockBackend(),
+      policy: "segments",
+      segments,
+      safetyNet: false,
+    });
+    expect(reads).toEqual(["blockRounding"]);
+    expect(device.malloc(100).allocatedLength).toBe(1024);
+    device.close();
+  });
+
+  it("refuses a misspelt key naming it and Device.open, nothing made on the backend", () => {
+    const backend = new MockBackend();
+    expect(() =>
+      Device.open({ backend, policy: "segments", segments: { smallSegmnet: 1 << 22 } as never }),
+    ).toThrow(
+      "Device.open(): unknown option segments.smallSegmnet (the options are blockRounding, smallRequest, smallSegment, largeSegment, segmentRounding, maxSplitSize, releaseIdleOnMiss, expandable, mapAhead)",
+    );
+    expect([backend.liveBuffers.length, backend.liveResidencySets.length]).toEqual([0, 0]);
+  });
+});

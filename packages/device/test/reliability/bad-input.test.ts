@@ -105,6 +105,7 @@ function openCases(workingSet: number): [string, unknown, Record<string, unknown
     ["metal: string", { metal: "queue" }, invalid("metal")],
     ["backend: a string", { backend: "mock" }, invalid("backend")],
     ["segments: blockRounding 3", { segments: { blockRounding: 3 } }, invalid("segments.blockRounding")],
+    ["segments: a misspelt key", { segments: { smallSegmnet: 1 << 22 } }, invalid("segments.smallSegmnet")],
     ["boundedRelease: unknown", { boundedRelease: "smallest" }, invalid("boundedRelease")],
     ["safetyNet: a string", { safetyNet: "no" }, invalid("safetyNet")],
   ];
