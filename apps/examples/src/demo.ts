@@ -1,6 +1,5 @@
 // The main job: open the real device, map a safetensors checkpoint without a copy, wire it, replay a
 // decode workload, and show where memory went at each phase, next to the operating system's own figures.
-import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { TraceValidator } from "@nuvec/allocator";
@@ -10,7 +9,7 @@ import { formatBytes, MEMORY_STATS_FIELDS, type MemoryStats, printable } from "@
 import { type CommandLine, parseBytes, readCommandLine, runProgram, wrap } from "./lib/arguments.js";
 import { WorkloadRecorder } from "./lib/memory-view/recorder.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
-import { prepareOutputPath } from "./lib/output-path.js";
+import { prepareOutputPath, writeOutputFile } from "./lib/output-path.js";
 import { processMemory, resetProcessPeak } from "./lib/process-memory.js";
 import { fit, progress } from "./lib/progress.js";
 import { decoderModel, writeRandomCheckpoint } from "./lib/safetensors.js";
@@ -229,8 +228,8 @@ function main(argv: string[]): number {
       "(the kernel also counts Node.js itself, the checkpoint's pages and cached buffers, which nuvec keeps in `cache`, not `active`; compare the growth with nuvec's peak reserved)";
     for (const line of wrap(note, COLUMNS - 3)) console.log(`  ${line}`);
 
-    // 6. The report.
-    writeFileSync(
+    // 6. The report, whole or not at all (a full file system leaves no truncated report behind).
+    writeOutputFile(
       reportPath,
       renderMemoryView({
         title: `nuvec demo on ${info.name}`,
@@ -248,6 +247,7 @@ function main(argv: string[]): number {
         peaks: [{ active: stats.peakActive, reserved: stats.peakReserved }],
         facts: peaks,
       }),
+      "--report",
     );
     console.log(`\nreport: ${fitStart(reportPath, COLUMNS - 9)}`);
   } finally {

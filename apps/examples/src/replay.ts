@@ -2,7 +2,6 @@
 // Device over the mock backend, and prints the statistics (a table, or one JSON object with --json). The
 // trace is read as a stream (memory bounded by what it keeps live, not by its length) and every event goes
 // through the allocator's TraceValidator, the same check replayTrace makes.
-import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
@@ -18,7 +17,7 @@ import {
 } from "./lib/arguments.js";
 import type { FigureTable } from "./lib/memory-view/render.js";
 import { renderMemoryView } from "./lib/memory-view/render.js";
-import { prepareOutputPath } from "./lib/output-path.js";
+import { prepareOutputPath, writeOutputFile } from "./lib/output-path.js";
 import { type PolicyOutcome, replayPolicies } from "./lib/policy-replay.js";
 import { columnsOf, progress } from "./lib/progress.js";
 import { statsTable } from "./lib/tables.js";
@@ -166,7 +165,8 @@ async function main(argv: string[]): Promise<number> {
         value: torch.reserved.value,
       });
     const path = htmlPath;
-    writeFileSync(
+    // Whole or not at all: a full file system leaves no truncated report behind.
+    writeOutputFile(
       path,
       renderMemoryView({
         title: `${traceName}: ${events} events${comparing ? `, policies ${policies.join(", ")}` : `, policy ${policies[0]}`}`,
@@ -180,6 +180,7 @@ async function main(argv: string[]): Promise<number> {
         })),
         facts: torch === undefined ? [] : torchFacts(torch),
       }),
+      "--html",
     );
     if (!json) console.log(`report: ${path}`);
   }

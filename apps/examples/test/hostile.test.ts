@@ -334,3 +334,48 @@ describe("hostile: PyTorch snapshots that would cost unbounded memory or time ar
     }
   });
 });
+
+describe("hostile: an output file onto a full file system is written whole or not at all", () => {
+  // A file size limit of 64 KiB (SIGXFSZ ignored, so the write fails with EFBIG) stands in for a full disk:
+  // the report is larger. The report already there stays as it was, and no temporary file is left.
+  const limited = (program: string, args: string[]) =>
+    spawnSync(
+      "sh",
+      [
+        "-c",
+        `trap "" XFSZ; ulimit -f 64; exec "$@"`,
+        "sh",
+        process.execPath,
+        join(app, "dist", `${program}.js`),
+        ...args,
+      ],
+      { encoding: "utf8", env: { ...process.env, FORCE_COLOR: "0" }, timeout: 120_000 },
+    );
+  const previous = "the report of the last run\n";
+
+  it("replay --html: one line, exit 2, the previous report intact", () => {
+    const out = mkdtempSync(join(folder, "full-replay-"));
+    const report = join(out, "report.html");
+    writeFileSync(report, previous);
+    const { status, stderr } = limited("replay", [shippedTrace, "--html", report]);
+    expect([status, stderr]).toEqual([
+      2,
+      `replay: --html ${report}: cannot write it (EFBIG: file too large, write) (EFBIG)\n`,
+    ]);
+    expect(readFileSync(report, "utf8")).toBe(previous);
+    expect(readdirSync(out)).toEqual(["report.html"]);
+  });
+
+  it("the demo's --report: one line, exit 2, no report and no temporary file", () => {
+    const out = mkdtempSync(join(folder, "full-demo-"));
+    const checkpoint = join(folder, "full-demo.safetensors");
+    safetensorsFile(checkpoint, { w: { dtype: "F16", shape: [1024], data_offsets: [0, 2048] } }, 2048);
+    const report = join(out, "demo.html");
+    const { status, stderr } = limited("demo", ["--checkpoint", checkpoint, "--report", report]);
+    expect([status, stderr]).toEqual([
+      2,
+      `demo: --report ${report}: cannot write it (EFBIG: file too large, write) (EFBIG)\n`,
+    ]);
+    expect(readdirSync(out)).toEqual([]);
+  });
+});
