@@ -61,6 +61,30 @@ describeOnHost("a segment a quarantined block holds", () => {
   );
 
   itOnHost(
+    "the safety net's reclaim of a dropped buffer whose view moved away quarantines its block the same way",
+    async () => {
+      const backend = hostBackend();
+      const start = backend.counters();
+      const device = Device.open({ backend, policy: "segments" });
+      let buffers: ReturnType<typeof touchedBlocks> | undefined = touchedBlocks(device);
+      let moved: ArrayBuffer | undefined = transfer(buffers[0]!.contents());
+      for (const buffer of buffers.slice(1)) buffer.free();
+      // The first buffer is dropped without free(): the safety net gives it back once it is collected.
+      buffers = undefined;
+      await turns(2);
+      await collectUntil(() => device.counters().leakedBuffers === 1);
+      expect(device.memoryStats()).toMatchObject({ active: 0, quarantined: 3 * MiB, cache: 37 * MiB });
+      device.clearCache();
+      expect(device.memoryStats()).toMatchObject({ reserved: 0, quarantined: 40 * MiB });
+      moved = undefined;
+      await collectUntil(() => device.memoryStats().quarantined === 0);
+      expect([moved, buffers, device.memoryStats().quarantined]).toEqual([undefined, undefined, 0]);
+      device.close();
+      expectNothingHeldSince(start, backend.counters());
+    },
+  );
+
+  itOnHost(
     "close() with a quarantined block and with a free still pending: every segment goes back, the last once the view is collected",
     async () => {
       const backend = hostBackend();
