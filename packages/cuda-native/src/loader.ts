@@ -165,8 +165,15 @@ export function loadCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
       `options must be an object, got ${typeof options} ${describeValue(options)}`,
     );
   }
+  // Every key known, each read once: a misspelt option is refused, never taken for the default device.
+  for (const key of Object.keys(options)) {
+    if (key !== "device") {
+      throw new ArgumentError(key, `loadCudaBackend(): unknown option ${key} (the options are device)`);
+    }
+  }
+  const given = options.device;
   // `null` is refused like any other non-ordinal: only a missing device means device 0.
-  const device = options.device === undefined ? 0 : checkDeviceOrdinal(options.device);
+  const device = given === undefined ? 0 : checkDeviceOrdinal(given);
   const existing = backends.get(device);
   if (existing !== undefined) return existing;
   const addon = loadAddon();

@@ -31,10 +31,23 @@ describe("loadCudaBackend", () => {
     ["device null", { device: null }, "device"],
     ["options that are null", null, "options"],
     ["options that are a number", 3, "options"],
+    ["a misspelt option", { devcie: 1 }, "devcie"],
   ])("refuses %s with ArgumentError before touching the driver", (_label, options, argument) => {
     const error = thrown(() => loadCudaBackend(options as never));
     expect(error).toBeInstanceOf(ArgumentError);
     expect(error).toMatchObject({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument });
+  });
+
+  it("reads device once: a getter that answers -1 and then 0 is refused, as it first answered", () => {
+    let reads = 0;
+    const options = {
+      get device() {
+        reads += 1;
+        return reads === 1 ? -1 : 0;
+      },
+    };
+    expect(thrown(() => loadCudaBackend(options))).toMatchObject({ argument: "device" });
+    expect(reads).toBe(1);
   });
 
   it.runIf(cudaBackend === undefined)(
