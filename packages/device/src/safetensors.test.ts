@@ -170,6 +170,13 @@ describe("readSafetensorsHeader", () => {
       "data_offsets",
     ],
     [
+      "an offset past 2**53, said to be inexact",
+      checkpoint('{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551615]}}'),
+      "tensor a: data_offsets [0,18446744073709552000] are not two whole byte offsets, begin ≤ end (a number past 2⁵³ is read as the nearest double: the file's digits may differ)",
+      "a",
+      "data_offsets",
+    ],
+    [
       "offsets in reverse",
       checkpoint({ a: tensor([4, 0], [0]) }),
       "tensor a: data_offsets [4,0] are not two whole byte offsets, begin ≤ end",

@@ -75,6 +75,17 @@ function quoted(value: unknown): string {
   return printable(JSON.stringify(value) ?? String(value), 120);
 }
 
+/**
+ * What a message adds when `values` holds an integer past 2⁵³: JSON numbers are read as doubles, so the value
+ * printed is the nearest one, not the file's digits.
+ */
+function pastExact(values: unknown): string {
+  return Array.isArray(values) &&
+    values.some((value) => Number.isInteger(value) && !Number.isSafeInteger(value))
+    ? " (a number past 2⁵³ is read as the nearest double: the file's digits may differ)"
+    : "";
+}
+
 /** `tensor <name>: ` for a message (the name escaped and cut: it comes from the file). */
 function tensorLabel(name: string): string {
   return `tensor ${printable(name, 120)}: `;
@@ -178,10 +189,13 @@ function checkedTensor(
     !Array.isArray(shape) ||
     !shape.every((dimension) => Number.isSafeInteger(dimension) && dimension >= 0)
   ) {
-    throw safetensorsFormat(`${label}shape ${quoted(shape)} is not an array of whole numbers ≥ 0`, {
-      tensor: name,
-      field: "shape",
-    });
+    throw safetensorsFormat(
+      `${label}shape ${quoted(shape)} is not an array of whole numbers ≥ 0${pastExact(shape)}`,
+      {
+        tensor: name,
+        field: "shape",
+      },
+    );
   }
   // Offsets are byte positions: whole numbers, in order (a fractional one would make a view throw later).
   const [begin, end] = Array.isArray(offsets) ? (offsets as unknown[]) : [];
@@ -194,7 +208,7 @@ function checkedTensor(
     (end as number) < (begin as number)
   ) {
     throw safetensorsFormat(
-      `${label}data_offsets ${quoted(offsets)} are not two whole byte offsets, begin ≤ end`,
+      `${label}data_offsets ${quoted(offsets)} are not two whole byte offsets, begin ≤ end${pastExact(offsets)}`,
       { tensor: name, field: "data_offsets" },
     );
   }
