@@ -1,6 +1,6 @@
 // PyTorch memory snapshots as replay input: the fixture's figures (computed by the script that wrote it, not by
 // nuvec), replay under every policy, and hostile pickles, each refused with a typed error and no code run.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { ALLOCATOR_POLICIES, FormatError, replayTrace } from "@nuvec/allocator";
@@ -319,6 +319,56 @@ describe("hostile and malformed snapshots: a typed error, and no code runs", () 
     expect(refusal(join(folder, "dir.pickle")).code).toBe("ERR_NUVEC_TRACE_NOT_A_FILE");
     expect(refusal(join(folder, "missing.pickle")).code).toBe("ERR_NUVEC_TRACE_NOT_FOUND");
     expect(refusal(file("not a pickle at all")).code).toBe("ERR_NUVEC_TRACE_CORRUPT");
+  });
+
+  it("refuses stacks that make more label text than one character a byte of pickle (above 8 MiB)", () => {
+    // Sixteen frames of 240-character names, defined once (memo entries 0 to 15); then allocations whose
+    // frames are eight memo references each, in ever new orders: 2,007 characters of label for 80 bytes.
+    const u32 = (value: number) => {
+      const bytes = Buffer.alloc(4);
+      bytes.writeUInt32LE(value);
+      return bytes;
+    };
+    const put = (index: number) => raw("r", u32(index));
+    const get = (index: number) => raw("j", u32(index));
+    const frames = Array.from({ length: 16 }, (_, index) =>
+      raw(body(frame(`${index}`.padStart(240, "n"), "/f.py")), put(index)),
+    );
+    const names = ["action", "alloc", "addr", "size", "frames"].map((name, index) =>
+      raw(body(name), put(16 + index)),
+    );
+    const allocation = (index: number) =>
+      raw(
+        "}(",
+        get(16),
+        get(17),
+        get(18),
+        body(4096 + 512 * index),
+        get(19),
+        body(512),
+        get(20),
+        "](",
+        ...Array.from({ length: 8 }, (_, digit) => get((index >> (4 * digit)) & 15)),
+        "eu",
+      );
+    const path = file(
+      raw(
+        "\x80\x02}(",
+        body("definitions"),
+        "](",
+        ...frames,
+        ...names,
+        "e",
+        body("device_traces"),
+        "]](",
+        ...Array.from({ length: 6000 }, (_, index) => allocation(index)),
+        "eau.",
+      ),
+    );
+    const budget = 8 * 1024 * 1024 + statSync(path).size;
+    expect(refusal(path).message).toBe(
+      `${path} is not a readable PyTorch memory snapshot: its stacks make more than ${budget} characters of distinct labels (one a byte of pickle, above 8388608)`,
+    );
   });
 
   it("refuses data of the wrong shape", () => {

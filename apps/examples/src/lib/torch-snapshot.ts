@@ -24,6 +24,13 @@ export const INFLATED_FLOOR_BYTES = 16 * 1024 * 1024;
 /** Frames kept per allocation label, and characters per frame field. */
 const FRAMES_KEPT = 8;
 const FIELD_CHARACTERS = 240;
+/**
+ * The characters of distinct labels a snapshot may make: one per byte of pickle above a floor (the snapshots
+ * PyTorch recorded make 0.006 to 0.023). A label is made of the pickle's strings, so without this bound a
+ * pickle of a few bytes per allocation (frames shared through the memo, in ever new orders) could make
+ * kilobytes of labels for each.
+ */
+const LABEL_CHARACTERS_FLOOR = 8 * 1024 * 1024;
 
 /** What one snapshot becomes. */
 export interface TorchWorkload {
@@ -240,10 +247,19 @@ export function readTorchSnapshot(
   const labelOf = new Map<string, number>();
   const labelOfFrames = new Map<unknown[], number>();
   /** A label's index into `labels` (added when new); -1 for no label. */
+  const labelBudget = LABEL_CHARACTERS_FLOOR + bytes.length;
+  let labelCharacters = 0;
   const internLabel = (label: string): number => {
     if (label === "") return -1;
     let index = labelOf.get(label);
     if (index === undefined) {
+      labelCharacters += label.length;
+      if (labelCharacters > labelBudget) {
+        throw corrupt(
+          path,
+          `its stacks make more than ${labelBudget} characters of distinct labels (one a byte of pickle, above ${LABEL_CHARACTERS_FLOOR})`,
+        );
+      }
       index = labels.length;
       labelOf.set(label, index);
       labels.push(label);
