@@ -46,7 +46,12 @@ describe("the allocator's options, declared once", () => {
     const reads: string[] = [];
     const segments = new Proxy(
       { smallSegment: 8 << 20, largeSegment: 32 << 20 },
-      { get: (target, key, receiver) => (reads.push(String(key)), Reflect.get(target, key, receiver)) },
+      {
+        get: (target, key, receiver) => {
+          reads.push(String(key));
+          return Reflect.get(target, key, receiver);
+        },
+      },
     );
     const allocator = new CachingAllocator(
       { ...source(), range: (buffer: number) => buffer, releaseRange: () => {} } as never,

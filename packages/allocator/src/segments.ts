@@ -6,14 +6,7 @@
 import { ArgumentError, byteCountProblem, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
 import type { BufferSource } from "./buffer-source.js";
-import {
-  allocatorClosed,
-  bufferTooLarge,
-  doubleFree,
-  foreignAllocation,
-  notQuarantined,
-  systemAllocationFailed,
-} from "./errors.js";
+import { allocatorClosed, bufferTooLarge, notQuarantined, systemAllocationFailed } from "./errors.js";
 import { isMappingSource, MappedPages, type MappingSource } from "./expandable.js";
 import { Block, FreeBlocks, Segment } from "./free-blocks.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
