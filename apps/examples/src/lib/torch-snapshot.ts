@@ -7,7 +7,7 @@
 // data only, every other opcode and every global but `collections.OrderedDict` refused, and its memory and
 // time bounded in proportion to the input's length. A gzipped snapshot is inflated only up to a bound set by
 // its compressed length, so a small file that inflates to gigabytes is refused early.
-import { closeSync, constants, fstatSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { basename } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { FormatError } from "@nuvec/allocator";
@@ -84,9 +84,10 @@ export function looksLikeTorchSnapshot(path: string): boolean {
   if (/\.(pickle|pkl)(\.gz)?$/i.test(path)) return true;
   let fd: number | undefined;
   try {
-    // Only a regular file is opened: a FIFO would block, and the trace reader refuses it anyway.
-    if (!statSync(path).isFile()) return false;
-    fd = openSync(path, "r");
+    // Opened without blocking and checked by its descriptor: only a regular file is read (a FIFO never blocks
+    // the program); the trace reader refuses what is not a file anyway.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    if (!fstatSync(fd).isFile()) return false;
     const head = Buffer.alloc(2);
     readSync(fd, head, 0, 2, 0);
     return head[0] === 0x80 && (head[1] as number) >= 2 && (head[1] as number) <= 5;
