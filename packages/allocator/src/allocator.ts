@@ -9,7 +9,7 @@ import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy, BoundedRelease } from "./options.js";
 import { DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
-import { checkSegmentOptions, type SegmentOptions } from "./segment-options.js";
+import { checkSegmentOptions, type SegmentOptions, segmentsWithin } from "./segment-options.js";
 import { SegmentAllocator } from "./segments.js";
 import { SizeClassAllocator } from "./size-classes.js";
 import type { TraceAllocatorSetup } from "./trace-format.js";
@@ -96,7 +96,11 @@ export class CachingAllocator<B> {
       cachePolicy.name === "segments"
         ? new SegmentAllocator<B>(source, {
             ...limits,
-            segments: checkSegmentOptions(options.segments, isMappingSource(source)),
+            segments: segmentsWithin(
+              checkSegmentOptions(options.segments, isMappingSource(source)),
+              options.segments,
+              maxBufferLength,
+            ),
           })
         : new SizeClassAllocator<B>(source, { ...limits, cachePolicy });
   }

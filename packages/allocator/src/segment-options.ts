@@ -150,3 +150,25 @@ function checkRules(merged: SegmentOptions, where: string): void {
     refuse("smallSegment", `must hold a small request (${merged.smallRequest})`);
   }
 }
+
+/**
+ * `options` (checked, defaults filled in) unless a segment size given in `given` is larger than the source's
+ * largest buffer (`maxBufferLength`): a segment is one buffer, so such a size is refused, naming it, rather
+ * than cut down to a buffer of `maxBufferLength` for every miss. The defaults are cut down (a small device).
+ */
+export function segmentsWithin(
+  options: SegmentOptions,
+  given: Partial<SegmentOptions> | undefined,
+  maxBufferLength: number,
+): SegmentOptions {
+  for (const name of ["smallSegment", "largeSegment"] as const) {
+    const size = given?.[name];
+    if (size !== undefined && size > maxBufferLength) {
+      throw new ArgumentError(
+        `segments.${name}`,
+        `segments.${name} (${size}) must fit in one buffer of the source (maxBufferLength ${maxBufferLength})`,
+      );
+    }
+  }
+  return options;
+}

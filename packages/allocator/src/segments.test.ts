@@ -269,6 +269,24 @@ describe("the segments policy", () => {
     );
   });
 
+  it("a segment size given larger than the source's largest buffer is refused naming it; the defaults are cut to it", () => {
+    const source = new RangeSource({ workingSet: 64 * MiB, maxBufferLength: 32 * MiB });
+    for (const name of ["smallSegment", "largeSegment"] as const) {
+      expect(
+        () => new CachingAllocator(source, { policy: "segments", segments: { [name]: 64 * MiB } }),
+      ).toThrow(
+        expect.objectContaining({
+          argument: `segments.${name}`,
+          message: `segments.${name} (${64 * MiB}) must fit in one buffer of the source (maxBufferLength ${32 * MiB})`,
+        }),
+      );
+    }
+    // The default 40 MiB large segment on a 32 MiB device: a segment of the largest buffer.
+    const allocator = new CachingAllocator(source, { policy: "segments" });
+    allocator.malloc(3 * MiB);
+    expect(source.acquired.map((buffer) => buffer.length)).toEqual([32 * MiB]);
+  });
+
   it("misuse: a double free and a foreign allocation change nothing; a 0-byte request takes no memory", () => {
     const { allocator } = make();
     const block = allocator.malloc(100);
