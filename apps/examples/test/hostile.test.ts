@@ -320,6 +320,25 @@ describe("hostile: PyTorch snapshots that would cost unbounded memory or time ar
     expect(seconds).toBeLessThan(20);
   });
 
+  it("a pickle larger than the heap can hold is refused at half the heap limit, not aborted by V8", () => {
+    // Eight million empty dicts in a list: 16 MB, whose proportional budget (400 MiB) is past a 256 MiB heap.
+    const path = snapshot("heap.pickle", proto, "]", "}a".repeat(8e6));
+    const limit = Number(
+      execFileSync(process.execPath, [
+        "--max-old-space-size=256",
+        "-p",
+        "require('v8').getHeapStatistics().heap_size_limit",
+      ]),
+    );
+    const { status, stderr } = run("replay", [path], { NODE_OPTIONS: "--max-old-space-size=256" });
+    expect(status).toBe(2);
+    expect(stderr).toMatch(
+      new RegExp(
+        `^replay: ${path} ${NOT_READABLE}: more values than this process can hold \\(over ${Math.floor(limit / 2)} bytes of memory: half its heap limit\\) at byte \\d+ \\(ERR_NUVEC_TRACE_CORRUPT\\)\n$`,
+      ),
+    );
+  });
+
   it("a FIFO and /dev/zero named as snapshots are refused before anything is read", () => {
     const fifo = join(folder, "snapshot-fifo.pickle");
     execFileSync("mkfifo", [fifo]);

@@ -261,6 +261,26 @@ describe("the budgets", () => {
     );
   });
 
+  it("refuses past half the heap limit, whatever the input's length", () => {
+    const bytes = raw("\x80\x04]", "}a".repeat(1_000_000));
+    const heapLimit = 64 * 1024 * 1024;
+    // As above, against half the limit: a list 96 bytes, a dict 208, an item of a list 12.
+    let heap = 96;
+    let at = 3;
+    for (;;) {
+      heap += 208;
+      if (heap > heapLimit / 2) break;
+      heap += 12;
+      if (heap > heapLimit / 2) break;
+      at += 2;
+    }
+    expect(() => readSnapshotPickle(bytes, { heapLimit })).toThrow(
+      new PickleRefusal(
+        `more values than this process can hold (over 33554432 bytes of memory: half its heap limit) at byte ${at}`,
+      ),
+    );
+  });
+
   it("reads in time linear in the input: 2 MiB of each costly opcode in seconds, not hours", () => {
     /** A root list, then `batch` appended `count` times, 1,000 items a batch (Python's pickler batches so). */
     const batches = (item: string, count: number) =>

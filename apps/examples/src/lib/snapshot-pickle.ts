@@ -8,9 +8,11 @@
 // refused past a budget in proportion to the input's length, so a pickle of a million empty dicts costs what
 // a real snapshot of its length would, not gigabytes: the snapshots PyTorch recorded (traces/*.pickle.gz)
 // come to 9 and 10 estimated bytes per byte of pickle (about 6 measured), the hand-made one to 14, and the
-// budget is {@link HEAP_BYTES_PER_INPUT_BYTE} per byte above a floor. Strings, the stack,
-// marks, the nesting of containers and the memo have limits of their own; every opcode takes time in
-// proportion to its own bytes or to the stack items it consumes, so reading is linear in the input.
+// budget is {@link HEAP_BYTES_PER_INPUT_BYTE} per byte above a floor, and never more than half the process's
+// heap limit (a large pickle is refused, not read until V8 aborts). Strings, the stack, marks, the nesting of
+// containers and the memo have limits of their own; every opcode takes time in proportion to its own bytes or
+// to the stack items it consumes, so reading is linear in the input.
+import { getHeapStatistics } from "node:v8";
 
 /** A refusal of the reader: the caller turns it into its typed error. */
 export class PickleRefusal extends Error {
@@ -23,6 +25,11 @@ export class PickleRefusal extends Error {
 /** The values' estimated heap bytes allowed per byte of pickle, and the floor under it. */
 export const HEAP_BYTES_PER_INPUT_BYTE = 24;
 export const HEAP_BYTES_FLOOR = 32 * 1024 * 1024;
+/**
+ * The share of the process's heap limit the values may take whatever the input's length (the rest is for what
+ * the caller makes of them): past it a pickle is refused, not read until V8 aborts the process.
+ */
+export const HEAP_LIMIT_SHARE = 0.5;
 /** The longest string (in UTF-8 bytes) a snapshot holds: a frame's name or file name. */
 export const MAX_STRING_BYTES = 64 * 1024;
 /** Stack items at once (Python's pickler batches lists and dicts 1,000 items at a time). */
@@ -106,17 +113,20 @@ const decoder = new TextDecoder("utf-8");
 
 /**
  * Reads one pickle of plain data from `bytes`: dicts become {@link PickleDict}s (Maps), lists and tuples
- * {@link PickleList}s, integers numbers (bigints past 2^53), strings, floats, booleans and `null`.
+ * {@link PickleList}s, integers numbers (bigints past 2^53), strings, floats, booleans and `null`. The values
+ * take at most half of `heapLimit` (default: this process's heap limit), whatever the input's length.
  *
  * @throws PickleRefusal for anything else: an opcode a snapshot never holds, a global but
  *   `collections.OrderedDict`, an integer longer than 8 bytes, a truncated pickle, a memo reference to an
  *   unset entry, or a pickle past any of the budgets above. Nothing else escapes: no opcode reaches an
  *   object's prototype or calls anything.
  */
-export function readSnapshotPickle(bytes: Uint8Array): unknown {
+export function readSnapshotPickle(bytes: Uint8Array, options: { heapLimit?: number } = {}): unknown {
   const end = bytes.length;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const heapBudget = HEAP_BYTES_FLOOR + HEAP_BYTES_PER_INPUT_BYTE * end;
+  const proportional = HEAP_BYTES_FLOOR + HEAP_BYTES_PER_INPUT_BYTE * end;
+  const heapShare = Math.floor(HEAP_LIMIT_SHARE * (options.heapLimit ?? getHeapStatistics().heap_size_limit));
+  const heapBudget = Math.min(proportional, heapShare);
   let heap = 0;
   let at = 0;
   let opcodeAt = 0;
@@ -131,7 +141,9 @@ export function readSnapshotPickle(bytes: Uint8Array): unknown {
     heap += bytes;
     if (heap > heapBudget) {
       refuse(
-        `more values than a snapshot of ${end} bytes holds (over ${heapBudget} bytes of memory: ${HEAP_BYTES_PER_INPUT_BYTE} a byte of pickle)`,
+        heapBudget === proportional
+          ? `more values than a snapshot of ${end} bytes holds (over ${heapBudget} bytes of memory: ${HEAP_BYTES_PER_INPUT_BYTE} a byte of pickle)`
+          : `more values than this process can hold (over ${heapBudget} bytes of memory: half its heap limit)`,
       );
     }
   };
