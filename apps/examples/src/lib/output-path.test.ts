@@ -1,6 +1,15 @@
 // The programs' output files: written whole into a temporary file beside the target, then renamed over it.
 // The full file system itself (a file size limit) is test/hostile.test.ts's, through the programs.
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../test/support.js";
@@ -17,6 +26,17 @@ describe("writeOutputFile", () => {
     writeOutputFile(path, Buffer.from("second"), "--html");
     expect([readFileSync(path, "utf8"), statSync(path).mode & 0o777]).toEqual(["second", 0o640]);
     expect(readdirSync(folder)).toEqual(["report.html"]);
+  });
+
+  it("writes through a symbolic link: the file it names is replaced, the link stays a link", () => {
+    const real = join(folder, "linked", "real.html");
+    mkdirSync(join(folder, "linked"));
+    writeFileSync(real, "old");
+    const link = join(folder, "link.html");
+    symlinkSync(real, link);
+    writeOutputFile(link, "new", "--html");
+    expect([readFileSync(real, "utf8"), lstatSync(link).isSymbolicLink()]).toEqual(["new", true]);
+    expect(readdirSync(join(folder, "linked"))).toEqual(["real.html"]);
   });
 
   it("on a failure (the rename refused) removes its temporary file and says which flag and path", () => {
