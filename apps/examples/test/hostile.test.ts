@@ -339,6 +339,22 @@ describe("hostile: PyTorch snapshots that would cost unbounded memory or time ar
     );
   });
 
+  it("an address past 2^53 is read whole and nothing but the program writes to stderr", () => {
+    const text = (value: string) => `\x8c${String.fromCharCode(value.length)}${value}`;
+    const address = Buffer.alloc(8);
+    address.writeBigUInt64LE(2n ** 62n + 1n);
+    const path = snapshot(
+      "high-address.pickle",
+      proto,
+      `}(${text("device_traces")}]](}(${text("action")}${text("alloc")}${text("addr")}\x8a\x08`,
+      address,
+      `${text("size")}J\x00\x02\x00\x00ueau.`,
+    );
+    const { status, stdout, stderr } = run("replay", [path, "--json"]);
+    expect([status, stderr]).toEqual([0, ""]);
+    expect(JSON.parse(stdout)).toMatchObject({ events: 1, peakLive: 512, pytorch: { allocations: 1 } });
+  });
+
   it("a FIFO and /dev/zero named as snapshots are refused before anything is read", () => {
     const fifo = join(folder, "snapshot-fifo.pickle");
     execFileSync("mkfifo", [fifo]);
