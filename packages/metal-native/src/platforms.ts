@@ -8,6 +8,15 @@ import { fileURLToPath } from "node:url";
 /** The file name of the addon, in a source build (`native/build/Release/`) and in a platform package. */
 export const ADDON_FILE_NAME = "nuvec_metal_native.node";
 
+/**
+ * The file of a Linux platform package built for the Node.js releases of one `NODE_MODULE_VERSION`
+ * (`process.versions.modules`): its views are V8 backing stores there. `ADDON_FILE_NAME`, the Node-API build,
+ * serves every other release.
+ */
+export function abiAddonFileName(modules: string = process.versions.modules): string {
+  return ADDON_FILE_NAME.replace(/\.node$/, `-abi${modules}.node`);
+}
+
 /** The platforms with a prebuilt addon package, by platform key (see {@link platformKey}). */
 export const PREBUILT_PACKAGES: Readonly<Record<string, string>> = {
   "linux-x64-gnu": "@nuvec/metal-native-linux-x64-gnu",

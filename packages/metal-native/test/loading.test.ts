@@ -8,7 +8,13 @@ import { NativeUnavailableError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../native-core/test/support.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
-import { ADDON_FILE_NAME, detectLinuxLibc, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
+import {
+  ADDON_FILE_NAME,
+  abiAddonFileName,
+  detectLinuxLibc,
+  PREBUILT_PACKAGES,
+  platformKey,
+} from "../src/platforms.js";
 
 const packages = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const sourceBuild = join(packages, "metal-native", "native", "build", "Release", ADDON_FILE_NAME);
@@ -48,12 +54,17 @@ describe("platform packages", () => {
       expect(fields.os).toEqual([os]);
       expect(fields.cpu).toEqual([cpu]);
       expect(fields.libc).toEqual(libc === undefined ? undefined : [libc === "gnu" ? "glibc" : libc]);
+      // A Linux package holds one build per Node.js ABI besides the Node-API build (prebuild.mjs).
+      const perAbi =
+        os === "linux" ? ["nuvec_metal_native-abi*.node", "nuvec_metal_native-abi*.node.sha256"] : [];
       expect(fields.files).toEqual([
         ADDON_FILE_NAME,
         `${ADDON_FILE_NAME}.sha256`,
+        ...perAbi,
         "README.md",
         "CHANGELOG.md",
       ]);
+      expect(abiAddonFileName("115")).toBe("nuvec_metal_native-abi115.node");
       expect(fields.scripts.prepack).toBe(`node ../metal-native/scripts/prebuild.mjs ${key}`);
     },
   );

@@ -7,7 +7,13 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { checkNativeBinary } from "@nuvec/native-core/addon";
 import { NativeUnavailableError, type NativeUnavailableReason } from "@nuvec/stats";
-import { ADDON_FILE_NAME, PREBUILT_PACKAGES, packageRoot, platformKey } from "../platforms.js";
+import {
+  ADDON_FILE_NAME,
+  abiAddonFileName,
+  PREBUILT_PACKAGES,
+  packageRoot,
+  platformKey,
+} from "../platforms.js";
 import { NativeAddonBackend } from "./native-backend.js";
 import type { RawMetalAddon } from "./raw-metal.js";
 
@@ -174,7 +180,10 @@ export function findMetalAddon(
       ),
     };
   }
-  const file = join(dirname(manifest), ADDON_FILE_NAME);
+  // The build for this Node.js's NODE_MODULE_VERSION where the package has one (V8 backing-store views),
+  // else the Node-API build, which serves every release.
+  const forThisNode = join(dirname(manifest), abiAddonFileName());
+  const file = existsSync(forThisNode) ? forThisNode : join(dirname(manifest), ADDON_FILE_NAME);
   if (!existsSync(file)) {
     return {
       error: unavailable(

@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#if defined(__linux__) && defined(_LIBCPP_VERSION)
-#define NUVEC_BACKING_STORE_VIEWS 0  // libc++'s std::shared_ptr is not libstdc++'s, which Node's V8 takes
+#if defined(NUVEC_NODE_API_VIEWS_ONLY)
+#define NUVEC_BACKING_STORE_VIEWS 0  // a build for every Node.js major: no V8 API (the prebuilt fallback)
 #elif defined(__has_include)
 #if __has_include(<v8.h>) && __has_include(<v8-version.h>) && __has_include(<node_version.h>)
 #include <v8-version.h>
@@ -34,6 +34,12 @@
 #include <node_version.h>
 #pragma pop_macro("NAPI_VERSION")
 #include <v8.h>
+#if defined(__linux__) && defined(_LIBCPP_VERSION)
+// libc++'s std::shared_ptr is not libstdc++'s, which Node's V8 takes: ArrayBuffer::New is called through a
+// shared_ptr of libstdc++'s layout (the Zig prebuilds).
+#define NUVEC_LIBSTDCXX_ARRAY_BUFFER 1
+#include "libstdcxx_array_buffer.h"
+#endif
 #endif
 
 namespace nuvec {
@@ -119,6 +125,9 @@ const char* BackingStoreViewsRefused(napi_env env) {
   if (napi_get_node_version(env, &version) != napi_ok || version == nullptr) return "no Node.js version";
   // V8's C++ API is stable within a Node major (one NODE_MODULE_VERSION), not across.
   if (version->major != NODE_MAJOR_VERSION) return "built for another Node.js major";
+#if defined(NUVEC_LIBSTDCXX_ARRAY_BUFFER)
+  if (!libstdcxx::Found()) return "this Node.js exports no ArrayBuffer::New taking libstdc++'s shared_ptr";
+#endif
   if (!StayLoaded()) return "the addon cannot stay loaded for its views' deleters";
   return nullptr;
 }
@@ -132,7 +141,11 @@ std::unique_ptr<ViewRef> MakeBackingStoreView(napi_env env, void* data, size_t l
   // From here the backing store owns the token: its deleter runs when the store goes, whatever happens.
   std::unique_ptr<v8::BackingStore> store =
       v8::ArrayBuffer::NewBackingStore(data, length, ViewDeleter, token.release());
+#if defined(NUVEC_LIBSTDCXX_ARRAY_BUFFER)
+  v8::Local<v8::ArrayBuffer> buffer = libstdcxx::NewArrayBuffer(isolate, std::move(store));
+#else
   v8::Local<v8::ArrayBuffer> buffer = v8::ArrayBuffer::New(isolate, std::move(store));
+#endif
   if (buffer.IsEmpty()) return nullptr;
   *result = ToNapi(buffer);
   return std::make_unique<BackingStoreViewRef>(isolate, buffer);
