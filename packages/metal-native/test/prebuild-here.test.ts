@@ -4,7 +4,7 @@
 // binary with Zig is test/prebuilds.test.ts, run by `npm run test:prebuilds`.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,6 +41,32 @@ describe.runIf(hasPlatformPackage && existsSync(sourceBuild))("this machine's pr
     // Its SHA-256 beside it, which the loader checks the installed binary against.
     const sha256 = createHash("sha256").update(readFileSync(out)).digest("hex");
     expect(readFileSync(`${out}.sha256`, "utf8")).toBe(`${sha256}  ${here}.node\n`);
+  });
+
+  it("says when it replaces a binary already there (a committed one, or the last pack's), with both SHA-256s", () => {
+    const out = join(scratch, "replaced.node");
+    writeFileSync(out, "an older binary");
+    const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
+    const pack = () =>
+      spawnSync(
+        process.execPath,
+        [join(root, "scripts", "prebuild.mjs"), here, "--out", out, "--no-contract"],
+        {
+          encoding: "utf8",
+          env: { ...process.env, NUVEC_PREBUILD_FROM: sourceBuild },
+        },
+      );
+    const first = pack();
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain(
+      `prebuild ${here}: replacing ${out} in place (SHA-256 ${sha256("an older binary")} before, ` +
+        `${sha256(readFileSync(sourceBuild))} now)\n`,
+    );
+    expect(readFileSync(out).equals(readFileSync(sourceBuild))).toBe(true);
+    const again = pack();
+    expect(again.stdout).toContain(
+      `prebuild ${here}: ${out} is already this build (SHA-256 ${sha256(readFileSync(sourceBuild))})\n`,
+    );
   });
 
   it("is never packed for another platform's package", () => {

@@ -126,14 +126,12 @@ describe.skipIf(!onBuildHost)("Linux prebuilds (Zig, glibc 2.28 baseline)", () =
       ? process.execPath
       : join(nodeDistribution("x64", NODE_RELEASES[major]), "bin", "node");
 
-  /** Runs the contract suite on `file` of `target` (scripts/run-contract.mjs), under `node` if given. */
-  function passesContract(target: (typeof targets)[number], file: string, node?: string): string {
+  /** Runs the contract suite on `file` of `target` (scripts/run-contract.mjs) with `options`; its output. */
+  function passesContract(target: (typeof targets)[number], file: string, options: string[] = []): string {
     const script = join(root, "scripts/run-contract.mjs");
-    const result = spawnSync(
-      process.execPath,
-      [script, file, "--target", target, ...(node === undefined ? [] : ["--node", node])],
-      { encoding: "utf8" },
-    );
+    const result = spawnSync(process.execPath, [script, file, "--target", target, ...options], {
+      encoding: "utf8",
+    });
     expect(result.stdout).toMatch(/ℹ pass [1-9]/);
     expect(result.stdout).toMatch(/ℹ fail 0/);
     expect(result.status, result.stdout + result.stderr).toBe(0);
@@ -161,7 +159,7 @@ describe.skipIf(!onBuildHost)("Linux prebuilds (Zig, glibc 2.28 baseline)", () =
       expect(viewMechanism(file, node)).toBe("backing-store");
       // The Node-API build there makes Node-API's views.
       expect(viewMechanism(join(directory, "linux-x64-gnu", ADDON_FILE_NAME), node)).toBe("node-api");
-      passesContract("linux-x64-gnu", file, node);
+      passesContract("linux-x64-gnu", file, ["--node", node]);
     },
     300_000,
   );
@@ -200,12 +198,17 @@ describe.skipIf(!onBuildHost)("Linux prebuilds (Zig, glibc 2.28 baseline)", () =
     expect(ratio).toBeLessThanOrEqual(1.2);
   }, 300_000);
 
-  it("linux-arm64-gnu passes the whole contract suite under qemu-aarch64 (the Node-API build and Node.js 20's)", (context) => {
+  it("linux-arm64-gnu: every binary passes the whole contract suite under qemu-aarch64, under its Node.js for arm64", (context) => {
     const runner = contractRunner("linux-arm64-gnu") as { missing?: string };
     if (runner.missing && !mustRunEverything)
       context.skip(`${runner.missing} (.ci/system-packages does, where apt-get is)`);
     expect(runner.missing).toBeUndefined();
-    for (const name of [ADDON_FILE_NAME, "nuvec_metal_native-abi115.node"])
-      expect(passesContract("linux-arm64-gnu", join(directory, "linux-arm64-gnu", name))).toContain("under ");
-  }, 600_000);
+    const folder = join(directory, "linux-arm64-gnu");
+    expect(passesContract("linux-arm64-gnu", join(folder, ADDON_FILE_NAME))).toContain("under ");
+    const abis: Record<string, string> = { 20: "115", 22: "127", 24: "137", 26: "147" };
+    for (const [major, release] of Object.entries(NODE_RELEASES) as [string, string][]) {
+      const file = join(folder, `nuvec_metal_native-abi${abis[major]}.node`);
+      expect(passesContract("linux-arm64-gnu", file, ["--node-release", release])).toContain("under ");
+    }
+  }, 1_800_000);
 });
