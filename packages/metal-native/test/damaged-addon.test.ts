@@ -4,6 +4,7 @@
 // place and in the platform's prebuilt package; a child process loads each through the public loader. The
 // child must exit normally with NativeUnavailableError (`damaged`, naming the file): the dynamic loader
 // would die of SIGBUS on a truncated file.
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   cpSync,
@@ -151,6 +152,25 @@ describe.runIf(runs)("a damaged addon: a typed error in a process that lives on"
       );
       expect(error?.message).toContain(why);
       expect(error?.message).toContain(`Reinstall it: npm install ${prebuiltName}@`);
+    },
+  );
+
+  it.runIf(prebuiltName !== undefined).each<[string, (manifest: string) => void, string]>([
+    ["a FIFO", (manifest) => expect(spawnSync("mkfifo", [manifest]).status).toBe(0), "a FIFO"],
+    ["a link to /dev/zero", (manifest) => symlinkSync("/dev/zero", manifest), "a character device"],
+  ])(
+    "the prebuilt package's package.json %s: damaged at once, never read (a hang fails)",
+    (_label, place, kind) => {
+      const { root, file } = installedCopy("prebuilt");
+      cpSync(built, file);
+      const manifest = join(dirname(file), "package.json");
+      rmSync(manifest);
+      place(manifest);
+      const error = loadError(root);
+      expect(error).toMatchObject({ reason: "damaged", path: manifest });
+      expect(error?.message).toContain(
+        `${prebuiltName} is installed (${dirname(file)}) but its package.json is ${kind}, not a file. Reinstall it`,
+      );
     },
   );
 

@@ -145,13 +145,28 @@ export function findMetalAddon(
   const reinstall =
     `Reinstall it: npm install ${packageName}@${ownVersion(root)} (with pnpm or yarn, remove node_modules ` +
     "and install again; a copied or half-downloaded package is the usual cause)";
+  // Resolving reads the package's package.json: a FIFO or a device there would block it forever.
+  const installed = installedFolder(resolve, packageName);
+  const notAFile = installed === undefined ? undefined : manifestNotAFile(join(installed, "package.json"));
+  if (installed !== undefined && notAFile !== undefined)
+    return {
+      error: unavailable(
+        {
+          reason: "damaged",
+          what: `${packageName} is installed (${installed}) but its package.json is ${notAFile}, not a file${also}`,
+          path: join(installed, "package.json"),
+          reinstall,
+        },
+        root,
+      ),
+    };
   let manifest: string;
   try {
     manifest = resolve(`${packageName}/package.json`);
   } catch (error) {
     // Installed but unreadable: a package.json that is not JSON, `exports` that hide it, a folder without
     // one. Only a package that is nowhere is not installed.
-    const folder = installedFolder(resolve, packageName);
+    const folder = installed;
     if ((error as NodeJS.ErrnoException).code !== "MODULE_NOT_FOUND" || folder !== undefined) {
       const where = folder ?? packageName;
       return {
@@ -250,6 +265,24 @@ function installedFolder(resolve: NodeJS.RequireResolve, packageName: string): s
     } catch {}
   }
   return undefined;
+}
+
+/** What a package.json that is there but is no regular file is ("a FIFO"), else `undefined`. */
+function manifestNotAFile(file: string): string | undefined {
+  let stats: import("node:fs").Stats;
+  try {
+    stats = statSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "ENOENT" ? undefined : `unreadable (${code})`;
+  }
+  if (stats.isFile()) return undefined;
+  if (stats.isDirectory()) return "a directory";
+  if (stats.isFIFO()) return "a FIFO";
+  if (stats.isCharacterDevice()) return "a character device";
+  if (stats.isBlockDevice()) return "a block device";
+  if (stats.isSocket()) return "a socket";
+  return "no regular file";
 }
 
 /** The loader's search for this very copy of the package on this machine. */
