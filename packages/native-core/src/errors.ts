@@ -1,6 +1,17 @@
 // What a native backend throws, each one of the family's kinds (`@nuvec/stats`) with its code: the addon's
 // plain errors become these in one place (addon/call.ts), the mock throws the same.
-import { OutOfMemoryError, StateError, SystemCallError, UnsupportedError } from "@nuvec/stats";
+import { ArgumentError, OutOfMemoryError, StateError, SystemCallError, UnsupportedError } from "@nuvec/stats";
+
+/**
+ * An object that only looks like the handle `operation` takes (`Object.create` of the class's prototype, a
+ * Proxy of a real one): `argument` is the parameter, or `"this"` for a method called on another object.
+ */
+export function lookAlike(operation: string, argument: string, what: string): ArgumentError {
+  return new ArgumentError(
+    argument,
+    `${operation}: ${argument} must be ${what}, not an object that looks like one`,
+  );
+}
 
 /** A handle (buffer, mapping, residency set, backend) used after it was released or closed. */
 export function releasedError(message: string): StateError {

@@ -14,7 +14,7 @@ export {
   checkViewLength,
   checkWriteSpan,
 } from "./arguments.js";
-export { allocationFailed, notHostVisible, releasedError, systemCallError } from "./errors.js";
+export { allocationFailed, lookAlike, notHostVisible, releasedError, systemCallError } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";
 export type * from "./types.js";

@@ -5,11 +5,12 @@ import {
   checkBufferLength,
   checkPath,
   checkRange,
+  lookAlike,
   releasedError,
 } from "@nuvec/native-core";
 import { ArgumentError, mappingSize, Teardown } from "@nuvec/stats";
 import { MockSpace } from "./address-space.js";
-import { MockBuffer, MockBufferRange } from "./buffer.js";
+import { isMockMemory, MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
 import { type MockFile, readRealFile, virtualFile } from "./files.js";
@@ -22,6 +23,15 @@ import {
 } from "./options.js";
 import { MockResidencySet } from "./residency-set.js";
 import { systemError } from "./support.js";
+
+let hasBackendBrand: (value: object) => boolean;
+
+/** The `this` of a mock backend's method or getter: a real one, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasBackendBrand(value)) {
+    throw lookAlike(operation, "this", "a mock backend");
+  }
+}
 
 /**
  * A pretend device implementing {@link NativeBackend} in TypeScript, for tests of everything above the
@@ -47,6 +57,10 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   readonly mapGranularity?: number;
 
   readonly #core: MockCore;
+
+  static {
+    hasBackendBrand = (value) => #core in value;
+  }
   readonly #spaces = new WeakMap<MockBuffer, MockSpace>();
   readonly #files = new Map<string, MockFile>();
   readonly #madeSets = new WeakSet<MockResidencySet>();
@@ -86,6 +100,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * (`allocatedSize` 0): ranges of it can be made only where {@link mapMemory} backed it.
    */
   reserveAddressSpace(capacity: number): MockBuffer {
+    checkThis(this, "reserveAddressSpace()");
     this.#core.assertOpen("reserveAddressSpace()");
     const granularity = this.mapGranularity as number;
     checkBufferLength(capacity, this.maxBufferLength);
@@ -107,6 +122,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * applies: a map is an allocation attempt, refused with an `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
    */
   mapMemory(space: NativeBuffer, offset: number, length: number): void {
+    checkThis(this, "mapMemory()");
     const mappings = this.#spaceOf(space, "mapMemory");
     mappings.checkGranules(offset, length, "mapMemory");
     this.#attemptAllocation("mapMemory", length);
@@ -115,11 +131,13 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /** Unmaps exactly one earlier {@link mapMemory} range. */
   unmapMemory(space: NativeBuffer, offset: number, length: number): void {
+    checkThis(this, "unmapMemory()");
     this.#spaceOf(space, "unmapMemory").unmap(offset, length);
   }
 
   /** Bytes mapped into `space` now (for tests: what a GPU's driver would hold). */
   mappedBytes(space: NativeBuffer): number {
+    checkThis(this, "mappedBytes()");
     return this.#spaceOf(space, "mappedBytes").mappedBytes;
   }
 
@@ -153,6 +171,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * below a page. An injected fault throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`).
    */
   newBuffer(bytes: number): MockBuffer {
+    checkThis(this, "newBuffer()");
     return this.#core.run("newBuffer", undefined, typeof bytes === "number" ? bytes : undefined, () => {
       this.#core.assertOpen("newBuffer()");
       checkBufferLength(bytes, this.maxBufferLength);
@@ -172,6 +191,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * `StateError` (`ERR_NUVEC_RELEASED`) for a released segment.
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): MockBufferRange {
+    checkThis(this, "newBufferRange()");
     return this.#core.run(
       "newBufferRange",
       undefined,
@@ -180,7 +200,8 @@ export class MockBackend extends BackendFacts implements NativeBackend {
         this.#core.assertOpen("newBufferRange()");
         const notOurs = () =>
           new ArgumentError("segment", "newBufferRange(): the segment must be a buffer of this backend");
-        if (!(segment instanceof MockBuffer)) throw notOurs();
+        // The brand first: a Proxy of a real buffer passes `instanceof`.
+        if (!isMockMemory(segment) || !(segment instanceof MockBuffer)) throw notOurs();
         if (segment.released) {
           throw releasedError("newBufferRange(): the segment was already released");
         }
@@ -197,6 +218,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * bufferAttempts + 1` fails the next.
    */
   get bufferAttempts(): number {
+    checkThis(this, "bufferAttempts");
     return this.#bufferAttempts;
   }
 
@@ -207,16 +229,19 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * the bytes (copied) or a length (zeros, no memory until `contents()`).
    */
   addFile(path: string, content: Uint8Array | number): void {
+    checkThis(this, "addFile()");
     this.#files.set(path, virtualFile(path, content));
   }
 
   /** Removes a virtual file; returns whether there was one. Mappings already made keep their bytes. */
   removeFile(path: string): boolean {
+    checkThis(this, "removeFile()");
     return this.#files.delete(path);
   }
 
   /** The paths of the virtual files. */
   get files(): string[] {
+    checkThis(this, "files");
     return [...this.#files.keys()];
   }
 
@@ -228,6 +253,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * length rounded up to pages.
    */
   mapFile(path: string): MockMappedFile {
+    checkThis(this, "mapFile()");
     return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {
       this.#core.assertOpen("mapFile()");
       checkPath(path);
@@ -274,6 +300,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * were made already (an injected creation failure).
    */
   newResidencySet(): MockResidencySet | undefined {
+    checkThis(this, "newResidencySet()");
     let set: MockResidencySet | undefined;
     try {
       this.#core.assertOpen("newResidencySet()");
@@ -300,6 +327,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * `commandQueue` is refused with a `ArgumentError`: the mock has no Metal queues.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
+    checkThis(this, "attachResidencySet()");
     const label = set instanceof MockResidencySet ? set.label : undefined;
     this.#core.run("attachResidencySet", label, undefined, () => {
       this.#core.assertOpen("attachResidencySet()");
@@ -321,6 +349,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /** The wiring fault in force: `true` fails all wiring, a predicate some; failures are counted, never thrown. */
   get failWiring(): MockWiringFault {
+    checkThis(this, "failWiring");
     return this.#core.failWiring;
   }
 
@@ -330,6 +359,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /** Lifts every injected fault. */
   clearFaults(): void {
+    checkThis(this, "clearFaults()");
     this.failAllocation = undefined;
     this.failMapping = undefined;
     this.residencySetLimit = undefined;
@@ -340,51 +370,61 @@ export class MockBackend extends BackendFacts implements NativeBackend {
 
   /** A copy of the counters. */
   counters(): NativeCounters {
+    checkThis(this, "counters()");
     return { ...this.#core.counters };
   }
 
   /** What the last wiring refused by the `failWiring` fault was, or `undefined` when none was. */
   get lastWiringError(): string | undefined {
+    checkThis(this, "lastWiringError");
     return this.#core.lastWiringError;
   }
 
   /** The live buffers, oldest first. */
   get liveBuffers(): MockBuffer[] {
+    checkThis(this, "liveBuffers");
     return [...this.#core.allocations].filter((allocation) => allocation instanceof MockBuffer);
   }
 
   /** The live mappings, oldest first. */
   get liveMappings(): MockMappedFile[] {
+    checkThis(this, "liveMappings");
     return [...this.#core.allocations].filter((allocation) => allocation instanceof MockMappedFile);
   }
 
   /** The live residency sets, oldest first. */
   get liveResidencySets(): MockResidencySet[] {
+    checkThis(this, "liveResidencySets");
     return [...this.#core.residencySets] as MockResidencySet[];
   }
 
   /** The live residency sets attached at least once. */
   get attachedResidencySets(): MockResidencySet[] {
+    checkThis(this, "attachedResidencySets");
     return this.liveResidencySets.filter((set) => set.attachments > 0);
   }
 
   /** The recorded calls, oldest first (the last `callLogLimit` of them). */
   get calls(): MockCall[] {
+    checkThis(this, "calls");
     return this.#core.log.calls();
   }
 
   /** Lifetime totals of every call by name, rejected and failed calls included. */
   callCounts(): MockCallCounts {
+    checkThis(this, "callCounts()");
     return this.#core.log.counts();
   }
 
   /** Forgets the recorded calls (totals and counters stay). */
   clearCalls(): void {
+    checkThis(this, "clearCalls()");
     this.#core.log.clear();
   }
 
   /** True once `close()` was called. */
   get closed(): boolean {
+    checkThis(this, "closed");
     return this.#core.closed;
   }
 
@@ -393,6 +433,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    * later calls on it throw `StateError` (`ERR_NUVEC_RELEASED`). Closing twice does nothing.
    */
   close(): void {
+    checkThis(this, "close()");
     if (this.#core.closed) return;
     // Every handle is released even if one release throws; the backend is closed either way and the first
     // error is rethrown at the end.

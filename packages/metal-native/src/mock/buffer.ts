@@ -4,6 +4,7 @@ import {
   checkReadSpan,
   checkViewLength,
   checkWriteSpan,
+  lookAlike,
   offsetHandle,
   releasedError,
 } from "@nuvec/native-core";
@@ -110,6 +111,18 @@ class MockBytes {
  * through the backend's call log as `<kind>.<call>` and refused with a `StateError` (`ERR_NUVEC_RELEASED`)
  * after release. What differs is where the handle points and what release gives back.
  */
+let hasMemoryBrand: (value: object) => boolean;
+
+/** Whether `value` is a buffer or range a mock backend made (a brand check: no `Object.create`, no Proxy). */
+export function isMockMemory(value: unknown): value is MockMemory {
+  return typeof value === "object" && value !== null && hasMemoryBrand(value);
+}
+
+/** The `this` of a mock buffer's method or getter: a real one, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (!isMockMemory(value)) throw lookAlike(operation, "this", "a buffer of a mock backend");
+}
+
 export abstract class MockMemory implements NativeBuffer {
   readonly length: number;
   readonly allocatedSize: number;
@@ -119,6 +132,10 @@ export abstract class MockMemory implements NativeBuffer {
   readonly #kind: "buffer" | "range";
   readonly #bytes: MockBytes;
   #released = false;
+
+  static {
+    hasMemoryBrand = (value) => #released in value;
+  }
 
   protected constructor(
     core: MockCore,
@@ -136,11 +153,13 @@ export abstract class MockMemory implements NativeBuffer {
   }
 
   get released(): boolean {
+    checkThis(this, "released");
     return this.#released;
   }
 
   /** Whether real memory stands behind it (made by the first `contents()` or `write()`). */
   get hasMemory(): boolean {
+    checkThis(this, "hasMemory");
     return this.#bytes.hasMemory;
   }
 
@@ -150,6 +169,7 @@ export abstract class MockMemory implements NativeBuffer {
    * Throws a `OutOfMemoryError` (`ERR_NUVEC_ALLOCATION_FAILED`) past the backend's `realMemoryUpTo`.
    */
   contents(length: number = this.length): ArrayBuffer {
+    checkThis(this, "contents()");
     return this.#core.run(`${this.#kind}.contents`, this.label, undefined, () => {
       this.#assertLive("contents");
       return this.#bytes.view(length);
@@ -158,6 +178,7 @@ export abstract class MockMemory implements NativeBuffer {
 
   /** Detaches the `ArrayBuffer` handed out so far; the bytes stay for the next `contents()`. */
   detachContents(): void {
+    checkThis(this, "detachContents()");
     this.#core.run(`${this.#kind}.detachContents`, this.label, undefined, () => {
       this.#assertLive("detachContents");
       if (this.#bytes.detach()) this.viewDetached();
@@ -169,6 +190,7 @@ export abstract class MockMemory implements NativeBuffer {
    * errors: an `ArgumentError` for a span outside, `OutOfMemoryError` past `realMemoryUpTo`.
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
+    checkThis(this, "read()");
     return this.#core.run(`${this.#kind}.read`, this.label, undefined, () => {
       this.#assertLive("read");
       return this.#bytes.read(offset, length);
@@ -177,6 +199,7 @@ export abstract class MockMemory implements NativeBuffer {
 
   /** Copies `source` in at `offset` (default 0), handing out no view; errors as `read`'s. */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+    checkThis(this, "write()");
     this.#core.run(`${this.#kind}.write`, this.label, undefined, () => {
       this.#assertLive("write");
       this.#bytes.write(source, offset);
@@ -188,6 +211,7 @@ export abstract class MockMemory implements NativeBuffer {
    * MOCK.md): a runtime's plumbing can pass them around, no kernel can run on them.
    */
   nativeHandle(): MockMemoryHandle {
+    checkThis(this, "nativeHandle()");
     return this.#core.run(`${this.#kind}.nativeHandle`, this.label, undefined, () => {
       this.#assertLive("nativeHandle");
       return this.handle();
@@ -196,6 +220,7 @@ export abstract class MockMemory implements NativeBuffer {
 
   /** Gives the memory back and detaches every view. A second call throws. */
   release(): void {
+    checkThis(this, "release()");
     this.#core.run(`${this.#kind}.release`, this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
@@ -245,11 +270,13 @@ export class MockBuffer extends MockMemory {
 
   /** How many `ArrayBuffer`s were detached so far (by `detachContents()` and `release()`). */
   get detachments(): number {
+    checkThis(this, "detachments");
     return this.#detachments;
   }
 
   /** Ranges of this buffer not released yet (`newBufferRange`). */
   get liveRanges(): number {
+    checkThis(this, "liveRanges");
     return this.#liveRanges;
   }
 

@@ -1,5 +1,5 @@
 import type { MockMemoryHandle, NativeMappedFile } from "@nuvec/native-core";
-import { allocationFailed, releasedError } from "@nuvec/native-core";
+import { allocationFailed, lookAlike, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -12,6 +12,15 @@ export type MockMappedFileSource = "virtual" | "file";
  * `contents()` change neither the virtual file nor the file on disk). Its bytes are those of the file when it
  * was mapped.
  */
+let hasFileBrand: (value: object) => boolean;
+
+/** The `this` of a mock mapped file's method or getter: a real one, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasFileBrand(value)) {
+    throw lookAlike(operation, "this", "a mapped file of a mock backend");
+  }
+}
+
 export class MockMappedFile implements NativeMappedFile {
   /** Its number among the backend's mappings, from 1. */
   readonly id: number;
@@ -28,6 +37,10 @@ export class MockMappedFile implements NativeMappedFile {
   #snapshot: Uint8Array | undefined;
   #memory: ArrayBuffer | undefined;
   #released = false;
+
+  static {
+    hasFileBrand = (value) => #released in value;
+  }
 
   /** Made by {@link MockBackend.mapFile} only. */
   constructor(
@@ -51,6 +64,7 @@ export class MockMappedFile implements NativeMappedFile {
   }
 
   get released(): boolean {
+    checkThis(this, "released");
     return this.#released;
   }
 
@@ -60,6 +74,7 @@ export class MockMappedFile implements NativeMappedFile {
    * `StateError` (`ERR_NUVEC_RELEASED`) after release.
    */
   contents(): ArrayBuffer {
+    checkThis(this, "contents()");
     return this.#core.run("mappedFile.contents", this.label, undefined, () => {
       if (this.#released) {
         throw releasedError(`${this.label}.contents(): the mapping was already released`);
@@ -83,6 +98,7 @@ export class MockMappedFile implements NativeMappedFile {
 
   /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
   detachContents(): void {
+    checkThis(this, "detachContents()");
     this.#core.run("mappedFile.detachContents", this.label, undefined, () => {
       if (this.#released) {
         throw releasedError(`${this.label}.detachContents(): the mapping was already released`);
@@ -93,6 +109,7 @@ export class MockMappedFile implements NativeMappedFile {
 
   /** Synthetic pointers, distinct from every other allocation's, never valid addresses (see MOCK.md). */
   nativeHandle(): MockMemoryHandle {
+    checkThis(this, "nativeHandle()");
     return this.#core.run("mappedFile.nativeHandle", this.label, undefined, () => {
       if (this.#released) {
         throw releasedError(`${this.label}.nativeHandle(): the mapping was already released`);
@@ -103,6 +120,7 @@ export class MockMappedFile implements NativeMappedFile {
 
   /** Unmaps the pretend file and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
+    checkThis(this, "release()");
     this.#core.run("mappedFile.release", this.label, undefined, () => {
       if (this.#released) {
         throw releasedError(`${this.label}.release(): the mapping was already released`);

@@ -1,5 +1,5 @@
 import type { NativeAllocation, NativeResidencySet } from "@nuvec/native-core";
-import { releasedError } from "@nuvec/native-core";
+import { lookAlike, releasedError } from "@nuvec/native-core";
 import type { MockCore } from "./core.js";
 
 /** How often each method of one {@link MockResidencySet} was called (rejected calls included). */
@@ -19,6 +19,15 @@ export interface MockResidencySetCalls {
  * counted in `wiringFailures`, never thrown. A set holds its allocations the way Metal's does: releasing a
  * buffer does not take it out of a set (remove it and commit).
  */
+let hasSetBrand: (value: object) => boolean;
+
+/** The `this` of a mock residency set's method or getter: a real one, else an ArgumentError naming `this`. */
+function checkThis(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasSetBrand(value)) {
+    throw lookAlike(operation, "this", "a residency set of a mock backend");
+  }
+}
+
 export class MockResidencySet implements NativeResidencySet {
   /** Its number among the backend's residency sets, from 1. */
   readonly id: number;
@@ -35,6 +44,10 @@ export class MockResidencySet implements NativeResidencySet {
   #residencyRequested = false;
   #wiringFailures = 0;
   #released = false;
+
+  static {
+    hasSetBrand = (value) => #released in value;
+  }
   readonly #calls: MockResidencySetCalls = {
     adds: 0,
     removes: 0,
@@ -52,46 +65,55 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** Bytes of the committed allocations, as of the last commit. */
   get allocatedSize(): number {
+    checkThis(this, "allocatedSize");
     return this.#allocatedSize;
   }
 
   /** Number of committed allocations. */
   get allocationCount(): number {
+    checkThis(this, "allocationCount");
     return this.#committed.size;
   }
 
   /** Times wiring one of this set's allocations failed. */
   get wiringFailures(): number {
+    checkThis(this, "wiringFailures");
     return this.#wiringFailures;
   }
 
   /** Bytes of this set's allocations wired right now. */
   get wiredBytes(): number {
+    checkThis(this, "wiredBytes");
     return this.#wiredBytes;
   }
 
   /** Whether a residency request stands (`requestResidency` called, `endResidency` not since). */
   get residencyRequested(): boolean {
+    checkThis(this, "residencyRequested");
     return this.#residencyRequested;
   }
 
   /** True once `release()` was called. */
   get released(): boolean {
+    checkThis(this, "released");
     return this.#released;
   }
 
   /** Times the set was attached with `attachResidencySet`. */
   get attachments(): number {
+    checkThis(this, "attachments");
     return this.#core.attachments.get(this) ?? 0;
   }
 
   /** How often each method was called (a copy). */
   get calls(): MockResidencySetCalls {
+    checkThis(this, "calls");
     return { ...this.#calls };
   }
 
   /** Whether adds or removes wait for a commit. */
   get hasUncommittedChanges(): boolean {
+    checkThis(this, "hasUncommittedChanges");
     if (this.#staged.size !== this.#committed.size) return true;
     for (const allocation of this.#staged) if (!this.#committed.has(allocation)) return true;
     return false;
@@ -99,11 +121,13 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** The committed allocations, in the order they were added. */
   committedAllocations(): NativeAllocation[] {
+    checkThis(this, "committedAllocations()");
     return [...this.#committed];
   }
 
   /** Whether `allocation` is wired through this set right now. */
   isWired(allocation: NativeAllocation): boolean {
+    checkThis(this, "isWired()");
     return this.#wired.has(allocation);
   }
 
@@ -113,6 +137,7 @@ export class MockResidencySet implements NativeResidencySet {
    * released one or after the set's release.
    */
   add(allocation: NativeAllocation): void {
+    checkThis(this, "add()");
     this.#calls.adds += 1;
     this.#core.run("residencySet.add", this.label, this.#describe(allocation), () => {
       this.#assertLive("add");
@@ -129,6 +154,7 @@ export class MockResidencySet implements NativeResidencySet {
    * A released allocation may be removed.
    */
   remove(allocation: NativeAllocation): void {
+    checkThis(this, "remove()");
     this.#calls.removes += 1;
     this.#core.run("residencySet.remove", this.label, this.#describe(allocation), () => {
       this.#assertLive("remove");
@@ -139,6 +165,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** Applies the adds and removes since the last commit; with a standing request, wires and unwires them. */
   commit(): void {
+    checkThis(this, "commit()");
     this.#calls.commits += 1;
     this.#core.run("residencySet.commit", this.label, undefined, () => {
       this.#assertLive("commit");
@@ -156,6 +183,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** Wires every committed allocation that is not wired yet, and makes the request stand for later commits. */
   requestResidency(): void {
+    checkThis(this, "requestResidency()");
     this.#calls.residencyRequests += 1;
     this.#core.run("residencySet.requestResidency", this.label, undefined, () => {
       this.#assertLive("requestResidency");
@@ -167,6 +195,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** Unwires everything and ends the standing request. */
   endResidency(): void {
+    checkThis(this, "endResidency()");
     this.#calls.residencyEnds += 1;
     this.#core.run("residencySet.endResidency", this.label, undefined, () => {
       this.#assertLive("endResidency");
@@ -176,6 +205,7 @@ export class MockResidencySet implements NativeResidencySet {
 
   /** Ends residency and frees the set; further calls throw `StateError` (`ERR_NUVEC_RELEASED`). */
   release(): void {
+    checkThis(this, "release()");
     this.#core.run("residencySet.release", this.label, undefined, () => {
       this.#assertLive("release");
       this.#endResidency();

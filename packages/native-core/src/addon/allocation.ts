@@ -1,9 +1,24 @@
-import { releasedError } from "../errors.js";
+import { lookAlike, releasedError } from "../errors.js";
 import type { NativeMemoryHandle } from "../types.js";
 import { callNative, typedError } from "./call.js";
 import { atEndOfJob } from "./job-views.js";
 import type { AddonOwner } from "./owner.js";
 import type { RawAllocationHandle, SlotCalls } from "./raw.js";
+
+let hasAllocationBrand: (value: object) => boolean;
+
+/**
+ * @internal Whether `value` is a buffer or mapped file an addon backend made: a brand check on the class's
+ * private state, so `Object.create` of the prototype and a Proxy of a real one are not.
+ */
+export function isAddonAllocation(value: unknown): value is AddonAllocation {
+  return typeof value === "object" && value !== null && hasAllocationBrand(value);
+}
+
+/** The `this` of a method or getter of an addon's buffer or mapped file: a real one, else an ArgumentError. */
+export function checkAllocationThis(value: unknown, operation: string): void {
+  if (!isAddonAllocation(value)) throw lookAlike(operation, "this", "a buffer or mapped file of a backend");
+}
 
 /**
  * What the wrappers of an addon's buffers and mapped files share: the handle and its backend, the sizes, the
@@ -27,6 +42,10 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
   #jobView: ArrayBuffer | undefined = undefined;
   #heldForJob = false;
 
+  static {
+    hasAllocationBrand = (value) => #released in value;
+  }
+
   /** Wraps a handle that `owner`'s addon made; `noun` names it in messages (`"buffer"`, `"mapped file"`). */
   protected constructor(raw: RawAllocationHandle, owner: AddonOwner, noun: string) {
     this.raw = raw;
@@ -40,6 +59,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
 
   /** True once `release()` was called. */
   get released(): boolean {
+    checkAllocationThis(this, "released");
     return this.#released;
   }
 
@@ -136,6 +156,7 @@ export abstract class AddonAllocation<Handle extends NativeMemoryHandle = Native
 
   /** Throws a `StateError` (`ERR_NUVEC_RELEASED`) naming `method` once released. */
   protected assertLive(method: string): void {
+    checkAllocationThis(this, `${method}()`);
     if (this.#released) throw releasedError(`${method}(): the ${this.#noun} was already released`);
   }
 }

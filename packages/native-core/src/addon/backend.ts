@@ -1,9 +1,10 @@
 import { ArgumentError } from "@nuvec/stats";
 import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments.js";
-import { releasedError } from "../errors.js";
+import { lookAlike, releasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
 import { checkRange } from "../range.js";
 import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
+import { isAddonAllocation } from "./allocation.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
@@ -20,7 +21,16 @@ import type {
   SlotCalls,
   ViewBookkeeping,
 } from "./raw.js";
-import { AddonResidencySet } from "./residency-set.js";
+import { type AddonResidencySet, isAddonResidencySet } from "./residency-set.js";
+
+let hasBackendBrand: (value: object) => boolean;
+
+/** The `this` of a backend's method or getter: a backend an addon loader made, else an ArgumentError. */
+function checkThis(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasBackendBrand(value)) {
+    throw lookAlike(operation, "this", "a native backend");
+  }
+}
 
 /**
  * A {@link NativeBackend} over a nuvec addon: device facts read once, every argument checked in TypeScript
@@ -38,6 +48,10 @@ export abstract class AddonBackend<
 {
   readonly #addon: RawAddon;
 
+  static {
+    hasBackendBrand = (value) => #addon in value;
+  }
+
   /** A backend over `addon`, whose device reported `facts` (`addon.facts()`, once). */
   protected constructor(addon: RawAddon, facts: RawFacts) {
     super(facts);
@@ -46,11 +60,13 @@ export abstract class AddonBackend<
 
   /** @internal The addon's calls by slot (see {@link SlotCalls}). */
   get slotCalls(): SlotCalls {
+    checkThis(this, "slotCalls");
     return this.#addon;
   }
 
   /** A new buffer of `bytes` bytes. Throws a `ArgumentError` for a bad size (0 < bytes ≤ maxBufferLength). */
   newBuffer(bytes: number): TBuffer {
+    checkThis(this, "newBuffer()");
     checkBufferLength(bytes, this.maxBufferLength);
     return callNative(() => this.wrapBuffer(new this.#addon.NativeBufferHandle(bytes)));
   }
@@ -60,7 +76,14 @@ export abstract class AddonBackend<
    * TypeScript: no native call.
    */
   newBufferRange(segment: NativeBuffer, offset: number, length: number): NativeBuffer {
-    if (!(segment instanceof AddonBuffer) || segment.owner !== this || segment.isRange) {
+    checkThis(this, "newBufferRange()");
+    // The brand first: a Proxy of a real buffer passes `instanceof` and forwards `owner`.
+    if (
+      !isAddonAllocation(segment) ||
+      !(segment instanceof AddonBuffer) ||
+      segment.owner !== this ||
+      segment.isRange
+    ) {
       throw new ArgumentError("segment", "newBufferRange(): the segment must be a buffer of this backend");
     }
     if (segment.released) throw releasedError("newBufferRange(): the segment was already released");
@@ -70,12 +93,14 @@ export abstract class AddonBackend<
 
   /** Maps a whole file private and copy-on-write. Throws a `SystemCallError` for a file that cannot be. */
   mapFile(path: string): TMappedFile {
+    checkThis(this, "mapFile()");
     checkPath(path);
     return callNative(() => this.wrapMappedFile(new this.#addon.NativeMappedFileHandle(path), path));
   }
 
   /** A new residency set, or `undefined` when the device has none or cannot make one. */
   newResidencySet(): TResidencySet | undefined {
+    checkThis(this, "newResidencySet()");
     if (!this.supportsResidencySets) return undefined;
     try {
       return this.wrapResidencySet(new this.#addon.NativeResidencySetHandle());
@@ -91,8 +116,9 @@ export abstract class AddonBackend<
    * removed from it before it is released; other backends refuse a queue with a `ArgumentError`.
    */
   attachResidencySet(set: NativeResidencySet, commandQueue?: bigint): void {
+    checkThis(this, "attachResidencySet()");
     checkOptionalPointer(commandQueue, "commandQueue");
-    if (!(set instanceof AddonResidencySet)) {
+    if (!isAddonResidencySet(set)) {
       throw new ArgumentError("set", "attachResidencySet(): the set must be a residency set of this backend");
     }
     const raw = set.handleFor(this);
@@ -111,6 +137,7 @@ export abstract class AddonBackend<
 
   /** Counters for leak checks and tests. */
   counters(): NativeCounters {
+    checkThis(this, "counters()");
     return this.#addon.counters();
   }
 
@@ -132,6 +159,7 @@ export abstract class AddonBackend<
    * native-core DECISIONS.md.
    */
   get viewMechanism(): "backing-store" | "node-api" {
+    checkThis(this, "viewMechanism");
     return this.#addon.viewMechanism ?? "node-api";
   }
 
@@ -140,11 +168,13 @@ export abstract class AddonBackend<
    * from an addon that does not say.
    */
   viewBookkeeping(): ViewBookkeeping | undefined {
+    checkThis(this, "viewBookkeeping()");
     return this.#addon.viewBookkeeping?.();
   }
 
   /** What the last wiring failure of any set was and how to lift the limit, or `undefined` when none happened. */
   get lastWiringError(): string | undefined {
+    checkThis(this, "lastWiringError");
     return this.#addon.lastWiringError();
   }
 

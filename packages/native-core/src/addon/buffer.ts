@@ -1,7 +1,7 @@
 import { checkReadSpan, checkViewLength, checkWriteSpan } from "../arguments.js";
 import { offsetHandle } from "../range.js";
 import type { NativeBuffer, NativeMemoryHandle } from "../types.js";
-import { AddonAllocation } from "./allocation.js";
+import { AddonAllocation, checkAllocationThis } from "./allocation.js";
 import { callNative } from "./call.js";
 import type { AddonOwner } from "./owner.js";
 import type { RawBufferHandle } from "./raw.js";
@@ -41,6 +41,7 @@ export abstract class AddonBuffer<Handle extends NativeMemoryHandle = NativeMemo
    * cached or reused; release it, and the addon keeps the memory until that view's finalizer runs.
    */
   get quarantined(): boolean {
+    checkAllocationThis(this, "quarantined");
     return this.#quarantined;
   }
 

@@ -1,5 +1,5 @@
 import { ArgumentError } from "@nuvec/stats";
-import { AddonAllocation } from "./allocation.js";
+import { AddonAllocation, isAddonAllocation } from "./allocation.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonMappedFile } from "./mapped-file.js";
 import type { AddonOwner } from "./owner.js";
@@ -27,6 +27,8 @@ export function ownedHandle(
   argument: string,
   method: string,
 ): RawAllocationHandle {
-  if (value instanceof CLASS_OF_KIND[kind] && value.owner === owner) return value.raw;
+  // The brand first: a Proxy of a real allocation passes `instanceof` and forwards `owner`.
+  if (isAddonAllocation(value) && value instanceof CLASS_OF_KIND[kind] && value.owner === owner)
+    return value.raw;
   throw new ArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
 }
