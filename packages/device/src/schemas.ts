@@ -24,7 +24,7 @@ export const DEVICE_OPEN = optionsSchema("Device.open()", {
   policy: optional(oneOf(ALLOCATOR_POLICIES as readonly ("bounded" | "mlx" | "segments")[])),
   segments: SEGMENT_OPTIONS_RULE,
   reserveRatio: optional(number({ minimum: 1 })),
-  boundedRelease: optional(oneOf(["fitting", "least-recent", "largest"] as const)),
+  boundedRelease: optional(oneOf(["least-recent", "largest"] as const)),
   residencySetMaxPercent: optional(number({ minimum: 0, maximum: 100, integer: true })),
   safetyNet: optional(boolean),
   residencyKeepAliveMilliseconds: optional(timerInterval),
