@@ -9,7 +9,7 @@
 // a request ends. Events are `["a", id, bytes]` and `["f", id]`, ids dense in allocation order.
 
 /** mulberry32: a small deterministic PRNG, so every run and every machine replays the same trace. */
-function random(seed) {
+export function random(seed) {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

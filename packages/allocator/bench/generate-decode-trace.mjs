@@ -12,18 +12,7 @@
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { createGzip } from "node:zlib";
-
-/** mulberry32: a small deterministic PRNG, so every run and every machine writes the same trace. */
-function random(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { random } from "./decode-trace.mjs";
 
 /** The trace's header for `steps` and `seed`. */
 export const decodeHeader = (steps, seed) => ({
