@@ -17,4 +17,6 @@ export {
 export { allocationFailed, lookAlike, notHostVisible, releasedError, systemCallError } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";
+export { KERNEL_PARAMETER_KINDS } from "./streams.js";
+export type * from "./streams.js";
 export type * from "./types.js";

@@ -4,6 +4,8 @@
  * every implementation.
  */
 
+import type { NativeModule, NativeModuleSource, NativeStream } from "./streams.js";
+
 /** Which implementation a backend is. */
 export type BackendPlatform = "metal" | "host" | "mock" | "cuda";
 
@@ -256,6 +258,10 @@ export interface NativeBackend extends DeviceFacts {
    * on backends without Metal.
    */
   checkMetalDevice?(device: bigint): void;
+  /** A new stream (see streams.ts); absent on a backend without streams. */
+  newStream?(): NativeStream;
+  /** Loads a module of kernels from this backend's entry of `source`; absent with {@link newStream}. */
+  loadModule?(source: NativeModuleSource): NativeModule;
   /** Counters for leak checks and tests. */
   counters(): NativeCounters;
   /**
