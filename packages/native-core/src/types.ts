@@ -9,6 +9,13 @@ import type { NativeModule, NativeModuleSource, NativeStream } from "./streams.j
 /** Which implementation a backend is. */
 export type BackendPlatform = "metal" | "host" | "mock" | "cuda";
 
+/**
+ * How an addon backend makes the `ArrayBuffer` views of its memory: `"backing-store"` (V8's BackingStore
+ * API, where the addon was built for the running Node.js major) or `"node-api"` (Node-API's external
+ * `ArrayBuffer`s, everywhere else). Both detach alike; they differ in cost (see native-core's DECISIONS.md).
+ */
+export type ViewMechanism = "backing-store" | "node-api";
+
 /** Facts about the device, read once when the backend is opened. Bytes are JavaScript numbers. */
 export interface DeviceFacts {
   /** A name for people, e.g. `"Apple M3 Max"` or `"host (Linux x64)"`. */
@@ -264,6 +271,11 @@ export interface NativeBackend extends DeviceFacts {
   loadModule?(source: NativeModuleSource): NativeModule;
   /** Counters for leak checks and tests. */
   counters(): NativeCounters;
+  /**
+   * How the addon makes views (see {@link ViewMechanism}); absent on the mock, whose views are plain
+   * `ArrayBuffer`s.
+   */
+  readonly viewMechanism?: ViewMechanism;
   /**
    * What the platform said about the last wiring failure of any set, with how to lift the limit (host:
    * `mlock` past `RLIMIT_MEMLOCK`), or `undefined` when none happened. Optional: a backend with nothing to
