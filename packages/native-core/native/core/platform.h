@@ -23,18 +23,22 @@ namespace nuvec {
 // Why a platform call failed. The binding turns it into a JS error whose `code` the TypeScript layer maps to
 // a class of errors.ts.
 struct Failure {
-  enum class Kind { kNone, kArgument, kSystem, kAllocation };
+  enum class Kind { kNone, kArgument, kSystem, kAllocation, kFormat };
   Kind kind = Kind::kNone;
   std::string message;
   std::string syscall;  // kSystem: the call that failed ("open", "mmap", ...)
   int errnum = 0;       // kSystem: errno, or the driver's result code when errname is set
   std::string path;     // kSystem: the file concerned, if any
   std::string errname;  // kSystem from a driver: its code's name ("CUDA_ERROR_INVALID_VALUE"); "" for errno
+  std::string log;      // kFormat: a compiler's log (a module that does not compile), "" otherwise
 
   bool failed() const { return kind != Kind::kNone; }
   static Failure System(std::string syscall, int errnum, std::string path, std::string message);
   static Failure Allocation(std::string message);
   static Failure Argument(std::string message);
+  // Input that cannot be used as it is (a module that does not compile, a kernel name it lacks): a FormatError
+  // in JS, with `log` as its `log` property when there is one.
+  static Failure Format(std::string message, std::string log);
   // A driver's refusal (CUDA): reported as a system error whose errno is the driver's code and its name.
   static Failure Driver(std::string call, int result, std::string name, std::string message);
 };

@@ -38,6 +38,14 @@ Failure Failure::Argument(std::string message) {
   return failure;
 }
 
+Failure Failure::Format(std::string message, std::string log) {
+  Failure failure;
+  failure.kind = Kind::kFormat;
+  failure.message = std::move(message);
+  failure.log = std::move(log);
+  return failure;
+}
+
 Failure Failure::Driver(std::string call, int result, std::string name, std::string message) {
   Failure failure = System(std::move(call), result, "", std::move(message));
   failure.errname = std::move(name);

@@ -66,7 +66,7 @@ struct ModuleSource {
 class Module {
  public:
   virtual ~Module() = default;
-  // The kernel called `name`, or nullptr and a failure (kArgument for a name the module lacks or a
+  // The kernel called `name`, or nullptr and a failure (kFormat for a name the module lacks, kArgument for a
   // declaration that does not match). `declared` is null when the caller declared nothing.
   virtual Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) = 0;
   // The names of its kernels where the module can list them; empty otherwise.
