@@ -7,7 +7,7 @@ import { allocatorClosed } from "./errors.js";
 import { isMappingSource } from "./expandable.js";
 import { ALLOCATOR_OPTIONS } from "./option-schema.js";
 import type { AllocatorOptions, AllocatorPolicy, BoundedRelease } from "./options.js";
-import { DEFAULT_RESERVE_RATIO } from "./options.js";
+import { DEFAULT_BOUNDED_RELEASE, DEFAULT_RESERVE_RATIO } from "./options.js";
 import { cachePolicyFor } from "./policy.js";
 import { checkSegmentOptions, type SegmentOptions, segmentsWithin } from "./segment-options.js";
 import { SegmentAllocator } from "./segments.js";
@@ -79,7 +79,7 @@ export class CachingAllocator<B> {
       resourceLimit,
       pageSize,
       reserveRatio: options.reserveRatio ?? DEFAULT_RESERVE_RATIO,
-      boundedRelease: options.boundedRelease ?? "least-recent",
+      boundedRelease: options.boundedRelease ?? DEFAULT_BOUNDED_RELEASE,
     };
     const limits = {
       memoryLimit,

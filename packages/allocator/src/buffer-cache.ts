@@ -157,6 +157,17 @@ export class BufferCache<B> {
   }
 
   /**
+   * Releases the oldest buffer of the smallest cached length of at least `bytes`, or of the largest length
+   * when none is that long (the cache must not be empty): `bytes` freed with one buffer lost, and the
+   * fewest bytes that do it.
+   */
+  releaseFitting(bytes: number): void {
+    const index = this.find(bytes, Number.POSITIVE_INFINITY);
+    if (index < 0) this.releaseLargest();
+    else this.releaseBuffer(this.takeOldestOf(this.buckets[index]!));
+  }
+
+  /**
    * Releases the oldest buffer of the largest cached length (the cache must not be empty): frees the most
    * bytes for one buffer lost.
    */

@@ -10,6 +10,7 @@ export {
   type AllocatorOptions,
   type AllocatorPolicy,
   type BoundedRelease,
+  DEFAULT_BOUNDED_RELEASE,
   DEFAULT_POLICY,
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";

@@ -13,7 +13,7 @@ export const ALLOCATOR_OPTIONS = optionsSchema("new CachingAllocator()", {
   cacheLimit: optional(byteCount()),
   policy: optional(oneOf(["bounded", "mlx", "segments"] as const)),
   reserveRatio: optional(number({ minimum: 1 })),
-  boundedRelease: optional(oneOf(["least-recent", "largest"] as const)),
+  boundedRelease: optional(oneOf(["fitting", "least-recent", "largest"] as const)),
   segments: SEGMENT_OPTIONS_RULE,
   onAcquire: optional(func<(buffer: never) => void>()),
   onRelease: optional(func<(buffer: never) => void>()),

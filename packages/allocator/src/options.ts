@@ -8,14 +8,21 @@ import type { SegmentOptions } from "./segment-options.js";
  */
 export type AllocatorPolicy = "bounded" | "mlx" | "segments";
 
-/** Which buffer the bounded policy releases first to stay within its bound. */
-export type BoundedRelease = "least-recent" | "largest";
+/**
+ * Which buffer the bounded policy releases first to stay within its bound: `"fitting"` the smallest that
+ * alone brings the cache within it (the largest when none does), `"least-recent"` the least recently cached,
+ * `"largest"` the largest.
+ */
+export type BoundedRelease = "fitting" | "least-recent" | "largest";
 
 /** The policy an allocator runs when none is asked for: the one that does not hoard. */
 export const DEFAULT_POLICY: AllocatorPolicy = "bounded";
 
 /** The default of {@link AllocatorOptions.reserveRatio}. */
-export const DEFAULT_RESERVE_RATIO = 1.3;
+export const DEFAULT_RESERVE_RATIO = 1.2;
+
+/** The default of {@link AllocatorOptions.boundedRelease}. */
+export const DEFAULT_BOUNDED_RELEASE: BoundedRelease = "fitting";
 
 /** Options of a {@link CachingAllocator}. */
 export interface AllocatorOptions<B> {
@@ -25,11 +32,12 @@ export interface AllocatorOptions<B> {
   cacheLimit?: number;
   /** The cache policy; default `"bounded"` (`"mlx"`: MLX's decisions exactly; `"segments"` needs a source with `range()`). */
   policy?: AllocatorPolicy;
-  /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.3. */
+  /** The bounded policy's bound on reserved memory as a ratio of the live high-water mark; default 1.2. */
   reserveRatio?: number;
   /**
-   * Which cached buffer the bounded policy's rule 2 releases first: `"least-recent"` (the
-   * default) or `"largest"` (the oldest buffer of the largest cached length; see the README's comparison).
+   * Which cached buffer the bounded policy releases first to stay within its bound: `"fitting"` (the
+   * default: the oldest of the smallest cached length that alone is enough, else the largest),
+   * `"least-recent"` or `"largest"` (see the README's comparison).
    */
   boundedRelease?: BoundedRelease;
   /** For the `"segments"` policy: its sizes (any left out keep `SEGMENT_DEFAULTS`). */

@@ -3,23 +3,36 @@ import type { BufferCache } from "./buffer-cache.js";
 import {
   type AllocatorOptions,
   type AllocatorPolicy,
+  type BoundedRelease,
+  DEFAULT_BOUNDED_RELEASE,
   DEFAULT_POLICY,
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";
 
 /**
- * What differs between the two policies: which cached lengths a request may reuse, and what a miss does
- * before it acquires a system buffer. The rest of `malloc` and `free` is MLX's allocator for both.
+ * What differs between the two policies: which cached lengths a request may reuse, how long a buffer a miss
+ * acquires, and what a miss does before it acquires it. The rest of `malloc` and `free` is MLX's allocator
+ * for both.
  */
 export interface CachePolicy<B> {
   readonly name: AllocatorPolicy;
-  /** The exclusive upper bound of the cached lengths a request of `sizeClass` may reuse. */
-  reuseLimit(sizeClass: number): number;
-  /** Before a miss: releases cached buffers the policy wants gone (`live` counts the request). */
+  /**
+   * The exclusive upper bound of the cached lengths a request of `sizeClass` may reuse, given `active` and
+   * `live` before the request and the high-water mark of `live`.
+   */
+  reuseLimit(sizeClass: number, active: number, live: number, peakLive: number): number;
+  /**
+   * The exclusive upper bound of the cached lengths a request of `sizeClass` may borrow when nothing within
+   * {@link reuseLimit} is cached (a loan: see {@link BoundedPolicy}); 0 for none.
+   */
+  loanLimit(sizeClass: number, active: number, live: number, peakLive: number): number;
+  /** The length of the system buffer a miss of `sizeClass` acquires (at least `sizeClass`). */
+  systemLength(sizeClass: number, active: number, live: number, peakLive: number): number;
+  /** Before a miss: releases cached buffers the policy wants gone (`active` and `live` count the request). */
   beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void;
 }
 
-/** MLX: reuse up to `min(2n, n + 2 pages)`; a miss releases nothing beyond MLX's GC rule. */
+/** MLX: reuse up to `min(2n, n + 2 pages)`; a miss acquires the size class and releases nothing beyond MLX's GC rule. */
 class MlxPolicy<B> implements CachePolicy<B> {
   readonly name = "mlx";
 
@@ -27,22 +40,70 @@ class MlxPolicy<B> implements CachePolicy<B> {
     return Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
   }
 
+  loanLimit(): number {
+    return 0;
+  }
+
+  systemLength(sizeClass: number): number {
+    return sizeClass;
+  }
+
   beforeMiss(): void {}
 }
 
-/** Reuse up to `2n`; a miss first brings reserved memory within `reserveRatio` of the high-water mark. */
+/** Requests above this are given buffers rounded up to eight steps per power of two on a miss. */
+export const ROUNDED_ABOVE = 256 * 1024;
+
+/**
+ * Reserved memory within `reserveRatio` of the high-water mark of live requests, at every step. The slack
+ * (`(reserveRatio − 1) × max(hwmLive, live + n)`) pays for two things, and the cache gets what they leave:
+ * the bytes handed out beyond the requests (`active − live`: a reused buffer longer than its request, a
+ * rounded buffer), and cached buffers. A request reuses the smallest cached buffer of at least its size class
+ * whose surplus the unspent slack covers (so a buffer of any length can serve a smaller request while the
+ * books allow it: a growing or cycling workload is served from what it freed); a miss acquires its size
+ * class rounded up to eight steps per power of two (above 256 KiB, when the slack covers the rounding: a KV
+ * cache that grows by a token finds room in the buffer it had), after releasing cached buffers while
+ * `active + cache + length` is over the bound.
+ *
+ * One exception to the slack: a **loan**. When nothing cached is within the slack, the allocator may lend a
+ * longer cached buffer whose surplus keeps `active` within the bound, one loan at a time and only while the
+ * workload takes one buffer at a time (the previous allocation was freed before this request): one buffer
+ * cycling through many sizes is then served from the largest, with no system allocation. The first request
+ * made while a loan is still out ends lending for the allocator's life: the workload holds buffers across
+ * requests, where a loan's surplus would stay live as live memory grows.
+ */
 class BoundedPolicy<B> implements CachePolicy<B> {
   readonly name = "bounded";
   readonly #reserveRatio: number;
-  readonly #releaseLargestFirst: boolean;
+  readonly #release: BoundedRelease;
 
-  constructor(reserveRatio: number, releaseLargestFirst: boolean) {
+  constructor(reserveRatio: number, release: BoundedRelease) {
     this.#reserveRatio = reserveRatio;
-    this.#releaseLargestFirst = releaseLargestFirst;
+    this.#release = release;
   }
 
-  reuseLimit(sizeClass: number): number {
-    return 2 * sizeClass;
+  /** The bytes a request of `sizeClass` may be handed beyond it: the slack not yet spent on surplus. */
+  #unspent(sizeClass: number, active: number, live: number, peakLive: number): number {
+    const high = Math.max(live + sizeClass, peakLive);
+    // The bound less the high-water mark, as the miss path computes the bound (`(ratio − 1) × high` differs
+    // from it in the last bit: 1.2 − 1 is 0.19999999999999996).
+    return Math.floor(this.#reserveRatio * high - high - (active - live));
+  }
+
+  reuseLimit(sizeClass: number, active: number, live: number, peakLive: number): number {
+    return sizeClass + Math.max(0, this.#unspent(sizeClass, active, live, peakLive)) + 1;
+  }
+
+  loanLimit(sizeClass: number, active: number, live: number, peakLive: number): number {
+    const high = Math.max(live + sizeClass, peakLive);
+    return Math.max(0, Math.floor(this.#reserveRatio * high - active) + 1);
+  }
+
+  systemLength(sizeClass: number, active: number, live: number, peakLive: number): number {
+    if (sizeClass <= ROUNDED_ABOVE) return sizeClass;
+    const step = 2 ** (Math.floor(Math.log2(sizeClass)) - 3);
+    const rounded = Math.ceil(sizeClass / step) * step;
+    return rounded - sizeClass <= this.#unspent(sizeClass, active, live, peakLive) ? rounded : sizeClass;
   }
 
   beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void {
@@ -50,9 +111,11 @@ class BoundedPolicy<B> implements CachePolicy<B> {
     const bound = this.#reserveRatio * Math.max(live, peakLive);
     const teardown = new Teardown();
     while (cache.buffers > 0 && active + cache.bytes > bound) {
+      const excess = Math.ceil(active + cache.bytes - bound);
       // Each buffer leaves the cache before its release runs: a throwing release ends nothing half way.
       teardown.run(() => {
-        if (this.#releaseLargestFirst) cache.releaseLargest();
+        if (this.#release === "fitting") cache.releaseFitting(excess);
+        else if (this.#release === "largest") cache.releaseLargest();
         else cache.releaseOldest();
       });
     }
@@ -78,15 +141,21 @@ export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> 
       `reserveRatio must be a finite number ≥ 1, got ${String(reserveRatio)}`,
     );
   }
-  const boundedRelease = options.boundedRelease ?? "least-recent";
-  if (boundedRelease !== "least-recent" && boundedRelease !== "largest") {
+  const boundedRelease = options.boundedRelease ?? DEFAULT_BOUNDED_RELEASE;
+  if (boundedRelease !== "fitting" && boundedRelease !== "least-recent" && boundedRelease !== "largest") {
     throw new ArgumentError(
       "boundedRelease",
-      `boundedRelease must be "least-recent" or "largest", got ${String(boundedRelease)}`,
+      `boundedRelease must be "fitting", "least-recent" or "largest", got ${String(boundedRelease)}`,
     );
   }
-  if (policy === "segments") return { name: "segments", reuseLimit: () => 0, beforeMiss: () => {} };
-  return policy === "bounded"
-    ? new BoundedPolicy<B>(reserveRatio, boundedRelease === "largest")
-    : new MlxPolicy<B>();
+  if (policy === "segments") {
+    return {
+      name: "segments",
+      reuseLimit: () => 0,
+      loanLimit: () => 0,
+      systemLength: (n) => n,
+      beforeMiss: () => {},
+    };
+  }
+  return policy === "bounded" ? new BoundedPolicy<B>(reserveRatio, boundedRelease) : new MlxPolicy<B>();
 }

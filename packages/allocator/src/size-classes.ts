@@ -25,11 +25,18 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
   // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
   private highWaterLive = 0;
+  // The bounded policy's loan (a cached buffer lent beyond the slack), the record the last malloc handed out
+  // (lending needs it freed), and whether lending goes on: it ends at the first malloc made while a loan is
+  // out. Policies that never lend start with it ended.
+  private loan: CachedBuffer<B> | null = null;
+  private previous: CachedBuffer<B> | null = null;
+  private lending: boolean;
 
   constructor(source: BufferSource<B>, setup: SizeClassAllocatorSetup<B>) {
     super(setup);
     this.source = source;
     this.cachePolicy = setup.cachePolicy;
+    this.lending = setup.cachePolicy.name === "bounded";
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
   }
 
@@ -54,16 +61,34 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     const used = this.withinLimit(sizeClass);
 
     const cache = this.cache;
+    const policy = this.cachePolicy;
+    // A request made while a loan is out ends lending (once this malloc succeeds: a refusal changes nothing).
+    const loanOut = this.loan !== null;
+    let lent = false;
     let record: CachedBuffer<B> | undefined;
     if (cache.buffers > 0) {
-      const index = cache.find(sizeClass, this.cachePolicy.reuseLimit(sizeClass));
-      // A hit may be up to twice the request: the hard limit applies to what is really handed out.
+      const limit = policy.reuseLimit(sizeClass, this.active, this.live, this.highWaterLive);
+      const index = cache.find(sizeClass, limit);
+      // A hit may be longer than the request: the hard limit applies to what is really handed out.
       if (index >= 0 && used + cache.lengthAt(index) <= this.memoryLimit) {
         record = cache.takeAt(index);
         this.cacheHits++;
+      } else if (this.lending && !loanOut && (this.previous === null || this.previous.allocation === null)) {
+        const loanLimit = policy.loanLimit(sizeClass, this.active, this.live, this.highWaterLive);
+        const loanIndex = loanLimit > limit ? cache.find(sizeClass, loanLimit) : -1;
+        if (loanIndex >= 0 && used + cache.lengthAt(loanIndex) <= this.memoryLimit) {
+          record = cache.takeAt(loanIndex);
+          lent = true;
+          this.cacheHits++;
+        }
       }
     }
-    if (record === undefined) record = this.allocateSystemBuffer(sizeClass);
+    if (record === undefined) {
+      let length = policy.systemLength(sizeClass, this.active, this.live, this.highWaterLive);
+      // A longer buffer than the size class only where the limits take it as they take the size class.
+      if (length > this.maxBufferLength || used + length > this.memoryLimit) length = sizeClass;
+      record = this.allocateSystemBuffer(length, sizeClass);
+    }
 
     const peaks =
       cache.bytes > this.cacheLimit
@@ -97,6 +122,9 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
         throw error;
       }
     }
+    if (loanOut) this.lending = false;
+    if (lent) this.loan = record;
+    this.previous = record;
     const reserved = this.active + cache.bytes;
     if (reserved > this.peakReserved) this.peakReserved = reserved;
     return allocation;
@@ -105,6 +133,7 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer);
     if (record === undefined) return;
+    if (record === this.loan) this.loan = null;
     this.active -= record.length;
     this.live -= record.liveSizeClass;
     if (mayCache && this.cache.bytes < this.cacheLimit) this.cache.put(record);
@@ -130,18 +159,19 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     }
   }
 
-  private allocateSystemBuffer(sizeClass: number): CachedBuffer<B> {
+  /** A new system buffer of `length` bytes for a request of `sizeClass` (the policy's choice of length). */
+  private allocateSystemBuffer(length: number, sizeClass: number): CachedBuffer<B> {
     const cache = this.cache;
     if (cache.buffers > 0) {
-      this.cachePolicy.beforeMiss(cache, this.active + sizeClass, this.live + sizeClass, this.highWaterLive);
+      this.cachePolicy.beforeMiss(cache, this.active + length, this.live + sizeClass, this.highWaterLive);
     }
-    const required = this.active + this.mapped + cache.bytes + sizeClass;
+    const required = this.active + this.mapped + cache.bytes + length;
     if (required >= this.gcLimitBytes) cache.release(required - this.gcLimitBytes);
     this.ensureResource();
 
-    const buffer = this.acquireBuffer(this.source, sizeClass);
+    const buffer = this.acquireBuffer(this.source, length);
     this.cacheMisses++;
-    return new CachedBuffer(buffer, sizeClass, this);
+    return new CachedBuffer(buffer, length, this);
   }
 
   protected get resources(): number {

@@ -279,7 +279,7 @@ export interface TraceOpening {
 export interface TraceAllocatorSetup {
   readonly policy: "mlx" | "bounded" | "segments";
   readonly reserveRatio: number;
-  readonly boundedRelease: "least-recent" | "largest";
+  readonly boundedRelease: "fitting" | "least-recent" | "largest";
   /** The segments policy's sizes (under that policy). */
   readonly segments?: Readonly<Record<string, number | boolean>>;
   /** The source's map granularity when it maps memory into reserved address space (expandable segments). */

@@ -20,9 +20,14 @@ export function sizeClass(bytes: number): number {
 /** The policy the model runs: MLX's (default), or the bounded one with its ratio and release order. */
 export interface ModelPolicy {
   policy?: "mlx" | "bounded";
+  /** The bounded policy's ratio; default 1.2. */
   reserveRatio?: number;
-  releaseLargest?: boolean;
+  /** Which cached buffer the bounded policy releases first; default `"fitting"`. */
+  release?: "fitting" | "least-recent" | "largest";
 }
+
+/** The bounded policy rounds the buffer of a miss above this to eight steps per power of two. */
+const ROUNDED_ABOVE = 256 * 1024;
 
 /** A cached buffer: its length, and a name so a test can tell two of one length apart. */
 interface Cached {
@@ -34,7 +39,7 @@ interface Cached {
 export class ReferenceModel extends ModelAccounts {
   readonly bounded: boolean;
   readonly reserveRatio: number;
-  readonly releaseLargest: boolean;
+  readonly releaseOrder: "fitting" | "least-recent" | "largest";
   /** Sum of the size classes of live requests, and its high-water mark (the bounded policy's figures). */
   liveBytes = 0;
   peakLive = 0;
@@ -46,12 +51,22 @@ export class ReferenceModel extends ModelAccounts {
   live = new Map<number, { length: number; sizeClass: number }>();
   /** Buffer ids, so that a reused buffer keeps its name. */
   #nextId = 1;
+  /** The bounded policy's loan (a buffer id), the buffer the last malloc handed out, and whether it lends. */
+  #loan: number | undefined;
+  #previous: number | undefined;
+  #lending: boolean;
 
   constructor(facts: ModelFacts, policy: ModelPolicy = {}) {
     super(facts);
     this.bounded = policy.policy === "bounded";
-    this.reserveRatio = policy.reserveRatio ?? 1.3;
-    this.releaseLargest = policy.releaseLargest ?? false;
+    this.reserveRatio = policy.reserveRatio ?? 1.2;
+    this.releaseOrder = policy.release ?? "fitting";
+    this.#lending = this.bounded;
+  }
+
+  /** Whether the bounded policy still lends (it stops at the first malloc made while a loan is out). */
+  get lending(): boolean {
+    return this.#lending;
   }
 
   get cacheBytes(): number {
@@ -85,16 +100,42 @@ export class ReferenceModel extends ModelAccounts {
     return this.cache.length;
   }
 
-  /** The bounded policy's choice: the least recently cached buffer, or the oldest of the largest length. */
-  #releaseOne(): void {
+  /** The index of the oldest cached buffer of the largest length. */
+  #largest(): number {
     let chosen = 0;
-    if (this.releaseLargest) {
+    this.cache.forEach((buffer, index) => {
+      if (buffer.length > this.cache[chosen]!.length) chosen = index;
+    });
+    return chosen;
+  }
+
+  /**
+   * The bounded policy's choice, `excess` bytes over its bound: the least recently cached buffer, the oldest
+   * of the largest length, or (fitting) the oldest of the smallest length of at least `excess`, else the
+   * oldest of the largest.
+   */
+  #releaseOne(excess: number): void {
+    let chosen = 0;
+    if (this.releaseOrder === "largest") chosen = this.#largest();
+    else if (this.releaseOrder === "fitting") {
+      chosen = -1;
       this.cache.forEach((buffer, index) => {
-        if (buffer.length > this.cache[chosen]!.length) chosen = index;
+        if (buffer.length < excess) return;
+        if (chosen < 0 || buffer.length < this.cache[chosen]!.length) chosen = index;
       });
+      if (chosen < 0) chosen = this.#largest();
     }
     this.cache.splice(chosen, 1);
     this.systemReleases += 1;
+  }
+
+  /**
+   * The bounded policy's slack not yet spent: `(ratio − 1) × max(hwmLive, live + n)` less the bytes live
+   * buffers hold beyond their requests (`active − live`), floored.
+   */
+  #unspent(wanted: number): number {
+    const high = Math.max(this.liveBytes + wanted, this.highWaterLive);
+    return Math.floor(this.reserveRatio * high - high - (this.active - this.liveBytes));
   }
 
   /** A request of `bytes`: the id of the system buffer handed out and its length, or a refusal. */
@@ -104,8 +145,10 @@ export class ReferenceModel extends ModelAccounts {
     if (wanted > this.facts.maxBufferLength) return { ok: false, refusal: "too-large" };
     if (!this.withinLimit(wanted)) return { ok: false, refusal: "out-of-memory" };
     // Reuse: the smallest length in [n, limit), the least recently cached of that length; MLX's limit is
-    // min(2n, n + 2·PAGE), the bounded policy's 2n.
-    const limit = this.bounded ? 2 * wanted : Math.min(2 * wanted, wanted + 2 * PAGE);
+    // min(2n, n + 2·PAGE), the bounded policy's n + its unspent slack (inclusive).
+    const limit = this.bounded
+      ? wanted + Math.max(0, this.#unspent(wanted)) + 1
+      : Math.min(2 * wanted, wanted + 2 * PAGE);
     let chosen = -1;
     this.cache.forEach((buffer, index) => {
       if (buffer.length < wanted || buffer.length >= limit) return;
@@ -113,18 +156,49 @@ export class ReferenceModel extends ModelAccounts {
     });
     let handed: Cached;
     const used = this.active + this.mapped + this.quarantined;
+    // A loan: when nothing within the limit fits, the bounded policy lends the smallest cached buffer that
+    // keeps active within ratio × max(hwmLive, live + n), one at a time, only when the previous allocation
+    // is freed already, and never again once a malloc finds a loan out.
+    const loanOut = this.#loan !== undefined;
+    let lent = false;
+    if (!(chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit)) {
+      const previousFreed = this.#previous === undefined || !this.live.has(this.#previous);
+      if (this.#lending && !loanOut && previousFreed && this.cache.length > 0) {
+        const high = Math.max(this.liveBytes + wanted, this.highWaterLive);
+        const loanLimit = Math.max(0, Math.floor(this.reserveRatio * high - this.active) + 1);
+        if (loanLimit > limit) {
+          chosen = -1;
+          this.cache.forEach((buffer, index) => {
+            if (buffer.length < wanted || buffer.length >= loanLimit) return;
+            if (chosen < 0 || buffer.length < this.cache[chosen]!.length) chosen = index;
+          });
+          lent = chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit;
+        }
+      }
+    }
     if (chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit) {
       handed = this.cache.splice(chosen, 1)[0]!;
       this.cacheHits += 1;
     } else {
+      // The bounded policy's buffer of a miss: above 256 KiB, rounded up to a multiple of 1/8 of the power
+      // of two at or below it when the unspent slack covers it and the limits take it.
+      let length = wanted;
+      if (this.bounded && wanted > ROUNDED_ABOVE) {
+        const step = 2 ** (Math.floor(Math.log2(wanted)) - 3);
+        const rounded = Math.ceil(wanted / step) * step;
+        const fits = rounded <= this.facts.maxBufferLength && used + rounded <= this.memoryLimit;
+        if (rounded - wanted <= this.#unspent(wanted) && fits) length = rounded;
+      }
       if (this.bounded) {
         const bound = this.reserveRatio * Math.max(this.highWaterLive, this.liveBytes + wanted);
-        while (this.cache.length > 0 && this.active + this.cacheBytes + wanted > bound) this.#releaseOne();
+        while (this.cache.length > 0 && this.active + this.cacheBytes + length > bound) {
+          this.#releaseOne(Math.ceil(this.active + this.cacheBytes + length - bound));
+        }
       }
-      const required = this.active + this.mapped + this.cacheBytes + wanted;
+      const required = this.active + this.mapped + this.cacheBytes + length;
       if (required >= this.gcLimit) this.releaseCache(required - this.gcLimit);
       if (!this.resourceAvailable()) return { ok: false, refusal: "resource-limit" };
-      handed = { id: this.#nextId++, length: wanted };
+      handed = { id: this.#nextId++, length };
       this.systemAllocations += 1;
     }
     this.live.set(handed.id, { length: handed.length, sizeClass: wanted });
@@ -134,6 +208,9 @@ export class ReferenceModel extends ModelAccounts {
     this.highWaterLive = Math.max(this.highWaterLive, this.liveBytes);
     this.trimToLimit();
     this.peakReserved = Math.max(this.peakReserved, this.active + this.cacheBytes);
+    if (loanOut) this.#lending = false;
+    if (lent) this.#loan = handed.id;
+    this.#previous = handed.id;
     return { ok: true, value: { id: handed.id, length: handed.length } };
   }
 
@@ -142,6 +219,7 @@ export class ReferenceModel extends ModelAccounts {
     const entry = this.live.get(id);
     if (entry === undefined) throw new Error(`model: buffer ${id} is not live`);
     this.live.delete(id);
+    if (id === this.#loan) this.#loan = undefined;
     this.active -= entry.length;
     this.liveBytes -= entry.sizeClass;
     return entry.length;
