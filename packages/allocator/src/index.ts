@@ -14,8 +14,9 @@ export {
   DEFAULT_POLICY,
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";
-// Every policy name, the default first (tools compare exactly these).
-export { ALLOCATOR_POLICIES } from "./policy-names.js";
+// Every policy name and every bounded release order, the default first (tools compare exactly these, the
+// option checks accept exactly these).
+export { ALLOCATOR_POLICIES, BOUNDED_RELEASES } from "./policy-names.js";
 export {
   type ReplayOptions,
   type ReplayResult,
