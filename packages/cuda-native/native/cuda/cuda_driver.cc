@@ -87,6 +87,60 @@ const DriverApi* LoadDriver(std::string* why) {
     complete = before;
     missing = missingBefore;
   }
+  // Optional: streams, events, modules, launches and pinned staging. Missing entries leave every one null.
+  {
+    bool before = complete;
+    std::string missingBefore = missing;
+    bind(api.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    bind(api.cuStreamCreate, "cuStreamCreate");
+    bind(api.cuStreamDestroy, "cuStreamDestroy_v2");
+    bind(api.cuStreamSynchronize, "cuStreamSynchronize");
+    bind(api.cuStreamQuery, "cuStreamQuery");
+    bind(api.cuStreamWaitEvent, "cuStreamWaitEvent");
+    bind(api.cuEventCreate, "cuEventCreate");
+    bind(api.cuEventRecord, "cuEventRecord");
+    bind(api.cuEventQuery, "cuEventQuery");
+    bind(api.cuEventSynchronize, "cuEventSynchronize");
+    bind(api.cuEventDestroy, "cuEventDestroy_v2");
+    bind(api.cuModuleLoadData, "cuModuleLoadData");
+    bind(api.cuModuleUnload, "cuModuleUnload");
+    bind(api.cuModuleGetFunction, "cuModuleGetFunction");
+    bind(api.cuLaunchKernel, "cuLaunchKernel");
+    bind(api.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    bind(api.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    bind(api.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    bind(api.cuLaunchHostFunc, "cuLaunchHostFunc");
+    bind(api.cuMemAllocHost, "cuMemAllocHost_v2");
+    bind(api.cuMemFreeHost, "cuMemFreeHost");
+    if (complete != before) {
+      api.cuDeviceGetAttribute = nullptr;
+      api.cuStreamCreate = nullptr;
+      api.cuStreamDestroy = nullptr;
+      api.cuStreamSynchronize = nullptr;
+      api.cuStreamQuery = nullptr;
+      api.cuStreamWaitEvent = nullptr;
+      api.cuEventCreate = nullptr;
+      api.cuEventRecord = nullptr;
+      api.cuEventQuery = nullptr;
+      api.cuEventSynchronize = nullptr;
+      api.cuEventDestroy = nullptr;
+      api.cuModuleLoadData = nullptr;
+      api.cuModuleUnload = nullptr;
+      api.cuModuleGetFunction = nullptr;
+      api.cuLaunchKernel = nullptr;
+      api.cuMemcpyHtoDAsync = nullptr;
+      api.cuMemcpyDtoHAsync = nullptr;
+      api.cuMemcpyDtoDAsync = nullptr;
+      api.cuLaunchHostFunc = nullptr;
+      api.cuMemAllocHost = nullptr;
+      api.cuMemFreeHost = nullptr;
+    }
+    complete = before;
+    missing = missingBefore;
+  }
+  // Optional on its own (CUDA 12.4+).
+  api.cuFuncGetParamInfo =
+      reinterpret_cast<decltype(api.cuFuncGetParamInfo)>(dlsym(library, "cuFuncGetParamInfo"));
   if (!complete) {
     failure = "the CUDA driver libcuda.so.1 lacks " + missing + " (a driver older than CUDA 6?)";
     *why = failure;

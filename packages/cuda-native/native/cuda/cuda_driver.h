@@ -58,6 +58,24 @@ struct CUmemAccessDesc {
   int flags;
 };
 
+// Streams, events, modules and launches (cuda.h's types and values this addon passes).
+struct CUstream_st;
+using CUstream = CUstream_st*;
+struct CUevent_st;
+using CUevent = CUevent_st*;
+struct CUmod_st;
+using CUmodule = CUmod_st*;
+struct CUfunc_st;
+using CUfunction = CUfunc_st*;
+using CUhostFn = void (*)(void* userData);
+constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+constexpr unsigned int CU_STREAM_NON_BLOCKING = 0x1;
+constexpr unsigned int CU_EVENT_DISABLE_TIMING = 0x2;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
 struct DriverApi {
   CUresult (*cuInit)(unsigned int flags);
   CUresult (*cuDriverGetVersion)(int* version);
@@ -91,9 +109,39 @@ struct DriverApi {
   CUresult (*cuMemUnmap)(CUdeviceptr pointer, size_t bytes);
   CUresult (*cuMemSetAccess)(CUdeviceptr pointer, size_t bytes, const CUmemAccessDesc* descriptors, size_t count);
   CUresult (*cuMemGetAllocationGranularity)(size_t* granularity, const CUmemAllocationProp* prop, int option);
+  // Streams, events, modules, launches and pinned staging (CUDA 10+): nullptr where the driver lacks any of
+  // them (the backend then has no streams; hasStreams() says).
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned int flags);
+  CUresult (*cuStreamDestroy)(CUstream stream);  // _v2
+  CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuStreamQuery)(CUstream stream);
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned int flags);
+  CUresult (*cuEventCreate)(CUevent* event, unsigned int flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventQuery)(CUevent event);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventDestroy)(CUevent event);  // _v2
+  CUresult (*cuModuleLoadData)(CUmodule* module, const void* image);
+  CUresult (*cuModuleUnload)(CUmodule module);
+  CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+                             unsigned int blockX, unsigned int blockY, unsigned int blockZ, unsigned int sharedBytes,
+                             CUstream stream, void** parameters, void** extra);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr target, const void* source, size_t bytes, CUstream stream);  // _v2
+  CUresult (*cuMemcpyDtoHAsync)(void* target, CUdeviceptr source, size_t bytes, CUstream stream);        // _v2
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream stream);  // _v2
+  CUresult (*cuLaunchHostFunc)(CUstream stream, CUhostFn function, void* userData);
+  CUresult (*cuMemAllocHost)(void** pointer, size_t bytes);  // _v2
+  CUresult (*cuMemFreeHost)(void* pointer);
+  // CUDA 12.4+: a kernel parameter's offset and size (nullptr on older drivers: declarations are trusted).
+  CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t* offset, size_t* size);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 };
+
+// Whether the driver has every entry point streams need (cuStreamCreate ... cuMemFreeHost above).
+inline bool HasStreams(const DriverApi& api) { return api.cuStreamCreate != nullptr; }
 
 // The driver's entry points, loaded once per process (dlopen) and never unloaded (unloading a driver under
 // live contexts is not safe); nullptr and *why where there is no usable driver.

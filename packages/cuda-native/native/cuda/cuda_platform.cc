@@ -23,6 +23,7 @@
 #include "core/wiring_residency_set.h"
 #include "cuda_driver.h"
 #include "cuda_platform.h"
+#include "cuda_streams.h"
 
 namespace nuvec {
 namespace {
@@ -189,6 +190,10 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   size_t mapGranularity() const override { return granularity_; }
   void clearCurrentContext() override { api_->cuCtxSetCurrent(nullptr); }
   void reserveNextBuffer(bool reserve) override { reserveNext_ = reserve; }
+  StreamPlatform* streams(Failure* failure) override {
+    if (streams_ == nullptr) streams_ = CreateCudaStreamPlatform(api_, device_, context_, failure);
+    return streams_.get();
+  }
 
   // An address space of `bytes` (whole granules), nothing mapped: allocatedSize 0 (it holds no memory).
   std::unique_ptr<Allocation> reserveAddressSpace(size_t bytes, Failure* failure) {
@@ -400,6 +405,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   bool reserveNext_ = false;
   WiringCounters counters_;
   std::string lastWiringError_;
+  std::unique_ptr<StreamPlatform> streams_;
 };
 
 CudaAllocation::~CudaAllocation() {

@@ -1,0 +1,146 @@
+// Modules and kernels on CUDA (cuda_streams.h): cuModuleLoadData of PTX, CUBIN or what NVRTC made of CUDA C
+// source; kernels by name (cuModuleGetFunction), their declared parameter kinds checked against the
+// parameter sizes the driver reports (cuFuncGetParamInfo, CUDA 12.4+; older drivers trust the declaration).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_modules.h"
+#include "nvrtc.h"
+
+namespace nuvec {
+
+using namespace cuda;
+
+namespace {
+
+const char* KindName(ParameterKind kind) {
+  static const char* const kNames[] = {"buffer", "i32", "u32", "f32", "i64", "u64", "f64"};
+  return kNames[static_cast<size_t>(kind)];
+}
+
+}  // namespace
+
+CudaModule::~CudaModule() {
+  // Launches of its kernels may still be queued: the module goes once the device has run them.
+  context_.bind();
+  context_.api->cuCtxSynchronize();
+  context_.api->cuModuleUnload(module_);
+}
+
+Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) {
+  for (const auto& known : kernels_) {
+    if (known->name() == name && (declared == nullptr || known->parameters() == *declared)) return known.get();
+  }
+  if (name.empty() || name.find('\0') != std::string::npos) {
+    *failure = Failure::Argument("a kernel name is a non-empty string without NUL characters");
+    return nullptr;
+  }
+  if (!context_.bound(failure)) return nullptr;
+  const DriverApi& api = *context_.api;
+  CUfunction function = nullptr;
+  CUresult result = api.cuModuleGetFunction(&function, module_, name.c_str());
+  if (result == CUDA_ERROR_NOT_FOUND) {
+    *failure = Failure::Format("the CUDA module has no kernel \"" + name +
+                                   "\" (a kernel of CUDA C source is found by its extern \"C\" name)",
+                               "");
+    return nullptr;
+  }
+  if (result != CUDA_SUCCESS) {
+    context_.refused("cuModuleGetFunction", result, failure);
+    return nullptr;
+  }
+  // The sizes of its parameters, where the driver says them.
+  std::vector<size_t> sizes;
+  bool known = api.cuFuncGetParamInfo != nullptr;
+  if (known) {
+    for (size_t index = 0;; index += 1) {
+      size_t offset = 0;
+      size_t size = 0;
+      result = api.cuFuncGetParamInfo(function, index, &offset, &size);
+      if (result == CUDA_ERROR_INVALID_VALUE) break;
+      if (result != CUDA_SUCCESS) {
+        known = false;  // the driver cannot say: the declaration stands
+        sizes.clear();
+        break;
+      }
+      sizes.push_back(size);
+    }
+  }
+  std::vector<ParameterKind> parameters;
+  if (declared != nullptr) {
+    parameters = *declared;
+    if (known) {
+      std::string mismatch;
+      if (sizes.size() != parameters.size()) {
+        mismatch = "it takes " + std::to_string(sizes.size()) + " parameters, the declaration names " +
+                   std::to_string(parameters.size());
+      } else {
+        for (size_t index = 0; index < sizes.size(); index += 1) {
+          if (sizes[index] != ParameterBytes(parameters[index])) {
+            mismatch = "parameter " + std::to_string(index) + " is " + std::to_string(sizes[index]) +
+                       " bytes, a " + KindName(parameters[index]) + " " +
+                       std::to_string(ParameterBytes(parameters[index]));
+            break;
+          }
+        }
+      }
+      if (!mismatch.empty()) {
+        *failure = Failure::Argument("kernel \"" + name + "\" does not match its declared parameters: " + mismatch);
+        return nullptr;
+      }
+    }
+  } else if (!known || !sizes.empty()) {
+    *failure = Failure::Argument("kernel \"" + name + "\" " +
+                                 (known ? "takes " + std::to_string(sizes.size()) + " parameters: "
+                                        : std::string("may take parameters: ")) +
+                                 "declare their kinds (a CUDA module cannot say them)");
+    return nullptr;
+  }
+  kernels_.push_back(std::make_unique<CudaKernel>(name, std::move(parameters), function));
+  return kernels_.back().get();
+}
+
+std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const ModuleSource& source,
+                                       Failure* failure) {
+  std::string image;
+  bool cubin = false;
+  switch (source.kind) {
+    case ModuleSource::Kind::kPtx:
+      image = source.text;
+      break;
+    case ModuleSource::Kind::kCudaSource:
+      if (!CompileCuda(source.text, source.options, context.major, context.minor, &image, &cubin, failure)) {
+        if (failure->kind == Failure::Kind::kNone) {
+          // No NVRTC here: a driver-side refusal, named for what it looked for.
+          *failure = Failure::Driver("dlopen", 0, "NVRTC_NOT_FOUND", failure->message);
+        }
+        return nullptr;
+      }
+      break;
+    default:
+      *failure = Failure::Format("the CUDA backend loads modules from CUDA C source or PTX only", "");
+      return nullptr;
+  }
+  if (image.empty() || image.find('\0') != std::string::npos) {
+    if (source.kind == ModuleSource::Kind::kPtx) {
+      *failure = Failure::Format("PTX text must be non-empty and hold no NUL character", "");
+      return nullptr;
+    }
+  }
+  if (!cubin && (image.empty() || image.back() != '\0')) image.push_back('\0');  // PTX is NUL-terminated
+  if (!context.bound(failure)) return nullptr;
+  CUmodule module = nullptr;
+  CUresult result = context.api->cuModuleLoadData(&module, image.data());
+  if (result != CUDA_SUCCESS) {
+    std::string why = ResultText(*context.api, result);
+    *failure = Failure::Format("the CUDA driver does not load the module (cuModuleLoadData: " + why + ")" +
+                                   (result == 222 ? ": the PTX is newer than this driver; compile for its CUDA version"
+                                                  : ""),
+                               why);
+    return nullptr;
+  }
+  return std::make_unique<CudaModule>(context, module);
+}
+
+}  // namespace nuvec

@@ -1,0 +1,47 @@
+// CUDA modules and kernels (cuda_modules.cc), for cuda_streams.cc.
+#ifndef NUVEC_CUDA_MODULES_H_
+#define NUVEC_CUDA_MODULES_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_streams.h"
+
+namespace nuvec {
+
+// A kernel of a CudaModule: its function and declared parameter kinds.
+class CudaKernel final : public Kernel {
+ public:
+  CudaKernel(std::string name, std::vector<ParameterKind> parameters, cuda::CUfunction function)
+      : name_(std::move(name)), parameters_(std::move(parameters)), function_(function) {}
+  const std::string& name() const override { return name_; }
+  const std::vector<ParameterKind>& parameters() const override { return parameters_; }
+  cuda::CUfunction function() const { return function_; }
+
+ private:
+  std::string name_;
+  std::vector<ParameterKind> parameters_;
+  cuda::CUfunction function_;
+};
+
+// A loaded module (cuModuleLoadData); unloaded on destruction once the device has run what was queued.
+class CudaModule final : public Module {
+ public:
+  CudaModule(const CudaDeviceContext& context, cuda::CUmodule module) : context_(context), module_(module) {}
+  ~CudaModule() override;
+  Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) override;
+
+ private:
+  CudaDeviceContext context_;
+  cuda::CUmodule module_;
+  std::vector<std::unique_ptr<CudaKernel>> kernels_;
+};
+
+// Loads a module from PTX (kPtx) or CUDA C source (kCudaSource, compiled with NVRTC). kFormat for source
+// that does not compile (the log in the failure) or an image the driver does not load.
+std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const ModuleSource& source, Failure* failure);
+
+}  // namespace nuvec
+
+#endif  // NUVEC_CUDA_MODULES_H_

@@ -1,0 +1,385 @@
+// Streams and events on CUDA (cuda_streams.h). Every call makes the device's primary context current first
+// (as the platform's memory calls do), enqueues, and returns; refusals enqueue nothing.
+//
+//  - write: the bytes go into a pinned staging block (cuMemAllocHost) and from there with cuMemcpyHtoDAsync;
+//    an event recorded after the copy frees the block for reuse. Writes above kStagedLimit go from the
+//    caller's bytes (pageable): the driver stages them itself before cuMemcpyHtoDAsync returns.
+//  - read: cuMemcpyDtoHAsync into a staging block, then a host function (cuLaunchHostFunc) copies the bytes
+//    into the caller's target, in stream order, so an event or notify after it sees them there.
+//  - notify: a host function calling `done`.
+#include "cuda_streams.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_modules.h"
+
+namespace nuvec {
+
+using namespace cuda;
+
+CUresult CudaDeviceContext::bind() const {
+  CUcontext current = nullptr;
+  if (api->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context) return CUDA_SUCCESS;
+  return api->cuCtxSetCurrent(context);
+}
+
+bool CudaDeviceContext::bound(Failure* failure) const {
+  CUresult result = bind();
+  return result == CUDA_SUCCESS || refused("cuCtxSetCurrent", result, failure);
+}
+
+bool CudaDeviceContext::refused(const char* call, CUresult result, Failure* failure) const {
+  *failure = Failure::Driver(call, result, ResultName(*api, result), std::string(call) + " failed: " + ResultText(*api, result));
+  return false;
+}
+
+namespace {
+
+// Writes up to this size go through pinned staging; larger ones from the caller's bytes.
+constexpr size_t kStagedLimit = 16u << 20;
+// Staging blocks kept for reuse once their copies completed, in bytes; a completed block past it is freed.
+constexpr size_t kStagingKept = 64u << 20;
+constexpr size_t kStagingMinimum = 64u << 10;
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent(const CudaDeviceContext& context, CUevent event) : context_(context), event_(event) {}
+  ~CudaEvent() override {
+    // The driver frees a pending event's resources once it completes.
+    context_.bind();
+    context_.api->cuEventDestroy(event_);
+  }
+  bool query(Failure* failure) override {
+    if (!context_.bound(failure)) return false;
+    CUresult result = context_.api->cuEventQuery(event_);
+    if (result == CUDA_SUCCESS) return true;
+    if (result != CUDA_ERROR_NOT_READY) context_.refused("cuEventQuery", result, failure);
+    return false;
+  }
+  bool synchronize(Failure* failure) override {
+    if (!context_.bound(failure)) return false;
+    CUresult result = context_.api->cuEventSynchronize(event_);
+    return result == CUDA_SUCCESS || context_.refused("cuEventSynchronize", result, failure);
+  }
+  CUevent event() const { return event_; }
+
+ private:
+  CudaDeviceContext context_;
+  CUevent event_;
+};
+
+// One pinned block and the event after the last copy that used it.
+struct StagingBlock {
+  void* host = nullptr;
+  size_t size = 0;
+  CUevent done = nullptr;
+  bool used = false;  // `done` was recorded: free once it completed
+};
+
+// A read's copy-out, run by a host function on the driver's callback thread (no driver calls there).
+struct CopyOut {
+  const void* from;
+  void* to;
+  size_t bytes;
+};
+
+void RunCopyOut(void* data) {
+  auto* copy = static_cast<CopyOut*>(data);
+  std::memcpy(copy->to, copy->from, copy->bytes);
+  delete copy;
+}
+
+void RunDone(void* data) {
+  auto* done = static_cast<std::function<void(const Failure&)>*>(data);
+  (*done)(Failure());
+  delete done;
+}
+
+class CudaStream final : public Stream {
+ public:
+  CudaStream(const CudaDeviceContext& context, CUstream stream) : context_(context), stream_(stream) {}
+
+  ~CudaStream() override {
+    const DriverApi& api = *context_.api;
+    context_.bind();
+    // Its work runs to the end first: staging blocks and host functions' targets are in use until then.
+    api.cuStreamSynchronize(stream_);
+    for (StagingBlock& block : blocks_) {
+      api.cuEventDestroy(block.done);
+      api.cuMemFreeHost(block.host);
+    }
+    api.cuStreamDestroy(stream_);
+  }
+
+  bool launch(Kernel* kernel, const LaunchShape& shape, const std::vector<KernelArgument>& args,
+              Failure* failure) override {
+    auto* cudaKernel = static_cast<CudaKernel*>(kernel);
+    const std::vector<ParameterKind>& parameters = cudaKernel->parameters();
+    if (args.size() != parameters.size()) {
+      *failure = Failure::Argument("kernel \"" + cudaKernel->name() + "\" takes " + std::to_string(parameters.size()) +
+                                   " arguments, got " + std::to_string(args.size()));
+      return false;
+    }
+    std::vector<uint64_t> values(args.size());
+    std::vector<void*> pointers(args.size());
+    for (size_t index = 0; index < args.size(); index += 1) {
+      const KernelArgument& argument = args[index];
+      if (argument.kind != parameters[index]) {
+        *failure = Failure::Argument("argument " + std::to_string(index) + " of kernel \"" + cudaKernel->name() +
+                                     "\" is not of its declared kind");
+        return false;
+      }
+      if (argument.kind == ParameterKind::kBuffer) {
+        uint64_t device = argument.allocation != nullptr ? argument.allocation->devicePointer() : 0;
+        if (device == 0) {
+          *failure = Failure::Argument("argument " + std::to_string(index) +
+                                       " has no device address (a mapped file is one only while it is wired)");
+          return false;
+        }
+        values[index] = device + argument.offset;
+      } else {
+        values[index] = argument.bits;  // a 4-byte kind in the low half: the driver reads 4 bytes (little-endian)
+      }
+      pointers[index] = &values[index];
+    }
+    if (!context_.bound(failure)) return false;
+    CUresult result = context_.api->cuLaunchKernel(
+        cudaKernel->function(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
+        shape.block[2], shape.sharedBytes, stream_, pointers.empty() ? nullptr : pointers.data(), nullptr);
+    if (result == CUDA_ERROR_INVALID_VALUE) {
+      *failure = Failure::Argument("cuLaunchKernel refused the launch of \"" + cudaKernel->name() +
+                                   "\" (" + ResultText(*context_.api, result) +
+                                   "): a block of more threads, or more shared memory, than the kernel can have");
+      return false;
+    }
+    return result == CUDA_SUCCESS || context_.refused("cuLaunchKernel", result, failure);
+  }
+
+  bool write(Allocation* target, size_t offset, std::vector<uint8_t> bytes, Failure* failure) override {
+    if (bytes.empty()) return true;
+    uint64_t device = 0;
+    if (!deviceOf(target, "the target", &device, failure) || !context_.bound(failure)) return false;
+    const DriverApi& api = *context_.api;
+    if (bytes.size() > kStagedLimit) {
+      CUresult result = api.cuMemcpyHtoDAsync(device + offset, bytes.data(), bytes.size(), stream_);
+      return result == CUDA_SUCCESS || context_.refused("cuMemcpyHtoDAsync", result, failure);
+    }
+    StagingBlock* block = acquire(bytes.size(), failure);
+    if (block == nullptr) return false;
+    std::memcpy(block->host, bytes.data(), bytes.size());
+    CUresult result = api.cuMemcpyHtoDAsync(device + offset, block->host, bytes.size(), stream_);
+    if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyHtoDAsync", result, failure);
+    return settle(block, failure);
+  }
+
+  bool read(Allocation* source, size_t offset, size_t length, uint8_t* target, Failure* failure) override {
+    if (length == 0) return true;
+    const DriverApi& api = *context_.api;
+    uint64_t device = source->devicePointer();
+    if (device == 0 && source->data() != nullptr) {
+      // A mapped file the device cannot address: its bytes are the CPU's, copied once the stream got here.
+      if (!context_.bound(failure)) return false;
+      auto* copy = new CopyOut{static_cast<const uint8_t*>(source->data()) + offset, target, length};
+      CUresult result = api.cuLaunchHostFunc(stream_, RunCopyOut, copy);
+      if (result != CUDA_SUCCESS) {
+        delete copy;
+        return context_.refused("cuLaunchHostFunc", result, failure);
+      }
+      return true;
+    }
+    if (!deviceOf(source, "the source", &device, failure) || !context_.bound(failure)) return false;
+    StagingBlock* block = acquire(length, failure);
+    if (block == nullptr) return false;
+    CUresult result = api.cuMemcpyDtoHAsync(block->host, device + offset, length, stream_);
+    if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyDtoHAsync", result, failure);
+    auto* copy = new CopyOut{block->host, target, length};
+    result = api.cuLaunchHostFunc(stream_, RunCopyOut, copy);
+    if (result != CUDA_SUCCESS) {
+      delete copy;
+      // The DtoH is queued and the block is its target: it stays in use until the stream passes it.
+      settle(block, failure);
+      return context_.refused("cuLaunchHostFunc", result, failure);
+    }
+    return settle(block, failure);
+  }
+
+  bool copy(Allocation* target, size_t targetOffset, Allocation* source, size_t sourceOffset, size_t length,
+            Failure* failure) override {
+    if (length == 0) return true;
+    uint64_t to = 0;
+    if (!deviceOf(target, "the target", &to, failure) || !context_.bound(failure)) return false;
+    const DriverApi& api = *context_.api;
+    uint64_t from = source->devicePointer();
+    if (from == 0 && source->data() != nullptr) {
+      // A mapped file that is not registered: from its pages (pageable; the driver stages them).
+      CUresult result = api.cuMemcpyHtoDAsync(to + targetOffset, static_cast<const uint8_t*>(source->data()) + sourceOffset,
+                                              length, stream_);
+      return result == CUDA_SUCCESS || context_.refused("cuMemcpyHtoDAsync", result, failure);
+    }
+    if (!deviceOf(source, "the source", &from, failure)) return false;
+    CUresult result = api.cuMemcpyDtoDAsync(to + targetOffset, from + sourceOffset, length, stream_);
+    return result == CUDA_SUCCESS || context_.refused("cuMemcpyDtoDAsync", result, failure);
+  }
+
+  std::unique_ptr<Event> record(Failure* failure) override {
+    if (!context_.bound(failure)) return nullptr;
+    const DriverApi& api = *context_.api;
+    CUevent event = nullptr;
+    CUresult result = api.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
+    if (result != CUDA_SUCCESS) {
+      context_.refused("cuEventCreate", result, failure);
+      return nullptr;
+    }
+    result = api.cuEventRecord(event, stream_);
+    if (result != CUDA_SUCCESS) {
+      api.cuEventDestroy(event);
+      context_.refused("cuEventRecord", result, failure);
+      return nullptr;
+    }
+    return std::make_unique<CudaEvent>(context_, event);
+  }
+
+  bool wait(Event* event, Failure* failure) override {
+    if (!context_.bound(failure)) return false;
+    CUresult result = context_.api->cuStreamWaitEvent(stream_, static_cast<CudaEvent*>(event)->event(), 0);
+    return result == CUDA_SUCCESS || context_.refused("cuStreamWaitEvent", result, failure);
+  }
+
+  bool notify(std::function<void(const Failure&)> done, Failure* failure) override {
+    if (!context_.bound(failure)) return false;
+    auto* callback = new std::function<void(const Failure&)>(std::move(done));
+    CUresult result = context_.api->cuLaunchHostFunc(stream_, RunDone, callback);
+    if (result != CUDA_SUCCESS) {
+      delete callback;
+      return context_.refused("cuLaunchHostFunc", result, failure);
+    }
+    return true;
+  }
+
+  bool synchronize(Failure* failure) override {
+    if (!context_.bound(failure)) return false;
+    CUresult result = context_.api->cuStreamSynchronize(stream_);
+    return result == CUDA_SUCCESS || context_.refused("cuStreamSynchronize", result, failure);
+  }
+
+ private:
+  // The device address of device memory or a wired mapped file; an argument failure for memory without one.
+  bool deviceOf(Allocation* allocation, const char* what, uint64_t* device, Failure* failure) const {
+    *device = allocation->devicePointer();
+    if (*device != 0) return true;
+    *failure = Failure::Argument(std::string(what) + " has no device address (a mapped file is one only while it is wired)");
+    return false;
+  }
+
+  // A staging block of at least `bytes` whose last copy has completed: reused, or made (cuMemAllocHost).
+  StagingBlock* acquire(size_t bytes, Failure* failure) {
+    const DriverApi& api = *context_.api;
+    StagingBlock* fit = nullptr;
+    size_t kept = 0;
+    for (size_t index = 0; index < blocks_.size();) {
+      StagingBlock& block = blocks_[index];
+      bool free = !block.used || api.cuEventQuery(block.done) == CUDA_SUCCESS;
+      if (free) block.used = false;
+      if (free && fit == nullptr && block.size >= bytes) {
+        fit = &block;
+      } else if (free && kept + block.size > kStagingKept) {
+        api.cuEventDestroy(block.done);
+        api.cuMemFreeHost(block.host);
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(index));
+        fit = nullptr;  // pointers into blocks_ moved: look again
+        index = 0;
+        kept = 0;
+        continue;
+      } else {
+        kept += block.size;
+      }
+      index += 1;
+    }
+    if (fit != nullptr) return fit;
+    StagingBlock block;
+    block.size = kStagingMinimum;
+    while (block.size < bytes) block.size *= 2;
+    CUresult result = api.cuMemAllocHost(&block.host, block.size);
+    if (result != CUDA_SUCCESS) {
+      *failure = Failure::Allocation("cuMemAllocHost of " + std::to_string(block.size) +
+                                     " bytes of pinned staging failed: " + ResultText(api, result));
+      return nullptr;
+    }
+    result = api.cuEventCreate(&block.done, CU_EVENT_DISABLE_TIMING);
+    if (result != CUDA_SUCCESS) {
+      api.cuMemFreeHost(block.host);
+      context_.refused("cuEventCreate", result, failure);
+      return nullptr;
+    }
+    blocks_.push_back(block);
+    return &blocks_.back();
+  }
+
+  // Marks the block in use until the stream has passed what was just enqueued. When the event cannot be
+  // recorded, the stream is waited for instead (the block is then free again).
+  bool settle(StagingBlock* block, Failure* failure) {
+    CUresult result = context_.api->cuEventRecord(block->done, stream_);
+    if (result == CUDA_SUCCESS) {
+      block->used = true;
+      return true;
+    }
+    context_.api->cuStreamSynchronize(stream_);
+    block->used = false;
+    return context_.refused("cuEventRecord", result, failure);
+  }
+
+  CudaDeviceContext context_;
+  CUstream stream_;
+  std::vector<StagingBlock> blocks_;
+};
+
+class CudaStreamPlatform final : public StreamPlatform {
+ public:
+  explicit CudaStreamPlatform(const CudaDeviceContext& context) : context_(context) {}
+
+  std::unique_ptr<Stream> newStream(Failure* failure) override {
+    if (!context_.bound(failure)) return nullptr;
+    CUstream stream = nullptr;
+    CUresult result = context_.api->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+    if (result != CUDA_SUCCESS) {
+      context_.refused("cuStreamCreate", result, failure);
+      return nullptr;
+    }
+    return std::make_unique<CudaStream>(context_, stream);
+  }
+
+  std::unique_ptr<Module> loadModule(const ModuleSource& source, Failure* failure) override {
+    return LoadCudaModule(context_, source, failure);
+  }
+
+ private:
+  CudaDeviceContext context_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamPlatform> CreateCudaStreamPlatform(const DriverApi* api, CUdevice device, CUcontext context,
+                                                         Failure* failure) {
+  if (!HasStreams(*api)) {
+    *failure = Failure::Driver("dlsym", 0, "CUDA_ERROR_NOT_SUPPORTED",
+                               "this CUDA driver lacks streams' entry points (cuLaunchHostFunc: CUDA 10 or later)");
+    return nullptr;
+  }
+  CudaDeviceContext deviceContext;
+  deviceContext.api = api;
+  deviceContext.device = device;
+  deviceContext.context = context;
+  CUresult result = api->cuDeviceGetAttribute(&deviceContext.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  if (result == CUDA_SUCCESS) {
+    result = api->cuDeviceGetAttribute(&deviceContext.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  }
+  if (result != CUDA_SUCCESS) {
+    deviceContext.refused("cuDeviceGetAttribute", result, failure);
+    return nullptr;
+  }
+  return std::make_unique<CudaStreamPlatform>(deviceContext);
+}
+
+}  // namespace nuvec
