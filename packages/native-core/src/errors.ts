@@ -1,6 +1,13 @@
 // What a native backend throws, each one of the family's kinds (`@nuvec/stats`) with its code: the addon's
 // plain errors become these in one place (addon/call.ts), the mock throws the same.
-import { ArgumentError, OutOfMemoryError, StateError, SystemCallError, UnsupportedError } from "@nuvec/stats";
+import {
+  ArgumentError,
+  FormatError,
+  OutOfMemoryError,
+  StateError,
+  SystemCallError,
+  UnsupportedError,
+} from "@nuvec/stats";
 
 /**
  * An object that only looks like the handle `operation` takes (`Object.create` of the class's prototype, a
@@ -46,4 +53,19 @@ export function allocationFailed(
 /** `contents()` of memory the CPU cannot address (CUDA device memory): copy with `read()`/`write()` instead. */
 export function notHostVisible(message: string): UnsupportedError {
   return new UnsupportedError("ERR_NUVEC_NOT_HOST_VISIBLE", message);
+}
+
+/**
+ * A module of kernels that cannot be loaded (`ERR_NUVEC_MODULE`): its source has no entry for this backend, or
+ * the entry does not compile or load. `log` (the compiler's or loader's text) is appended to the message and
+ * kept whole in the error's `log`.
+ */
+export function moduleError(message: string, log?: string): FormatError {
+  if (log === undefined || log === "") return new FormatError("ERR_NUVEC_MODULE", message);
+  return new FormatError("ERR_NUVEC_MODULE", `${message}:\n${log}`, { log });
+}
+
+/** `module.kernel(name)` of a name the module does not have (`ERR_NUVEC_KERNEL_NOT_FOUND`). */
+export function kernelNotFound(message: string): FormatError {
+  return new FormatError("ERR_NUVEC_KERNEL_NOT_FOUND", message);
 }

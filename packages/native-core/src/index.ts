@@ -14,7 +14,15 @@ export {
   checkViewLength,
   checkWriteSpan,
 } from "./arguments.js";
-export { allocationFailed, lookAlike, notHostVisible, releasedError, systemCallError } from "./errors.js";
+export {
+  allocationFailed,
+  kernelNotFound,
+  lookAlike,
+  moduleError,
+  notHostVisible,
+  releasedError,
+  systemCallError,
+} from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";
 export { KERNEL_PARAMETER_KINDS } from "./streams.js";

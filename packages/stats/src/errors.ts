@@ -55,7 +55,9 @@ export type FormatErrorCode =
   | "ERR_NUVEC_TRACE_NOT_A_FILE"
   | "ERR_NUVEC_TRACE_NOT_FOUND"
   | "ERR_NUVEC_TRACE_TOO_LARGE"
-  | "ERR_NUVEC_SAFETENSORS";
+  | "ERR_NUVEC_SAFETENSORS"
+  | "ERR_NUVEC_MODULE"
+  | "ERR_NUVEC_KERNEL_NOT_FOUND";
 
 /** Codes of {@link UnsupportedError}. */
 export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE" | "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT";
@@ -262,7 +264,9 @@ brand(NativeUnavailableError, "NativeUnavailableError");
  * A trace or checkpoint that cannot be read: a trace file missing, not a file, empty, corrupt, too large, or
  * with an impossible event (the codes `ERR_NUVEC_TRACE_CORRUPT` and its siblings); a malformed safetensors checkpoint
  * (`ERR_NUVEC_SAFETENSORS`). The message names the line or tensor and what is wrong; for a checkpoint,
- * `tensor` and `field` name them too.
+ * `tensor` and `field` name them too. A module of kernels that cannot be loaded (`ERR_NUVEC_MODULE`: no entry
+ * for this backend, a compile or load failure, the compiler's or loader's text in `log` and in the message), or
+ * a kernel name a module lacks (`ERR_NUVEC_KERNEL_NOT_FOUND`).
  */
 export class FormatError extends NuvecError<FormatErrorCode> {
   /** The checkpoint's tensor at fault, as its header names it (`ERR_NUVEC_SAFETENSORS`; absent for the file's own fields). */
@@ -273,15 +277,18 @@ export class FormatError extends NuvecError<FormatErrorCode> {
    * `"__metadata__"`, or `"file"` (the file changed while it was being mapped).
    */
   declare readonly field?: string;
+  /** A module that does not compile or load (`ERR_NUVEC_MODULE`): the compiler's or loader's log, whole. */
+  declare readonly log?: string;
 
   constructor(
     code: FormatErrorCode,
     message: string,
-    fields?: { tensor?: string; field?: string; cause?: unknown },
+    fields?: { tensor?: string; field?: string; log?: string; cause?: unknown },
   ) {
     super(code, message, fields);
     if (fields?.tensor !== undefined) this.tensor = fields.tensor;
     if (fields?.field !== undefined) this.field = fields.field;
+    if (fields?.log !== undefined) this.log = fields.log;
   }
 }
 brand(FormatError, "FormatError");
@@ -332,6 +339,8 @@ export const ERROR_CODES: Readonly<Record<string, readonly NuvecErrorCode[]>> = 
     "ERR_NUVEC_TRACE_NOT_FOUND",
     "ERR_NUVEC_TRACE_TOO_LARGE",
     "ERR_NUVEC_SAFETENSORS",
+    "ERR_NUVEC_MODULE",
+    "ERR_NUVEC_KERNEL_NOT_FOUND",
   ],
   UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE", "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT"],
 });
