@@ -21,7 +21,7 @@ function oneOfEach(from: typeof errors) {
   return {
     ArgumentError: new from.ArgumentError("bytes", "bad"),
     StateError: new from.StateError("ERR_NUVEC_BUFFER_FREED", "freed"),
-    OutOfMemoryError: new from.OutOfMemoryError("ERR_NUVEC_OUT_OF_MEMORY", "oom"),
+    OutOfMemoryError: new from.OutOfMemoryError("ERR_NUVEC_RESOURCE_LIMIT", "oom", { limit: 1 }),
     SystemCallError: new from.SystemCallError("open failed", {
       syscall: "open",
       errno: "ENOENT",
@@ -56,6 +56,7 @@ describe("the error family", () => {
       requested: 4,
       active: 1,
       mapped: 2,
+      quarantined: 0,
       limit: 3,
       cause,
     });
@@ -65,7 +66,7 @@ describe("the error family", () => {
       name: "OutOfMemoryError",
       message: "refused",
     });
-    expect(error).toMatchObject({ requested: 4, active: 1, mapped: 2, limit: 3, cause });
+    expect(error).toMatchObject({ requested: 4, active: 1, mapped: 2, quarantined: 0, limit: 3, cause });
     const argument = new ArgumentError("bytes", "too large", {
       code: "ERR_NUVEC_BUFFER_TOO_LARGE",
       requested: 9,

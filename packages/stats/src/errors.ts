@@ -156,14 +156,52 @@ export class StateError extends NuvecError<StateErrorCode> {}
 brand(StateError, "StateError");
 
 /**
+ * The fields each code of {@link OutOfMemoryError} carries: every refusal nuvec makes sets them all, and the
+ * constructor asks for them by code. `error instanceof OutOfMemoryError` narrows to the union of the codes,
+ * so `error.code === "ERR_NUVEC_OUT_OF_MEMORY"` then makes `error.active` a `number`.
+ */
+export interface OutOfMemoryErrorFields {
+  /** The memory limit: the request, the figures it was added to, and the limit. */
+  ERR_NUVEC_OUT_OF_MEMORY: {
+    requested: number;
+    active: number;
+    mapped: number;
+    quarantined: number;
+    limit: number;
+  };
+  /** The device's resource limit: how many live buffers and mapped files it allows. */
+  ERR_NUVEC_RESOURCE_LIMIT: { limit: number };
+  /** A backend got no buffer from the system: the bytes it asked for. */
+  ERR_NUVEC_ALLOCATION_FAILED: { requested: number };
+  /** The allocator's retry failed too: the bytes asked for, and the backend's error as `cause`. */
+  ERR_NUVEC_SYSTEM_ALLOCATION_FAILED: { requested: number; cause: unknown };
+}
+
+/** What an {@link OutOfMemoryError} of code `C` holds beyond the class's own members: its code and fields. */
+export type OutOfMemoryErrorOf<C extends OutOfMemoryErrorCode> = { readonly code: C } & Readonly<
+  OutOfMemoryErrorFields[C]
+>;
+
+/**
+ * Every code of {@link OutOfMemoryError} with its fields, one member per code: what `instanceof` narrows an
+ * error to (intersected with the class), so that comparing `code` narrows the fields.
+ */
+export type OutOfMemoryErrorByCode = {
+  [C in OutOfMemoryErrorCode]: OutOfMemoryErrorOf<C>;
+}[OutOfMemoryErrorCode];
+
+/**
  * Memory refused: a request past the hard memory limit (`ERR_NUVEC_OUT_OF_MEMORY`, with `requested`,
  * `active`, `mapped`, `quarantined`, `limit`), past the device's resource limit (`ERR_NUVEC_RESOURCE_LIMIT`, `limit`), or a
- * system that gave no buffer (`ERR_NUVEC_ALLOCATION_FAILED` from a backend, which the allocator retries once
- * after releasing its cache; `ERR_NUVEC_SYSTEM_ALLOCATION_FAILED` when the retry failed too, the backend's
- * error as `cause`). Nothing changed but the cache the retry released.
+ * system that gave no buffer (`ERR_NUVEC_ALLOCATION_FAILED` from a backend, `requested`, which the allocator
+ * retries once after releasing its cache; `ERR_NUVEC_SYSTEM_ALLOCATION_FAILED` when the retry failed too,
+ * `requested` and the backend's error as `cause`). Nothing changed but the cache the retry released.
+ *
+ * The fields are typed by code ({@link OutOfMemoryErrorFields}): after `error instanceof OutOfMemoryError`,
+ * `error.code === "ERR_NUVEC_OUT_OF_MEMORY"` makes `active`, `mapped`, `quarantined` and `limit` numbers.
  */
 export class OutOfMemoryError extends NuvecError<OutOfMemoryErrorCode> {
-  /** Bytes the refused request asked for (a size class, or a mapping's charged bytes). */
+  /** Bytes the refused request asked for (a size class, or a mapping's charged bytes); all but `ERR_NUVEC_RESOURCE_LIMIT`. */
   readonly requested?: number;
   /** `active` when the request was refused (`ERR_NUVEC_OUT_OF_MEMORY`). */
   readonly active?: number;
@@ -174,6 +212,30 @@ export class OutOfMemoryError extends NuvecError<OutOfMemoryErrorCode> {
   /** The limit that refused it (`ERR_NUVEC_OUT_OF_MEMORY`, `ERR_NUVEC_RESOURCE_LIMIT`). */
   readonly limit?: number;
 
+  /** The memory limit refused `requested` bytes with `active + mapped + quarantined` counted. */
+  constructor(
+    code: "ERR_NUVEC_OUT_OF_MEMORY",
+    message: string,
+    fields: OutOfMemoryErrorFields["ERR_NUVEC_OUT_OF_MEMORY"] & { cause?: unknown },
+  );
+  /** The device's resource limit refused one more buffer or mapped file. */
+  constructor(
+    code: "ERR_NUVEC_RESOURCE_LIMIT",
+    message: string,
+    fields: OutOfMemoryErrorFields["ERR_NUVEC_RESOURCE_LIMIT"] & { cause?: unknown },
+  );
+  /** A backend got no buffer of `requested` bytes from the system (`cause`: the system's error, if any). */
+  constructor(
+    code: "ERR_NUVEC_ALLOCATION_FAILED",
+    message: string,
+    fields: OutOfMemoryErrorFields["ERR_NUVEC_ALLOCATION_FAILED"] & { cause?: unknown },
+  );
+  /** The system failed twice for `requested` bytes; `cause` is the backend's last error. */
+  constructor(
+    code: "ERR_NUVEC_SYSTEM_ALLOCATION_FAILED",
+    message: string,
+    fields: OutOfMemoryErrorFields["ERR_NUVEC_SYSTEM_ALLOCATION_FAILED"],
+  );
   constructor(
     code: OutOfMemoryErrorCode,
     message: string,
@@ -192,6 +254,20 @@ export class OutOfMemoryError extends NuvecError<OutOfMemoryErrorCode> {
     if (fields?.mapped !== undefined) this.mapped = fields.mapped;
     if (fields?.quarantined !== undefined) this.quarantined = fields.quarantined;
     if (fields?.limit !== undefined) this.limit = fields.limit;
+  }
+
+  /**
+   * `value instanceof OutOfMemoryError` (or a class of your own extending it): decided as for every kind, by
+   * the brands (see {@link NuvecError}); typed so that the error's `code` then narrows its fields.
+   */
+  static override [Symbol.hasInstance]<T>(
+    this: abstract new (
+      ...args: never[]
+    ) => T,
+    value: unknown,
+  ): value is T & OutOfMemoryErrorByCode {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of `instanceof`.
+    return isInstanceOf(this, value);
   }
 }
 brand(OutOfMemoryError, "OutOfMemoryError");
