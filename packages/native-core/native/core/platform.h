@@ -55,6 +55,7 @@ struct WiringCounters {
 };
 
 class ResidencySet;
+class StreamPlatform;  // streams.h
 
 // What the platform really gave back to the system, counted in its own free and unmap paths (the host's
 // free/munmap, Metal's last release of a buffer and a mapped file's deallocator block), not where the
@@ -220,6 +221,13 @@ class Platform {
   std::shared_ptr<FreedCounters> freed = std::make_shared<FreedCounters>();
   // Advice for the last wiring failure of any set, or "".
   virtual std::string lastWiringError() const = 0;
+  // Streams, events and modules of kernels (streams.h): the layer's StreamPlatform, owned by the platform
+  // and living as long as it, or nullptr where it has none (the default); `why` then says why not (the
+  // binding's ERR_NUVEC_NATIVE_UNAVAILABLE message).
+  virtual StreamPlatform* streams(std::string* why) {
+    *why = "the " + facts().platform + " backend has no streams in this build";
+    return nullptr;
+  }
 };
 
 // Shared POSIX helper for every layer: open + fstat + mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE) of a whole
