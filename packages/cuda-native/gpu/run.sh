@@ -20,8 +20,8 @@
 # checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
 CARRY=$(cd "${1:?usage: run.sh CARRY_DIR [STAGES]}" && pwd)
-# Which stages to run (comma-separated; default all): probe, tests, populate, bench, torch, checkpoint.
-STAGES=",${2:-probe,tests,populate,bench,torch,checkpoint},"
+# Which stages to run (comma-separated; default all): probe, streams, tests, populate, bench, torch, checkpoint.
+STAGES=",${2:-probe,streams,tests,populate,bench,torch,checkpoint},"
 stage() { [[ "$STAGES" == *",$1,"* ]]; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 PACKAGE=$(dirname "$HERE")
@@ -85,6 +85,16 @@ bounded 10 "register anon 256 MiB ro" "$WORK/register_probe" anon 268435456 ro
 bounded 10 "register /dev/shm file 3 MiB ro" "$WORK/register_probe" /dev/shm/nuvec-probe-1 3145728 ro
 bounded 10 "register /dev/shm file 3 MiB rw" "$WORK/register_probe" /dev/shm/nuvec-probe-2 3145728 rw
 bounded 10 "register /tmp file 3 MiB ro" "$WORK/register_probe" /tmp/nuvec-probe-3 3145728 ro
+fi
+
+if stage streams; then
+echo "== streams in C++ (gpu/streams_probe.cc): NVRTC, launches, copies, events, refusals, teardown"
+ls -d /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null
+python3 -c 'import glob, site; print("\n".join(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/*/lib/libnvrtc.so*")))' 2>/dev/null
+g++ -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter -I"$PACKAGE/native/native-core" -I"$PACKAGE/native" \
+  "$HERE/streams_probe.cc" "$PACKAGE"/native/cuda/*.cc "$PACKAGE/native/native-core/core/posix.cc" \
+  "$PACKAGE/native/native-core/core/wiring_residency_set.cc" -ldl -lpthread -o "$WORK/streams_probe" || exit 1
+bounded 60 "streams probe" "$WORK/streams_probe"
 fi
 
 if stage tests; then
