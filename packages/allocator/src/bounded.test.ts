@@ -1,5 +1,5 @@
-import { PAGE } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
+import type { TestBuffer } from "../test/support.js";
 import { KiB, MiB, TestSource, thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
 import {
@@ -9,7 +9,6 @@ import {
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";
 import { ROUNDED_ABOVE } from "./policy.js";
-import type { TestBuffer } from "../test/support.js";
 
 function make(policy: AllocatorPolicy, options: AllocatorOptions<TestBuffer> = {}) {
   const source = new TestSource({ workingSet: 1024 * MiB, memorySize: 2048 * MiB });
@@ -141,7 +140,9 @@ describe("the bounded policy", () => {
     const { allocator } = make("bounded", { memoryLimit: 16 * MiB });
     allocator.free(allocator.malloc(10 * MiB));
     const lent = allocator.malloc(1 * MiB); // lent the 10 MiB buffer
-    expect(() => allocator.malloc(8 * MiB)).toThrow(expect.objectContaining({ code: "ERR_NUVEC_OUT_OF_MEMORY" }));
+    expect(() => allocator.malloc(8 * MiB)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_OUT_OF_MEMORY" }),
+    );
     allocator.free(lent);
     expect(allocator.malloc(1 * MiB).allocatedLength).toBe(10 * MiB); // lent again
   });
@@ -224,11 +225,14 @@ describe("the bounded policy's release orders", () => {
 
   it("a release order outside the three is refused, with nothing made", () => {
     const source = new TestSource();
-    expect(thrown(() => new CachingAllocator(source, { boundedRelease: "random" as "largest" }))).toMatchObject({
+    expect(
+      thrown(() => new CachingAllocator(source, { boundedRelease: "random" as "largest" })),
+    ).toMatchObject({
       name: "ArgumentError",
       code: "ERR_NUVEC_INVALID_ARGUMENT",
       argument: "boundedRelease",
-      message: 'new CachingAllocator(): boundedRelease must be "fitting", "least-recent" or "largest", got "random"',
+      message:
+        'new CachingAllocator(): boundedRelease must be "fitting", "least-recent" or "largest", got "random"',
     });
     expect(source.acquired).toEqual([]);
   });

@@ -22,51 +22,71 @@ const bytes = fc.oneof(
   { arbitrary: fc.integer({ min: 1, max: 3 * MiB }), weight: 2 },
   { arbitrary: fc.constantFrom(256, 512, 768, PAGE, 2 * PAGE, 3 * PAGE, 1 * MiB), weight: 3 },
 );
-const operation: fc.Arbitrary<Operation> = fc.oneof(
-  { arbitrary: bytes.map((value) => ({ kind: "malloc" as const, bytes: value })), weight: 10 },
-  { arbitrary: fc.nat().map((pick) => ({ kind: "free" as const, pick })), weight: 8 },
+// Few, large lengths (above the bounded policy's rounding threshold, most of them past the slack of one
+// another): the bound releases on most misses, loans and the release orders' choices happen often.
+const largeBytes = fc.oneof(
+  { arbitrary: fc.integer({ min: 200 * 1024, max: 2 * MiB }), weight: 1 },
   {
-    arbitrary: fc
-      .integer({ min: 0, max: 2 * MiB })
-      .map((length) => ({ kind: "addMapping" as const, length })),
-    weight: 1,
+    arbitrary: fc.constantFrom(256 * 1024, 300 * 1024, 640 * 1024, 1 * MiB, 1536 * 1024, 2 * MiB),
+    weight: 2,
   },
-  { arbitrary: fc.nat().map((pick) => ({ kind: "removeMapping" as const, pick })), weight: 1 },
-  {
-    arbitrary: fc
-      .integer({ min: 0, max: 8 * MiB })
-      .map((value) => ({ kind: "setMemoryLimit" as const, bytes: value })),
-    weight: 1,
-  },
-  {
-    arbitrary: fc
-      .integer({ min: 0, max: 4 * MiB })
-      .map((value) => ({ kind: "setCacheLimit" as const, bytes: value })),
-    weight: 1,
-  },
-  { arbitrary: fc.constant({ kind: "resetPeak" as const }), weight: 1 },
-  { arbitrary: fc.constant({ kind: "clearCache" as const }), weight: 1 },
 );
+const operationsOf = (sizes: fc.Arbitrary<number>, scale: number): fc.Arbitrary<Operation> =>
+  fc.oneof(
+    { arbitrary: sizes.map((value) => ({ kind: "malloc" as const, bytes: value })), weight: 10 },
+    { arbitrary: fc.nat().map((pick) => ({ kind: "free" as const, pick })), weight: 8 },
+    {
+      arbitrary: fc
+        .integer({ min: 0, max: 2 * MiB * scale })
+        .map((length) => ({ kind: "addMapping" as const, length })),
+      weight: 1,
+    },
+    { arbitrary: fc.nat().map((pick) => ({ kind: "removeMapping" as const, pick })), weight: 1 },
+    {
+      arbitrary: fc
+        .integer({ min: 0, max: 8 * MiB * scale })
+        .map((value) => ({ kind: "setMemoryLimit" as const, bytes: value })),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .integer({ min: 0, max: 4 * MiB * scale })
+        .map((value) => ({ kind: "setCacheLimit" as const, bytes: value })),
+      weight: 1,
+    },
+    { arbitrary: fc.constant({ kind: "resetPeak" as const }), weight: 1 },
+    { arbitrary: fc.constant({ kind: "clearCache" as const }), weight: 1 },
+  );
+// The device of each: W = 4 MiB (gcLimit 3984588, memoryLimit 6 MiB), small enough that every rule fires;
+// for the large sizes W = 64 MiB, so that the bounded policy's bound, not the GC limit, decides what goes.
+const workloads = {
+  mixed: { operations: operationsOf(bytes, 1), scale: 1 },
+  large: { operations: operationsOf(largeBytes, 16), scale: 16 },
+};
 
 describe.each([
-  ["mlx", "least-recent"],
-  ["bounded", "fitting"],
-  ["bounded", "least-recent"],
-  ["bounded", "largest"],
+  ["mlx", "least-recent", "mixed"],
+  ["bounded", "fitting", "mixed"],
+  ["bounded", "least-recent", "mixed"],
+  ["bounded", "largest", "mixed"],
+  ["mlx", "least-recent", "large"],
+  ["bounded", "fitting", "large"],
+  ["bounded", "least-recent", "large"],
+  ["bounded", "largest", "large"],
 ] as const)(
-  "properties of the %s policy (%s release) against a reference model",
-  (policy, boundedRelease) => {
+  "properties of the %s policy (%s release, %s sizes) against a reference model",
+  (policy, boundedRelease, sizes) => {
     it("every step gives the model's figures and keeps the invariants", () => {
       fc.assert(
         fc.property(
-          fc.array(operation, { minLength: 1, maxLength: 150 }),
+          fc.array(workloads[sizes].operations, { minLength: 1, maxLength: 150 }),
           fc.integer({ min: 4, max: 40 }),
           (operations, resourceLimit) => {
-            // W = 4 MiB: gcLimit 3984588, memoryLimit 6 MiB; small enough that every rule fires.
+            const scale = workloads[sizes].scale;
             const facts = {
-              workingSet: 4 * MiB,
-              memorySize: 8 * MiB,
-              maxBufferLength: 2 * MiB,
+              workingSet: 4 * MiB * scale,
+              memorySize: 8 * MiB * scale,
+              maxBufferLength: 2 * MiB * scale,
               resourceLimit,
               pageSize: PAGE,
             };
@@ -101,8 +121,13 @@ describe.each([
                   expected = expectation(outcome);
                   attempt(() => {
                     const allocation = allocator.malloc(step.bytes);
-                    if (outcome.ok && outcome.value !== undefined)
+                    if (outcome.ok && outcome.value !== undefined) {
+                      // The very buffer the model hands out (its ids count system buffers from 1, as the
+                      // source's serials from 0), and its length.
+                      expect(allocation.buffer!.serial + 1).toBe(outcome.value.id);
+                      expect(allocation.allocatedLength).toBe(outcome.value.length);
                       live.push({ allocation, id: outcome.value.id });
+                    }
                   });
                   if (result === "ok") expect(live.length).toBe(model.live.size);
                   break;
