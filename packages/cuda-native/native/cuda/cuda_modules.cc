@@ -29,8 +29,11 @@ CudaModule::~CudaModule() {
 }
 
 Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) {
+  // The same name and declaration give the same kernel (no declaration: the kernel of no parameters).
   for (const auto& known : kernels_) {
-    if (known->name() == name && (declared == nullptr || known->parameters() == *declared)) return known.get();
+    if (known->name() == name && (declared != nullptr ? known->parameters() == *declared : known->parameters().empty())) {
+      return known.get();
+    }
   }
   if (name.empty() || name.find('\0') != std::string::npos) {
     *failure = Failure::Argument("a kernel name is a non-empty string without NUL characters");
@@ -122,13 +125,15 @@ std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const M
       *failure = Failure::Format("the CUDA backend loads modules from CUDA C source or PTX only", "");
       return nullptr;
   }
-  if (image.empty() || image.find('\0') != std::string::npos) {
-    if (source.kind == ModuleSource::Kind::kPtx) {
-      *failure = Failure::Format("PTX text must be non-empty and hold no NUL character", "");
+  if (!cubin) {
+    // PTX is text, handed to the driver NUL-terminated: one NUL at its end (NVRTC's PTX has it) is dropped.
+    while (!image.empty() && image.back() == '\0') image.pop_back();
+    if (image.empty() || image.find('\0') != std::string::npos) {
+      *failure = Failure::Format("PTX text must be non-empty and hold no NUL character before its end", "");
       return nullptr;
     }
+    image.push_back('\0');
   }
-  if (!cubin && (image.empty() || image.back() != '\0')) image.push_back('\0');  // PTX is NUL-terminated
   if (!context.bound(failure)) return nullptr;
   CUmodule module = nullptr;
   CUresult result = context.api->cuModuleLoadData(&module, image.data());

@@ -190,8 +190,12 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
   size_t mapGranularity() const override { return granularity_; }
   void clearCurrentContext() override { api_->cuCtxSetCurrent(nullptr); }
   void reserveNextBuffer(bool reserve) override { reserveNext_ = reserve; }
-  StreamPlatform* streams(Failure* failure) override {
-    if (streams_ == nullptr) streams_ = CreateCudaStreamPlatform(api_, device_, context_, failure);
+  StreamPlatform* streams(std::string* why) override {
+    if (streams_ == nullptr) {
+      Failure failure;
+      streams_ = CreateCudaStreamPlatform(api_, device_, context_, &failure);
+      if (streams_ == nullptr) *why = failure.message;
+    }
     return streams_.get();
   }
 

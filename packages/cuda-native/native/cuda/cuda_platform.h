@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "core/platform.h"
-#include "core/streams.h"
 
 namespace nuvec {
 
@@ -36,9 +35,8 @@ class CudaPlatformApi : public Platform {
   virtual bool unmapMemory(Allocation* space, size_t offset, size_t length, Failure* failure) = 0;
   // Makes no context current on the calling thread (tests: what a library popping its own context does).
   virtual void clearCurrentContext() = 0;
-  // The device's streams and modules (cuda_streams.h), made at the first call and kept with the platform;
-  // nullptr and a failure where the driver has no streams.
-  virtual StreamPlatform* streams(Failure* failure) = 0;
+  // streams(why) (platform.h): the device's streams and modules (cuda_streams.h), made at the first call
+  // and kept with the platform; nullptr and why where the driver has no streams.
 };
 
 // Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr
