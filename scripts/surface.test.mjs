@@ -20,7 +20,7 @@ function names(text) {
 const NATIVE = `
   BackendPlatform DeviceFacts HostMemoryHandle MetalMemoryHandle MockMemoryHandle NativeAllocation
   NativeBackend NativeBuffer NativeCounters NativeMappedFile NativeMemoryHandle NativeResidencySet
-  ArgumentError NativeUnavailableError NativeUnavailableReason NuvecError OutOfMemoryError StateError
+  ViewMechanism ArgumentError NativeUnavailableError NativeUnavailableReason NuvecError OutOfMemoryError StateError
   SystemCallError UnsupportedError
 `;
 const MOCK = names(`${NATIVE}
@@ -32,15 +32,15 @@ const APPROVED = {
   "@nuvec/stats": names(`
     ArgumentError ArgumentErrorCode ByteCountProblem ByteCountRange ERROR_CODES Fields FormatError
     FormatErrorCode FormatMemoryStatsOptions MEMORY_STATS_FIELDS MemoryStats NativeUnavailableError
-    NativeUnavailableReason NuvecError NuvecErrorCode OptionsSchema OutOfMemoryError OutOfMemoryErrorCode
-    PAGE Rule SMALL SchemaType StateError StateErrorCode SystemCallError Teardown UnsupportedError
+    NativeUnavailableReason NuvecError NuvecErrorCode OptionsSchema OutOfMemoryError OutOfMemoryErrorByCode
+    OutOfMemoryErrorCode OutOfMemoryErrorFields OutOfMemoryErrorOf PAGE Rule SMALL SchemaType StateError StateErrorCode SystemCallError Teardown UnsupportedError
     UnsupportedErrorCode allocationSize assertByteCount byteCountProblem checkArgument describeValue
     emptyMemoryStats formatBytes formatMemoryStats mappingSize optionsSchema printable rules
   `),
   "@nuvec/allocator": names(`
     ALLOCATION_FAILED_CODE ALLOCATOR_POLICIES Allocation AllocatorCounters AllocatorOptions AllocatorPolicy
-    ArgumentError BoundedRelease BufferSource CachingAllocator CountingBufferSource CountingMappingSource
-    DEFAULT_POLICY DEFAULT_RESERVE_RATIO EXPANDABLE_SEGMENT_DEFAULTS FormatError Mapping MappingSource
+    ArgumentError BOUNDED_RELEASES BoundedRelease BufferSource CachingAllocator CountingBufferSource CountingMappingSource
+    DEFAULT_BOUNDED_RELEASE DEFAULT_POLICY DEFAULT_RESERVE_RATIO EXPANDABLE_SEGMENT_DEFAULTS FormatError Mapping MappingSource
     NuvecError OutOfMemoryError ReplayOptions ReplayResult SEGMENT_DEFAULTS SEGMENT_OPTIONS_RULE SegmentOptions StateError Trace
     TraceAllocate TraceAllocatorSetup TraceClearCache TraceEvent TraceFree TraceHeader TraceIdMap TraceLimit
     TraceMap TraceOpening TraceRecorder TraceReplay TraceResetPeak TraceUnmap TraceValidator
@@ -67,11 +67,12 @@ const APPROVED = {
     NativeBinaryCheck checkNativeBinary nativeBinaryDefect
   `),
   "@nuvec/device": names(`
-    AllocatorPolicy ArgumentError BoundedRelease Device DeviceBuffer DeviceCounters DeviceInfo
+    ALLOCATOR_POLICIES AllocatorPolicy ArgumentError BOUNDED_RELEASES BoundedRelease Device DeviceBuffer DeviceCounters DeviceInfo
     DeviceMemoryHandle DeviceNative DeviceOptions FormatError FormatMemoryStatsOptions FreeOptions
     MappedFile MappedSafetensors MemoryStats MetalOptions NativeUnavailableError NuvecError NuvecErrorCode
-    OutOfMemoryError SAFETENSORS_DTYPE_BYTES SafetensorsHeader SafetensorsTensor StateError SystemCallError
-    Trace TraceEvent TraceHeader UnsupportedError emptyMemoryStats formatBytes formatMemoryStats
+    OutOfMemoryError OutOfMemoryErrorByCode OutOfMemoryErrorCode OutOfMemoryErrorFields OutOfMemoryErrorOf
+    SAFETENSORS_DTYPE_BYTES SafetensorsHeader SafetensorsTensor StateError SystemCallError
+    Trace TraceEvent TraceHeader UnsupportedError ViewMechanism emptyMemoryStats formatBytes formatMemoryStats
     mapSafetensors readSafetensorsHeader SafetensorsTensorData WriteSafetensorsOptions writeSafetensors
   `),
   "@nuvec/device/mock": MOCK,

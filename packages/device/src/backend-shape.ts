@@ -7,13 +7,19 @@
 // calls is a fair use): its `get` traps run once per member at open, never again. Only `lastWiringError`, a
 // message that changes as wiring fails, is read each time it is needed (and a throw there reads as no
 // message).
-import type { NativeBackend } from "@nuvec/metal-native";
+import type { NativeBackend, ViewMechanism } from "@nuvec/metal-native";
 import { ArgumentError, describeValue } from "@nuvec/stats";
 
 // Taken at load, as the Device's other intrinsics (environment.ts): a later patch cannot reroute its calls.
 const reflectApply = Reflect.apply;
 
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
+
+/** Every {@link ViewMechanism} an addon reports; a backend that says none (the mock) leaves it out. */
+const VIEW_MECHANISMS = Object.keys({ "backing-store": true, "node-api": true } satisfies Record<
+  ViewMechanism,
+  true
+>);
 
 /** How each member of a backend is read and checked. */
 type MemberKind =
@@ -25,6 +31,7 @@ type MemberKind =
   | "platform"
   | "boolean"
   | "optional boolean"
+  | "optional view mechanism"
   | "read when needed";
 
 /**
@@ -52,6 +59,7 @@ const MEMBERS: Readonly<Record<keyof NativeBackend, MemberKind>> = {
   attachResidencySet: "method",
   checkMetalDevice: "optional method",
   counters: "method",
+  viewMechanism: "optional view mechanism",
   lastWiringError: "read when needed",
 };
 
@@ -112,6 +120,14 @@ export function checkedBackend(backend: unknown): NativeBackend {
       shape[member] = value;
     } else if (kind === "string") {
       if (typeof value !== "string") throw bad(member, `must be a string, got ${describeValue(value)}`);
+      shape[member] = value;
+    } else if (kind === "optional view mechanism") {
+      if (!(VIEW_MECHANISMS as readonly unknown[]).includes(value)) {
+        throw bad(
+          member,
+          `must be one of ${VIEW_MECHANISMS.join(", ")} when given, got ${describeValue(value)}`,
+        );
+      }
       shape[member] = value;
     } else if (kind === "platform") {
       if (!(PLATFORMS as readonly unknown[]).includes(value)) {

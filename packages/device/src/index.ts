@@ -1,5 +1,15 @@
-// The allocator's names a Device user meets.
-export type { AllocatorPolicy, BoundedRelease, TraceEvent, TraceHeader } from "@nuvec/allocator";
+// The allocator's names a Device user meets: the `policy` and `boundedRelease` options' types and the lists
+// `Device.open` checks them against (readonly tuples, the default first), and the trace format.
+export {
+  ALLOCATOR_POLICIES,
+  type AllocatorPolicy,
+  BOUNDED_RELEASES,
+  type BoundedRelease,
+  type TraceEvent,
+  type TraceHeader,
+} from "@nuvec/allocator";
+// How the backend's addon makes views (`device.native.backend.viewMechanism`).
+export type { ViewMechanism } from "@nuvec/metal-native";
 // What a Device user needs to read its statistics and catch its errors, so that `npm install @nuvec/device`
 // is the whole install.
 export {
@@ -14,6 +24,10 @@ export {
   NuvecError,
   type NuvecErrorCode,
   OutOfMemoryError,
+  type OutOfMemoryErrorByCode,
+  type OutOfMemoryErrorCode,
+  type OutOfMemoryErrorFields,
+  type OutOfMemoryErrorOf,
   StateError,
   SystemCallError,
   UnsupportedError,

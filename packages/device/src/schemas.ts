@@ -2,7 +2,7 @@
 // each declaration is the check and makes the error messages, and `SchemaType` of it is the public options
 // type (schemas.test.ts compares them). The allocator checks its own options again; a Device reports an
 // option by the entry point it was given to.
-import { ALLOCATOR_POLICIES, SEGMENT_OPTIONS_RULE } from "@nuvec/allocator";
+import { ALLOCATOR_POLICIES, BOUNDED_RELEASES, SEGMENT_OPTIONS_RULE } from "@nuvec/allocator";
 import type { NativeBackend } from "@nuvec/metal-native";
 import { optionsSchema, type Rule, rules } from "@nuvec/stats";
 import { isTimerInterval, MAX_TIMER_MILLISECONDS } from "./options.js";
@@ -21,10 +21,10 @@ export const DEVICE_OPEN = optionsSchema("Device.open()", {
   memoryLimit: optional(byteCount()),
   cacheLimit: optional(byteCount()),
   wiredLimit: optional(byteCount()),
-  policy: optional(oneOf(ALLOCATOR_POLICIES as readonly ("bounded" | "mlx" | "segments")[])),
+  policy: optional(oneOf(ALLOCATOR_POLICIES)),
   segments: SEGMENT_OPTIONS_RULE,
   reserveRatio: optional(number({ minimum: 1 })),
-  boundedRelease: optional(oneOf(["least-recent", "largest"] as const)),
+  boundedRelease: optional(oneOf(BOUNDED_RELEASES)),
   residencySetMaxPercent: optional(number({ minimum: 0, maximum: 100, integer: true })),
   safetyNet: optional(boolean),
   residencyKeepAliveMilliseconds: optional(timerInterval),

@@ -14,6 +14,7 @@ export type {
   NativeMappedFile,
   NativeMemoryHandle,
   NativeResidencySet,
+  ViewMechanism,
 } from "@nuvec/native-core";
 export {
   ArgumentError,
