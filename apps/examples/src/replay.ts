@@ -3,7 +3,13 @@
 // trace is read as a stream (memory bounded by what it keeps live, not by its length) and every event goes
 // through the allocator's TraceValidator, the same check replayTrace makes.
 import { resolve } from "node:path";
-import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
+import {
+  ALLOCATOR_POLICIES,
+  BOUNDED_RELEASES,
+  type BoundedRelease,
+  DEFAULT_BOUNDED_RELEASE,
+  DEFAULT_RESERVE_RATIO,
+} from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import { formatBytes, MEMORY_STATS_FIELDS, printable } from "@nuvec/stats";
 import {
@@ -46,12 +52,17 @@ const commandLine: CommandLine = {
       help: "a PyTorch snapshot's device to replay",
       defaultText: "the one with the most trace entries",
     },
-    { name: "reserve-ratio", value: "R", help: "the bounded policy's ratio", defaultText: "1.3" },
+    {
+      name: "reserve-ratio",
+      value: "R",
+      help: "the bounded policy's ratio",
+      defaultText: `${DEFAULT_RESERVE_RATIO}`,
+    },
     {
       name: "bounded-release",
       value: "WHICH",
-      help: "least-recent or largest: what the bounded policy releases first",
-      defaultText: "least-recent",
+      help: `${BOUNDED_RELEASES.join(", ")}: what the bounded policy releases first`,
+      defaultText: DEFAULT_BOUNDED_RELEASE,
     },
     JSON_FLAG,
     {
@@ -77,9 +88,11 @@ async function main(argv: string[]): Promise<number> {
   const reserveRatio = given.has("reserve-ratio")
     ? parsePositiveNumber(given.get("reserve-ratio") as string, "--reserve-ratio")
     : undefined;
-  const boundedRelease = given.get("bounded-release");
-  if (boundedRelease !== undefined && boundedRelease !== "least-recent" && boundedRelease !== "largest") {
-    throw new UsageError(`--bounded-release: "${boundedRelease}" is not least-recent or largest`);
+  const boundedRelease = given.get("bounded-release") as BoundedRelease | undefined;
+  if (boundedRelease !== undefined && !BOUNDED_RELEASES.includes(boundedRelease)) {
+    throw new UsageError(
+      `--bounded-release: "${boundedRelease}" is not one of ${BOUNDED_RELEASES.join(", ")}`,
+    );
   }
   const cacheLimit = given.has("cache-limit")
     ? parseBytes(given.get("cache-limit") as string, "--cache-limit")

@@ -42,10 +42,10 @@ describe.runIf(process.env.NUVEC_LONG_TRACES === "1")("replay of a 36-million-ev
     expect(figures).toMatchObject({
       events: 36_000_000,
       policy: "bounded",
-      active: 527_811_328,
-      peakActive: 531_681_280,
-      reserved: 558_481_664,
-      systemAllocations: 1070,
+      active: 541_470_720,
+      peakActive: 550_725_632,
+      reserved: 569_694_464,
+      systemAllocations: 1047,
     });
     const maxRss = Number(readFileSync(rssFile, "utf8"));
     expect(maxRss).toBeLessThanOrEqual(150 * 1024 * 1024);

@@ -1,6 +1,7 @@
 // The allocator's options, declared once (the rules of @nuvec/stats): the declaration is the check and makes
 // the error messages; `SchemaType` of it is `AllocatorOptions` (option-schema.test.ts compares them).
 import { optionsSchema, rules } from "@nuvec/stats";
+import { ALLOCATOR_POLICIES, BOUNDED_RELEASES } from "./policy-names.js";
 import { SEGMENT_OPTIONS_RULE } from "./segment-options.js";
 
 export { SEGMENT_OPTIONS_RULE };
@@ -11,9 +12,9 @@ const { byteCount, func, number, oneOf, optional } = rules;
 export const ALLOCATOR_OPTIONS = optionsSchema("new CachingAllocator()", {
   memoryLimit: optional(byteCount()),
   cacheLimit: optional(byteCount()),
-  policy: optional(oneOf(["bounded", "mlx", "segments"] as const)),
+  policy: optional(oneOf(ALLOCATOR_POLICIES)),
   reserveRatio: optional(number({ minimum: 1 })),
-  boundedRelease: optional(oneOf(["fitting", "least-recent", "largest"] as const)),
+  boundedRelease: optional(oneOf(BOUNDED_RELEASES)),
   segments: SEGMENT_OPTIONS_RULE,
   onAcquire: optional(func<(buffer: never) => void>()),
   onRelease: optional(func<(buffer: never) => void>()),

@@ -1,7 +1,7 @@
 // One pass over a trace that replays it under several cache policies at once, each on its own Device over
 // the mock backend, and optionally records the workload for the memory view. Every event goes through the
 // allocator's TraceValidator once, the check replayTrace makes.
-import { type AllocatorPolicy, TraceIdMap, TraceValidator } from "@nuvec/allocator";
+import { type AllocatorPolicy, type BoundedRelease, TraceIdMap, TraceValidator } from "@nuvec/allocator";
 import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { MemoryStats } from "@nuvec/stats";
@@ -16,7 +16,8 @@ export interface PolicyReplayOptions {
   cacheLimit?: number;
   memoryLimit?: number;
   reserveRatio?: number;
-  boundedRelease?: "least-recent" | "largest";
+  /** The bounded policy's release order (`BOUNDED_RELEASES`; default `DEFAULT_BOUNDED_RELEASE`). */
+  boundedRelease?: BoundedRelease;
   /** Record the workload for the memory view. */
   record?: boolean;
   /** Per allocation, in allocation order: an index into the caller's labels (stack frames). */
