@@ -58,6 +58,8 @@ const MEMBERS: Readonly<Record<keyof NativeBackend, MemberKind>> = {
   newResidencySet: "method",
   attachResidencySet: "method",
   checkMetalDevice: "optional method",
+  newStream: "optional method",
+  loadModule: "optional method",
   counters: "method",
   viewMechanism: "optional view mechanism",
   lastWiringError: "read when needed",
@@ -151,6 +153,13 @@ export function checkedBackend(backend: unknown): NativeBackend {
     }
   } else {
     for (const member of spaceCalls) delete shape[member];
+  }
+  // Streams: both calls, or neither.
+  if ("newStream" in shape !== "loadModule" in shape) {
+    throw bad(
+      "newStream" in shape ? "loadModule" : "newStream",
+      `is missing while backend.${"newStream" in shape ? "newStream" : "loadModule"} is given (a backend with streams has both)`,
+    );
   }
   // CUDA's device ordinal (beyond the interface), which a 0-byte buffer's handle names.
   const ordinal = shape.platform === "cuda" ? read(backend, "device") : undefined;

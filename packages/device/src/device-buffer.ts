@@ -8,6 +8,8 @@ import { ArgumentError } from "@nuvec/stats";
 import { bufferFreed, deviceClosed, lookAlike, notHostVisible } from "./errors.js";
 import type { HandleOwner } from "./handle-owner.js";
 import type { FreeOptions } from "./options.js";
+import type { StreamOrder } from "./streams/order.js";
+import type { StreamCore } from "./streams/stream-core.js";
 
 /**
  * @internal The state behind one `malloc`, kept apart from its {@link DeviceBuffer} so that the safety net
@@ -20,6 +22,10 @@ export class BufferState {
   viewsHandedOut = false;
   /** In the safety net's registry (registered once it outlived the turn it was made in). */
   registered = false;
+  /** The streams that used it, each with its position after the last operation naming it. */
+  uses: Map<StreamCore, number> | undefined = undefined;
+  /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */
+  fence: StreamOrder | undefined = undefined;
   // Links in the Device's list of live buffers (see LiveBuffers).
   previous: BufferState | undefined = undefined;
   next: BufferState | undefined = undefined;
@@ -188,6 +194,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     this.#check("contents()");
     // Device memory (CUDA) has no CPU address: say so, rather than whatever the backend would throw.
     if (this.#device.native.hostVisible === false) throw notHostVisible("contents()");
+    this.#awaitFence();
     const native = this.#state.allocation.buffer;
     if (native === undefined) {
       if (this.#view === undefined || isDetached(this.#view)) this.#view = new ArrayBuffer(0);
@@ -219,6 +226,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     this.#checkSpan("write()", offset, source.byteLength);
     const native = this.#state.allocation.buffer;
     if (native === undefined || source.byteLength === 0) return;
+    this.#awaitFence();
     native.write(source, offset);
   }
 
@@ -233,6 +241,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     this.#checkSpan("read()", offset, length);
     const native = this.#state.allocation.buffer;
     if (native === undefined || length === 0) return new Uint8Array(0);
+    this.#awaitFence();
     return native.read(offset, length);
   }
 
@@ -273,6 +282,12 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
     }
     this.#state.viewsHandedOut = true;
     return view;
+  }
+
+  /** A host use of memory an earlier owner's stream work may still name waits for that work first. */
+  #awaitFence(): void {
+    const fence = this.#state.fence;
+    if (fence !== undefined) fence.beforeHostUse(this.#state);
   }
 
   #check(operation: string): void {

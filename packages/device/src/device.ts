@@ -7,6 +7,7 @@ import {
   type NativeAllocation,
   type NativeBackend,
   type NativeBuffer,
+  type NativeModuleSource,
   type NativeResidencySet,
 } from "@nuvec/metal-native";
 import type { Residency } from "@nuvec/residency";
@@ -43,6 +44,10 @@ import { allocatorOver, residencyOver } from "./parts.js";
 import { Quarantine } from "./quarantine.js";
 import { SafetyNet } from "./safety-net.js";
 import { DEVICE_OPEN, LIMIT, PATH, TRACE_NAME, timerInterval } from "./schemas.js";
+import { DeviceStreams } from "./streams/device-streams.js";
+import type { KernelModule } from "./streams/kernel.js";
+import { StreamOrder } from "./streams/order.js";
+import type { Stream } from "./streams/stream.js";
 import { type Trace, TraceRecorder, traceOpening } from "./trace.js";
 import { WiringWarning } from "./wiring-warning.js";
 
@@ -95,6 +100,9 @@ export class Device {
   // Every residency set made (Residency keeps them until close), for native.residencySets().
   readonly #residencySets: NativeResidencySet[] = [];
   readonly #native: DeviceNative;
+  // Stream-ordered free (fences, buffers held for several streams) and the streams, modules and events.
+  readonly #order: StreamOrder;
+  readonly #streams: DeviceStreams;
 
   static {
     hasDeviceBrand = (value) => #closed in value;
@@ -119,11 +127,20 @@ export class Device {
     this.#allocator = allocatorOver(backend, options, {
       // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
       onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
-      onRelease: (buffer) => this.#residency.erase(buffer),
+      onRelease: (buffer) => {
+        // Memory a stream's work may still name is given back to the system only once that work ran.
+        this.#order.beforeRelease(buffer);
+        this.#residency.erase(buffer);
+      },
     });
     this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
-    this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend);
+    this.#order = new StreamOrder((state) => {
+      this.#allocator.free(state.allocation);
+      this.#trace?.free(state);
+    });
+    this.#streams = new DeviceStreams(this, backend, this.#order, () => this.#closed);
+    this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend, this.#order);
     this.#quarantine = new Quarantine(this.#allocator, this.#givenBack, () => !this.#closed);
     this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
     this.#safetyNet =
@@ -178,8 +195,10 @@ export class Device {
     checkThis(this, "malloc()");
     if (this.#closed) throw deviceClosed("malloc()");
     if (this.#quarantine.size > 0) this.#quarantine.settle();
+    this.#order.poll();
     const allocation = this.#allocator.malloc(bytes);
     const state = new BufferState(allocation);
+    this.#order.adopt(state);
     const buffer = new DeviceBuffer(this, state);
     if (allocation.buffer !== undefined) {
       this.#liveBuffers.link(state);
@@ -231,7 +250,7 @@ export class Device {
       () => {
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
-        else {
+        else if (!this.#order.hold(state)) {
           this.#allocator.free(state.allocation);
           this.#trace?.free(state);
         }
@@ -274,7 +293,8 @@ export class Device {
     // so that this path stays small enough for the engine to inline into its callers after view-heavy use.
     if (state.viewsHandedOut && this.#detachViews(state)) {
       this.#freeQuarantined(state.allocation.buffer as NativeBuffer, state);
-    } else {
+    } else if (state.uses === undefined || !this.#order.hold(state)) {
+      // Used on several streams: held (still in `active`) until each stream's work ran; else given back now.
       this.#allocator.free(state.allocation);
       this.#trace?.free(state);
     }
@@ -515,7 +535,7 @@ export class Device {
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
     this.#trace = new TraceRecorder(name, {
       ...traceOpening(this.#liveBuffers, this.#mappings, {
-        buffers: this.#pendingFrees,
+        buffers: [...this.#pendingFrees, ...this.#order.heldStates()],
         mappings: this.#pendingUnmaps,
         quarantined: this.#quarantine.held(),
       }),
@@ -552,6 +572,8 @@ export class Device {
     // (later ones attached as its `suppressed`).
     const teardown = new Teardown();
     teardown.run(() => this.stopResidencyKeepAlive());
+    // Streams first: their work waited for (or dropped), their promises settled, held buffers given back.
+    this.#streams.close(teardown);
     for (let state = this.#liveBuffers.newest; state !== undefined; state = this.#liveBuffers.newest) {
       teardown.run(() => this.#freeState(state));
       // A free that threw part way still takes the buffer off the list: it is dead to JavaScript now, and
@@ -577,6 +599,36 @@ export class Device {
     this.#trace = undefined;
     this.#closed = true;
     teardown.finish();
+  }
+
+  /**
+   * A new stream: an ordered queue of launches and copies on this device's buffers (see docs/STREAMS.md). An
+   * `UnsupportedError` (`ERR_NUVEC_STREAMS_UNSUPPORTED`) on a backend without streams.
+   */
+  newStream(): Stream {
+    checkThis(this, "newStream()");
+    return this.#streams.newStream();
+  }
+
+  /** The device's own stream (made on first use; released by {@link close}). */
+  get defaultStream(): Stream {
+    checkThis(this, "defaultStream");
+    return this.#streams.defaultStream();
+  }
+
+  /**
+   * Kernels from this backend's entry of `source` (`cuda`, `metal`, `host`, `mock`). A `FormatError`
+   * (`ERR_NUVEC_MODULE`) when there is none or it does not compile (the compiler's log in `log`).
+   */
+  loadModule(source: NativeModuleSource): KernelModule {
+    checkThis(this, "loadModule()");
+    return this.#streams.loadModule(source);
+  }
+
+  /** Waits on this thread until every stream of the device has run what it was given. */
+  synchronize(): void {
+    checkThis(this, "synchronize()");
+    this.#streams.synchronize();
   }
 
   /** `using device = Device.open()` closes it at the end of the scope. */

@@ -6,12 +6,14 @@ import type { NativeAllocation, NativeBackend, NativeBuffer, NativeResidencySet 
 import type { Residency } from "@nuvec/residency";
 import type { MemoryStats } from "@nuvec/stats";
 import type { DeviceCounters } from "./options.js";
+import type { StreamOrder } from "./streams/order.js";
 
 /** Assembles one Device's `memoryStats()` and `counters()`, and keeps the last ones once it closes. */
 export class DeviceFigures {
   readonly #allocator: CachingAllocator<NativeBuffer>;
   readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
   readonly #backend: NativeBackend;
+  readonly #order: StreamOrder | undefined;
   // The last statistics and counters, taken at close(), so they can still be read afterwards.
   #final: { stats: MemoryStats; counters: AllocatorCounters } | undefined;
   /** Buffers dropped without `free()` and given back by the safety net. */
@@ -23,10 +25,12 @@ export class DeviceFigures {
     allocator: CachingAllocator<NativeBuffer>,
     residency: Residency<NativeAllocation, NativeResidencySet>,
     backend: NativeBackend,
+    order?: StreamOrder,
   ) {
     this.#allocator = allocator;
     this.#residency = residency;
     this.#backend = backend;
+    this.#order = order;
   }
 
   /** The allocator's figures with the wired ones from residency; the last ones after {@link keepLast}. */
@@ -47,6 +51,10 @@ export class DeviceFigures {
       ...(this.#final ? this.#final.counters : this.#allocator.counters()),
       leakedBuffers: this.leakedBuffers,
       pendingFrees: this.pendingFrees,
+      streamPending: {
+        buffers: this.#order?.heldBuffers ?? 0,
+        bytes: this.#order?.heldBytes ?? 0,
+      },
       wiredByPlatform: backend.wiredBytes,
       wiringFailures: backend.wiringFailures,
       backend,

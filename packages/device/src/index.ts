@@ -9,7 +9,7 @@ export {
   type TraceHeader,
 } from "@nuvec/allocator";
 // How the backend's addon makes views (`device.native.backend.viewMechanism`).
-export type { ViewMechanism } from "@nuvec/metal-native";
+export type { KernelParameterKind, MockKernel, NativeModuleSource, ViewMechanism } from "@nuvec/metal-native";
 // What a Device user needs to read its statistics and catch its errors, so that `npm install @nuvec/device`
 // is the whole install.
 export {
@@ -57,4 +57,8 @@ export {
   type WriteSafetensorsOptions,
   writeSafetensors,
 } from "./safetensors-writer.js";
+export type { LaunchShape, ScalarArgument } from "./streams/args.js";
+export { StreamEvent } from "./streams/event.js";
+export { Kernel, KernelModule } from "./streams/kernel.js";
+export { type KernelArgument, Stream, type StreamCopyOptions } from "./streams/stream.js";
 export type { Trace } from "./trace.js";

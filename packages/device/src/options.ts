@@ -116,6 +116,11 @@ export interface DeviceCounters extends AllocatorCounters {
    */
   pendingFrees: number;
   /**
+   * Buffers freed while several streams' work still named them, held until that work ran (polled on the
+   * malloc path): their bytes stay in `active` (`allocatedLength` each) until they go back to the cache.
+   */
+  streamPending: { buffers: number; bytes: number };
+  /**
    * Bytes the platform really wired (host: locked by `mlock`), next to `memoryStats().wired`, which is what
    * residency asked for (MLX's figure). They differ when the system refused to wire (e.g. `RLIMIT_MEMLOCK`).
    * The backend's count: every Device on the same backend (thread) shares it.
