@@ -60,7 +60,10 @@ export type FormatErrorCode =
   | "ERR_NUVEC_KERNEL_NOT_FOUND";
 
 /** Codes of {@link UnsupportedError}. */
-export type UnsupportedErrorCode = "ERR_NUVEC_NOT_HOST_VISIBLE" | "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT";
+export type UnsupportedErrorCode =
+  | "ERR_NUVEC_NOT_HOST_VISIBLE"
+  | "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT"
+  | "ERR_NUVEC_STREAMS_UNSUPPORTED";
 
 /** The root's brand: every nuvec error's prototype chain carries it. */
 const ROOT_BRAND = Symbol.for("nuvec.error");
@@ -418,5 +421,9 @@ export const ERROR_CODES: Readonly<Record<string, readonly NuvecErrorCode[]>> = 
     "ERR_NUVEC_MODULE",
     "ERR_NUVEC_KERNEL_NOT_FOUND",
   ],
-  UnsupportedError: ["ERR_NUVEC_NOT_HOST_VISIBLE", "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT"],
+  UnsupportedError: [
+    "ERR_NUVEC_NOT_HOST_VISIBLE",
+    "ERR_NUVEC_UNSUPPORTED_ENVIRONMENT",
+    "ERR_NUVEC_STREAMS_UNSUPPORTED",
+  ],
 });
