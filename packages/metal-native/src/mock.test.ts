@@ -128,7 +128,7 @@ describe("MockBackend facts", () => {
     [
       "mapGranularty",
       { mapGranularty: 2 ** 21 },
-      "new MockBackend(): unknown option mapGranularty (the options are name, memorySize, recommendedMaxWorkingSetSize, maxBufferLength, resourceLimit, pageSize, supportsResidencySets, realMemoryUpTo, realFiles, callLogLimit, failAllocation, failMapping, residencySetLimit, failWiring, mapGranularity)",
+      "new MockBackend(): unknown option mapGranularty (the options are name, memorySize, recommendedMaxWorkingSetSize, maxBufferLength, resourceLimit, pageSize, supportsResidencySets, realMemoryUpTo, realFiles, callLogLimit, failAllocation, failMapping, residencySetLimit, failWiring, mapGranularity, streams)",
     ],
   ])("a bad %s option is refused with the rule it breaks (%j)", (argument, options, message) => {
     const error = thrown(() => new MockBackend(options as MockBackendOptions));

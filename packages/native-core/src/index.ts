@@ -8,6 +8,7 @@
 
 export {
   checkBufferLength,
+  checkByteCount,
   checkOptionalPointer,
   checkPath,
   checkReadSpan,

@@ -1208,3 +1208,10 @@ export function describeAddressSpaceContract(
     });
   });
 }
+
+export {
+  describeStreamContract,
+  elementsShape,
+  type StreamContractOptions,
+} from "./stream-contract.js";
+export { MOCK_STANDARD_KERNELS, STANDARD_KERNEL_PARAMETERS } from "./stream-contract-kernels.js";

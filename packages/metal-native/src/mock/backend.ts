@@ -1,4 +1,10 @@
-import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "@nuvec/native-core";
+import type {
+  NativeBackend,
+  NativeBuffer,
+  NativeCounters,
+  NativeModuleSource,
+  NativeResidencySet,
+} from "@nuvec/native-core";
 import {
   allocationFailed,
   BackendFacts,
@@ -15,6 +21,7 @@ import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
 import { type MockFile, readRealFile, virtualFile } from "./files.js";
 import { MockMappedFile } from "./mapped-file.js";
+import type { MockModule } from "./modules.js";
 import {
   type MockBackendOptions,
   type MockMappingFailure,
@@ -22,6 +29,8 @@ import {
   readMockOptions,
 } from "./options.js";
 import { MockResidencySet } from "./residency-set.js";
+import { StreamHub } from "./stream-queue.js";
+import { type MockStream, MockStreamCalls } from "./streams.js";
 import { systemError } from "./support.js";
 
 let hasBackendBrand: (value: object) => boolean;
@@ -57,6 +66,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   readonly mapGranularity?: number;
 
   readonly #core: MockCore;
+  readonly #streams: MockStreamCalls;
 
   static {
     hasBackendBrand = (value) => #core in value;
@@ -74,7 +84,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   constructor(given: MockBackendOptions = {}) {
     // Read once: an unknown key refused, each option's getter run once; the checks below see a plain object.
     const options = readMockOptions(given);
-    const { facts, realMemoryUpTo, callLogLimit, mapGranularity } = mockSettings(options);
+    const { facts, realMemoryUpTo, callLogLimit, mapGranularity, completion } = mockSettings(options);
     super(facts);
     this.realMemoryUpTo = realMemoryUpTo;
     this.realFiles = options.realFiles ?? true;
@@ -83,6 +93,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     this.residencySetLimit = options.residencySetLimit;
     this.#core = new MockCore(new MockCallLog(callLogLimit), realMemoryUpTo);
     this.#core.failWiring = options.failWiring ?? false;
+    this.#streams = new MockStreamCalls(this.#core, new StreamHub(completion));
     if (mapGranularity !== undefined) {
       this.mapGranularity = mapGranularity;
     } else {
@@ -366,6 +377,30 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     this.#core.failWiring = false;
   }
 
+  // ---------------------------------------------------------------- streams (streams.ts, modules.ts)
+
+  /** A new stream; its work runs as the `streams.completion` option says (see `MockStream`). */
+  newStream(): MockStream {
+    checkThis(this, "newStream()");
+    return this.#streams.newStream();
+  }
+
+  /** A module of the TypeScript kernels of `source.mock`; a `FormatError` (`ERR_NUVEC_MODULE`) without one. */
+  loadModule(source: NativeModuleSource): MockModule {
+    checkThis(this, "loadModule()");
+    return this.#streams.loadModule(source);
+  }
+
+  /**
+   * Runs up to `count` operations of `stream` now (all it can by default; a wait for another stream's event
+   * that has not completed stops it) and returns how many ran: how a test completes streams out of order
+   * under `streams: { completion: "manual" }`.
+   */
+  runStream(stream: MockStream, count?: number): number {
+    checkThis(this, "runStream()");
+    return this.#streams.runStream(stream, count);
+  }
+
   // ---------------------------------------------------------------- inspection
 
   /** A copy of the counters. */
@@ -429,7 +464,8 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   }
 
   /**
-   * Releases every live residency set, mapping and buffer (detaching their views) and closes the backend:
+   * Drops the work pending on every stream (its promises reject with a `StateError`, `ERR_NUVEC_RELEASED`),
+   * releases every live residency set, mapping and buffer (detaching their views) and closes the backend:
    * later calls on it throw `StateError` (`ERR_NUVEC_RELEASED`). Closing twice does nothing.
    */
   close(): void {
@@ -438,6 +474,8 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     // Every handle is released even if one release throws; the backend is closed either way and the first
     // error is rethrown at the end.
     const teardown = new Teardown();
+    // Pending work first: dropped, its promises rejected, what it held let go (so released buffers go).
+    teardown.run(() => this.#streams.dropAll());
     for (const set of this.liveResidencySets) teardown.run(() => set.release());
     for (const allocation of [...this.#core.allocations])
       teardown.run(() => (allocation as MockBuffer | MockMappedFile).release());

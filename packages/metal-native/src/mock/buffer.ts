@@ -95,6 +95,20 @@ class MockBytes {
     new Uint8Array(this.#memory as ArrayBuffer).set(bytes, offset);
   }
 
+  /**
+   * All the bytes, for a stream's operation: the memory itself (made, or widened to the whole length, as
+   * `write` does), so that a view handed out sees what the operation wrote.
+   */
+  whole(): Uint8Array {
+    this.#assertRealMemory("stream operation");
+    const memory = this.#memory;
+    if (memory === undefined || memory.byteLength < this.#length) {
+      this.#memory = viewOfLength(memory, this.#length);
+      this.#viewed = false;
+    }
+    return new Uint8Array(this.#memory as ArrayBuffer);
+  }
+
   #assertRealMemory(method: string): void {
     if (this.#memory === undefined && this.#length > this.#core.realMemoryUpTo) {
       throw allocationFailed(
@@ -112,6 +126,25 @@ class MockBytes {
  * after release. What differs is where the handle points and what release gives back.
  */
 let hasMemoryBrand: (value: object) => boolean;
+let memoryHold: (memory: MockMemory) => MockStreamHold;
+
+/**
+ * What a stream's operation needs of an allocation it names: the bytes, and a hold that keeps the memory (and
+ * its place in the counters) after a `release()` until the operation has run or was dropped. Internal.
+ */
+export interface MockStreamHold {
+  /** The allocation's bytes (all of them), the memory itself. */
+  bytes(): Uint8Array;
+  /** One more operation names it. */
+  hold(): void;
+  /** An operation that named it ran or was dropped; the last one lets a released allocation's memory go. */
+  letGo(): void;
+}
+
+/** The stream hold of a mock buffer or range (see {@link MockStreamHold}). Internal. */
+export function streamHoldOf(memory: MockMemory): MockStreamHold {
+  return memoryHold(memory);
+}
 
 /** Whether `value` is a buffer or range a mock backend made (a brand check: no `Object.create`, no Proxy). */
 export function isMockMemory(value: unknown): value is MockMemory {
@@ -132,9 +165,26 @@ export abstract class MockMemory implements NativeBuffer {
   readonly #kind: "buffer" | "range";
   readonly #bytes: MockBytes;
   #released = false;
+  // Operations of streams that name it and have not run; a release meanwhile waits for them (#releasing).
+  #holds = 0;
+  #releasing = false;
 
   static {
     hasMemoryBrand = (value) => #released in value;
+    memoryHold = (memory) => ({
+      bytes: () => memory.#bytes.whole(),
+      hold: () => {
+        memory.#holds += 1;
+      },
+      letGo: () => {
+        memory.#holds -= 1;
+        if (memory.#holds === 0 && memory.#releasing) {
+          memory.#releasing = false;
+          memory.#bytes.drop();
+          memory.giveBack();
+        }
+      },
+    });
   }
 
   protected constructor(
@@ -218,15 +268,30 @@ export abstract class MockMemory implements NativeBuffer {
     });
   }
 
-  /** Gives the memory back and detaches every view. A second call throws. */
+  /**
+   * Gives the memory back and detaches every view. A second call throws. While operations of a stream that
+   * name it have not run, the memory stays (and stays in the counters) until the last of them ran or was
+   * dropped; JavaScript is cut off at once.
+   */
   release(): void {
     checkThis(this, "release()");
     this.#core.run(`${this.#kind}.release`, this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
+      if (this.#holds > 0) {
+        if (this.#bytes.detach()) this.viewDetached();
+        this.#releasing = true;
+        return;
+      }
       if (this.#bytes.drop()) this.viewDetached();
       this.giveBack();
     });
+  }
+
+  /** Operations of streams that name it and have not run yet. */
+  get streamHolds(): number {
+    checkThis(this, "streamHolds");
+    return this.#holds;
   }
 
   /** The backend's state this shares. */

@@ -29,6 +29,24 @@ export type MockCallName =
   | "residencySet.requestResidency"
   | "residencySet.endResidency"
   | "residencySet.release"
+  | "newStream"
+  | "loadModule"
+  | "module.kernel"
+  | "module.release"
+  | "stream.launch"
+  | "stream.write"
+  | "stream.read"
+  | "stream.copy"
+  | "stream.record"
+  | "stream.wait"
+  | "stream.done"
+  | "stream.synchronize"
+  | "stream.release"
+  | "event.query"
+  | "event.done"
+  | "event.synchronize"
+  | "event.release"
+  | "runStream"
   | "close";
 
 /**
@@ -46,7 +64,11 @@ export interface MockCall {
   readonly call: MockCallName;
   /** The handle the call was made on or made, e.g. `"buffer#3"`, `"mapping#1"`, `"set#2"`. */
   readonly target: string | undefined;
-  /** The argument: bytes for `newBuffer`, the path for `mapFile`, the allocation's label for `add`/`remove`. */
+  /**
+   * The argument: bytes for `newBuffer`, the path for `mapFile`, the allocation's label for `add`/`remove`,
+   * the kernel's name for `module.kernel` and `stream.launch`, the bytes for a stream's `write`, `read` and
+   * `copy`, the event's label for `stream.wait`, the count asked for by `runStream`.
+   */
   readonly argument: number | string | undefined;
   /** How it ended. */
   readonly outcome: MockCallOutcome;
@@ -86,6 +108,24 @@ function zeroCounts(): MockCallCounts {
     "residencySet.requestResidency": 0,
     "residencySet.endResidency": 0,
     "residencySet.release": 0,
+    newStream: 0,
+    loadModule: 0,
+    "module.kernel": 0,
+    "module.release": 0,
+    "stream.launch": 0,
+    "stream.write": 0,
+    "stream.read": 0,
+    "stream.copy": 0,
+    "stream.record": 0,
+    "stream.wait": 0,
+    "stream.done": 0,
+    "stream.synchronize": 0,
+    "stream.release": 0,
+    "event.query": 0,
+    "event.done": 0,
+    "event.synchronize": 0,
+    "event.release": 0,
+    runStream: 0,
     close: 0,
   };
 }

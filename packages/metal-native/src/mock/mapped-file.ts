@@ -1,5 +1,6 @@
 import type { MockMemoryHandle, NativeMappedFile } from "@nuvec/native-core";
 import { allocationFailed, lookAlike, releasedError } from "@nuvec/native-core";
+import type { MockStreamHold } from "./buffer.js";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer } from "./support.js";
@@ -13,6 +14,17 @@ export type MockMappedFileSource = "virtual" | "file";
  * was mapped.
  */
 let hasFileBrand: (value: object) => boolean;
+let fileHold: (file: MockMappedFile) => MockStreamHold;
+
+/** Whether `value` is a mapped file a mock backend made (a brand check: no `Object.create`, no Proxy). */
+export function isMockMappedFile(value: unknown): value is MockMappedFile {
+  return typeof value === "object" && value !== null && hasFileBrand(value);
+}
+
+/** The stream hold of a mock mapped file (see {@link MockStreamHold}). Internal. */
+export function fileHoldOf(file: MockMappedFile): MockStreamHold {
+  return fileHold(file);
+}
 
 /** The `this` of a mock mapped file's method or getter: a real one, else an ArgumentError naming `this`. */
 function checkThis(value: unknown, operation: string): void {
@@ -37,9 +49,25 @@ export class MockMappedFile implements NativeMappedFile {
   #snapshot: Uint8Array | undefined;
   #memory: ArrayBuffer | undefined;
   #released = false;
+  // Operations of streams that name it and have not run; a release meanwhile waits for them (#releasing).
+  #holds = 0;
+  #releasing = false;
 
   static {
     hasFileBrand = (value) => #released in value;
+    fileHold = (file) => ({
+      bytes: () => new Uint8Array(file.#memoryOrMake("stream operation")),
+      hold: () => {
+        file.#holds += 1;
+      },
+      letGo: () => {
+        file.#holds -= 1;
+        if (file.#holds === 0 && file.#releasing) {
+          file.#releasing = false;
+          file.#unmap();
+        }
+      },
+    });
   }
 
   /** Made by {@link MockBackend.mapFile} only. */
@@ -79,21 +107,32 @@ export class MockMappedFile implements NativeMappedFile {
       if (this.#released) {
         throw releasedError(`${this.label}.contents(): the mapping was already released`);
       }
-      if (this.#memory === undefined) {
-        if (this.length > this.#core.realMemoryUpTo) {
-          throw allocationFailed(
-            this.length,
-            `${this.label}.contents(): the mock gives real memory only to mappings of up to ` +
-              `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), ${JSON.stringify(this.path)} has ${this.length}`,
-          );
-        }
-        const memory = new ArrayBuffer(this.length);
-        if (this.#snapshot !== undefined) new Uint8Array(memory).set(this.#snapshot);
-        this.#snapshot = undefined;
-        this.#memory = memory;
-      }
-      return this.#memory;
+      return this.#memoryOrMake("contents()");
     });
+  }
+
+  /** The memory, made from the snapshot on first use. */
+  #memoryOrMake(method: string): ArrayBuffer {
+    if (this.#memory === undefined) {
+      if (this.length > this.#core.realMemoryUpTo) {
+        throw allocationFailed(
+          this.length,
+          `${this.label}.${method}: the mock gives real memory only to mappings of up to ` +
+            `${this.#core.realMemoryUpTo} bytes (option realMemoryUpTo), ${JSON.stringify(this.path)} has ${this.length}`,
+        );
+      }
+      const memory = new ArrayBuffer(this.length);
+      if (this.#snapshot !== undefined) new Uint8Array(memory).set(this.#snapshot);
+      this.#snapshot = undefined;
+      this.#memory = memory;
+    }
+    return this.#memory;
+  }
+
+  /** Operations of streams that name it and have not run yet. */
+  get streamHolds(): number {
+    checkThis(this, "streamHolds");
+    return this.#holds;
   }
 
   /** Detaches the `ArrayBuffer` handed out so far; the bytes stay and the next `contents()` gives a new one. */
@@ -118,7 +157,11 @@ export class MockMappedFile implements NativeMappedFile {
     });
   }
 
-  /** Unmaps the pretend file and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`). */
+  /**
+   * Unmaps the pretend file and detaches every view. A second call throws `StateError` (`ERR_NUVEC_RELEASED`).
+   * While operations of a stream that name it have not run, the mapping stays (and stays in the counters)
+   * until the last of them ran or was dropped; JavaScript is cut off at once.
+   */
   release(): void {
     checkThis(this, "release()");
     this.#core.run("mappedFile.release", this.label, undefined, () => {
@@ -126,13 +169,22 @@ export class MockMappedFile implements NativeMappedFile {
         throw releasedError(`${this.label}.release(): the mapping was already released`);
       }
       this.#released = true;
-      if (this.#memory !== undefined) detachArrayBuffer(this.#memory, this.length);
-      this.#memory = undefined;
-      this.#snapshot = undefined;
-      const counters = this.#core.counters;
-      counters.mappingsReleased += 1;
-      counters.mappedBytes -= this.mappedLength;
-      this.#core.allocations.delete(this);
+      if (this.#holds > 0) {
+        if (this.#memory !== undefined) this.#memory = detachArrayBuffer(this.#memory, this.length);
+        this.#releasing = true;
+        return;
+      }
+      this.#unmap();
     });
+  }
+
+  #unmap(): void {
+    if (this.#memory !== undefined) detachArrayBuffer(this.#memory, this.length);
+    this.#memory = undefined;
+    this.#snapshot = undefined;
+    const counters = this.#core.counters;
+    counters.mappingsReleased += 1;
+    counters.mappedBytes -= this.mappedLength;
+    this.#core.allocations.delete(this);
   }
 }

@@ -27,6 +27,20 @@ export interface MockMappingFailure {
   errno?: string;
 }
 
+/**
+ * How the mock's streams run their work: `"auto"` (the default) runs each stream's work in order in a
+ * macrotask after the calls that enqueued it, so a promise-based caller sees real ordering; `"manual"` runs
+ * nothing until the test calls `mock.runStream(stream, count?)` (or a blocking wait, `synchronize()`, asks for
+ * it), so streams can complete out of order and events stay pending.
+ */
+export type MockStreamCompletion = "auto" | "manual";
+
+/** The `streams` option of {@link MockBackendOptions}. */
+export interface MockStreamOptions {
+  /** See {@link MockStreamCompletion}; default `"auto"`. */
+  completion?: MockStreamCompletion;
+}
+
 /** Options of {@link MockBackend}: every device fact, memory behaviour and fault injection. */
 export interface MockBackendOptions {
   /** Default `"Mock device (<memory> GiB)"`. */
@@ -74,6 +88,8 @@ export interface MockBackendOptions {
    * Default: none.
    */
   mapGranularity?: number;
+  /** How streams complete their work (see {@link MockStreamOptions}). */
+  streams?: MockStreamOptions;
 }
 
 /** The largest page or granularity the mock takes: its arithmetic on them is 32-bit. */
@@ -121,6 +137,7 @@ const MOCK_OPTIONS = (() => {
     "residencySetLimit",
     "failWiring",
     "mapGranularity",
+    "streams",
   ];
   return optionsSchema("new MockBackend()", Object.fromEntries(names.map((name) => [name, any])));
 })();
@@ -148,6 +165,7 @@ export function mockSettings(options: MockBackendOptions): {
   realMemoryUpTo: number;
   callLogLimit: number;
   mapGranularity: number | undefined;
+  completion: MockStreamCompletion;
 } {
   if (typeof options !== "object" || options === null) {
     throw new ArgumentError("options", `options must be an object, got ${describeValue(options)}`);
@@ -198,6 +216,7 @@ export function mockSettings(options: MockBackendOptions): {
   }
   const mapGranularity = options.mapGranularity;
   if (mapGranularity !== undefined) checkPowerOfTwo(mapGranularity, "mapGranularity");
+  const completion = streamCompletion(options.streams);
   const maxBufferLength = optionalPositiveInteger(
     options.maxBufferLength,
     "maxBufferLength",
@@ -232,5 +251,26 @@ export function mockSettings(options: MockBackendOptions): {
     realMemoryUpTo,
     callLogLimit,
     mapGranularity,
+    completion,
   };
+}
+
+/** The `streams` option checked: `undefined`, or an object with no key but `completion`. */
+function streamCompletion(streams: unknown): MockStreamCompletion {
+  if (streams === undefined) return "auto";
+  if (typeof streams !== "object" || streams === null || Array.isArray(streams)) {
+    throw new ArgumentError("streams", `streams must be an object, got ${describeValue(streams)}`);
+  }
+  const keys = Object.keys(streams).filter((key) => key !== "completion");
+  if (keys.length > 0) {
+    throw new ArgumentError("streams", `streams has no option ${JSON.stringify(keys[0])} (only completion)`);
+  }
+  const completion = (streams as MockStreamOptions).completion ?? "auto";
+  if (completion !== "auto" && completion !== "manual") {
+    throw new ArgumentError(
+      "streams.completion",
+      `streams.completion must be "auto" or "manual", got ${describeValue(completion)}`,
+    );
+  }
+  return completion;
 }

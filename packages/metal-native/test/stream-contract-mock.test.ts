@@ -1,0 +1,17 @@
+// The stream contract (@nuvec/native-core/contract) run against the mock, with its TypeScript kernels.
+
+import { describeStreamContract, MOCK_STANDARD_KERNELS } from "@nuvec/native-core/contract";
+import { MockBackend } from "../src/mock.js";
+
+describeStreamContract("mock, auto completion", () => new MockBackend(), {
+  kernels: { mock: MOCK_STANDARD_KERNELS },
+  brokenModule: { mock: { broken: { parameters: ["buffer", "f16"], run() {} } } as never },
+  deferred: true,
+});
+
+/** One backend shared by every test, as the real addon is. */
+const shared = new MockBackend({ name: "Mock shared", pageSize: 4096 });
+describeStreamContract("mock, one backend for every test", () => shared, {
+  kernels: { mock: MOCK_STANDARD_KERNELS },
+  deferred: true,
+});
