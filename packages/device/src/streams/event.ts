@@ -24,6 +24,10 @@ export function eventParts(event: StreamEvent): {
   return partsOf(event);
 }
 
+function checkEvent(value: unknown, operation: string): void {
+  if (!isStreamEvent(value)) throw lookAlike(operation, "this", "a StreamEvent made by stream.record()");
+}
+
 /** A point in a stream's order, from {@link Stream.record}: complete once the work enqueued before it ran. */
 export class StreamEvent {
   readonly #context: StreamContext;
@@ -53,13 +57,9 @@ export class StreamEvent {
     this.#onSettle = onSettle;
   }
 
-  #check(operation: string): void {
-    if (!isStreamEvent(this)) throw lookAlike(operation, "this", "a StreamEvent made by stream.record()");
-  }
-
   /** Whether the work before it has run, without waiting. */
   get completed(): boolean {
-    this.#check("completed");
+    checkEvent(this, "completed");
     if (this.#completed || this.#native === undefined || this.#context.closed) return this.#completed;
     if (queried(this.#native)) this.#complete();
     return this.#completed;
@@ -67,13 +67,13 @@ export class StreamEvent {
 
   /** True once released (by `release()`, or the device's close). */
   get released(): boolean {
-    this.#check("released");
+    checkEvent(this, "released");
     return this.#released;
   }
 
   /** Resolves once the work before it has run (rejects with a StateError when the device closes first). */
   done(): Promise<void> {
-    this.#check("done()");
+    checkEvent(this, "done()");
     if (this.#completed) return Promise.resolve();
     this.#context.checkOpen("done()");
     if (this.#released || this.#native === undefined)
@@ -83,7 +83,7 @@ export class StreamEvent {
 
   /** Waits on this thread until the work before it has run. */
   synchronize(): void {
-    this.#check("synchronize()");
+    checkEvent(this, "synchronize()");
     if (this.#completed) return;
     this.#context.checkOpen("synchronize()");
     if (this.#released || this.#native === undefined) throw releasedObject("synchronize()", "event");
@@ -93,7 +93,7 @@ export class StreamEvent {
 
   /** Gives back what it holds; a second call throws a StateError. */
   release(): void {
-    this.#check("release()");
+    checkEvent(this, "release()");
     if (this.#released) throw releasedObject("release()", "event");
     this.#released = true;
     this.#giveBack();
@@ -101,7 +101,7 @@ export class StreamEvent {
 
   /** `using event = stream.record()` releases it at the end of the scope (once). */
   [Symbol.dispose](): void {
-    this.#check("[Symbol.dispose]()");
+    checkEvent(this, "[Symbol.dispose]()");
     if (!this.#released) this.release();
   }
 

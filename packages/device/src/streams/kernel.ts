@@ -91,6 +91,12 @@ export class Kernel {
   }
 }
 
+function checkModule(value: unknown, operation: string): void {
+  if (typeof value !== "object" || value === null || !hasModuleBrand(value)) {
+    throw lookAlike(operation, "this", "a KernelModule made by device.loadModule()");
+  }
+}
+
 /** Kernels loaded by {@link Device.loadModule}. Release it with `release()` (or `using`); close releases it too. */
 export class KernelModule {
   readonly #context: StreamContext;
@@ -110,27 +116,21 @@ export class KernelModule {
     this.#onRelease = onRelease;
   }
 
-  #check(operation: string): void {
-    if (typeof this !== "object" || this === null || !hasModuleBrand(this)) {
-      throw lookAlike(operation, "this", "a KernelModule made by device.loadModule()");
-    }
-  }
-
   /** The Device that loaded it. */
   get device(): object {
-    this.#check("device");
+    checkModule(this, "device");
     return this.#context.device;
   }
 
   /** True once released (by `release()` or the device's close). */
   get released(): boolean {
-    this.#check("released");
+    checkModule(this, "released");
     return this.#released;
   }
 
   /** The names of its kernels where the backend can list them (the host's table, the mock's record). */
   get kernelNames(): readonly string[] | undefined {
-    this.#check("kernelNames");
+    checkModule(this, "kernelNames");
     const names = this.#native.kernelNames;
     return names === undefined ? undefined : Object.freeze([...names]);
   }
@@ -142,7 +142,7 @@ export class KernelModule {
    * match.
    */
   kernel(name: string, parameters?: readonly KernelParameterKind[]): Kernel {
-    this.#check("kernel()");
+    checkModule(this, "kernel()");
     this.#context.checkOpen("kernel()");
     if (this.#released) throw releasedObject("kernel()", "module");
     if (typeof name !== "string" || name.length === 0) {
@@ -155,7 +155,7 @@ export class KernelModule {
 
   /** Unloads it: its kernels can no longer be launched. A second call throws a StateError. */
   release(): void {
-    this.#check("release()");
+    checkModule(this, "release()");
     if (this.#released) throw releasedObject("release()", "module");
     this.#released = true;
     this.#onRelease(this);
@@ -171,7 +171,7 @@ export class KernelModule {
 
   /** `using module = device.loadModule(source)` releases it at the end of the scope (once). */
   [Symbol.dispose](): void {
-    this.#check("[Symbol.dispose]()");
+    checkModule(this, "[Symbol.dispose]()");
     if (!this.#released && !this.#context.closed) this.release();
   }
 }

@@ -61,6 +61,15 @@ function whole(value: unknown, argument: string, operation: string, maximum: num
   return value;
 }
 
+/** The setup of `value`, a Stream of an open device and not released; else the error saying which. */
+function checkedSetup(value: unknown, operation: string): StreamSetup {
+  if (!isStream(value)) throw lookAlike(operation, "this", "a Stream made by device.newStream()");
+  const setup = setupOf(value);
+  setup.context.checkOpen(operation);
+  if (setup.core.released) throw releasedObject(operation, "stream");
+  return setup;
+}
+
 /** An ordered queue of work on a Device: from {@link Device.newStream} or {@link Device.defaultStream}. */
 export class Stream {
   readonly #setup: StreamSetup;
@@ -73,14 +82,6 @@ export class Stream {
   /** @internal Made by the Device. */
   constructor(setup: StreamSetup) {
     this.#setup = setup;
-  }
-
-  #check(operation: string): StreamSetup {
-    if (!isStream(this)) throw lookAlike(operation, "this", "a Stream made by device.newStream()");
-    const setup = this.#setup;
-    setup.context.checkOpen(operation);
-    if (setup.core.released) throw releasedObject(operation, "stream");
-    return setup;
   }
 
   /** The backend's number for it, unique among the backend's streams (for traces and messages). */
@@ -112,7 +113,7 @@ export class Stream {
    * buffer (or mapped file) or `{ buffer, offset }` for `"buffer"`, `{ [kind]: value }` for a scalar.
    */
   launch(kernel: Kernel, shape: LaunchShape, args: readonly KernelArgument[]): void {
-    const { context, core } = this.#check("launch()");
+    const { context, core } = checkedSetup(this, "launch()");
     const operation = "launch()";
     if (!isKernel(kernel))
       throw badArgument(
@@ -190,7 +191,7 @@ export class Stream {
    * fit. An empty source enqueues nothing.
    */
   write(buffer: object, source: ArrayBuffer | ArrayBufferView, offset = 0): void {
-    const { context, core } = this.#check("write()");
+    const { context, core } = checkedSetup(this, "write()");
     const operation = "write()";
     const target = context.resolve(buffer, "buffer", operation, true);
     if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
@@ -220,7 +221,7 @@ export class Stream {
    * end); resolves with them once the stream ran it. Rejects with a StateError when the device closes first.
    */
   read(buffer: object, offset = 0, length?: number): Promise<Uint8Array> {
-    const { context, core } = this.#check("read()");
+    const { context, core } = checkedSetup(this, "read()");
     const operation = "read()";
     const source = context.resolve(buffer, "buffer", operation, false);
     whole(offset, "offset", operation, source.length);
@@ -242,7 +243,7 @@ export class Stream {
    * refused.
    */
   copy(target: object, source: object, options: StreamCopyOptions = {}): void {
-    const { context, core } = this.#check("copy()");
+    const { context, core } = checkedSetup(this, "copy()");
     const operation = "copy()";
     const to = context.resolve(target, "target", operation, true);
     const from = context.resolve(source, "source", operation, false);
@@ -292,7 +293,7 @@ export class Stream {
 
   /** The one way work is enqueued: fences honoured, the backend called, then the uses recorded. */
   #enqueue(core: StreamCore, states: readonly BufferState[], call: () => void): void {
-    const order = this.#setup.context.order;
+    const order = setupOf(this).context.order;
     for (const state of states) order.beforeUse(state, core);
     call();
     core.position += 1;
@@ -301,7 +302,7 @@ export class Stream {
 
   /** An event after everything enqueued so far. Release it (or `using`) when done; close releases it too. */
   record(): StreamEvent {
-    const { context, core, events } = this.#check("record()");
+    const { context, core, events } = checkedSetup(this, "record()");
     const native = core.native.record();
     const event = new StreamEvent(context, core, native, (settled) => events.delete(settled));
     events.add(event);
@@ -310,7 +311,7 @@ export class Stream {
 
   /** Later work on this stream waits for `event` (of any stream of this device), without the host. */
   wait(event: StreamEvent): void {
-    const { context, core } = this.#check("wait()");
+    const { context, core } = checkedSetup(this, "wait()");
     if (!isStreamEvent(event))
       throw badArgument(
         "wait()",
@@ -328,14 +329,14 @@ export class Stream {
 
   /** Resolves once everything enqueued so far has run (rejects with a StateError when the device closes first). */
   done(): Promise<void> {
-    const { context, core } = this.#check("done()");
+    const { context, core } = checkedSetup(this, "done()");
     const position = core.position;
     return context.settleOnClose(core.native.done()).then(() => core.reached(position));
   }
 
   /** Waits on this thread until everything enqueued so far has run. */
   synchronize(): void {
-    const { core } = this.#check("synchronize()");
+    const { core } = checkedSetup(this, "synchronize()");
     const position = core.position;
     core.native.synchronize();
     core.reached(position);
@@ -346,7 +347,7 @@ export class Stream {
    * stream is the device's (released by its close) and refuses.
    */
   release(): void {
-    const setup = this.#check("release()");
+    const setup = checkedSetup(this, "release()");
     if (setup.isDefault) {
       throw badArgument("release()", "this", "is the device's default stream: device.close() releases it");
     }
