@@ -119,10 +119,8 @@ void AddonState::HandleDone(uint64_t id, bool explicitly) {
   if (owned.released || owned.handleCollected) return;
   (explicitly ? owned.released : owned.handleCollected) = true;
   size_t bytes = owned.allocation->allocatedSize();
-  if (owned.escapedViews > 0) {
-    counters.quarantinedAllocations += 1;
-    counters.quarantinedBytes += bytes;
-  }
+  Recount(owned);
+  if (owned.pins > 0 && pinnedReleased) pinnedReleased();
   if (owned.parent != 0) {
     // A range: its parent is what the buffer counters count.
   } else if (owned.mapped) {
@@ -139,8 +137,36 @@ size_t AddonState::QuarantinedBytes(uint64_t id) const {
   auto found = allocations_.find(id);
   if (found == allocations_.end()) return 0;
   const OwnedAllocation& owned = found->second;
-  bool done = owned.released || owned.handleCollected;
-  return done && owned.escapedViews > 0 ? owned.allocation->allocatedSize() : 0;
+  return owned.quarantineCounted ? owned.allocation->allocatedSize() : 0;
+}
+
+void AddonState::Recount(OwnedAllocation& owned) {
+  bool held = (owned.released || owned.handleCollected) && (owned.escapedViews > 0 || owned.pins > 0);
+  if (held == owned.quarantineCounted) return;
+  owned.quarantineCounted = held;
+  size_t bytes = owned.allocation->allocatedSize();
+  if (held) {
+    counters.quarantinedAllocations += 1;
+    counters.quarantinedBytes += bytes;
+  } else {
+    counters.quarantinedAllocations -= 1;
+    counters.quarantinedBytes -= bytes;
+  }
+}
+
+void AddonState::Pin(uint64_t id) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end()) return;
+  found->second.pins += 1;
+  Recount(found->second);
+}
+
+void AddonState::Unpin(uint64_t id) {
+  auto found = allocations_.find(id);
+  if (found == allocations_.end() || found->second.pins == 0) return;
+  found->second.pins -= 1;
+  Recount(found->second);
+  MaybeFree(id);
 }
 
 uint64_t AddonState::ViewCreated(uint64_t id) {
@@ -191,10 +217,7 @@ void AddonState::ViewCollected(uint64_t id, uint64_t viewId) {
     owned.handedOutViews -= 1;
   } else {
     owned.escapedViews -= 1;
-    if (owned.escapedViews == 0 && (owned.released || owned.handleCollected)) {
-      counters.quarantinedAllocations -= 1;
-      counters.quarantinedBytes -= owned.allocation->allocatedSize();
-    }
+    Recount(owned);
   }
   MaybeFree(id);
 }
@@ -266,6 +289,8 @@ void AddonState::FreeSet(uint64_t id) {
 void AddonState::TearDown() {
   if (tornDown) return;
   tornDown = true;
+  // Streams first: no worker may touch memory from here on (their pins go with them).
+  if (stopWork) stopWork();
   while (!sets_.empty()) FreeSet(sets_.begin()->first);
   if (viewLedger) {
     // The ledger learns of every view's end, moved or not: what a view still reaches is held until then.
@@ -376,6 +401,7 @@ void AddonState::MaybeFree(uint64_t id) {
   if (!owned.released && !owned.handleCollected) return;
   if (!owned.released && !owned.views.empty()) return;
   if (owned.escapedViews > 0) return;  // quarantined: a moved view still reaches the memory
+  if (owned.pins > 0) return;          // queued stream work names it
   if (!owned.allocation->sets.empty()) return;
   if (owned.ranges > 0) return;  // a range of it still exists: its memory is theirs too
   // No V8 accounting during teardown: the environment is going away.

@@ -55,8 +55,9 @@ struct Counters {
   uint64_t residencySetsMade = 0;
   uint64_t commits = 0;
   uint64_t residencyRequests = 0;
-  uint64_t quarantinedAllocations = 0;  // released, held for a view moved out of our reach
-  uint64_t quarantinedBytes = 0;        // their allocated sizes
+  // Released, held for a view moved out of our reach or for queued stream work that names them (pinned).
+  uint64_t quarantinedAllocations = 0;
+  uint64_t quarantinedBytes = 0;  // their allocated sizes
 };
 
 // What a view on record is: handed out (attached as far as we know), or escaped (SettleViews found it
@@ -219,6 +220,10 @@ struct OwnedAllocation {
   uint32_t ranges = 0;
   bool released = false;
   bool handleCollected = false;
+  // Stream operations not yet completed that name it (Pin/Unpin): its memory stays until the last completes.
+  uint32_t pins = 0;
+  // Whether it is counted in the quarantined figures (released or collected, and escaped or pinned).
+  bool quarantineCounted = false;
   uint32_t handedOutViews = 0;  // the views in kHandedOut
   uint32_t escapedViews = 0;    // the views in kEscaped
   // The views that may still reach the memory (handed out or escaped, not ended), by view id: a few at most
@@ -244,6 +249,12 @@ class AddonState {
   // of memory it cannot see (napi_adjust_external_memory) and dropped handles are collected in time. Not
   // called for mapped files, nor during teardown. Optional.
   std::function<void(int64_t bytes)> accountExternalMemory;
+  // Called first by TearDown: stops every stream (joining its worker after the operation it runs) and lets go
+  // of their pins, events and modules, before any memory goes (stream_registry.h sets it).
+  std::function<void()> stopWork;
+  // Called when an allocation is released or collected while pinned, so that the pins' open batches are
+  // closed and the memory goes as soon as the work naming it completes (stream_registry.h sets it).
+  std::function<void()> pinnedReleased;
   // Set when views report their end through a ledger (V8 backing stores) rather than through finalizers
   // the binding forwards (ViewCollected): then TearDown hands what views still reach to the ledger, which
   // frees it when they end, instead of abandoning it.
@@ -265,8 +276,20 @@ class AddonState {
   // once; the memory goes when nothing reaches it any more.
   void HandleDone(uint64_t id, bool explicitly);
 
+  // An operation enqueued on a stream names live allocation `id`: its memory stays until Unpin (released
+  // meanwhile, it is counted as quarantined).
+  void Pin(uint64_t id);
+  // That operation completed (or was dropped): on the JavaScript thread; frees the memory when nothing else
+  // holds it.
+  void Unpin(uint64_t id);
+  // How many operations pin allocation `id` (tests).
+  uint32_t Pins(uint64_t id) const {
+    auto found = allocations_.find(id);
+    return found == allocations_.end() ? 0 : found->second.pins;
+  }
+
   // The bytes allocation `id` holds in quarantine (released or collected, a view moved out of our reach
-  // still alive), else 0: what its owner still has to count after release.
+  // still alive, or pinned by queued stream work), else 0: what its owner still has to count after release.
   size_t QuarantinedBytes(uint64_t id) const;
 
   // A new view of allocation `id`; returns the view's id.
@@ -327,6 +350,8 @@ class AddonState {
   void TakeOrphan(OrphanGroup& group) noexcept;
   void Unlink(ResidencySet* set, Allocation* allocation);
   void MaybeFreeAllocation(Allocation* allocation);
+  // Counts the allocation in the quarantined figures, or stops counting it, as its state now says.
+  void Recount(OwnedAllocation& owned);
   void MaybeFree(uint64_t id);
 
   size_t abandoned_ = 0;

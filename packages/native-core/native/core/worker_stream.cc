@@ -1,0 +1,260 @@
+// See worker_stream.h.
+#include "worker_stream.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "host_module.h"
+
+namespace nuvec {
+
+namespace {
+// The failure of work dropped when its stream stopped.
+Failure DroppedFailure(uint64_t stream) {
+  Failure failure;
+  failure.kind = Failure::Kind::kArgument;
+  failure.message = "stream " + std::to_string(stream) + " was released before this work ran";
+  return failure;
+}
+}  // namespace
+
+bool StreamProgress::ReachedLocked(uint64_t position, Failure* failure) {
+  bool failedBefore = failedAt_ != 0 && failedAt_ <= position;
+  if (completed_ >= position) {
+    if (failedBefore) *failure = failure_;
+    return true;
+  }
+  if (!stopped_) return false;
+  *failure = failedBefore ? failure_ : DroppedFailure(id_);
+  return true;
+}
+
+bool StreamProgress::Reached(uint64_t position, Failure* failure) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ReachedLocked(position, failure);
+}
+
+bool StreamProgress::WaitFor(uint64_t position, Failure* failure, const std::atomic<bool>* abandon) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (abandon == nullptr) {
+    changed_.wait(lock, [&] { return ReachedLocked(position, failure); });
+    return true;
+  }
+  while (!changed_.wait_for(lock, std::chrono::milliseconds(5), [&] { return ReachedLocked(position, failure); })) {
+    if (abandon->load()) return false;
+  }
+  return true;
+}
+
+void StreamProgress::Completed(uint64_t position, const Failure* failure) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_ = position;
+    if (failure != nullptr && failedAt_ == 0) {
+      failedAt_ = position;
+      failure_ = *failure;
+    }
+  }
+  changed_.notify_all();
+}
+
+void StreamProgress::Stopped(uint64_t position) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_ = position;
+    stopped_ = true;
+  }
+  changed_.notify_all();
+}
+
+Failure StreamProgress::FirstFailure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failedAt_ != 0 ? failure_ : Failure();
+}
+
+bool WorkerEvent::query(Failure* failure) {
+  Failure found;
+  bool reached = progress_->Reached(position_, &found);
+  if (found.failed()) *failure = found;
+  return reached && !found.failed();
+}
+
+bool WorkerEvent::synchronize(Failure* failure) {
+  Failure found;
+  progress_->WaitFor(position_, &found);
+  if (found.failed()) *failure = found;
+  return !found.failed();
+}
+
+WorkerStream::WorkerStream(uint64_t id) : id_(id), progress_(std::make_shared<StreamProgress>(id)) {
+  worker_ = std::thread([this] { Work(); });
+}
+
+WorkerStream::~WorkerStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  abandonWaits_.store(true);
+  queued_.notify_all();
+  worker_.join();
+}
+
+void WorkerStream::Work() {
+  uint64_t position = 0;
+  Failure failed;  // the stream's failure once an operation failed: later ones are skipped
+  for (;;) {
+    Operation operation;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queued_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) {
+        // Dropped, not run: their callbacks hear it, and their events complete with the same failure.
+        std::deque<Operation> dropped;
+        dropped.swap(queue_);
+        lock.unlock();
+        Failure failure = DroppedFailure(id_);
+        for (Operation& left : dropped) {
+          if (left.skipped) left.skipped(failed.failed() ? failed : failure);
+        }
+        progress_->Stopped(position);
+        return;
+      }
+      operation = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    position += 1;
+    if (failed.failed()) {
+      if (operation.skipped) operation.skipped(failed);
+      progress_->Completed(position, nullptr);
+      continue;
+    }
+    Failure failure;
+    bool ran = operation.run(&failure);
+    if (!ran) {
+      if (!failure.failed()) failure = Failure::Argument("stream " + std::to_string(id_) + ": an operation failed");
+      failed = failure;
+    }
+    progress_->Completed(position, ran ? nullptr : &failure);
+  }
+}
+
+bool WorkerStream::Enqueue(Operation operation, Failure* failure) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(operation));  // may throw: then nothing was enqueued
+  }
+  enqueued_ += 1;
+  queued_.notify_one();
+  return true;
+}
+
+bool WorkerStream::launch(Kernel* kernel, const LaunchShape& shape, const std::vector<KernelArgument>& args,
+                          Failure* failure) {
+  auto* host = dynamic_cast<HostKernel*>(kernel);
+  if (host == nullptr) {
+    *failure = Failure::Argument("the kernel is not a host kernel");
+    return false;
+  }
+  PreparedLaunch launch;
+  if (!host->Prepare(shape, args, &launch, failure)) return false;
+  return Enqueue(Operation{[launch = std::move(launch)](Failure* failed) { return launch.Run(failed); }, nullptr},
+                 failure);
+}
+
+bool WorkerStream::write(Allocation* target, size_t offset, std::vector<uint8_t> bytes, Failure* failure) {
+  char* base = static_cast<char*>(target->data());
+  if (base == nullptr) {
+    *failure = Failure::Argument("the target's memory has no CPU address");
+    return false;
+  }
+  return Enqueue(Operation{[base, offset, bytes = std::move(bytes)](Failure*) {
+                             if (!bytes.empty()) std::memcpy(base + offset, bytes.data(), bytes.size());
+                             return true;
+                           },
+                           nullptr},
+                 failure);
+}
+
+bool WorkerStream::read(Allocation* source, size_t offset, size_t length, uint8_t* target, Failure* failure) {
+  const char* base = static_cast<const char*>(source->data());
+  if (base == nullptr) {
+    *failure = Failure::Argument("the source's memory has no CPU address");
+    return false;
+  }
+  return Enqueue(Operation{[base, offset, length, target](Failure*) {
+                             if (length > 0) std::memcpy(target, base + offset, length);
+                             return true;
+                           },
+                           nullptr},
+                 failure);
+}
+
+bool WorkerStream::copy(Allocation* target, size_t targetOffset, Allocation* source, size_t sourceOffset,
+                        size_t length, Failure* failure) {
+  char* to = static_cast<char*>(target->data());
+  const char* from = static_cast<const char*>(source->data());
+  if (to == nullptr || from == nullptr) {
+    *failure = Failure::Argument("the memory has no CPU address");
+    return false;
+  }
+  // memmove: the two ranges may be of one buffer, overlapping.
+  return Enqueue(Operation{[to, targetOffset, from, sourceOffset, length](Failure*) {
+                             if (length > 0) std::memmove(to + targetOffset, from + sourceOffset, length);
+                             return true;
+                           },
+                           nullptr},
+                 failure);
+}
+
+std::unique_ptr<Event> WorkerStream::record(Failure*) {
+  return std::make_unique<WorkerEvent>(progress_, enqueued_);
+}
+
+bool WorkerStream::wait(Event* event, Failure* failure) {
+  auto* worker = dynamic_cast<WorkerEvent*>(event);
+  if (worker == nullptr) {
+    *failure = Failure::Argument("the event is not of this platform");
+    return false;
+  }
+  std::shared_ptr<StreamProgress> other = worker->progress();
+  uint64_t position = worker->position();
+  if (other == progress_) return true;  // this stream's own order already waits for it
+  uint64_t self = id_;
+  const std::atomic<bool>* abandon = &abandonWaits_;  // the worker that reads it is joined before it goes
+  return Enqueue(Operation{[other, position, self, abandon](Failure* failed) {
+                             Failure found;
+                             if (!other->WaitFor(position, &found, abandon)) {
+                               *failed = DroppedFailure(self);
+                               return false;
+                             }
+                             if (!found.failed()) return true;
+                             *failed = found;
+                             failed->message = "stream " + std::to_string(self) + " waited on stream " +
+                                               std::to_string(other->id()) + ", which failed: " + found.message;
+                             return false;
+                           },
+                           nullptr},
+                 failure);
+}
+
+bool WorkerStream::notify(std::function<void(const Failure&)> done, Failure* failure) {
+  // Shared by both paths: whichever runs calls it once.
+  auto callback = std::make_shared<std::function<void(const Failure&)>>(std::move(done));
+  return Enqueue(Operation{[callback](Failure*) {
+                             (*callback)(Failure());
+                             return true;
+                           },
+                           [callback](const Failure& why) { (*callback)(why); }},
+                 failure);
+}
+
+bool WorkerStream::synchronize(Failure* failure) {
+  Failure found;
+  progress_->WaitFor(enqueued_, &found);
+  if (found.failed()) *failure = found;
+  return !found.failed();
+}
+
+}  // namespace nuvec
