@@ -163,7 +163,7 @@ function checkDeclaration(name: string, declared: unknown, own: readonly KernelP
   if (kinds === undefined) {
     throw new ArgumentError(
       "parameters",
-      `kernel(${JSON.stringify(name)}, parameters): parameters must be an array of ${KERNEL_PARAMETER_KINDS.join(", ")}, got ${describeValue(declared)}`,
+      `kernel(${JSON.stringify(name)}, parameters): parameters must be an array of ${KERNEL_PARAMETER_KINDS.join(", ")}, got ${shown(declared)}`,
     );
   }
   if (kinds.length !== own.length || kinds.some((kind, index) => kind !== own[index])) {
@@ -172,6 +172,18 @@ function checkDeclaration(name: string, declared: unknown, own: readonly KernelP
       `kernel(${JSON.stringify(name)}, parameters): declared (${kinds.join(", ")}) but the kernel takes (${own.join(", ")})`,
     );
   }
+}
+
+/** `value` for a message: an array as JSON (when it can be), anything else as `describeValue` says it. */
+function shown(value: unknown): string {
+  if (Array.isArray(value)) {
+    try {
+      return JSON.stringify(value);
+    } catch {
+      return describeValue(value);
+    }
+  }
+  return describeValue(value);
 }
 
 /** `value` as parameter kinds (a copy), or `undefined` when it is not an array of them. */
@@ -216,7 +228,7 @@ export function loadMockModule(core: MockCore, id: number, source: NativeModuleS
     const run = (kernel as Partial<MockKernel> | null)?.run;
     if (parameters === undefined) {
       problems.push(
-        `${name}: parameters must be an array of ${KERNEL_PARAMETER_KINDS.join(", ")}, got ${describeValue((kernel as Partial<MockKernel> | null)?.parameters)}`,
+        `${name}: parameters must be an array of ${KERNEL_PARAMETER_KINDS.join(", ")}, got ${shown((kernel as Partial<MockKernel> | null)?.parameters)}`,
       );
     } else if (typeof run !== "function") {
       problems.push(`${name}: run must be a function, got ${describeValue(run)}`);
