@@ -11,6 +11,13 @@ import {
   DEFAULT_RESERVE_RATIO,
 } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
+import {
+  type FigureTable,
+  looksLikeTorchSnapshot,
+  readTorchSnapshot,
+  renderMemoryView,
+  type TorchWorkload,
+} from "@nuvec/memory-view";
 import { formatBytes, MEMORY_STATS_FIELDS, printable } from "@nuvec/stats";
 import {
   type CommandLine,
@@ -21,13 +28,10 @@ import {
   runProgram,
   UsageError,
 } from "./lib/arguments.js";
-import type { FigureTable } from "./lib/memory-view/render.js";
-import { renderMemoryView } from "./lib/memory-view/render.js";
 import { prepareOutputPath, writeOutputFile } from "./lib/output-path.js";
 import { type PolicyOutcome, replayPolicies } from "./lib/policy-replay.js";
 import { columnsOf, progress } from "./lib/progress.js";
 import { statsTable } from "./lib/tables.js";
-import { looksLikeTorchSnapshot, readTorchSnapshot, type TorchWorkload } from "./lib/torch-snapshot.js";
 
 const POLICY_LIST = ALLOCATOR_POLICIES.join("|");
 const commandLine: CommandLine = {

@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The memory view opened in a real browser: headless Chromium (Debian's package) driven by playwright-core
 // opens each report the programs write (a replay, a comparison of every policy, a PyTorch snapshot, the demo,
 // and a half-million-event trace) and checks what a person would see: no console error and no request

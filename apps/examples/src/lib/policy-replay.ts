@@ -3,9 +3,9 @@
 // allocator's TraceValidator once, the check replayTrace makes.
 import { type AllocatorPolicy, type BoundedRelease, TraceIdMap, TraceValidator } from "@nuvec/allocator";
 import { Device, type DeviceBuffer, type MappedFile } from "@nuvec/device";
+import { type RecordedWorkload, WorkloadRecorder } from "@nuvec/memory-view";
 import { MockBackend } from "@nuvec/metal-native/mock";
 import type { MemoryStats } from "@nuvec/stats";
-import { type RecordedWorkload, WorkloadRecorder } from "./memory-view/recorder.js";
 
 /** The device and settings every policy runs with. */
 export interface PolicyReplayOptions {

@@ -5,6 +5,7 @@
 // (the report inlines this function's source); it gets the core, uPlot and the page as arguments.
 import type { Columns, CoreInput, CoreModel, MemoryViewCore } from "./core.js";
 import type { MemoryViewDrawing } from "./drawing.js";
+import type { MemoryViewTicks, Tick } from "./ticks.js";
 
 /** The parts of uPlot the view uses. */
 interface UPlotChart {
@@ -46,19 +47,25 @@ export interface MemoryViewApi {
   locate(index: number): { x: number; y: number } | undefined;
   /** Page coordinates of a value on the chart. */
   pagePoint(event: number, bytes: number): { x: number; y: number };
+  /** The ticks each axis drew last (x, then y), with their labels' widths in CSS pixels. */
+  axisTicks(): { x: (Tick & { width: number })[]; y: (Tick & { width: number })[] };
   setRange(from: number, to: number): void;
   select(policy: number): void;
 }
 
-/** Runs the page: `core` is `memoryViewCore()`, `drawing` `memoryViewDrawing()`, `uPlot` the inlined library. */
+/**
+ * Runs the page: `core` is `memoryViewCore()`, `drawing` `memoryViewDrawing()`, `tickMaker`
+ * `memoryViewTicks()`, `uPlot` the inlined library.
+ */
 export function memoryViewClient(
   core: MemoryViewCore,
   drawing: MemoryViewDrawing,
+  tickMaker: MemoryViewTicks,
   uPlot: UPlotStatic,
   document: Document,
   window: Window,
 ): void {
-  const { COLORS, POLICY_COLORS, EXTERNAL_COLORS, SLACK, CACHE, chartData } = drawing;
+  const { COLORS, POLICY_COLORS, EXTERNAL_COLORS, SLACK, CACHE, MAPPED, chartData } = drawing;
   const byId = (id: string) => document.getElementById(id) as HTMLElement;
   const meta = JSON.parse(byId("nuvec-meta").textContent as string) as {
     title: string;
@@ -68,6 +75,8 @@ export function memoryViewClient(
     peaks: { active: number; reserved: number }[];
     figures: { columns: string[]; rows: { label: string; values: (number | string)[]; bytes?: boolean }[] };
     xLabel: string;
+    mapped: boolean;
+    marks: number;
     layout: [string, string, number, number][];
   };
   const api: MemoryViewApi = {
@@ -77,9 +86,77 @@ export function memoryViewClient(
     reportedPeak: (index) => meta.peaks[index] as { active: number; reserved: number },
     locate,
     pagePoint,
+    axisTicks: () => ({ x: drawnTicks.x, y: drawnTicks.y }),
     setRange,
     select,
   };
+  const AXIS_FONT = "12px system-ui, sans-serif";
+  const measurer = document.createElement("canvas").getContext("2d") as CanvasRenderingContext2D;
+  measurer.font = AXIS_FONT;
+  const labelWidth = (label: string) => measurer.measureText(label).width;
+  const drawnTicks: { x: (Tick & { width: number })[]; y: (Tick & { width: number })[] } = { x: [], y: [] };
+  let markAt: Uint32Array = new Uint32Array(0);
+  let markNames: string[] = [];
+  /** The index of the last mark at or before `event` (-1: none). */
+  function markBefore(event: number): number {
+    let low = 0;
+    let high = markAt.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if ((markAt[middle] as number) <= event) low = middle + 1;
+      else high = middle;
+    }
+    return low - 1;
+  }
+  /** The x axis's ticks: round numbers of marks at their events when the trace has marks, else of events. */
+  function xTicks(u: UPlotChart, min: number, max: number): Tick[] {
+    const length = u.bbox.width / window.devicePixelRatio;
+    if (markAt.length === 0)
+      return tickMaker.ticks(min, max, { kind: "count", length, extent: labelWidth, gap: 12 });
+    const first = markBefore(min - 1) + 1;
+    const last = markBefore(max);
+    if (last < first) return [];
+    const span = Math.max(1, max - min);
+    const found = tickMaker.ticks(first, last === first ? first + 1 : last, {
+      kind: "count",
+      length,
+      extent: labelWidth,
+      gap: 12,
+      position: (mark) => (((markAt[Math.min(mark, last)] as number) - min) / span) * length,
+      label: (mark) => markNames[mark] ?? String(mark),
+    });
+    return found
+      .filter((tick) => tick.value <= last)
+      .map((tick) => ({ value: markAt[tick.value] as number, label: tick.label }));
+  }
+  function yTicks(u: UPlotChart, min: number, max: number): Tick[] {
+    // Vertical: a label takes its line's height.
+    return tickMaker.ticks(min, max, {
+      kind: "bytes",
+      length: u.bbox.height / window.devicePixelRatio,
+      extent: () => 14,
+      gap: 10,
+    });
+  }
+  // The labels of the ticks each axis's splits chose, for its values (uPlot asks for them next).
+  const tickLabels = { x: new Map<number, string>(), y: new Map<number, string>() };
+  function splitsOf(which: "x" | "y") {
+    return (u: UPlotChart, _axis: number, min: number, max: number) => {
+      const found = which === "x" ? xTicks(u, min, max) : yTicks(u, min, max);
+      drawnTicks[which] = found.map((tick) => ({ ...tick, width: labelWidth(tick.label) }));
+      tickLabels[which] = new Map(found.map((tick) => [tick.value, tick.label]));
+      return found.map((tick) => tick.value);
+    };
+  }
+  function valuesOf(which: "x" | "y") {
+    return (_u: UPlotChart, splits: number[]) => splits.map((value) => tickLabels[which].get(value) ?? "");
+  }
+  /** The hover's line about the marks: the last one at or before `event`. */
+  function markLine(event: number): string[] {
+    if (markAt.length === 0) return [];
+    const mark = markBefore(event);
+    return [mark < 0 ? "before the first mark" : `after mark ${mark}: ${markNames[mark] ?? ""}`];
+  }
   (window as unknown as { nuvecView: MemoryViewApi }).nuvecView = api;
   const status = byId("nuvec-status");
 
@@ -261,6 +338,7 @@ export function memoryViewClient(
         `allocation ${index} · ${core.formatBytes(size)} (${size} B) · ${core.SIZE_CLASSES[core.sizeClass(size)]?.label}`,
         `allocated at event ${start}, ${end >= meta.events ? "never freed" : `freed at event ${end}`}`,
         `age ${rep - start} events here; lives ${end - start} events`,
+        ...markLine(start).map((line) => `allocated ${line}`),
         ...meta.policies.map(
           (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
         ),
@@ -277,10 +355,12 @@ export function memoryViewClient(
       const reserved = policy.reserved[rep] as number;
       text = [
         `event ${rep}`,
+        ...markLine(rep),
         `live ${core.formatBytes(live)} · ${policy.name}: active ${core.formatBytes(active)}, cache ${core.formatBytes(reserved - active)}, reserved ${core.formatBytes(reserved)}`,
         ...meta.external.map(
           (name, index) => `${name}: ${core.formatBytes(model.external[index]?.values[rep] ?? 0)}`,
         ),
+        ...(meta.mapped ? [`mapped files ${core.formatBytes(model.mapped[rep] as number)}`] : []),
       ].join("\n");
     }
     tooltip.textContent = text;
@@ -317,8 +397,11 @@ export function memoryViewClient(
         at: arrays[`externalAt${index}`] as Uint32Array,
         value: arrays[`externalValue${index}`] as Float64Array,
       })),
+      mapped: { at: arrays.mappedAt as Uint32Array, value: arrays.mappedValue as Float64Array },
     };
     labels = arrays.label as Int32Array;
+    markAt = (arrays.markAt as Uint32Array | undefined) ?? new Uint32Array(0);
+    markNames = JSON.parse(new TextDecoder().decode(arrays.markNames as Uint8Array)) as string[];
     labelTexts = JSON.parse(new TextDecoder().decode(arrays.labels as Uint8Array)) as string[];
     charged = input.policies.map((policy) => policy.charged);
     model = core.build(input);
@@ -338,6 +421,9 @@ export function memoryViewClient(
       ),
       `<span><span class="swatch" style="background:${SLACK}"></span>rounding and reuse slack</span>`,
       `<span><span class="swatch" style="background:${CACHE}"></span>cache</span>`,
+      ...(meta.mapped
+        ? [`<span><span class="swatch" style="background:${MAPPED}"></span>mapped files</span>`]
+        : []),
     ].join("");
 
     const main = byId("nuvec-chart");
@@ -369,11 +455,8 @@ export function memoryViewClient(
       series,
       scales: { x: { time: false, auto: false }, y: { auto: false, range: () => [0, yMax] } },
       axes: [
-        { label: meta.xLabel },
-        {
-          size: 90,
-          values: (_: unknown, splits: number[]) => splits.map((value) => core.formatBytes(value)),
-        },
+        { label: meta.xLabel, font: AXIS_FONT, splits: splitsOf("x"), values: valuesOf("x") },
+        { size: 90, font: AXIS_FONT, splits: splitsOf("y"), values: valuesOf("y") },
       ],
       legend: { show: true, live: false },
       cursor: {
@@ -427,6 +510,10 @@ export function memoryViewClient(
     for (const group of [cols.reserved, cols.active, cols.external, [cols.live]]) {
       for (const series of group) for (const value of series.max) yMax = Math.max(yMax, value);
     }
+    // Mapped files are drawn above everything else of a column: room for the highest such pile.
+    let highestMapped = 0;
+    for (const value of cols.mapped.max) highestMapped = Math.max(highestMapped, value);
+    yMax += highestMapped;
     yMax *= 1.06;
   }
 

@@ -6,8 +6,8 @@ import { gzipSync } from "node:zlib";
 import { ALLOCATOR_POLICIES, FormatError, replayTrace } from "@nuvec/allocator";
 import { describe, expect, it } from "vitest";
 import { app, scratchFolder } from "../../test/support.js";
-import { memoryViewCore } from "./memory-view/core.js";
-import { replayPolicies } from "./policy-replay.js";
+import { replayForView } from "../replay/replay.js";
+import { memoryViewCore } from "../view/core.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot } from "./torch-snapshot.js";
 
 const traces = join(app, "traces");
@@ -157,7 +157,7 @@ describe("a PyTorch snapshot as a trace", () => {
 
       it(`${name}, device ${device}: every policy replays to the figures of the allocator's own replay`, async () => {
         const torch = readTorchSnapshot(path, { device: Number(device) });
-        const result = await replayPolicies([torch.items], {
+        const result = await replayForView([torch.items], {
           policies: ALLOCATOR_POLICIES,
           workingSet: 8 * GiB,
           memorySize: 16 * GiB,
@@ -170,7 +170,6 @@ describe("a PyTorch snapshot as a trace", () => {
             policy: outcome.policy as (typeof ALLOCATOR_POLICIES)[number],
             workingSet: 8 * GiB,
             memorySize: 16 * GiB,
-            maxBufferLength: 8 * GiB,
           });
           expect(outcome.stats).toEqual(alone.stats);
           expect([outcome.peakReserved, outcome.systemAllocations]).toEqual([

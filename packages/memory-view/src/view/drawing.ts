@@ -43,6 +43,7 @@ export interface MemoryViewDrawing {
   EXTERNAL_COLORS: string[];
   SLACK: string;
   CACHE: string;
+  MAPPED: string;
 }
 
 /** The drawing functions and colours of the memory view. */
@@ -55,6 +56,9 @@ export function memoryViewDrawing(): MemoryViewDrawing {
   // Opaque: neighbouring columns may share a pixel, and a translucent fill drawn twice would show stripes.
   const SLACK = "#d1d5db";
   const CACHE = "#fcdcaa";
+  // Mapped files (checkpoints mapped without a copy): outside the allocator's reserved memory, beside it in
+  // the memory limit, so their band sits above it.
+  const MAPPED = "#99f6e4";
 
   /** Draws the stacked allocations and the selected policy's slack and cache bands. */
   function drawBands(u: DrawTarget, view: BandsView): void {
@@ -180,6 +184,12 @@ export function memoryViewDrawing(): MemoryViewDrawing {
         const from = Math.max(active, offset);
         context.fillRect(x, yOf(reserved), w, yOf(from) - yOf(reserved));
       }
+      const mapped = model.mapped[rep] as number;
+      if (mapped > 0) {
+        const base = Math.max(reserved, active, offset);
+        context.fillStyle = MAPPED;
+        context.fillRect(x, yOf(base + mapped), w, yOf(base) - yOf(base + mapped));
+      }
     }
     for (let index = 0; index < n; index += 1) if (touched[index]) flush(index);
     context.restore();
@@ -245,5 +255,5 @@ export function memoryViewDrawing(): MemoryViewDrawing {
     return [xs, ...lines];
   }
 
-  return { drawBands, drawPeaks, chartData, COLORS, POLICY_COLORS, EXTERNAL_COLORS, SLACK, CACHE };
+  return { drawBands, drawPeaks, chartData, COLORS, POLICY_COLORS, EXTERNAL_COLORS, SLACK, CACHE, MAPPED };
 }

@@ -45,6 +45,8 @@ const u32 = () => new Growing((length) => new Uint32Array(length));
 export interface RecordedWorkload extends CoreInput {
   /** Per allocation: an index into the labels given to `allocate` (`-1`: none). */
   label: Int32Array;
+  /** The trace's marks (`["k", name]`): each before event `at[k]`, named `names[k]`; none when left out. */
+  marks?: { at: Uint32Array; names: string[] };
 }
 
 /**
@@ -60,6 +62,10 @@ export class WorkloadRecorder {
   readonly #charged: Growing<Float64Array>[];
   readonly #reservedAt: Growing<Uint32Array>[];
   readonly #reservedValue: Growing<Float64Array>[];
+  readonly #mappedAt = u32();
+  readonly #mappedValue = f64();
+  readonly #markAt = u32();
+  readonly #markNames: string[] = [];
   readonly #ordinalOfId = new Map<number, number>();
   #events = 0;
 
@@ -97,8 +103,22 @@ export class WorkloadRecorder {
     this.#end.set(ordinal, this.#events);
   }
 
-  /** Ends the current event: `reserved[p]` is policy `p`'s `active + cache` after it. */
-  endEvent(reserved: readonly number[]): void {
+  /** A mark (a step, a phase) before the next event; its name is kept to 120 characters. */
+  mark(name: string): void {
+    this.#markAt.push(this.#events);
+    this.#markNames.push(name.length > 120 ? `${name.slice(0, 119)}…` : name);
+  }
+
+  /**
+   * Ends the current event: `reserved[p]` is policy `p`'s `active + cache` after it, `mapped` the bytes of
+   * mapped files.
+   */
+  endEvent(reserved: readonly number[], mapped = 0): void {
+    const last = this.#mappedValue.length === 0 ? 0 : this.#mappedValue.get(this.#mappedValue.length - 1);
+    if (mapped !== last) {
+      this.#mappedAt.push(this.#events);
+      this.#mappedValue.push(mapped);
+    }
     for (let policy = 0; policy < this.#reservedAt.length; policy += 1) {
       const values = this.#reservedValue[policy] as Growing<Float64Array>;
       const value = reserved[policy] ?? 0;
@@ -129,6 +149,8 @@ export class WorkloadRecorder {
         reservedValue: (this.#reservedValue[policy] as Growing<Float64Array>).done(),
       })),
       external: [],
+      mapped: { at: this.#mappedAt.done(), value: this.#mappedValue.done() },
+      marks: { at: this.#markAt.done(), names: [...this.#markNames] },
     };
   }
 }

@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { ALLOCATOR_POLICIES } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import { describe, expect, it } from "vitest";
-import { app, root } from "../../../test/support.js";
-import { replayPolicies } from "../policy-replay.js";
-import { readTorchSnapshot } from "../torch-snapshot.js";
+import { app, root } from "../../test/support.js";
+import { replayForView } from "../replay/replay.js";
+import { readTorchSnapshot } from "../snapshot/torch-snapshot.js";
 import { type ColumnSeries, type Columns, memoryViewCore } from "./core.js";
 
 const traceFolders = [join(root, "fixtures", "traces"), join(app, "traces")];
@@ -24,7 +24,7 @@ const lastDrawn = (series: ColumnSeries) => series.last[series.last.length - 1];
 
 async function replay(path: string) {
   const torch = /\.pickle(\.gz)?$/.test(path) ? readTorchSnapshot(path) : undefined;
-  const result = await replayPolicies(torch === undefined ? streamTraceBatches(path) : [torch.items], {
+  const result = await replayForView(torch === undefined ? streamTraceBatches(path) : [torch.items], {
     policies: ALLOCATOR_POLICIES,
     workingSet: 8 * GiB,
     memorySize: 16 * GiB,

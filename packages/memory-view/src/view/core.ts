@@ -22,6 +22,8 @@ export interface CoreModel {
   policies: { name: string; active: Float64Array; reserved: Float64Array }[];
   /** Other reserved-memory series (PyTorch's own), after every event. */
   external: CoreSeries[];
+  /** Bytes of mapped files after every event (drawn as their own band, above the reserved memory). */
+  mapped: Float64Array;
 }
 
 /** The encoded inputs of {@link CoreModel} (what the report embeds). */
@@ -32,6 +34,8 @@ export interface CoreInput {
   size: Float64Array;
   policies: { name: string; charged: Float64Array; reservedAt: Uint32Array; reservedValue: Float64Array }[];
   external: { name: string; at: Uint32Array; value: Float64Array }[];
+  /** Bytes of mapped files from event `at[k]` on; none when left out. */
+  mapped?: { at: Uint32Array; value: Float64Array };
 }
 
 /** One series aggregated per column: the first, smallest, largest and last value of each. */
@@ -58,6 +62,7 @@ export interface Columns {
   active: ColumnSeries[];
   reserved: ColumnSeries[];
   external: ColumnSeries[];
+  mapped: ColumnSeries;
 }
 
 /** The view's computations; `memoryViewCore()` returns them (the page calls it from its inlined source). */
@@ -155,6 +160,10 @@ export function memoryViewCore(): MemoryViewCore {
         name: series.name,
         values: steps(events, series.at, series.value),
       })),
+      mapped:
+        input.mapped === undefined
+          ? new Float64Array(events)
+          : steps(events, input.mapped.at, input.mapped.value),
     };
   }
 
@@ -223,6 +232,7 @@ export function memoryViewCore(): MemoryViewCore {
       active: model.policies.map((policy) => aggregate(policy.active, bounds, count)),
       reserved: model.policies.map((policy) => aggregate(policy.reserved, bounds, count)),
       external: model.external.map((series) => aggregate(series.values, bounds, count)),
+      mapped: aggregate(model.mapped, bounds, count),
     };
   }
 

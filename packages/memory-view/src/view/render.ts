@@ -8,6 +8,7 @@ import { memoryViewClient } from "./client.js";
 import { memoryViewCore } from "./core.js";
 import { memoryViewDrawing } from "./drawing.js";
 import type { RecordedWorkload } from "./recorder.js";
+import { memoryViewTicks } from "./ticks.js";
 
 /** The summary beside the chart: one column per policy (or source), one row per figure. */
 export interface FigureTable {
@@ -29,7 +30,7 @@ export interface MemoryViewDocument {
   peaks: { active: number; reserved: number }[];
   /** Extra facts (label, value) under the figures. */
   facts?: [string, string][];
-  /** The name of the x axis; default `"event"`. */
+  /** The name of the x axis; default `"event"`, or the marks' when the workload has marks. */
   xLabel?: string;
 }
 
@@ -84,6 +85,10 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     ["label", workload.label],
     // The labels (stack frames) as UTF-8 JSON: compressed with the rest, they cost little.
     ["labels", new Uint8Array(Buffer.from(JSON.stringify(view.labels ?? []), "utf8"))],
+    ["mappedAt", workload.mapped?.at ?? new Uint32Array(0)],
+    ["mappedValue", workload.mapped?.value ?? new Float64Array(0)],
+    ["markAt", workload.marks?.at ?? new Uint32Array(0)],
+    ["markNames", new Uint8Array(Buffer.from(JSON.stringify(workload.marks?.names ?? []), "utf8"))],
   ];
   workload.policies.forEach((policy, index) => {
     arrays.push([`charged${index}`, policy.charged]);
@@ -94,6 +99,7 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     arrays.push([`externalAt${index}`, series.at]);
     arrays.push([`externalValue${index}`, series.value]);
   });
+  const marks = workload.marks?.at.length ?? 0;
   const { blob, layout } = pack(arrays);
   const data = gzipSync(blob, { level: 6 }).toString("base64");
   const meta = {
@@ -103,7 +109,9 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     external: workload.external.map((series) => series.name),
     peaks: view.peaks,
     figures: view.figures,
-    xLabel: view.xLabel ?? "event",
+    xLabel: view.xLabel ?? (marks > 0 ? `mark (${marks} in the trace), at its event` : "event"),
+    mapped: (workload.mapped?.value.length ?? 0) > 0,
+    marks,
     layout,
   };
   const { script, style, notice } = uplotFiles();
@@ -168,6 +176,7 @@ ${notice}-->
 (${memoryViewClient.toString()})(
   (${memoryViewCore.toString()})(),
   (${memoryViewDrawing.toString()})(),
+  (${memoryViewTicks.toString()})(),
   window.uPlot,
   document,
   window,

@@ -1,0 +1,57 @@
+// A replay as Chrome trace-event JSON (what Perfetto and chrome://tracing open): one counter track per
+// policy (`"ph": "C"` events whose args are `active`, `reserved`, `cached` and `mapped` bytes), written where a
+// figure changed, and the trace's marks as instant events. Time is the event index, in microseconds: the
+// trace has no clock, and one event a microsecond keeps the tracks' shapes.
+import type { PolicyRun } from "../replay/policy-run.js";
+
+/** One counter event of the export (what a reader of the JSON finds in `traceEvents`). */
+export interface ChromeCounterEvent {
+  name: string;
+  ph: "C";
+  ts: number;
+  pid: number;
+  tid: number;
+  args: { active: number; reserved: number; cached: number; mapped: number };
+}
+
+/** Collects the counters as the replay runs: call {@link event} after every event, {@link mark} at marks. */
+export class ChromeTraceExport {
+  readonly #events: object[] = [];
+  readonly #last: (string | undefined)[] = [];
+  readonly #names: string[];
+
+  /** An export of `policies` (the replay's, in its order), under `title` as the process's name. */
+  constructor(policies: readonly string[], title: string) {
+    this.#names = policies.map((policy) => `memory (${policy})`);
+    this.#events.push({ name: "process_name", ph: "M", pid: 1, tid: 0, args: { name: title } });
+    this.#events.push({ name: "thread_name", ph: "M", pid: 1, tid: 0, args: { name: "replay" } });
+  }
+
+  /** After event `index`: each run's figures, written for the runs where one changed. */
+  event(index: number, runs: readonly PolicyRun[]): void {
+    runs.forEach((run, policy) => {
+      const stats = run.allocator.memoryStats();
+      const args = {
+        active: stats.active,
+        reserved: stats.active + stats.cache,
+        cached: stats.cache,
+        mapped: stats.mapped,
+      };
+      const key = `${args.active},${args.cached},${args.mapped}`;
+      if (this.#last[policy] === key) return;
+      this.#last[policy] = key;
+      this.#events.push({ name: this.#names[policy], ph: "C", ts: index, pid: 1, tid: 0, args });
+    });
+  }
+
+  /** A mark before event `index`: an instant event named as the mark. */
+  mark(name: string, index: number): void {
+    this.#events.push({ name, ph: "i", s: "p", ts: index, pid: 1, tid: 0 });
+  }
+
+  /** The JSON text: `{ traceEvents, displayTimeUnit }`, one event a line. */
+  finish(): string {
+    const lines = this.#events.map((event) => JSON.stringify(event));
+    return `{"displayTimeUnit":"ns","traceEvents":[\n${lines.join(",\n")}\n]}\n`;
+  }
+}
