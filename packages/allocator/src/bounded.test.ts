@@ -136,6 +136,21 @@ describe("the bounded policy", () => {
     expect(allocator.counters().systemAllocations).toBe(3);
   });
 
+  it("a loan held while the workload grows keeps its surplus: reserved past the bound (the one exception)", () => {
+    const { allocator } = make("bounded");
+    allocator.free(allocator.malloc(10 * MiB));
+    const lent = allocator.malloc(1 * MiB); // lent the 10 MiB buffer: 9 MiB of surplus
+    const held = Array.from({ length: 11 }, () => allocator.malloc(1 * MiB)); // the first ends lending
+    // Live 12 MiB, the lent buffer's surplus still live: reserved 21 MiB, 1.75 × the live peak.
+    expect(allocator.memoryStats()).toMatchObject({ active: 21 * MiB, cache: 0, peakReserved: 21 * MiB });
+    expect(allocator.counters().peakLive).toBe(12 * MiB);
+    // Freed, the surplus is cache again, and the next miss brings reserved back within the bound.
+    allocator.free(lent);
+    for (const allocation of held) allocator.free(allocation);
+    allocator.malloc(4 * MiB);
+    expect(allocator.memoryStats().reserved).toBeLessThanOrEqual(1.2 * 12 * MiB);
+  });
+
   it("a refused request made while a loan is out leaves lending as it was", () => {
     const { allocator } = make("bounded", { memoryLimit: 16 * MiB });
     allocator.free(allocator.malloc(10 * MiB));
