@@ -95,6 +95,7 @@ g++ -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter -I"$PACKAGE/native/native
   "$HERE/streams_probe.cc" "$PACKAGE"/native/cuda/*.cc "$PACKAGE/native/native-core/core/posix.cc" \
   "$PACKAGE/native/native-core/core/wiring_residency_set.cc" -ldl -lpthread -o "$WORK/streams_probe" || exit 1
 bounded 60 "streams probe" "$WORK/streams_probe"
+bounded 30 "streams probe, a faulting kernel" "$WORK/streams_probe" fault
 fi
 
 if stage tests; then

@@ -64,6 +64,7 @@ extern "C" __global__ void spin(unsigned long long cycles, unsigned* flag) {
   *flag = 1;
 }
 extern "C" __global__ void empty() {}
+extern "C" __global__ void fault(unsigned long long address) { *(volatile unsigned*)address = 1; }
 )";
 
 uint64_t Bits(float value) {
@@ -106,7 +107,46 @@ LaunchShape Shape(uint32_t grid, uint32_t block) {
 
 }  // namespace
 
-int main() {
+// `streams_probe fault`: a kernel's illegal write. notify's callback gets the failure, synchronize reports
+// it, the process goes on (the context is broken from here: a separate run of the probe).
+int Fault(StreamPlatform* streams) {
+  Failure failure;
+  ModuleSource source;
+  source.kind = ModuleSource::Kind::kCudaSource;
+  source.text = kSource;
+  std::unique_ptr<Module> module = streams->loadModule(source, &failure);
+  const std::vector<ParameterKind> kinds = {ParameterKind::kU64};
+  Kernel* fault = module->kernel("fault", &kinds, &failure);
+  std::unique_ptr<Stream> stream = streams->newStream(&failure);
+  CHECK(stream->launch(fault, Shape(1, 1), {Scalar(ParameterKind::kU64, 8)}, &failure), "launch fault (a write to address 8)");
+  std::mutex mutex;
+  std::condition_variable woken;
+  bool notified = false;
+  Failure told;
+  stream->notify([&](const Failure& result) {
+    std::lock_guard<std::mutex> lock(mutex);
+    told = result;
+    notified = true;
+    woken.notify_all();
+  }, &failure);
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    woken.wait_for(lock, std::chrono::seconds(10), [&] { return notified; });
+  }
+  CHECK(notified && told.failed(), "notify's callback ran and was told: " + told.errname + ": " + told.message);
+  failure = Failure();
+  CHECK(!stream->synchronize(&failure) && failure.failed(), "synchronize fails: " + failure.message);
+  std::unique_ptr<Event> event = stream->record(&failure);
+  failure = Failure();
+  CHECK(event == nullptr || !event->query(&failure), "an event after it is not reported complete: " + failure.message);
+  event.reset();
+  stream.reset();
+  module.reset();
+  CHECK(true, "the stream and module released after the fault without a crash");
+  return 0;
+}
+
+int main(int argc, char** argv) {
   Failure failure;
   std::unique_ptr<CudaPlatformApi> platform = CreateCudaPlatform(0, &failure);
   if (platform == nullptr) {
@@ -121,6 +161,12 @@ int main() {
   StreamPlatform* streams = platform->streams(&noStreams);
   CHECK(streams != nullptr, "streams(): " + noStreams);
   if (streams == nullptr) return 1;
+  if (argc > 1 && std::string(argv[1]) == "fault") {
+    Fault(streams);
+    platform.reset();
+    std::printf("streams probe (fault): %d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+  }
   {
     ModuleSource source;
     source.kind = ModuleSource::Kind::kCudaSource;

@@ -4,7 +4,7 @@ measured against on the same GPU).
 
 A small transformer in fp32: `layers` blocks of RMSNorm, one fused QKV projection, attention over a KV cache
 that grows by one token per step (torch.cat: a new, larger allocation each step, the old one freed), an output
-projection, RMSNorm and a SwiGLU MLP; a final RMSNorm and logits through the embedding; greedy argmax on the
+projection, RMSNorm and a SwiGLU MLP; a final RMSNorm and logits through an output head; greedy argmax on the
 device (no host round trip inside the loop). Weights are random (a fixed seed), scaled by 1/sqrt(fan-in),
 written once as a safetensors checkpoint that both sides load.
 
@@ -33,7 +33,7 @@ def write(path):
     def weight(rows, cols):
         return (torch.randn(rows, cols, generator=generator) / math.sqrt(cols)).contiguous()
 
-    tensors = {"emb": weight(c["vocab"], d) * math.sqrt(d) / 4, "lnf": torch.ones(d)}
+    tensors = {"emb": weight(c["vocab"], d) * math.sqrt(d) / 4, "head": weight(c["vocab"], d), "lnf": torch.ones(d)}
     for layer in range(c["layers"]):
         p = f"layers.{layer}."
         tensors[p + "ln1"] = 1 + 0.1 * torch.randn(d, generator=generator)
@@ -85,7 +85,7 @@ def run(path, steps, out):
                 x = x + w[p + "wo"] @ o
                 h = rmsnorm(x, w[p + "ln2"], c["eps"])
                 x = x + w[p + "w2"] @ (torch.nn.functional.silu(w[p + "w1"] @ h) * (w[p + "w3"] @ h))
-            logits = w["emb"] @ rmsnorm(x, w["lnf"], c["eps"])
+            logits = w["head"] @ rmsnorm(x, w["lnf"], c["eps"])
             token = torch.argmax(logits)
             torch.cuda.synchronize()
             elapsed = time.perf_counter_ns() - start

@@ -138,7 +138,10 @@ const DriverApi* LoadDriver(std::string* why) {
     complete = before;
     missing = missingBefore;
   }
-  // Optional on its own (CUDA 12.4+).
+  // Optional on their own (cuStreamAddCallback: CUDA 5 to 13 at least, deprecated in favour of cuLaunchHostFunc,
+  // which tells no status; cuFuncGetParamInfo: CUDA 12.4+).
+  api.cuStreamAddCallback =
+      reinterpret_cast<decltype(api.cuStreamAddCallback)>(dlsym(library, "cuStreamAddCallback"));
   api.cuFuncGetParamInfo =
       reinterpret_cast<decltype(api.cuFuncGetParamInfo)>(dlsym(library, "cuFuncGetParamInfo"));
   if (!complete) {

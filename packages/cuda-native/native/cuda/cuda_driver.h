@@ -68,6 +68,7 @@ using CUmodule = CUmod_st*;
 struct CUfunc_st;
 using CUfunction = CUfunc_st*;
 using CUhostFn = void (*)(void* userData);
+using CUstreamCallback = void (*)(CUstream stream, CUresult status, void* userData);
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
@@ -134,6 +135,8 @@ struct DriverApi {
   CUresult (*cuLaunchHostFunc)(CUstream stream, CUhostFn function, void* userData);
   CUresult (*cuMemAllocHost)(void** pointer, size_t bytes);  // _v2
   CUresult (*cuMemFreeHost)(void* pointer);
+  // A host callback told the stream's status (a device error reaches it): notify's way where present.
+  CUresult (*cuStreamAddCallback)(CUstream stream, CUstreamCallback callback, void* userData, unsigned int flags);
   // CUDA 12.4+: a kernel parameter's offset and size (nullptr on older drivers: declarations are trusted).
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t* offset, size_t* size);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);

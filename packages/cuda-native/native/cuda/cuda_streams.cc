@@ -6,7 +6,8 @@
 //    caller's bytes (pageable): the driver stages them itself before cuMemcpyHtoDAsync returns.
 //  - read: cuMemcpyDtoHAsync into a staging block, then a host function (cuLaunchHostFunc) copies the bytes
 //    into the caller's target, in stream order, so an event or notify after it sees them there.
-//  - notify: a host function calling `done`.
+//  - notify: a stream callback calling `done` (cuStreamAddCallback, which is told a device error that came
+//    before it, so `done` gets that failure; cuLaunchHostFunc where the driver lacks it).
 #include "cuda_streams.h"
 
 #include <cstring>
@@ -91,10 +92,29 @@ void RunCopyOut(void* data) {
   delete copy;
 }
 
+// What notify's callback needs: `done`, and the driver for the name of a failure it is told.
+struct Notification {
+  std::function<void(const Failure&)> done;
+  const DriverApi* api;
+};
+
 void RunDone(void* data) {
-  auto* done = static_cast<std::function<void(const Failure&)>*>(data);
-  (*done)(Failure());
-  delete done;
+  auto* notification = static_cast<Notification*>(data);
+  notification->done(Failure());
+  delete notification;
+}
+
+// cuStreamAddCallback's form: a device error before it (a kernel's illegal access, say) arrives as `status`.
+void RunDoneWithStatus(CUstream, CUresult status, void* data) {
+  auto* notification = static_cast<Notification*>(data);
+  if (status == CUDA_SUCCESS) {
+    notification->done(Failure());
+  } else {
+    // cuGetErrorName and cuGetErrorString only read the driver's tables: no context, safe here.
+    notification->done(Failure::Driver("cuStreamAddCallback", status, ResultName(*notification->api, status),
+                                       "the stream's work failed: " + ResultText(*notification->api, status)));
+  }
+  delete notification;
 }
 
 class CudaStream final : public Stream {
@@ -249,11 +269,14 @@ class CudaStream final : public Stream {
 
   bool notify(std::function<void(const Failure&)> done, Failure* failure) override {
     if (!context_.bound(failure)) return false;
-    auto* callback = new std::function<void(const Failure&)>(std::move(done));
-    CUresult result = context_.api->cuLaunchHostFunc(stream_, RunDone, callback);
+    auto* notification = new Notification{std::move(done), context_.api};
+    const DriverApi& api = *context_.api;
+    bool withStatus = api.cuStreamAddCallback != nullptr;
+    CUresult result = withStatus ? api.cuStreamAddCallback(stream_, RunDoneWithStatus, notification, 0)
+                                 : api.cuLaunchHostFunc(stream_, RunDone, notification);
     if (result != CUDA_SUCCESS) {
-      delete callback;
-      return context_.refused("cuLaunchHostFunc", result, failure);
+      delete notification;
+      return context_.refused(withStatus ? "cuStreamAddCallback" : "cuLaunchHostFunc", result, failure);
     }
     return true;
   }
