@@ -65,7 +65,8 @@ export class StreamHub {
 
 /**
  * One stream's queue. Positions count operations: an event at position `p` is complete once `p` operations
- * ran. The first operation to fail sticks: every point at or after it reports that failure.
+ * ran. The first operation to fail sticks: the stream's later operations are skipped (a read among them
+ * rejects), and every point at or after it reports that failure.
  */
 export class StreamQueue {
   readonly label: string;
@@ -179,6 +180,8 @@ export class StreamQueue {
       this.#head = 0;
     }
     try {
+      // After a failure the stream's later work is skipped: it reports that failure.
+      if (this.#failure !== undefined) throw this.#failure.error;
       operation.run();
     } catch (error) {
       this.#failure ??= { at: this.completed + 1, error };
