@@ -4,7 +4,6 @@
 // the memory view and the exports. A bad command line or a bad file is one line on stderr and exit code 2.
 import { resolve } from "node:path";
 import { ALLOCATOR_POLICIES, type TraceHeader } from "@nuvec/allocator";
-import { streamTraceBatches } from "@nuvec/allocator/node";
 import { NuvecError, printable } from "@nuvec/stats";
 import { HELP, type MemoryViewCommand, readCommand, UsageError } from "./cli/arguments.js";
 import {
@@ -18,6 +17,7 @@ import {
 import { prepareOutput, writeOutput } from "./cli/output.js";
 import { ChromeTraceExport } from "./export/chrome.js";
 import { type TorchExportCounts, TorchSnapshotExport } from "./export/torch.js";
+import { streamMarkedTrace } from "./replay/marked-trace.js";
 import { replayForView } from "./replay/replay.js";
 import { looksLikeTorchSnapshot, readTorchSnapshot } from "./snapshot/torch-snapshot.js";
 import { renderMemoryView } from "./view/render.js";
@@ -26,7 +26,7 @@ import { renderMemoryView } from "./view/render.js";
 async function opened(
   path: string,
 ): Promise<{ header: TraceHeader | undefined; batches: AsyncIterable<readonly unknown[]> }> {
-  const iterator = streamTraceBatches(path)[Symbol.asyncIterator]();
+  const iterator = streamMarkedTrace(path)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const head = first.done ? undefined : first.value[0];
   const header =

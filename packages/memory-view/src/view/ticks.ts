@@ -94,6 +94,9 @@ export function memoryViewTicks(): MemoryViewTicks {
         layout.kind === "count"
           ? countLabel(value)
           : byteLabel(value, step, Math.max(Math.abs(min), Math.abs(max))));
+    const apart = (before: Tick, after: Tick) =>
+      position(after.value) - position(before.value) >=
+      (layout.extent(before.label) + layout.extent(after.label)) / 2 + gap;
     let best: Tick[] = [];
     for (const step of steps(layout.kind, span)) {
       // No step with more ticks than pixels can fit: skip them unmeasured.
@@ -102,15 +105,25 @@ export function memoryViewTicks(): MemoryViewTicks {
       for (let value = Math.ceil(min / step) * step; value <= max; value += step) {
         found.push({ value, label: label(value, step) });
       }
+      if (found.length === 0) continue;
+      if (layout.position !== undefined) {
+        // Positions of the caller's (marks bunched at some events): the step that would fit were they even,
+        // then each tick kept only where it stands clear of the last one kept.
+        const widest = found.reduce((most, tick) => Math.max(most, layout.extent(tick.label)), 0);
+        if (found.length * (widest + gap) > layout.length && found.length > 1) {
+          best = [found[0] as Tick];
+          continue;
+        }
+        const kept: Tick[] = [found[0] as Tick];
+        for (const tick of found.slice(1)) if (apart(kept[kept.length - 1] as Tick, tick)) kept.push(tick);
+        return kept;
+      }
       let fits = true;
       for (let index = 1; index < found.length && fits; index += 1) {
-        const before = found[index - 1] as Tick;
-        const after = found[index] as Tick;
-        const room = position(after.value) - position(before.value);
-        fits = room >= (layout.extent(before.label) + layout.extent(after.label)) / 2 + gap;
+        fits = apart(found[index - 1] as Tick, found[index] as Tick);
       }
       if (fits) return found;
-      best = found.length > 0 ? [found[0] as Tick] : best;
+      best = [found[0] as Tick];
     }
     return best;
   }
