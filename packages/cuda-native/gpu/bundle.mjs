@@ -2,7 +2,8 @@
 // Bundles what the GPU machine runs into plain .mjs files that need nothing but Node.js (that machine has no
 // node_modules and no network): the package's tests, with `vitest` replaced by gpu/vitest-shim.mjs (node:test
 // + @vitest/expect), and the bench. The workspace packages are bundled from their sources, so a test and the
-// backend share one copy of the error classes. Output: gpu/dist/tests.mjs, gpu/dist/bench.mjs.
+// backend share one copy of the error classes. Output: gpu/dist/tests.mjs, gpu/dist/bench.mjs, gpu/dist/decode.mjs
+// (the decode workload, gpu/decode/decode.mjs).
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -45,4 +46,9 @@ await build({
   entryPoints: [join(here, "..", "bench", "cuda-bench.mjs")],
   outfile: join(here, "dist", "bench.mjs"),
 });
-console.log("gpu/dist/tests.mjs and gpu/dist/bench.mjs bundled");
+await build({
+  ...common,
+  entryPoints: [join(here, "decode", "decode.mjs")],
+  outfile: join(here, "dist", "decode.mjs"),
+});
+console.log("gpu/dist/tests.mjs, gpu/dist/bench.mjs and gpu/dist/decode.mjs bundled");

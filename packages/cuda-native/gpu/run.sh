@@ -20,8 +20,9 @@
 # checkpoint.json, summary.md, run.log. Each stage has a deadline, so the run ends within about eight minutes.
 set -u
 CARRY=$(cd "${1:?usage: run.sh CARRY_DIR [STAGES]}" && pwd)
-# Which stages to run (comma-separated; default all): probe, streams, tests, populate, bench, torch, checkpoint.
-STAGES=",${2:-probe,streams,tests,populate,bench,torch,checkpoint},"
+# Which stages to run (comma-separated; default all): probe, streams, tests, populate, bench, torch, checkpoint,
+# decode.
+STAGES=",${2:-probe,streams,tests,populate,bench,torch,checkpoint,decode},"
 stage() { [[ "$STAGES" == *",$1,"* ]]; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 PACKAGE=$(dirname "$HERE")
@@ -130,6 +131,20 @@ if stage checkpoint; then
 echo "== bench: 1 GiB mapped checkpoint (tmpfs first: registering the ext4 file is the step that hung)"
 bounded 70 checkpoint "$NODE" "$HERE/dist/bench.mjs" --json "$RESULTS/checkpoint.json" --sections checkpoint \
   --checkpoint-dirs /dev/shm,/tmp
+fi
+
+if stage decode; then
+echo "== decode workload (gpu/decode): PyTorch eager, default and expandable segments, then nuvec per policy"
+export PYTHONUNBUFFERED=1
+STEPS=${DECODE_STEPS:-256}
+bounded 60 "decode checkpoint" python3 "$HERE/decode/model.py" write /dev/shm/nuvec-decode.safetensors
+bounded 90 "decode torch" python3 "$HERE/decode/model.py" run /dev/shm/nuvec-decode.safetensors --steps "$STEPS" \
+  --json "$RESULTS/decode-torch.json"
+bounded 90 "decode torch expandable" env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+  python3 "$HERE/decode/model.py" run /dev/shm/nuvec-decode.safetensors --steps "$STEPS" \
+  --json "$RESULTS/decode-torch-expandable.json"
+bounded 180 "decode nuvec" "$NODE" "$HERE/dist/decode.mjs" /dev/shm/nuvec-decode.safetensors --steps "$STEPS" \
+  --kernels "$HERE/decode/kernels.cu" --json "$RESULTS/decode-nuvec.json"
 fi
 
 echo "== side by side"

@@ -1,6 +1,6 @@
 // The CUDA streams layer (native/cuda/cuda_streams.cc, cuda_modules.cc, nvrtc.cc) exercised in C++ on a GPU,
 // without Node.js: streams, NVRTC compiles (PTX and CUBIN), PTX loads, launches with every scalar kind,
-// writes and reads (staged and pageable), copies, events across streams, host notifications, the refusals
+// writes and reads (chunked through pinned staging), copies (from a mapped file too), events across streams, host notifications, the refusals
 // (a compile error's log, a missing kernel, a declaration that does not match, a launch shape the driver
 // refuses), and teardown with work still queued. gpu/run.sh builds it with g++ against the same sources as
 // the addon and runs it (stage `streams`). Prints one line per check and a summary; exit status 1 when a
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -302,7 +303,7 @@ int main(int argc, char** argv) {
     CHECK(stream->launch(empty, Shape(1, 1), {}, &failure) && stream->synchronize(&failure),
           "the stream works after the refusal " + failure.message);
 
-    // A large write (pageable, past the staging limit) and its read.
+    // A large write and its read (16 chunks through pinned staging).
     const size_t big = 64u << 20;
     std::unique_ptr<Allocation> large = platform->newBuffer(big, &failure);
     std::vector<uint8_t> pattern(big);
@@ -315,9 +316,32 @@ int main(int argc, char** argv) {
       stream->read(large.get(), 0, big, back.data(), &failure);
       stream->synchronize(&failure);
       double elapsed = Now() - written;
-      CHECK(wrote && back == pattern, "64 MiB round trip " + std::to_string(round) + " equal: write (pageable) " +
-                                          std::to_string((written - started) / 1000) + " ms, read (staged) " +
+      CHECK(wrote && back == pattern, "64 MiB round trip " + std::to_string(round) + " equal: write " +
+                                          std::to_string((written - started) / 1000) + " ms, read " +
                                           std::to_string(elapsed / 1000) + " ms");
+    }
+    {
+      // A copy from a mapped file that is not registered: its pages through staging.
+      const char* directory = std::getenv("TMPDIR");
+      std::string path = std::string(directory != nullptr ? directory : "/tmp") + "/nuvec-streams-probe.bin";
+      FILE* file = std::fopen(path.c_str(), "wb");
+      std::fwrite(pattern.data(), 1, 10u << 20, file);
+      std::fclose(file);
+      std::unique_ptr<Allocation> mapping = platform->mapFile(path, &failure);
+      CHECK(mapping != nullptr, "map a 10 MiB file " + failure.message);
+      std::vector<uint8_t> zeros(big, 0);
+      stream->write(large.get(), 0, zeros, &failure);
+      double started = Now();
+      CHECK(stream->copy(large.get(), 4096, mapping.get(), 1000, (10u << 20) - 1000, &failure),
+            "copy from the mapped file " + failure.message);
+      stream->read(large.get(), 0, 12u << 20, back.data(), &failure);
+      stream->synchronize(&failure);
+      double elapsed = Now() - started;
+      CHECK(std::memcmp(back.data() + 4096, pattern.data() + 1000, (10u << 20) - 1000) == 0 && back[4095] == 0 &&
+                back[4096 + (10u << 20) - 1000] == 0,
+            "the mapped file's bytes landed at 4096, nothing around them (" + std::to_string(elapsed / 1000) + " ms with the read)");
+      mapping.reset();
+      std::remove(path.c_str());
     }
     std::vector<uint8_t> medium(8u << 20, 5);
     for (int round = 0; round < 3; round += 1) {

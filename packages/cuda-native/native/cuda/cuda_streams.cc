@@ -1,20 +1,22 @@
 // Streams and events on CUDA (cuda_streams.h). Every call makes the device's primary context current first
 // (as the platform's memory calls do), enqueues, and returns; refusals enqueue nothing.
 //
-//  - write: the bytes go into a pinned staging block (cuMemAllocHost) and from there with cuMemcpyHtoDAsync;
-//    an event recorded after the copy frees the block for reuse. Writes above kStagedLimit go from the
-//    caller's bytes (pageable): the driver stages them itself before cuMemcpyHtoDAsync returns.
-//  - read: cuMemcpyDtoHAsync into a staging block, then a host function (cuLaunchHostFunc) copies the bytes
-//    into the caller's target, in stream order, so an event or notify after it sees them there.
+//  - write: the bytes go into pinned staging blocks (cuda_staging.h), a chunk at a time, and from there with
+//    cuMemcpyHtoDAsync; an event after each chunk's copy frees its block for reuse.
+//  - read: cuMemcpyDtoHAsync into staging blocks, a chunk at a time, each followed by a host function
+//    (cuLaunchHostFunc) that copies the chunk into the caller's target, in stream order, so an event or
+//    notify after the read sees the bytes there.
 //  - notify: a stream callback calling `done` (cuStreamAddCallback, which is told a device error that came
 //    before it, so `done` gets that failure; cuLaunchHostFunc where the driver lacks it).
 #include "cuda_streams.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "cuda_modules.h"
+#include "cuda_staging.h"
 
 namespace nuvec {
 
@@ -37,12 +39,6 @@ bool CudaDeviceContext::refused(const char* call, CUresult result, Failure* fail
 }
 
 namespace {
-
-// Writes up to this size go through pinned staging; larger ones from the caller's bytes.
-constexpr size_t kStagedLimit = 16u << 20;
-// Staging blocks kept for reuse once their copies completed, in bytes; a completed block past it is freed.
-constexpr size_t kStagingKept = 64u << 20;
-constexpr size_t kStagingMinimum = 64u << 10;
 
 class CudaEvent final : public Event {
  public:
@@ -69,14 +65,6 @@ class CudaEvent final : public Event {
  private:
   CudaDeviceContext context_;
   CUevent event_;
-};
-
-// One pinned block and the event after the last copy that used it.
-struct StagingBlock {
-  void* host = nullptr;
-  size_t size = 0;
-  CUevent done = nullptr;
-  bool used = false;  // `done` was recorded: free once it completed
 };
 
 // A read's copy-out, run by a host function on the driver's callback thread (no driver calls there).
@@ -119,17 +107,15 @@ void RunDoneWithStatus(CUstream, CUresult status, void* data) {
 
 class CudaStream final : public Stream {
  public:
-  CudaStream(const CudaDeviceContext& context, CUstream stream) : context_(context), stream_(stream) {}
+  CudaStream(const CudaDeviceContext& context, CUstream stream)
+      : context_(context), stream_(stream), staging_(std::make_unique<StagingPool>(context)) {}
 
   ~CudaStream() override {
     const DriverApi& api = *context_.api;
     context_.bind();
     // Its work runs to the end first: staging blocks and host functions' targets are in use until then.
     api.cuStreamSynchronize(stream_);
-    for (StagingBlock& block : blocks_) {
-      api.cuEventDestroy(block.done);
-      api.cuMemFreeHost(block.host);
-    }
+    staging_.reset();
     api.cuStreamDestroy(stream_);
   }
 
@@ -181,17 +167,7 @@ class CudaStream final : public Stream {
     if (bytes.empty()) return true;
     uint64_t device = 0;
     if (!deviceOf(target, "the target", &device, failure) || !context_.bound(failure)) return false;
-    const DriverApi& api = *context_.api;
-    if (bytes.size() > kStagedLimit) {
-      CUresult result = api.cuMemcpyHtoDAsync(device + offset, bytes.data(), bytes.size(), stream_);
-      return result == CUDA_SUCCESS || context_.refused("cuMemcpyHtoDAsync", result, failure);
-    }
-    StagingBlock* block = acquire(bytes.size(), failure);
-    if (block == nullptr) return false;
-    std::memcpy(block->host, bytes.data(), bytes.size());
-    CUresult result = api.cuMemcpyHtoDAsync(device + offset, block->host, bytes.size(), stream_);
-    if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyHtoDAsync", result, failure);
-    return settle(block, failure);
+    return stageIn(device + offset, bytes.data(), bytes.size(), failure);
   }
 
   bool read(Allocation* source, size_t offset, size_t length, uint8_t* target, Failure* failure) override {
@@ -210,19 +186,23 @@ class CudaStream final : public Stream {
       return true;
     }
     if (!deviceOf(source, "the source", &device, failure) || !context_.bound(failure)) return false;
-    StagingBlock* block = acquire(length, failure);
-    if (block == nullptr) return false;
-    CUresult result = api.cuMemcpyDtoHAsync(block->host, device + offset, length, stream_);
-    if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyDtoHAsync", result, failure);
-    auto* copy = new CopyOut{block->host, target, length};
-    result = api.cuLaunchHostFunc(stream_, RunCopyOut, copy);
-    if (result != CUDA_SUCCESS) {
-      delete copy;
-      // The DtoH is queued and the block is its target: it stays in use until the stream passes it.
-      settle(block, failure);
-      return context_.refused("cuLaunchHostFunc", result, failure);
+    for (size_t done = 0; done < length; done += kStagingChunk) {
+      size_t chunk = std::min(kStagingChunk, length - done);
+      StagingBlock* block = staging_->acquire(chunk, failure);
+      if (block == nullptr) return false;
+      CUresult result = api.cuMemcpyDtoHAsync(block->host, device + offset + done, chunk, stream_);
+      if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyDtoHAsync", result, failure);
+      auto* copy = new CopyOut{block->host, target + done, chunk};
+      result = api.cuLaunchHostFunc(stream_, RunCopyOut, copy);
+      if (result != CUDA_SUCCESS) {
+        delete copy;
+        // The DtoH is queued and the block is its target: it stays in use until the stream passes it.
+        staging_->settle(block, stream_, failure);
+        return context_.refused("cuLaunchHostFunc", result, failure);
+      }
+      if (!staging_->settle(block, stream_, failure)) return false;
     }
-    return settle(block, failure);
+    return true;
   }
 
   bool copy(Allocation* target, size_t targetOffset, Allocation* source, size_t sourceOffset, size_t length,
@@ -233,10 +213,8 @@ class CudaStream final : public Stream {
     const DriverApi& api = *context_.api;
     uint64_t from = source->devicePointer();
     if (from == 0 && source->data() != nullptr) {
-      // A mapped file that is not registered: from its pages (pageable; the driver stages them).
-      CUresult result = api.cuMemcpyHtoDAsync(to + targetOffset, static_cast<const uint8_t*>(source->data()) + sourceOffset,
-                                              length, stream_);
-      return result == CUDA_SUCCESS || context_.refused("cuMemcpyHtoDAsync", result, failure);
+      // A mapped file that is not registered: its pages, read now, through pinned staging.
+      return stageIn(to + targetOffset, static_cast<const uint8_t*>(source->data()) + sourceOffset, length, failure);
     }
     if (!deviceOf(source, "the source", &from, failure)) return false;
     CUresult result = api.cuMemcpyDtoDAsync(to + targetOffset, from + sourceOffset, length, stream_);
@@ -288,6 +266,21 @@ class CudaStream final : public Stream {
   }
 
  private:
+  // Copies `length` bytes from `source` (read now) to `device` through staging blocks, a chunk at a time.
+  bool stageIn(uint64_t device, const uint8_t* source, size_t length, Failure* failure) {
+    const DriverApi& api = *context_.api;
+    for (size_t done = 0; done < length; done += kStagingChunk) {
+      size_t chunk = std::min(kStagingChunk, length - done);
+      StagingBlock* block = staging_->acquire(chunk, failure);
+      if (block == nullptr) return false;
+      std::memcpy(block->host, source + done, chunk);
+      CUresult result = api.cuMemcpyHtoDAsync(device + done, block->host, chunk, stream_);
+      if (result != CUDA_SUCCESS) return context_.refused("cuMemcpyHtoDAsync", result, failure);
+      if (!staging_->settle(block, stream_, failure)) return false;
+    }
+    return true;
+  }
+
   // The device address of device memory or a wired mapped file; an argument failure for memory without one.
   bool deviceOf(Allocation* allocation, const char* what, uint64_t* device, Failure* failure) const {
     *device = allocation->devicePointer();
@@ -296,66 +289,9 @@ class CudaStream final : public Stream {
     return false;
   }
 
-  // A staging block of at least `bytes` whose last copy has completed: reused, or made (cuMemAllocHost).
-  StagingBlock* acquire(size_t bytes, Failure* failure) {
-    const DriverApi& api = *context_.api;
-    StagingBlock* fit = nullptr;
-    size_t kept = 0;
-    for (size_t index = 0; index < blocks_.size();) {
-      StagingBlock& block = blocks_[index];
-      bool free = !block.used || api.cuEventQuery(block.done) == CUDA_SUCCESS;
-      if (free) block.used = false;
-      if (free && fit == nullptr && block.size >= bytes) {
-        fit = &block;
-      } else if (free && kept + block.size > kStagingKept) {
-        api.cuEventDestroy(block.done);
-        api.cuMemFreeHost(block.host);
-        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(index));
-        fit = nullptr;  // pointers into blocks_ moved: look again
-        index = 0;
-        kept = 0;
-        continue;
-      } else {
-        kept += block.size;
-      }
-      index += 1;
-    }
-    if (fit != nullptr) return fit;
-    StagingBlock block;
-    block.size = kStagingMinimum;
-    while (block.size < bytes) block.size *= 2;
-    CUresult result = api.cuMemAllocHost(&block.host, block.size);
-    if (result != CUDA_SUCCESS) {
-      *failure = Failure::Allocation("cuMemAllocHost of " + std::to_string(block.size) +
-                                     " bytes of pinned staging failed: " + ResultText(api, result));
-      return nullptr;
-    }
-    result = api.cuEventCreate(&block.done, CU_EVENT_DISABLE_TIMING);
-    if (result != CUDA_SUCCESS) {
-      api.cuMemFreeHost(block.host);
-      context_.refused("cuEventCreate", result, failure);
-      return nullptr;
-    }
-    blocks_.push_back(block);
-    return &blocks_.back();
-  }
-
-  // Marks the block in use until the stream has passed what was just enqueued. When the event cannot be
-  // recorded, the stream is waited for instead (the block is then free again).
-  bool settle(StagingBlock* block, Failure* failure) {
-    CUresult result = context_.api->cuEventRecord(block->done, stream_);
-    if (result == CUDA_SUCCESS) {
-      block->used = true;
-      return true;
-    }
-    context_.api->cuStreamSynchronize(stream_);
-    block->used = false;
-    return context_.refused("cuEventRecord", result, failure);
-  }
-
   CudaDeviceContext context_;
   CUstream stream_;
-  std::vector<StagingBlock> blocks_;
+  std::unique_ptr<StagingPool> staging_;
 };
 
 class CudaStreamPlatform final : public StreamPlatform {
