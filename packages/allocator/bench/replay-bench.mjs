@@ -199,7 +199,7 @@ console.log("| --- | --- | --- | --- | --- | --- | --- |");
 const VARIANTS = {
   mlx: { policy: "mlx" },
   bounded: { policy: "bounded" },
-  "bounded, largest first, 1.2": { policy: "bounded", boundedRelease: "largest", reserveRatio: 1.2 },
+  "bounded, largest first": { policy: "bounded", boundedRelease: "largest" },
 };
 for (const trace of traces) {
   let mlxAllocations;
