@@ -24,9 +24,12 @@ export interface DeviceOptions {
   policy?: AllocatorPolicy;
   /** For the `"segments"` policy: its sizes (any left out keep `SEGMENT_DEFAULTS` of `@nuvec/allocator`). */
   segments?: Partial<SegmentOptions>;
-  /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark (default 1.3). */
+  /** For the `"bounded"` policy: reserved memory held within this ratio of the high-water mark (default 1.2). */
   reserveRatio?: number;
-  /** For the `"bounded"` policy: which cached buffer goes first, `"least-recent"` (default) or `"largest"`. */
+  /**
+   * For the `"bounded"` policy: which cached buffer goes first, `"fitting"` (the default: the smallest that
+   * alone is enough), `"least-recent"` or `"largest"`.
+   */
   boundedRelease?: BoundedRelease;
   /**
    * The per-set cap of residency sets in percent of the working set: a whole number from 0 to 100, where 1–99
