@@ -15,7 +15,10 @@
     "napi/addon.cc",
     "napi/allocation_handle.cc",
     "napi/errors.cc",
+    "napi/event_module_handles.cc",
     "napi/residency_set_handle.cc",
+    "napi/stream_arguments.cc",
+    "napi/stream_handles.cc",
     "napi/views.cc"
   ],
   "include_dirs": ["."],

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/platform.h"
+#include "core/streams.h"
 #include "core/wiring_residency_set.h"
 #include "host_system.h"
 
@@ -271,6 +272,7 @@ class HostPlatform final : public Platform, public Wiring {
   }
 
   const DeviceFacts& facts() const override { return facts_; }
+  StreamPlatform* streams(std::string*) override { return streams_.get(); }
 
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     if (bytes < pageSize_) {
@@ -476,6 +478,7 @@ class HostPlatform final : public Platform, public Wiring {
  private:
   size_t pageSize_;
   DeviceFacts facts_;
+  std::unique_ptr<StreamPlatform> streams_ = CreateHostStreamPlatform();
   WiringCounters counters_;
   std::string lastWiringError_;
 };

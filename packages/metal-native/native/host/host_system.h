@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <memory>
+
 namespace nuvec {
 
 // A number from a one-line file (/proc, /sys); *found false (and 0) when missing, unreadable or "no limit".
@@ -13,6 +15,10 @@ uint64_t ReadNumber(const std::string& path, bool* found);
 uint64_t CgroupMemoryLimit();
 // "host (Linux x64)": the system's name and the machine, as Node names architectures.
 std::string MachineName();
+
+class StreamPlatform;
+// The host's streams and modules (host_streams.cc): worker-thread streams, host kernels loaded with dlopen.
+std::unique_ptr<StreamPlatform> CreateHostStreamPlatform();
 
 }  // namespace nuvec
 

@@ -152,9 +152,11 @@ bool WorkerStream::Enqueue(Operation operation, Failure* failure) {
 
 bool WorkerStream::launch(Kernel* kernel, const LaunchShape& shape, const std::vector<KernelArgument>& args,
                           Failure* failure) {
-  auto* host = dynamic_cast<HostKernel*>(kernel);
+  // Addons build without RTTI: every kernel a worker stream is given is a host kernel, as the N-API layer
+  // hands a platform's streams only that platform's kernels and events.
+  auto* host = static_cast<HostKernel*>(kernel);
   if (host == nullptr) {
-    *failure = Failure::Argument("the kernel is not a host kernel");
+    *failure = Failure::Argument("no kernel");
     return false;
   }
   PreparedLaunch launch;
@@ -213,9 +215,9 @@ std::unique_ptr<Event> WorkerStream::record(Failure*) {
 }
 
 bool WorkerStream::wait(Event* event, Failure* failure) {
-  auto* worker = dynamic_cast<WorkerEvent*>(event);
+  auto* worker = static_cast<WorkerEvent*>(event);  // this platform's, as the kernels (launch)
   if (worker == nullptr) {
-    *failure = Failure::Argument("the event is not of this platform");
+    *failure = Failure::Argument("no event");
     return false;
   }
   std::shared_ptr<StreamProgress> other = worker->progress();

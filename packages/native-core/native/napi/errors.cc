@@ -17,7 +17,7 @@ void ThrowArgument(Napi::Env env, const char* argument, const std::string& messa
   throw error;
 }
 
-void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, double bytes) {
+Napi::Error FailureError(Napi::Env env, const Failure& failure, const char* argument, double bytes) {
   switch (failure.kind) {
     case Failure::Kind::kSystem: {
       Napi::Error error = MakeError(env, kSystem, failure.message);
@@ -26,18 +26,30 @@ void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, d
       error.Set("errno", Napi::String::New(env, failure.errname.empty() ? ErrnoName(failure.errnum) : failure.errname));
       error.Set("errnoNumber", Napi::Number::New(env, failure.errnum));
       if (!failure.path.empty()) error.Set("path", Napi::String::New(env, failure.path));
-      throw error;
+      return error;
     }
-    case Failure::Kind::kArgument:
-      ThrowArgument(env, argument, failure.message);
+    case Failure::Kind::kArgument: {
+      Napi::Error error = MakeError(env, kInvalidArgument, failure.message);
+      error.Set("argument", Napi::String::New(env, argument));
+      return error;
+    }
+    case Failure::Kind::kFormat: {
+      Napi::Error error = MakeError(env, kModule, failure.message);
+      error.Set("log", Napi::String::New(env, failure.log));
+      return error;
+    }
     case Failure::Kind::kAllocation:
     case Failure::Kind::kNone:
     default: {
       Napi::Error error = MakeError(env, kAllocationFailed, failure.message);
       error.Set("bytes", Napi::Number::New(env, bytes));
-      throw error;
+      return error;
     }
   }
+}
+
+void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, double bytes) {
+  throw FailureError(env, failure, argument, bytes);
 }
 
 size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit) {

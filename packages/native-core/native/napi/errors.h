@@ -20,6 +20,8 @@ constexpr const char* kSystem = "ERR_NUVEC_SYSTEM";
 constexpr const char* kAllocationFailed = "ERR_NUVEC_ALLOCATION_FAILED";
 constexpr const char* kUnavailable = "ERR_NUVEC_NATIVE_UNAVAILABLE";
 constexpr const char* kNotHostVisible = "ERR_NUVEC_NOT_HOST_VISIBLE";
+constexpr const char* kModule = "ERR_NUVEC_MODULE";
+constexpr const char* kKernelNotFound = "ERR_NUVEC_KERNEL_NOT_FOUND";
 
 // A JS Error with the fields the TypeScript layer turns into the classes of errors.ts.
 Napi::Error MakeError(Napi::Env env, const char* code, const std::string& message);
@@ -29,6 +31,8 @@ Napi::Error MakeError(Napi::Env env, const char* code, const std::string& messag
 // A platform's failure as a JS error. `argument`: the name of the argument the call was given, for a
 // Failure::Kind::kArgument; `bytes`: what an allocation failure reports.
 [[noreturn]] void ThrowFailure(Napi::Env env, const Failure& failure, const char* argument, double bytes);
+// The same error, made rather than thrown (a promise's rejection). kFormat: ERR_NUVEC_MODULE with `log`.
+Napi::Error FailureError(Napi::Env env, const Failure& failure, const char* argument, double bytes);
 
 // Throws unless value is a whole number of bytes in (0, limit].
 size_t CheckBytes(Napi::Env env, const Napi::Value& value, uint64_t limit);

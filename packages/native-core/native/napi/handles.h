@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../core/addon_state.h"
+#include "../core/stream_registry.h"
 #include "errors.h"
 #include "views.h"
 
@@ -95,6 +96,17 @@ struct AddonData {
   Napi::FunctionReference bufferConstructor;
   Napi::FunctionReference mappedFileConstructor;
   Napi::FunctionReference residencySetConstructor;
+  // Streams, events and modules of this environment and the pins of their queued work (stream_handles.h).
+  std::shared_ptr<StreamRegistry> registry = std::make_shared<StreamRegistry>(state);
+  Napi::FunctionReference streamConstructor;
+  Napi::FunctionReference eventConstructor;
+  Napi::FunctionReference moduleConstructor;
+  Napi::FunctionReference kernelConstructor;
+  // Where stream work that completed on a worker thread is settled on this thread (promises resolved, pins
+  // let go): made before the teardown hook, so that it still takes calls while the teardown stops the
+  // streams. Referenced (keeping the event loop alive) only while completions are awaited.
+  napi_threadsafe_function completions = nullptr;
+  size_t awaitedCompletions = 0;
   // The latest teardown sentinel (RenewTeardownSentinel), held so that only the environment's cleanup
   // finalizes it.
   Napi::Reference<Napi::ArrayBuffer> teardownSentinel;
@@ -266,6 +278,7 @@ class AllocationObject final : public Napi::ObjectWrap<AllocationObject<Kind>> {
       return;
     }
     data.state->SettleEndedViews();  // memory views let go of since the last call is freed first
+    data.registry->Settle();          // and memory that completed stream work held
     Failure failure;
     double bytes = 0;
     std::unique_ptr<Allocation> allocation = Kind::Make(env, info, platform, &failure, &bytes);
