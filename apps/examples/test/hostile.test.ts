@@ -101,7 +101,7 @@ describe("the programs fit an 80-column terminal", () => {
     expect(longestLine(replay.stdout)).toBeLessThanOrEqual(80);
     // Piped: no progress at all.
     expect(replay.stdout).not.toContain("%");
-    for (const program of ["demo", "replay", "checkpoint", "kernel"]) {
+    for (const program of ["demo", "replay", "checkpoint", "kernel", "decode"]) {
       const help = run(program, ["--help"]);
       expect(help.status).toBe(0);
       expect(longestLine(help.stdout)).toBeLessThanOrEqual(80);
