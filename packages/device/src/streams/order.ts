@@ -118,9 +118,8 @@ export class StreamOrder {
     for (const stream of uses.keys()) if (!stream.released) open += 1;
     if (open >= 2) {
       const events: NativeEvent[] = [];
-      for (const [stream, position] of uses) {
-        if (!stream.released && !stream.isComplete(position)) events.push(stream.native.record());
-      }
+      // As PyTorch's record_stream: an event at each stream's position now (what the free is ordered after).
+      for (const stream of uses.keys()) if (!stream.released) events.push(stream.native.record());
       this.#held.push({ state, events });
       this.heldBytes += state.allocation.allocatedLength;
       return true;

@@ -1,0 +1,157 @@
+// Hostile uses of the Device's streams on the mock: frees under running work, launches naming freed or
+// foreign buffers, objects of another Device, look-alikes, kernels that throw, and closes with work pending.
+import { MockBackend } from "@nuvec/metal-native/mock";
+import { describe, expect, it } from "vitest";
+import { thrown } from "../../../stats/test/thrown.js";
+import { Device, Kernel, Stream, StreamEvent } from "../../src/index.js";
+import { mockStreamOf, runStream, scale, streamDevice } from "../streams-support.js";
+
+const KIB = 1024;
+
+describe("hostile stream use", () => {
+  it("a free under running work: the memory is neither reused nor unmapped under it", async () => {
+    const { device, mock } = streamDevice("manual", { policy: "mlx" });
+    const a = device.newStream();
+    const b = device.newStream();
+    const kernel = device.loadModule({ mock: { scale } }).kernel("scale");
+    const x = device.malloc(4 * KIB);
+    a.write(x, new Float32Array(4).fill(1));
+    a.launch(kernel, { grid: [1], block: [1] }, [x, { f32: 3 }, { u32: 4 }]);
+    const seen = a.read(x, 0, 16);
+    x.free();
+    // The cache hands the memory out at once, but another stream's use of it waits for a.
+    const y = device.malloc(4 * KIB);
+    b.write(y, new Float32Array(4).fill(7));
+    expect(runStream(mock, b)).toBe(0);
+    runStream(mock, a);
+    expect([...new Float32Array((await seen).buffer)]).toEqual([3, 3, 3, 3]);
+    runStream(mock, b);
+    expect([...new Float32Array(y.read(0, 16).buffer)]).toEqual([7, 7, 7, 7]);
+    device.close();
+    expect(mock.counters().bufferBytes).toBe(0);
+  });
+
+  it("a launch naming a freed buffer, a foreign buffer, a foreign kernel or a foreign event is refused", () => {
+    const one = streamDevice("manual");
+    const two = streamDevice("manual");
+    const stream = one.device.newStream();
+    const kernel = one.device.loadModule({ mock: { scale } }).kernel("scale");
+    const theirs = two.device.loadModule({ mock: { scale } }).kernel("scale");
+    const freed = one.device.malloc(16);
+    freed.free();
+    const foreign = two.device.malloc(16);
+    const shape = { grid: [1], block: [1] };
+    expect(thrown(() => stream.launch(kernel, shape, [freed, { f32: 1 }, { u32: 1 }]))).toMatchObject({
+      code: "ERR_NUVEC_BUFFER_FREED",
+    });
+    expect(thrown(() => stream.launch(kernel, shape, [foreign, { f32: 1 }, { u32: 1 }]))).toMatchObject({
+      code: "ERR_NUVEC_FOREIGN_BUFFER",
+    });
+    expect(
+      thrown(() => stream.launch(theirs, shape, [one.device.malloc(16), { f32: 1 }, { u32: 1 }])),
+    ).toMatchObject({ name: "ArgumentError", argument: "kernel" });
+    expect(thrown(() => stream.wait(two.device.newStream().record()))).toMatchObject({
+      name: "ArgumentError",
+      argument: "event",
+    });
+    expect(stream.position).toBe(0);
+    expect(mockStreamOf(stream).pending).toBe(0);
+    one.device.close();
+    two.device.close();
+  });
+
+  it("look-alikes (Object.create of each prototype, a Proxy of a real one) are ArgumentErrors", () => {
+    const { device } = streamDevice();
+    const stream = device.newStream();
+    const kernel = device.loadModule({ mock: { scale } }).kernel("scale");
+    const x = device.malloc(16);
+    const proxy = new Proxy(stream, {});
+    expect(thrown(() => proxy.record())).toMatchObject({ name: "ArgumentError", argument: "this" });
+    expect(thrown(() => (Object.create(StreamEvent.prototype) as StreamEvent).done())).toMatchObject({
+      argument: "this",
+    });
+    const fakeKernel = Object.create(Kernel.prototype) as Kernel;
+    expect(
+      thrown(() => stream.launch(fakeKernel, { grid: [1], block: [1] }, [x, { f32: 1 }, { u32: 1 }])),
+    ).toMatchObject({ argument: "kernel" });
+    expect(
+      thrown(() =>
+        stream.launch(new Proxy(kernel, {}), { grid: [1], block: [1] }, [x, { f32: 1 }, { u32: 1 }]),
+      ),
+    ).toMatchObject({ argument: "kernel" });
+    expect(thrown(() => stream.write(new Proxy(x, {}), new Uint8Array(1)))).toMatchObject({
+      argument: "buffer",
+    });
+    expect(thrown(() => (Object.create(Stream.prototype) as Stream).position)).toMatchObject({
+      argument: "this",
+    });
+    expect(stream.position).toBe(0);
+    device.close();
+  });
+
+  it("a kernel that throws: the read after it rejects, the process lives, the figures balance at close", async () => {
+    const { device } = streamDevice();
+    const stream = device.newStream();
+    const boom = device
+      .loadModule({
+        mock: {
+          boom: {
+            parameters: ["buffer"],
+            run() {
+              throw new Error("kernel fault");
+            },
+          },
+        },
+      })
+      .kernel("boom");
+    const x = device.malloc(16);
+    stream.launch(boom, { grid: [1], block: [1] }, [x]);
+    const outcome = await stream.read(x).then(
+      () => "resolved",
+      (error: unknown) => error,
+    );
+    expect(outcome).not.toBe("resolved");
+    x.free();
+    device.close();
+    expect(device.memoryStats()).toMatchObject({ active: 0, reserved: 0 });
+  });
+
+  it("close with work pending on every stream (manual completion, nothing ran): settles, never hangs", async () => {
+    const { device, mock } = streamDevice("manual", { policy: "mlx" });
+    const streams = [device.newStream(), device.newStream(), device.defaultStream];
+    const promises: Promise<unknown>[] = [];
+    const buffers = [device.malloc(4 * KIB), device.malloc(8 * KIB)];
+    for (const stream of streams) {
+      for (const buffer of buffers) {
+        stream.write(buffer, new Uint8Array(8));
+        promises.push(stream.read(buffer, 0, 8), stream.done());
+      }
+      promises.push(stream.record().done());
+    }
+    buffers[0]!.free();
+    expect(device.counters().streamPending.buffers).toBe(1);
+    device.close();
+    const outcomes = await Promise.allSettled(promises);
+    expect(outcomes).toHaveLength(promises.length);
+    for (const outcome of outcomes) {
+      if (outcome.status === "rejected") expect(outcome.reason).toMatchObject({ name: "StateError" });
+    }
+    expect(device.counters().streamPending).toEqual({ buffers: 0, bytes: 0 });
+    expect(mock.counters().bufferBytes).toBe(0);
+  });
+
+  it("the backend closed under an open Device with work pending: stream calls throw typed errors, close completes", async () => {
+    const mock = new MockBackend({ streams: { completion: "manual" } });
+    const device = Device.open({ backend: mock, safetyNet: false });
+    const stream = device.newStream();
+    const x = device.malloc(64);
+    stream.write(x, new Uint8Array(8));
+    const read = stream.read(x).catch((error: unknown) => error);
+    mock.close();
+    expect(thrown(() => stream.write(x, new Uint8Array(1)))).toMatchObject({ name: "StateError" });
+    expect(stream.position).toBe(2);
+    expect(await read).toMatchObject({ name: "StateError" });
+    expect(thrown(() => device.close())).toMatchObject({ name: "StateError" });
+    expect(device.closed).toBe(true);
+  });
+});
