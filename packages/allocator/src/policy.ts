@@ -10,9 +10,10 @@ import {
 } from "./options.js";
 
 /**
- * What differs between the two policies: which cached lengths a request may reuse, how long a buffer a miss
- * acquires, and what a miss does before it acquires it. The rest of `malloc` and `free` is MLX's allocator
- * for both.
+ * What differs between the size-class policies (`mlx` and `bounded`): which cached lengths a request may
+ * reuse or borrow, how long a buffer a miss acquires, and what a miss does before it acquires it. The rest of
+ * `malloc` and `free` is MLX's allocator for both. (`segments` runs an allocator of its own and keeps a
+ * policy that never reuses, lends or rounds, for the name.)
  */
 export interface CachePolicy<B> {
   readonly name: AllocatorPolicy;
@@ -28,7 +29,10 @@ export interface CachePolicy<B> {
   loanLimit(sizeClass: number, active: number, live: number, peakLive: number): number;
   /** The length of the system buffer a miss of `sizeClass` acquires (at least `sizeClass`). */
   systemLength(sizeClass: number, active: number, live: number, peakLive: number): number;
-  /** Before a miss: releases cached buffers the policy wants gone (`active` and `live` count the request). */
+  /**
+   * Before a miss: releases cached buffers the policy wants gone (`active` counts the buffer the miss
+   * acquires, `live` the request's size class).
+   */
   beforeMiss(cache: BufferCache<B>, active: number, live: number, peakLive: number): void;
 }
 

@@ -74,6 +74,8 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
         record = cache.takeAt(index);
         this.cacheHits++;
       } else if (this.lending && !loanOut && (this.previous === null || this.previous.allocation === null)) {
+        // A loan only while the workload takes one buffer at a time (the previous allocation freed). One at a
+        // time follows from that and the end of lending; `!loanOut` states it.
         const loanLimit = policy.loanLimit(sizeClass, this.active, this.live, this.highWaterLive);
         const loanIndex = loanLimit > limit ? cache.find(sizeClass, loanLimit) : -1;
         if (loanIndex >= 0 && used + cache.lengthAt(loanIndex) <= this.memoryLimit) {
