@@ -101,6 +101,7 @@ export function readCommand(argv: string[]): MemoryViewCommand | undefined {
       args: argv,
       allowPositionals: true,
       strict: true,
+      tokens: true,
       options: {
         compare: { type: "string", multiple: true },
         html: { type: "string" },
@@ -124,9 +125,14 @@ export function readCommand(argv: string[]): MemoryViewCommand | undefined {
   }
   const values = parsed.values as Record<string, string | string[] | boolean | undefined>;
   if (values.help) return undefined;
-  // `--compare A B`: the traces after the flag are positionals to parseArgs.
+  // The traces in the order given: `--compare A B` gives A as the flag's value and B as a positional.
+  const traces: string[] = [];
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind === "positional") traces.push(token.value);
+    else if (token.kind === "option" && token.name === "compare" && token.value !== undefined)
+      traces.push(token.value);
+  }
   const compared = (values.compare as string[] | undefined) ?? [];
-  const traces = [...parsed.positionals, ...compared];
   if (traces.length === 0) throw new UsageError("no TRACE given");
   if (compared.length === 0 && parsed.positionals.length > 1)
     throw new UsageError("one TRACE, or more after --compare");

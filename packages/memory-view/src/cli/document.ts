@@ -95,15 +95,13 @@ export function textTable(traces: ReplayedTrace[]): string {
   const width = 14;
   const label = 24;
   const columns: { head: string; outcome: PolicyOutcome | undefined; torch?: TorchWorkload }[] = [];
-  for (const trace of traces) {
-    for (const outcome of trace.result.outcomes) {
-      columns.push({
-        head: traces.length > 1 ? `${columns.length + 1}:${outcome.policy}` : outcome.policy,
-        outcome,
-      });
-    }
-    if (trace.torch !== undefined) columns.push({ head: "PyTorch", outcome: undefined, torch: trace.torch });
-  }
+  traces.forEach((trace, index) => {
+    const prefix = traces.length > 1 ? `${index + 1}:` : "";
+    for (const outcome of trace.result.outcomes)
+      columns.push({ head: `${prefix}${outcome.policy}`, outcome });
+    if (trace.torch !== undefined)
+      columns.push({ head: `${prefix}PyTorch`, outcome: undefined, torch: trace.torch });
+  });
   const lines = traces.map(
     (trace, index) =>
       `${traces.length > 1 ? `${index + 1}: ` : ""}${printable(trace.name, 60)}: ${trace.result.events} events; ${deviceLine(trace.result.device)}`,
