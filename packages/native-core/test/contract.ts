@@ -1214,4 +1214,9 @@ export {
   elementsShape,
   type StreamContractOptions,
 } from "./stream-contract.js";
-export { MOCK_STANDARD_KERNELS, STANDARD_KERNEL_PARAMETERS } from "./stream-contract-kernels.js";
+export {
+  CUDA_BROKEN_MODULE,
+  CUDA_STANDARD_KERNELS,
+  MOCK_STANDARD_KERNELS,
+  STANDARD_KERNEL_PARAMETERS,
+} from "./stream-contract-kernels.js";

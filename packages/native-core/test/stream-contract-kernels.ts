@@ -61,3 +61,22 @@ export const MOCK_STANDARD_KERNELS: Readonly<Record<"fill" | "scale" | "add", Mo
     },
   },
 });
+
+/** CUDA C of the standard kernels (NVRTC), for `{ cuda: CUDA_STANDARD_KERNELS }`: one element per thread. */
+export const CUDA_STANDARD_KERNELS = `
+extern "C" __global__ void fill(float* x, float value, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = value;
+}
+extern "C" __global__ void scale(float* x, float factor, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __fmul_rn(x[i], factor);
+}
+extern "C" __global__ void add(float* out, const float* a, const float* b, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __fadd_rn(a[i], b[i]);
+}
+`;
+
+/** CUDA C that does not compile: the suite's `brokenModule` for CUDA (`{ cuda: CUDA_BROKEN_MODULE }`). */
+export const CUDA_BROKEN_MODULE = `extern "C" __global__ void broken(float* x) { x[0] = undeclared_name; }`;
