@@ -145,7 +145,7 @@ function write(out: Bytes, value: PickleValue): void {
 }
 
 /** `value` as a protocol-2 pickle (`pickle.loads` reads it back as the same plain data). */
-export function writePickle(value: PickleValue): Buffer {
+export function writePickle(value: PickleValue): Uint8Array {
   const out = new PickleStream();
   out.value(value);
   return out.done();
@@ -198,7 +198,7 @@ export class PickleStream {
   }
 
   /** The pickle, ended with STOP. */
-  done(): Buffer {
+  done(): Uint8Array {
     this.#out.byte(STOP);
     return this.#out.done();
   }

@@ -200,7 +200,7 @@ export class TorchSnapshotExport implements SourceListener {
   }
 
   /** The snapshot as a pickle, and what it holds. Call once, after the last event. */
-  finish(): { pickle: Buffer; counts: TorchExportCounts } {
+  finish(): { pickle: Uint8Array; counts: TorchExportCounts } {
     const out = this.#stream;
     if (this.#batch > 0) out.appends();
     this.#batch = 0;
