@@ -10,10 +10,11 @@
 //      the contract suite), checks and publishes. The platform packages this machine cannot pack (darwin-arm64
 //      off a Mac) are published as placeholders without their addon, so that the registry holds every package
 //      @nuvec/metal-native names, as the real one does; their os/cpu fields keep them off this machine;
-//   3. installs @nuvec/device from it into a fresh project with npm 10, npm 11, pnpm 12 and yarn 4 (its
-//      node-modules linker and Plug'n'Play), each fetched through npx from that registry, with only node, npm
-//      and npx on PATH (no compiler, no make, no python), an empty HOME and an empty cache;
-//   4. opens the real device in each project: Device.open(), malloc, write, read back, close;
+//   3. installs @nuvec/device and @nuvec/memory-view from it into a fresh project with npm 10, npm 11, pnpm 12
+//      and yarn 4 (its node-modules linker and Plug'n'Play), each fetched through npx from that registry, with
+//      only node, npm and npx on PATH (no compiler, no make, no python), an empty HOME and an empty cache;
+//   4. opens the real device in each project: Device.open(), malloc, write, read back, close; then runs
+//      `nuvec-memory-view` through the manager on a small trace (its view and both exports written);
 //   5. a platform with no prebuilt package (npm 11, --omit=optional): nothing is built at install, the backend
 //      names the build command, and `npx @nuvec/metal-native build` (compilers on PATH now) builds the addon.
 // Prints one line per manager and exits 1 when one fails.
@@ -39,13 +40,26 @@ const INSTALL_TIMEOUT_MS = 10 * 60_000;
 
 /** The package managers, each run through npx from the registry, and how a project is set up for it. */
 export const MANAGERS = [
-  { name: "npm 10", npx: ["npm@10"], install: ["install", "--no-audit", "--no-fund"], version: /^10\./ },
-  { name: "npm 11", npx: ["npm@11"], install: ["install", "--no-audit", "--no-fund"], version: /^11\./ },
-  { name: "pnpm 12", npx: ["pnpm@12"], install: ["install"], version: /^12\./ },
+  {
+    name: "npm 10",
+    npx: ["npm@10"],
+    install: ["install", "--no-audit", "--no-fund"],
+    exec: ["exec", "--"],
+    version: /^10\./,
+  },
+  {
+    name: "npm 11",
+    npx: ["npm@11"],
+    install: ["install", "--no-audit", "--no-fund"],
+    exec: ["exec", "--"],
+    version: /^11\./,
+  },
+  { name: "pnpm 12", npx: ["pnpm@12"], install: ["install"], exec: ["exec"], version: /^12\./ },
   {
     name: "yarn 4 (node-modules)",
     npx: ["-p", "@yarnpkg/cli-dist@4", "yarn"],
     install: ["install"],
+    exec: ["run"],
     version: /^4\./,
     linker: "node-modules",
   },
@@ -53,10 +67,66 @@ export const MANAGERS = [
     name: "yarn 4 (Plug'n'Play)",
     npx: ["-p", "@yarnpkg/cli-dist@4", "yarn"],
     install: ["install"],
+    exec: ["run"],
     version: /^4\./,
     linker: "pnp",
   },
 ];
+
+/** A small trace for the memory view's program: a header, a mark, allocations, a mapped file, frees. */
+export const VIEW_TRACE = [
+  { name: "registry-view" },
+  ["k", "step 0"],
+  ["a", 0, 4096],
+  ["a", 1, 1048576],
+  ["m", 2, 8388608],
+  ["f", 0],
+  ["u", 2],
+  ["f", 1],
+]
+  .map((line) => JSON.stringify(line))
+  .join("\n");
+
+/**
+ * Runs the installed `nuvec-memory-view` through the manager (its bin, found as the manager finds bins) on
+ * VIEW_TRACE, writing the view and both exports: what a user of `npx @nuvec/memory-view` gets.
+ */
+function tryMemoryView(manager, { project, env, npx, bin }) {
+  writeFileSync(join(project, "trace.ndjson"), `${VIEW_TRACE}\n`);
+  const args = [
+    "nuvec-memory-view",
+    "trace.ndjson",
+    "--policies",
+    "all",
+    "--html",
+    "view.html",
+    "--export-torch",
+    "view.pickle",
+    "--export-chrome",
+    "view.json",
+    "--json",
+  ];
+  const ran = run(join(bin, "npx"), [...npx, ...manager.exec, ...args], { cwd: project, env });
+  const line = ran.output.trim().split("\n").at(-1) ?? "";
+  let printed;
+  try {
+    printed = JSON.parse(line);
+  } catch {
+    return { ok: false, why: `nuvec-memory-view failed:\n${ran.output.trim().slice(-1500)}` };
+  }
+  const pickle = existsSync(join(project, "view.pickle"))
+    ? readFileSync(join(project, "view.pickle"))
+    : undefined;
+  const html = existsSync(join(project, "view.html")) ? readFileSync(join(project, "view.html"), "utf8") : "";
+  const ok =
+    ran.status === 0 &&
+    printed.events === 6 &&
+    printed.marks === 1 &&
+    pickle?.[0] === 0x80 &&
+    html.includes("window.uPlot") &&
+    JSON.parse(readFileSync(join(project, "view.json"), "utf8")).traceEvents.length > 2;
+  return { ok, why: ok ? undefined : `nuvec-memory-view: unexpected output ${line.slice(0, 400)}` };
+}
 
 /** The user's program: opens the real device, writes a buffer, reads it back, closes. */
 export const USE_SCRIPT = `import { Device } from "@nuvec/device";
@@ -280,8 +350,11 @@ function toollessBin(folder) {
   return linkInto(folder, { node: process.execPath, sh: "/bin/sh", npm, npx });
 }
 
-/** Installs @nuvec/device@version with one manager into a fresh project and runs the user's program there. */
-function tryManager(manager, { scratch, url, version, bin }) {
+/**
+ * Installs @nuvec/device@version (and @nuvec/memory-view@viewVersion) with one manager into a fresh project
+ * and runs the user's program and the memory view's program there.
+ */
+function tryManager(manager, { scratch, url, version, viewVersion, bin }) {
   const slug = manager.name
     .replace(/[^a-z0-9]+/gi, "-")
     .replace(/-+$/, "")
@@ -292,7 +365,7 @@ function tryManager(manager, { scratch, url, version, bin }) {
   mkdirSync(home, { recursive: true });
   writeFileSync(
     join(project, "package.json"),
-    `${JSON.stringify({ name: `user-${slug}`, private: true, type: "module", dependencies: { "@nuvec/device": version } }, null, 2)}\n`,
+    `${JSON.stringify({ name: `user-${slug}`, private: true, type: "module", dependencies: { "@nuvec/device": version, "@nuvec/memory-view": viewVersion } }, null, 2)}\n`,
   );
   writeFileSync(join(project, ".npmrc"), `registry=${url}\nupdate-notifier=false\n`);
   writeFileSync(join(project, "use.mjs"), USE_SCRIPT);
@@ -358,7 +431,9 @@ function tryManager(manager, { scratch, url, version, bin }) {
   }
   const ok =
     used.status === 0 && result.platform === "host" && result.active === 4096 && result.readBack === 4096;
-  return { ok, tool: toolVersion, result, why: ok ? undefined : `unexpected result ${line}` };
+  if (!ok) return { ok, tool: toolVersion, result, why: `unexpected result ${line}` };
+  const view = tryMemoryView(manager, { project, env, npx, bin });
+  return { ok: view.ok, tool: toolVersion, result, why: view.why };
 }
 
 /** Asks for the native backend: "loaded", or the NativeUnavailableError's reason and message. */
@@ -436,6 +511,9 @@ async function main() {
     log(`verdaccio ${VERDACCIO} at ${registry.url}`);
     const workspace = join(scratch, "workspace");
     let version;
+    let viewVersion;
+    const viewVersionOf = () =>
+      JSON.parse(readFileSync(join(workspace, "packages", "memory-view", "package.json"), "utf8")).version;
     if (reused) {
       version = JSON.parse(
         readFileSync(join(workspace, "packages", "device", "package.json"), "utf8"),
@@ -447,6 +525,7 @@ async function main() {
       copyOfCheckout(workspace);
       version = publishWithReleaseFlow(workspace, registry.url, npmrc);
     }
+    viewVersion = viewVersionOf();
     const bin = toollessBin(join(scratch, "bin"));
     for (const tool of ["cc", "gcc", "c++", "g++", "clang", "make", "python3"])
       if (existsSync(join(bin, tool))) fail(`${tool} is on the installs' PATH`);
@@ -458,11 +537,11 @@ async function main() {
       : "";
     for (const manager of MANAGERS.filter((candidate) => candidate.name.includes(only ?? ""))) {
       const started = performance.now();
-      const outcome = tryManager(manager, { scratch, url: registry.url, version, bin });
+      const outcome = tryManager(manager, { scratch, url: registry.url, version, viewVersion, bin });
       const seconds = ((performance.now() - started) / 1000).toFixed(0);
       if (!outcome.ok) failures += 1;
       const detail = outcome.ok
-        ? `opened the ${outcome.result.platform} device, wrote and read back ${outcome.result.readBack} bytes`
+        ? `opened the ${outcome.result.platform} device, wrote and read back ${outcome.result.readBack} bytes; nuvec-memory-view wrote its view and both exports`
         : outcome.why;
       lines.push(
         `  ${outcome.ok ? "ok  " : "FAIL"} ${manager.name} (${outcome.tool ?? "?"}, ${seconds} s): ${detail}`,
@@ -480,7 +559,9 @@ async function main() {
       lines.push(`  ${outcome.ok ? "ok  " : "FAIL"} npm 11, no platform package (${seconds} s): ${detail}`);
       console.log(lines.at(-1));
     }
-    console.log(`\nregistry test: @nuvec/device@${version} from ${registry.url}\n${lines.join("\n")}`);
+    console.log(
+      `\nregistry test: @nuvec/device@${version}, @nuvec/memory-view@${viewVersion} from ${registry.url}\n${lines.join("\n")}`,
+    );
   } finally {
     registry?.child.kill();
     if (made) made.remove();
