@@ -4,8 +4,9 @@
 // stream used it, up to the stream's new position (what stream-ordered free works from).
 import type { NativeKernelArgument } from "@nuvec/metal-native";
 import { describeValue } from "@nuvec/stats";
-import type { BufferState } from "../device-buffer.js";
+import type { BufferState, DeviceBuffer } from "../device-buffer.js";
 import { lookAlike } from "../errors.js";
+import type { MappedFile } from "../mapped-file.js";
 import { checkScalar, checkShape, type LaunchShape, type ScalarArgument } from "./args.js";
 import type { ResolvedBuffer, StreamContext } from "./context.js";
 import { badArgument, foreignObject, releasedObject } from "./errors.js";
@@ -14,7 +15,10 @@ import { isKernel, type Kernel, kernelParts } from "./kernel.js";
 import type { StreamCore } from "./stream-core.js";
 
 /** A buffer argument of a launch: a buffer or mapped file (its first byte), or one from `offset`. */
-export type BufferArgument = object | { readonly buffer: object; readonly offset: number };
+export type BufferArgument =
+  | DeviceBuffer
+  | MappedFile
+  | { readonly buffer: DeviceBuffer | MappedFile; readonly offset: number };
 
 /** One argument of {@link Stream.launch}: a buffer, `{ buffer, offset }`, or a scalar `{ f32: 2 }`, `{ u64: 5n }`. */
 export type KernelArgument = BufferArgument | ScalarArgument;
@@ -190,7 +194,7 @@ export class Stream {
    * Enqueues a copy of `source`'s bytes (taken at the call) into `buffer` at `offset` (default 0); they must
    * fit. An empty source enqueues nothing.
    */
-  write(buffer: object, source: ArrayBuffer | ArrayBufferView, offset = 0): void {
+  write(buffer: DeviceBuffer, source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     const { context, core } = checkedSetup(this, "write()");
     const operation = "write()";
     const target = context.resolve(buffer, "buffer", operation, true);
@@ -220,7 +224,7 @@ export class Stream {
    * Enqueues a copy of `length` bytes of `buffer` (or a mapped file) from `offset` (default: from 0 to the
    * end); resolves with them once the stream ran it. Rejects with a StateError when the device closes first.
    */
-  read(buffer: object, offset = 0, length?: number): Promise<Uint8Array> {
+  read(buffer: DeviceBuffer | MappedFile, offset = 0, length?: number): Promise<Uint8Array> {
     const { context, core } = checkedSetup(this, "read()");
     const operation = "read()";
     const source = context.resolve(buffer, "buffer", operation, false);
@@ -242,7 +246,7 @@ export class Stream {
    * or a mapped file) at `sourceOffset` to `target` at `targetOffset`. Overlapping spans of one buffer are
    * refused.
    */
-  copy(target: object, source: object, options: StreamCopyOptions = {}): void {
+  copy(target: DeviceBuffer, source: DeviceBuffer | MappedFile, options: StreamCopyOptions = {}): void {
     const { context, core } = checkedSetup(this, "copy()");
     const operation = "copy()";
     const to = context.resolve(target, "target", operation, true);

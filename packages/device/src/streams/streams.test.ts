@@ -122,7 +122,7 @@ describe("streams on the mock", () => {
 
   it("has a default stream, made on first use, that release() refuses and close releases", () => {
     const { device, mock } = streamDevice();
-    expect(mock.callCounts()["backend.newStream"] ?? 0).toBe(0);
+    expect(mock.callCounts().newStream ?? 0).toBe(0);
     const stream = device.defaultStream;
     expect(device.defaultStream).toBe(stream);
     expect(thrown(() => stream.release())).toMatchObject({ name: "ArgumentError", argument: "this" });

@@ -42,7 +42,7 @@ describe("a trace of multi-stream work on the mock", () => {
       expect(heldSeen).toBeGreaterThan(0);
       expect(device.counters().streamPending.buffers).toBeGreaterThan(0);
       const trace = device.stopTrace();
-      const replay = replayTrace([trace.header, ...trace.events], replayOptionsFromHeader(trace.header));
+      const replay = replayTrace([trace.header!, ...trace.events], replayOptionsFromHeader(trace.header));
       const stats = device.memoryStats();
       const counters = device.counters();
       expect(replay.stats).toMatchObject({
