@@ -105,3 +105,59 @@ describe.skipIf(process.platform === "win32")("mapFile of what is not a regular 
     });
   });
 });
+
+describe("hostile kernels and abandoned stream work", () => {
+  it("keeps the process up: work dropped at close nobody awaits, kernels that throw anything or call back in", () => {
+    // In a child, under Node's default --unhandled-rejections=throw: one unhandled rejection would end it.
+    const child = runInChild(`
+      import { MockBackend } from ${JSON.stringify(mockUrl)};
+      const shape = { grid: [1, 1, 1], block: [1, 1, 1], sharedBytes: 0 };
+      const outcomes = [];
+      const settle = (promise) => promise.then(() => "resolved", (reason) => reason?.code ?? String(reason));
+
+      // 1. Reads, done() and events left pending, never awaited, then the backend closed.
+      const idle = new MockBackend({ streams: { completion: "manual" } });
+      const stream = idle.newStream();
+      const x = idle.newBuffer(64);
+      stream.read(x, 0, 64);
+      stream.done();
+      stream.record().done();
+      x.release();
+      idle.close();
+
+      // 2. Kernels that throw what is no Error, and one that closes the backend it runs on.
+      const mock = new MockBackend();
+      let own;
+      const module = mock.loadModule({ mock: {
+        undefinedThrown: { parameters: [], run() { throw undefined; } },
+        numberThrown: { parameters: [], run() { throw 42; } },
+        closes: { parameters: [], run() { mock.close(); } },
+        reenters: { parameters: ["buffer"], run([bytes]) { own.write(y, 0, Uint8Array.of(7)); own.synchronize(); bytes[1] = 5; } },
+      } });
+      const y = mock.newBuffer(16);
+      for (const name of ["undefinedThrown", "numberThrown"]) {
+        const failing = mock.newStream();
+        failing.launch(module.kernel(name), shape, []);
+        outcomes.push(await settle(failing.done()));
+      }
+      own = mock.newStream();
+      own.launch(module.kernel("reenters"), shape, [{ kind: "buffer", buffer: y, offset: 0 }]);
+      own.synchronize();
+      outcomes.push([...y.read(0, 2)].join(","));
+      const last = mock.newStream();
+      last.launch(module.kernel("closes"), shape, []);
+      const after = last.read(y, 0, 4);
+      y.release();
+      outcomes.push(await settle(last.done()), await settle(after));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const live = (backend) => backend.counters().buffersMade - backend.counters().buffersReleased;
+      console.log(JSON.stringify({ outcomes, closed: [idle.closed, mock.closed], live: [live(idle), live(mock)] }));
+    `);
+    expect(child.stderr).toBe("");
+    expect(reportOf(child)).toEqual({
+      outcomes: ["undefined", "42", "7,5", "ERR_NUVEC_RELEASED", "ERR_NUVEC_RELEASED"],
+      closed: [true, true],
+      live: [0, 0],
+    });
+  });
+});
