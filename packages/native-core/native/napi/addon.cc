@@ -117,14 +117,19 @@ Napi::Value CountersOf(const Napi::CallbackInfo& info) {
 // (a string made per name), the wrapper's object literal over these values well under one.
 void CountersInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const char* message = "values must be a Float64Array of the counters' length";
-  if (!info[0].IsTypedArray()) ThrowArgument(env, "values", message);
-  Napi::TypedArray array = info[0].As<Napi::TypedArray>();
-  if (array.TypedArrayType() != napi_float64_array || array.ElementLength() != kCounterCount) {
-    ThrowArgument(env, "values", message);
+  // One napi_get_typedarray_info gives the kind, the length and the memory (node-addon-api's TypedArray
+  // asks again for each).
+  napi_value value = info[0];
+  bool isTypedArray = false;
+  napi_typedarray_type type = napi_int8_array;
+  size_t length = 0;
+  void* data = nullptr;
+  if (napi_is_typedarray(env, value, &isTypedArray) != napi_ok || !isTypedArray ||
+      napi_get_typedarray_info(env, value, &type, &length, &data, nullptr, nullptr) != napi_ok ||
+      type != napi_float64_array || length != kCounterCount || data == nullptr) {
+    ThrowArgument(env, "values", "values must be a Float64Array of the counters' length");
   }
-  Napi::Float64Array values = array.As<Napi::Float64Array>();
-  CounterValues(env, values.Data());
+  CounterValues(env, static_cast<double*>(data));
 }
 
 Napi::Value LastWiringError(const Napi::CallbackInfo& info) {

@@ -100,6 +100,11 @@ export interface RawAddon extends SlotCalls {
   NativeResidencySetHandle: new () => RawResidencySetHandle;
   facts(): RawFacts;
   counters(): NativeCounters;
+  /**
+   * The figures of `counters()` written into `values` (a `Float64Array` of the 18 counters, in the order
+   * `NativeCounters` lists them), making no object; absent from an addon built before it.
+   */
+  countersInto?(values: Float64Array): void;
   lastWiringError(): string | undefined;
   attachResidencySet(set: RawResidencySetHandle, commandQueue?: bigint): void;
   /** Renews the teardown sentinel when a view made after it may still be attached (end of a job). */
