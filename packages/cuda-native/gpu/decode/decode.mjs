@@ -103,7 +103,8 @@ async function run(policy) {
     buffer.free();
     allocatorNs += process.hrtime.bigint() - start;
   };
-  const launch = (kernel, grid, block, kernelArgs) => stream.launch(kernel, { grid: [grid], block: [block] }, kernelArgs);
+  const launch = (kernel, grid, block, kernelArgs) =>
+    stream.launch(kernel, { grid: [grid], block: [block] }, kernelArgs);
   const u32 = (value) => ({ u32: value });
   const f32 = (value) => ({ f32: value });
   const gemv = (y, W, x, rows, cols, accumulate) =>
@@ -132,7 +133,10 @@ async function run(policy) {
       free(h);
       // The cache grows by a row: a new buffer, the old rows and the new k (v) copied in, the old one freed.
       const cache = caches[layer];
-      for (const [name, at] of [["K", 1], ["V", 2]]) {
+      for (const [name, at] of [
+        ["K", 1],
+        ["V", 2],
+      ]) {
         const grown = malloc(4 * d * t);
         if (cache[name] !== undefined) {
           stream.copy(grown, cache[name], { length: 4 * d * (t - 1) });
@@ -142,7 +146,14 @@ async function run(policy) {
         cache[name] = grown;
       }
       const s = malloc(4 * heads * t);
-      launch(kernels.scores, Math.ceil((t * heads) / 8), 256, [s, qkv, cache.K, u32(t), u32(heads), f32(scale)]);
+      launch(kernels.scores, Math.ceil((t * heads) / 8), 256, [
+        s,
+        qkv,
+        cache.K,
+        u32(t),
+        u32(heads),
+        f32(scale),
+      ]);
       launch(kernels.softmax, heads, 256, [s, u32(t)]);
       const o = malloc(4 * d);
       launch(kernels.attend, Math.ceil(d / 256), 256, [o, s, cache.V, u32(t), u32(heads)]);
@@ -182,7 +193,8 @@ async function run(policy) {
       driverAllocs: driver.counts.allocations - driverBefore.allocations,
       driverFrees: driver.counts.frees - driverBefore.frees,
     });
-    if (step < 32 || step === steps - 1) tokens.push(new Uint32Array((await stream.read(token)).slice().buffer)[0]);
+    if (step < 32 || step === steps - 1)
+      tokens.push(new Uint32Array((await stream.read(token)).slice().buffer)[0]);
   }
   const stats = device.memoryStats();
   const result = {
