@@ -16,6 +16,12 @@ char constructToken = 0;
 void RunCompletion(napi_env env, napi_value, void*, void* data) {
   std::unique_ptr<Completion> completion(static_cast<Completion*>(data));
   if (env == nullptr) return;  // the environment is gone: only freed
+  // Torn down (streams stopped, their dropped work posted here): no promise is settled on the way out.
+  AddonData* instance = nullptr;
+  if (napi_get_instance_data(env, reinterpret_cast<void**>(&instance)) != napi_ok || instance == nullptr ||
+      instance->state->tornDown) {
+    return;
+  }
   try {
     Napi::HandleScope scope(env);
     (*completion)(env);

@@ -3,12 +3,14 @@ import { checkBufferLength, checkOptionalPointer, checkPath } from "../arguments
 import { lookAlike, releasedError } from "../errors.js";
 import { BackendFacts } from "../facts.js";
 import { checkRange } from "../range.js";
+import type { NativeModule, NativeModuleSource, NativeStream } from "../streams.js";
 import type { NativeBackend, NativeBuffer, NativeCounters, NativeResidencySet } from "../types.js";
 import { isAddonAllocation } from "./allocation.js";
 import { AddonBuffer } from "./buffer.js";
 import { AddonBufferRange } from "./buffer-range.js";
 import { callNative } from "./call.js";
 import type { AddonMappedFile } from "./mapped-file.js";
+import { AddonModule, moduleArguments } from "./module.js";
 import type { AddonOwner } from "./owner.js";
 import { type AllocationKind, ownedHandle } from "./ownership.js";
 import type {
@@ -22,6 +24,7 @@ import type {
   ViewBookkeeping,
 } from "./raw.js";
 import { type AddonResidencySet, isAddonResidencySet } from "./residency-set.js";
+import { AddonStream } from "./stream.js";
 
 let hasBackendBrand: (value: object) => boolean;
 
@@ -58,6 +61,46 @@ export abstract class AddonBackend<
   protected constructor(addon: RawAddon, facts: RawFacts) {
     super(facts);
     this.#addon = addon;
+    // A platform without streams (or an addon built before them): newStream and loadModule are absent, as
+    // NativeBackend says, rather than methods that always throw.
+    let unavailable: string | undefined = "this addon has no streams";
+    try {
+      if (addon.streamsUnavailable !== undefined) unavailable = addon.streamsUnavailable();
+    } catch {
+      // The device is gone: no streams either.
+    }
+    if (unavailable !== undefined) {
+      Object.defineProperty(this, "newStream", { value: undefined });
+      Object.defineProperty(this, "loadModule", { value: undefined });
+    }
+  }
+
+  /** A new stream (host: a worker thread; CUDA: a driver stream). Absent where the platform has none. */
+  newStream(): NativeStream {
+    checkThis(this, "newStream()");
+    const addon = this.#addon;
+    if (addon.newStream === undefined) throw releasedError("newStream(): this addon has no streams");
+    return new AddonStream(
+      callNative(() => (addon.newStream as () => ReturnType<NonNullable<RawAddon["newStream"]>>)()),
+      this,
+    );
+  }
+
+  /**
+   * Loads a module from this backend's entry of `source` (host: a library's path; CUDA: source or PTX;
+   * Metal: MSL). A `FormatError` (`ERR_NUVEC_MODULE`) when there is none or it does not load, with the
+   * loader's or compiler's text in `log`. Absent where the platform has no streams.
+   */
+  loadModule(source: NativeModuleSource): NativeModule {
+    checkThis(this, "loadModule()");
+    const addon = this.#addon;
+    const [kind, text, options] = moduleArguments(this.platform, source);
+    const load = addon.loadModule;
+    if (load === undefined) throw releasedError("loadModule(): this addon has no streams");
+    return new AddonModule(
+      callNative(() => load(kind, text, options)),
+      this,
+    );
   }
 
   /** @internal The addon's calls by slot (see {@link SlotCalls}). */

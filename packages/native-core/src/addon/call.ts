@@ -1,4 +1,4 @@
-import { ArgumentError, NativeUnavailableError, NuvecError } from "@nuvec/stats";
+import { ArgumentError, FormatError, NativeUnavailableError, NuvecError } from "@nuvec/stats";
 import { allocationFailed, notHostVisible, releasedError, systemCallError } from "../errors.js";
 
 /** The fields of an error the addon throws (native/binding.cc's typed errors). */
@@ -11,6 +11,7 @@ interface RawError {
   errnoNumber?: unknown;
   path?: unknown;
   bytes?: unknown;
+  log?: unknown;
 }
 
 /**
@@ -44,6 +45,14 @@ export function typedError(error: unknown): unknown {
       return new NativeUnavailableError(message, { cause: error, reason: "backend-unavailable" });
     case "ERR_NUVEC_NOT_HOST_VISIBLE":
       return notHostVisible(message);
+    case "ERR_NUVEC_MODULE":
+      // A module that does not load: the loader's or compiler's text in `log` (and in the message).
+      return new FormatError("ERR_NUVEC_MODULE", message, {
+        cause: error,
+        ...(typeof raw.log === "string" ? { log: raw.log } : {}),
+      });
+    case "ERR_NUVEC_KERNEL_NOT_FOUND":
+      return new FormatError("ERR_NUVEC_KERNEL_NOT_FOUND", message, { cause: error });
     default:
       return error;
   }
@@ -59,4 +68,14 @@ export function callNative<T>(body: () => T): T {
   } catch (error) {
     throw typedError(error);
   }
+}
+
+/**
+ * A promise of the addon (a stream's read or done, an event's done) whose rejection becomes the matching
+ * `NuvecError` class, as {@link callNative} does for what a call throws.
+ */
+export function typedPromise<T>(promise: Promise<T>): Promise<T> {
+  return promise.catch((error: unknown) => {
+    throw typedError(error);
+  });
 }

@@ -1,6 +1,7 @@
 // The raw interface of a nuvec addon (native/binding.cc of @nuvec/metal-native and of @nuvec/cuda-native):
 // handle classes whose methods check their arguments again, for memory safety, and throw plain `Error`s with
 // a `code` (and syscall, errno, errnoNumber, path, bytes, argument) that callNative turns into typed errors.
+import type { KernelParameterKind } from "../streams.js";
 import type { BackendPlatform, NativeCounters } from "../types.js";
 
 /** What the addon's buffer and mapped-file handles have in common. */
@@ -94,7 +95,7 @@ export interface SlotCalls {
 }
 
 /** The addon's module: its handle classes and the calls every backend makes. */
-export interface RawAddon extends SlotCalls {
+export interface RawAddon extends SlotCalls, Partial<RawStreamCalls> {
   NativeBufferHandle: new (bytes: number) => RawBufferHandle;
   NativeMappedFileHandle: new (path: string) => RawMappedFileHandle;
   NativeResidencySetHandle: new () => RawResidencySetHandle;
@@ -115,4 +116,77 @@ export interface RawAddon extends SlotCalls {
   readonly viewMechanismReason?: string;
   /** What the addon keeps for views (see {@link ViewBookkeeping}). */
   viewBookkeeping?(): ViewBookkeeping;
+}
+
+/** A kernel handle of the addon (`module.kernel(name, parameters?)`): its name and parameter kinds. */
+export interface RawKernelHandle {
+  readonly name: string;
+  readonly parameters: readonly KernelParameterKind[];
+}
+
+/** An event handle of the addon (`stream.record()`). */
+export interface RawEventHandle {
+  readonly released: boolean;
+  /** Whether the work before it ran; throws the typed error of a failure. */
+  query(): boolean;
+  done(): Promise<void>;
+  synchronize(): void;
+  release(): void;
+}
+
+/**
+ * A launch argument as the addon takes it, in the kernel's parameter order: a buffer handle, or
+ * `[handle, offset]`; a number for i32, u32, f32 and f64; a bigint for i64 and u64.
+ */
+export type RawKernelArgument =
+  | RawAllocationHandle
+  | readonly [RawAllocationHandle, number]
+  | number
+  | bigint;
+
+/** A stream handle of the addon (`addon.newStream()`). */
+export interface RawStreamHandle {
+  readonly id: number;
+  readonly released: boolean;
+  launch(
+    kernel: RawKernelHandle,
+    grid: readonly number[],
+    block: readonly number[],
+    sharedBytes: number,
+    args: readonly RawKernelArgument[],
+  ): void;
+  write(target: RawAllocationHandle, offset: number, source: Uint8Array): void;
+  read(source: RawAllocationHandle, offset: number, length: number): Promise<Uint8Array>;
+  copy(
+    target: RawAllocationHandle,
+    targetOffset: number,
+    source: RawAllocationHandle,
+    sourceOffset: number,
+    length: number,
+  ): void;
+  record(): RawEventHandle;
+  wait(event: RawEventHandle): void;
+  done(): Promise<void>;
+  synchronize(): void;
+  release(): void;
+}
+
+/** A module handle of the addon (`addon.loadModule(kind, text, options?)`). */
+export interface RawModuleHandle {
+  readonly kernelNames: readonly string[];
+  readonly released: boolean;
+  kernel(name: string, parameters?: readonly KernelParameterKind[]): RawKernelHandle;
+  release(): void;
+}
+
+/** The stream calls of an addon whose platform has streams (absent from an addon built without them). */
+export interface RawStreamCalls {
+  /** Why the platform has no streams, or `undefined` when it has them. */
+  streamsUnavailable(): string | undefined;
+  newStream(): RawStreamHandle;
+  loadModule(
+    kind: "host" | "cuda" | "ptx" | "metal",
+    text: string,
+    options?: readonly string[],
+  ): RawModuleHandle;
 }

@@ -1,0 +1,181 @@
+// The stream contract (@nuvec/native-core/contract) against the host addon's streams: worker threads over
+// real memory, with the standard kernels in a host module (test/native/stream_kernels.c, built here into a
+// shared library with the C compiler). Then what only the host does: a kernel's failure, queued work that
+// names a released buffer, and a process or worker that exits with work queued.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { NativeKernelArgument, NativeStream } from "@nuvec/native-core";
+import { describeStreamContract, elementsShape } from "@nuvec/native-core/contract";
+import { FormatError, StateError, SystemCallError } from "@nuvec/stats";
+import { afterAll, describe, expect, it } from "vitest";
+import { reportOf, runInChild } from "../../native-core/test/child.js";
+import { loadNativeBackend } from "../src/index.js";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), "nuvec-host-streams-"));
+const cc = process.env.CC ?? "cc";
+
+/** The kernels' library, built once for the file. */
+function buildKernels(): string {
+  const output = join(scratch, "stream_kernels.so");
+  const build = spawnSync(
+    cc,
+    [
+      "-shared",
+      "-fPIC",
+      "-O2",
+      "-Wall",
+      "-Wextra",
+      "-Wno-unused-parameter",
+      "-Werror",
+      "-o",
+      output,
+      join(here, "native", "stream_kernels.c"),
+    ],
+    { encoding: "utf8" },
+  );
+  if (build.status !== 0) throw new Error(`${cc} failed: ${build.stderr}`);
+  return output;
+}
+
+const linux = process.platform === "linux";
+const kernelsPath = linux ? buildKernels() : "";
+const notALibrary = join(scratch, "not-a-library.so");
+writeFileSync(notALibrary, "this is text, not a shared library\n");
+
+afterAll(() => {
+  // The library stays: a module of it may be loaded until the process exits (nothing is dlclose'd early).
+});
+
+if (linux) {
+  describeStreamContract("host addon (worker threads)", () => loadNativeBackend(), {
+    kernels: { host: kernelsPath },
+    brokenModule: { host: notALibrary },
+  });
+}
+
+const f32 = (value: number): NativeKernelArgument => ({ kind: "f32", value });
+const u32 = (value: number): NativeKernelArgument => ({ kind: "u32", value });
+const i32 = (value: number): NativeKernelArgument => ({ kind: "i32", value });
+
+describe.runIf(linux)("host streams: what only the host does", () => {
+  it("a kernel that fails rejects done() with its text, skips later work and keeps failing", async () => {
+    const backend = loadNativeBackend();
+    const stream = backend.newStream?.() as NativeStream;
+    const module = backend.loadModule?.({ host: kernelsPath });
+    const fail = module?.kernel("fail") as never;
+    const fill = module?.kernel("fill") as never;
+    const x = backend.newBuffer(16);
+    stream.write(x, 0, new Uint8Array(16));
+    stream.launch(fail, elementsShape(1), [i32(9)]);
+    stream.launch(fill, elementsShape(4), [{ kind: "buffer", buffer: x, offset: 0 }, f32(1), u32(4)]);
+    const error = await stream.done().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(SystemCallError);
+    expect(error).toMatchObject({
+      code: "ERR_NUVEC_SYSTEM",
+      syscall: "kernel fail",
+      errno: "NUVEC_HOST_KERNEL_FAILED",
+      errnoNumber: 9,
+      message: "the host kernel fail failed (9): failed on purpose with 9",
+    });
+    await expect(stream.read(x, 0, 4)).rejects.toMatchObject({ errnoNumber: 9 });
+    expect(() => stream.synchronize()).toThrow(SystemCallError);
+    expect(() => stream.record().query()).toThrow("failed on purpose with 9");
+    expect([...new Float32Array(x.contents())]).toEqual([0, 0, 0, 0]); // the fill after it never ran
+    stream.release();
+    module?.release();
+    x.release();
+  });
+
+  it("counts a buffer released under queued work as quarantined until the work ran, then frees it", async () => {
+    const backend = loadNativeBackend();
+    const stream = backend.newStream?.() as NativeStream;
+    const module = backend.loadModule?.({ host: kernelsPath });
+    const sleep = module?.kernel("sleep") as never;
+    const before = backend.counters();
+    const x = backend.newBuffer(1 << 20);
+    stream.launch(sleep, elementsShape(1), [u32(100)]);
+    stream.write(x, 0, new Uint8Array(8).fill(3));
+    x.release();
+    const held = backend.counters();
+    expect(held.quarantinedAllocations - before.quarantinedAllocations).toBe(1);
+    expect(held.quarantinedBytes - before.quarantinedBytes).toBe(x.allocatedSize);
+    expect(held.buffersFreedByPlatform).toBe(before.buffersFreedByPlatform);
+    expect(x.quarantinedBytes).toBe(x.allocatedSize);
+    await stream.done();
+    const after = backend.counters();
+    expect(after.quarantinedAllocations).toBe(before.quarantinedAllocations);
+    expect(after.quarantinedBytes).toBe(before.quarantinedBytes);
+    expect(after.buffersFreedByPlatform - before.buffersFreedByPlatform).toBe(1);
+    expect(x.quarantinedBytes).toBe(0);
+    stream.release();
+    module?.release();
+  });
+
+  it("refuses a library without the table, and a missing file, with dlerror's text", () => {
+    const backend = loadNativeBackend();
+    const noTable = (() => {
+      try {
+        backend.loadModule?.({ host: "libm.so.6" });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(noTable).toBeInstanceOf(FormatError);
+    expect((noTable as FormatError).log).toMatch(/nuvec_host_kernels/);
+    expect(() => backend.loadModule?.({ host: join(scratch, "missing.so") })).toThrow(
+      /cannot open shared object/,
+    );
+    expect(() => backend.loadModule?.({ cuda: "__global__ void k() {}" })).toThrow(FormatError);
+  });
+
+  it("a released stream refuses calls; its handle keeps its id", () => {
+    const backend = loadNativeBackend();
+    const stream = backend.newStream?.() as NativeStream;
+    const id = stream.id;
+    stream.release();
+    expect(stream.id).toBe(id);
+    expect(() => stream.synchronize()).toThrow(StateError);
+  });
+
+  it("exits a process and workers with work queued, a buffer released under it: no crash, no wait", () => {
+    // The addon itself (the teardown is native): each thread queues 5 s of sleeps and a read, releases the
+    // buffer and the module under them, and exits: a worker by process.exit(), one by terminate(), then the
+    // process. The read's promise is left pending: nothing settles on the way out.
+    const addonPath = join(here, "..", "native", "build", "Release", "nuvec_metal_native.node");
+    const queue = `
+      const addon = process.getBuiltinModule("node:module").createRequire(${JSON.stringify(addonPath)})(${JSON.stringify(addonPath)});
+      const stream = addon.newStream();
+      const module = addon.loadModule("host", ${JSON.stringify(kernelsPath)});
+      const sleep = module.kernel("sleep");
+      const x = new addon.NativeBufferHandle(1 << 20);
+      for (let i = 0; i < 100; i += 1) {
+        stream.launch(sleep, [1], [1], 0, [50]);
+        stream.write(x, 0, new Uint8Array(64));
+      }
+      stream.read(x, 0, 8).then(() => {});
+      x.release();
+      module.release();`;
+    const posted = `${queue}\nprocess.getBuiltinModule("node:worker_threads").parentPort.postMessage("queued");`;
+    const finished = `${posted}\nprocess.exit(0);`;
+    const lingering = `${posted}\nsetInterval(() => {}, 1000);`;
+    const source = `
+      import { Worker } from "node:worker_threads";
+      const started = Date.now();
+      const finished = new Worker(${JSON.stringify(finished)}, { eval: true });
+      await new Promise((resolve) => finished.once("exit", resolve));
+      const terminated = new Worker(${JSON.stringify(lingering)}, { eval: true });
+      await new Promise((resolve) => terminated.once("message", resolve));
+      await terminated.terminate();
+      ${queue}
+      console.log(JSON.stringify({ quick: Date.now() - started < 3000 }));
+      process.exit(0);
+    `;
+    const outcome = runInChild(source);
+    expect(outcome.stderr).toBe("");
+    expect(reportOf(outcome)).toEqual({ quick: true });
+  });
+});
