@@ -9,7 +9,6 @@ import {
   allocationFailed,
   BackendFacts,
   checkBufferLength,
-  checkPath,
   checkRange,
   lookAlike,
   releasedError,
@@ -19,7 +18,7 @@ import { MockSpace } from "./address-space.js";
 import { isMockMemory, MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
-import { type MockFile, readRealFile, virtualFile } from "./files.js";
+import { MockFileTable } from "./file-table.js";
 import { MockMappedFile } from "./mapped-file.js";
 import type { MockModule } from "./modules.js";
 import {
@@ -31,7 +30,6 @@ import {
 import { MockResidencySet } from "./residency-set.js";
 import { StreamHub } from "./stream-queue.js";
 import { type MockStream, MockStreamCalls } from "./streams.js";
-import { systemError } from "./support.js";
 
 let hasBackendBrand: (value: object) => boolean;
 
@@ -72,12 +70,10 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     hasBackendBrand = (value) => #core in value;
   }
   readonly #spaces = new WeakMap<MockBuffer, MockSpace>();
-  readonly #files = new Map<string, MockFile>();
+  readonly #files: MockFileTable;
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
-  #mappingAttempts = 0;
   #nextBufferId = 1;
-  #nextMappingId = 1;
   #nextSetId = 1;
 
   /** A pretend device; every option is checked and a bad one throws a `ArgumentError`. */
@@ -92,6 +88,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     this.failMapping = options.failMapping;
     this.residencySetLimit = options.residencySetLimit;
     this.#core = new MockCore(new MockCallLog(callLogLimit), realMemoryUpTo);
+    this.#files = new MockFileTable(this.#core);
     this.#core.failWiring = options.failWiring ?? false;
     this.#streams = new MockStreamCalls(this.#core, new StreamHub(completion));
     if (mapGranularity !== undefined) {
@@ -241,19 +238,19 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    */
   addFile(path: string, content: Uint8Array | number): void {
     checkThis(this, "addFile()");
-    this.#files.set(path, virtualFile(path, content));
+    this.#files.add(path, content);
   }
 
   /** Removes a virtual file; returns whether there was one. Mappings already made keep their bytes. */
   removeFile(path: string): boolean {
     checkThis(this, "removeFile()");
-    return this.#files.delete(path);
+    return this.#files.remove(path);
   }
 
   /** The paths of the virtual files. */
   get files(): string[] {
     checkThis(this, "files");
-    return [...this.#files.keys()];
+    return this.#files.paths();
   }
 
   /**
@@ -265,43 +262,9 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    */
   mapFile(path: string): MockMappedFile {
     checkThis(this, "mapFile()");
-    return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () => {
-      this.#core.assertOpen("mapFile()");
-      checkPath(path);
-      this.#mappingAttempts += 1;
-      const failure = this.failMapping?.(path, this.#mappingAttempts);
-      if (failure !== undefined && failure !== false) {
-        const { syscall = "mmap", errno = "ENOMEM" } = failure === true ? {} : failure;
-        throw systemError(
-          syscall,
-          errno,
-          path,
-          `the mock was told to fail mapping attempt ${this.#mappingAttempts}`,
-        );
-      }
-      const virtual = this.#files.get(path);
-      const file = virtual ?? this.#readRealFile(path);
-      if (file.length === 0) throw systemError("mmap", "EINVAL", path, "the file is empty");
-      const mappedLength = mappingSize(file.length, this.pageSize) as number;
-      const mapping = new MockMappedFile(
-        this.#core,
-        this.#nextMappingId++,
-        path,
-        virtual === undefined ? "file" : "virtual",
-        file.length,
-        mappedLength,
-        file.bytes,
-      );
-      this.#core.adopt(mapping);
-      this.#core.counters.mappingsMade += 1;
-      this.#core.counters.mappedBytes += mappedLength;
-      return mapping;
-    });
-  }
-
-  #readRealFile(path: string): MockFile {
-    if (!this.realFiles) throw systemError("open", "ENOENT", path, "no virtual file has this path");
-    return readRealFile(path, this.realMemoryUpTo);
+    return this.#core.run("mapFile", undefined, typeof path === "string" ? path : undefined, () =>
+      this.#files.map(path, this),
+    );
   }
 
   // ---------------------------------------------------------------- residency sets
