@@ -48,7 +48,12 @@ async function replayOne(
   path: string,
   command: MemoryViewCommand,
   outputs: Outputs,
-): Promise<{ trace: ReplayedTrace; torchCounts?: TorchExportCounts; chrome?: string; torchPickle?: Uint8Array }> {
+): Promise<{
+  trace: ReplayedTrace;
+  torchCounts?: TorchExportCounts;
+  chrome?: string;
+  torchPickle?: Uint8Array;
+}> {
   const absolute = resolve(path);
   const torch = looksLikeTorchSnapshot(absolute)
     ? readTorchSnapshot(absolute, command.device === undefined ? {} : { device: command.device })

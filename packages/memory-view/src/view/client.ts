@@ -115,7 +115,9 @@ export function memoryViewClient(
       return tickMaker.ticks(min, max, { kind: "count", length, extent: labelWidth, gap: 12 });
     const first = markBefore(min - 1) + 1;
     const last = markBefore(max);
-    if (last < first) return [];
+    // Zoomed in between marks (fewer than two in view): the events themselves.
+    if (last <= first)
+      return tickMaker.ticks(min, max, { kind: "count", length, extent: labelWidth, gap: 12 });
     const span = Math.max(1, max - min);
     const found = tickMaker.ticks(first, last === first ? first + 1 : last, {
       kind: "count",

@@ -109,7 +109,11 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     external: workload.external.map((series) => series.name),
     peaks: view.peaks,
     figures: view.figures,
-    xLabel: view.xLabel ?? (marks > 0 ? `mark (${marks} in the trace), at its event` : "event"),
+    xLabel:
+      view.xLabel ??
+      (marks > 0
+        ? `mark (${marks} in the trace), at its event; events where fewer than two are in view`
+        : "event"),
     mapped: (workload.mapped?.value.length ?? 0) > 0,
     marks,
     layout,
