@@ -11,6 +11,7 @@
 // names an id of this trace. Ids are the recorder's own, keyed by the device's objects, so back-to-back
 // traces never reuse an earlier trace's ids and an object born before the trace is freed under its own id.
 import { FormatError } from "@nuvec/stats";
+import type { AllocatorPolicy, BoundedRelease } from "./options.js";
 
 /** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
 export type TraceAllocate = readonly ["a", number, number];
@@ -277,9 +278,9 @@ export interface TraceOpening {
  * trace started later opens with its live buffers, each as an allocation of its charged bytes).
  */
 export interface TraceAllocatorSetup {
-  readonly policy: "mlx" | "bounded" | "segments";
+  readonly policy: AllocatorPolicy;
   readonly reserveRatio: number;
-  readonly boundedRelease: "fitting" | "least-recent" | "largest";
+  readonly boundedRelease: BoundedRelease;
   /** The segments policy's sizes (under that policy). */
   readonly segments?: Readonly<Record<string, number | boolean>>;
   /** The source's map granularity when it maps memory into reserved address space (expandable segments). */
