@@ -22,8 +22,11 @@ describe.runIf(process.platform === "linux" && compiler !== undefined)(
       const sources = [
         join(packageRoot, "test", "native", "host_platform_test.cc"),
         join(host, "host_system.cc"),
+        join(host, "host_streams.cc"),
         join(core, "core", "posix.cc"),
         join(core, "core", "wiring_residency_set.cc"),
+        join(core, "core", "worker_stream.cc"),
+        join(core, "core", "host_module.cc"),
       ];
       compileAndRun(join(scratch, "host_platform_test"), sources, {
         includes: [core, host],
