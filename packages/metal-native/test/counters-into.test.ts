@@ -11,7 +11,7 @@ const addonFile =
   new URL("../native/build/Release/nuvec_metal_native.node", import.meta.url).pathname;
 
 interface RawCounters {
-  counters(): Record<string, number>;
+  counters(): { buffersMade: number; buffersReleased: number } & Record<string, number>;
   countersInto(values: unknown): void;
   NativeBufferHandle: new (bytes: number) => { release(): void };
 }
