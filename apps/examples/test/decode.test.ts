@@ -1,11 +1,11 @@
 // The decode program on the mock (its kernels in TypeScript): the tokens and logits of the TypeScript decode
 // exactly, the KV cache grown on the copy stream, the old caches and the weights held in streamPending until
 // both streams ran, every buffer freed at the end; and what it refuses.
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { attention, matvec, referenceDecode } from "../src/lib/decode-model.js";
-import { longestLine, run, scratchFolder } from "./support.js";
+import { app, longestLine, run, scratchFolder } from "./support.js";
 
 const folder = scratchFolder("nuvec-decode-test-");
 
@@ -47,6 +47,28 @@ describe("decode", () => {
     expect(result.stdout).toContain("streamPending after device.synchronize()             0 buffers, 0 B");
     expect(longestLine(result.stdout)).toBeLessThanOrEqual(80);
   });
+
+  const hostKernels = join(app, "kernel", "build", "Release", "nuvec_example_kernel.node");
+  it.skipIf(process.platform !== "linux" || !existsSync(hostKernels))(
+    "decodes the same tokens with the same logits on the host's worker threads (the example addon's kernels)",
+    () => {
+      const result = run("decode", ["--backend", "host", "--json"]);
+      expect([result.status, result.stderr]).toEqual([0, ""]);
+      const report = JSON.parse(result.stdout);
+      expect(report).toMatchObject({
+        backend: "host",
+        tokens: [48, 49, 20, 38, 48, 63, 51, 26, 21, 0, 22, 31, 2, 57, 7, 22],
+        largestLogitDifference: 0,
+        launches: 336,
+        cacheGrowths: 4,
+        pendingAtEnd: { buffers: 18 },
+        streamPending: { buffers: 0, bytes: 0 },
+        ok: true,
+      });
+      // How many old caches are still held right after a growth depends on how far the worker got.
+      expect(report.peakStreamPending.buffers).toBeLessThanOrEqual(4);
+    },
+  );
 
   it("grows the cache only when it is full", () => {
     expect(decode(["--steps", "4"]).report).toMatchObject({
