@@ -100,6 +100,12 @@ export interface NativeEvent {
  * An ordered queue of work on a device. Each call enqueues and returns at once; the work runs in the order
  * enqueued. Every allocation an operation names is kept (never given back to the system) until that
  * operation has completed, whatever is released meanwhile.
+ *
+ * A call on a released stream (`done()` included: it throws, it does not return a rejected promise), or one
+ * naming a released event, module or allocation, throws a `StateError` (`ERR_NUVEC_RELEASED`) and enqueues
+ * nothing. An operation that fails (a kernel's error) fails the stream: its later work is skipped, and every
+ * event, `read`, `done()` and `synchronize()` after the failure reports it. The stream contract suite
+ * (`describeStreamContract` of `@nuvec/native-core/contract`) pins what every backend must do alike.
  */
 export interface NativeStream {
   /** A number unique among the backend's streams, for traces and messages. */
