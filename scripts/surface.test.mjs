@@ -22,11 +22,14 @@ const NATIVE = `
   NativeBackend NativeBuffer NativeCounters NativeMappedFile NativeMemoryHandle NativeResidencySet
   ViewMechanism ArgumentError NativeUnavailableError NativeUnavailableReason NuvecError OutOfMemoryError StateError
   SystemCallError UnsupportedError
+  KERNEL_PARAMETER_KINDS KernelParameterKind MockKernel NativeEvent NativeKernel NativeKernelArgument
+  NativeLaunchShape NativeModule NativeModuleSource NativeStream NativeStreamCalls
 `;
 const MOCK = names(`${NATIVE}
   MOCK_DEFAULTS MockBackend MockBackendOptions MockBuffer MockBufferRange MockCall MockCallCounts
   MockCallName MockCallOutcome MockMappedFile MockMappedFileSource MockMappingFailure MockResidencySet
   MockResidencySetCalls MockWiringFault
+  MockEvent MockKernelHandle MockKernelRun MockModule MockStream MockStreamCompletion MockStreamOptions
 `);
 const APPROVED = {
   "@nuvec/stats": names(`
@@ -74,6 +77,8 @@ const APPROVED = {
     SAFETENSORS_DTYPE_BYTES SafetensorsHeader SafetensorsTensor StateError SystemCallError
     Trace TraceEvent TraceHeader UnsupportedError ViewMechanism emptyMemoryStats formatBytes formatMemoryStats
     mapSafetensors readSafetensorsHeader SafetensorsTensorData WriteSafetensorsOptions writeSafetensors
+    Kernel KernelArgument KernelModule KernelParameterKind LaunchShape MockKernel NativeModuleSource
+    ScalarArgument Stream StreamCopyOptions StreamEvent
   `),
   "@nuvec/device/mock": MOCK,
   "@nuvec/cuda-native": names(`
