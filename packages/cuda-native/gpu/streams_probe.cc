@@ -178,6 +178,10 @@ int main(int argc, char** argv) {
     CHECK(module != nullptr, "NVRTC compile + load (default -arch) in " + std::to_string((Now() - start) / 1000) +
                                  " ms " + failure.message);
     if (module == nullptr) return 1;
+    std::vector<std::string> names = module->kernelNames();
+    std::string listed;
+    for (const std::string& name : names) listed += name + " ";
+    CHECK(names.size() == 7, "kernelNames lists the module's 7 kernels: " + listed);
     const std::vector<ParameterKind> scaleKinds = {ParameterKind::kBuffer, ParameterKind::kF32, ParameterKind::kU32};
     Kernel* scale = module->kernel("scale", &scaleKinds, &failure);
     CHECK(scale != nullptr && scale->parameters().size() == 3, "kernel scale declared (buffer, f32, u32)");

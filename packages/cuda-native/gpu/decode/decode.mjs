@@ -24,7 +24,7 @@ const option = (name, fallback) => {
 };
 const checkpointPath = args[0];
 const steps = Number(option("--steps", "128"));
-const policies = option("--policies", "segments,bounded,mlx").split(",");
+const policies = option("--policies", "bounded,mlx,segments").split(",");
 const jsonPath = option("--json", undefined);
 const here = dirname(fileURLToPath(import.meta.url));
 const source = readFileSync(option("--kernels", join(here, "kernels.cu")), "utf8");
@@ -58,9 +58,13 @@ function countDriverCalls() {
   };
 }
 
+// What a failed run leaves to close before the next policy runs.
+let open;
+
 async function run(policy) {
   const driver = countDriverCalls();
   const device = Device.open({ backend, policy });
+  open = { driver, device };
   const checkpoint = mapSafetensors(device, checkpointPath);
   const config = JSON.parse(checkpoint.header.metadata?.config ?? "null");
   const { dim: d, layers, heads, ffn, vocab, eps } = config;
@@ -235,5 +239,15 @@ async function run(policy) {
 }
 
 const results = [];
-for (const policy of policies) results.push(await run(policy));
+for (const policy of policies) {
+  try {
+    results.push(await run(policy));
+  } catch (error) {
+    // One policy's failure is reported and the others still run.
+    console.log(`nuvec ${policy}: failed: ${error?.code ?? ""} ${error?.message ?? error}`);
+    results.push({ policy, error: String(error?.message ?? error) });
+    open?.driver.restore();
+    if (open?.device.closed === false) open.device.close();
+  }
+}
 if (jsonPath !== undefined) writeFileSync(jsonPath, JSON.stringify(results));

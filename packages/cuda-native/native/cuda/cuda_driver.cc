@@ -144,6 +144,11 @@ const DriverApi* LoadDriver(std::string* why) {
       reinterpret_cast<decltype(api.cuStreamAddCallback)>(dlsym(library, "cuStreamAddCallback"));
   api.cuFuncGetParamInfo =
       reinterpret_cast<decltype(api.cuFuncGetParamInfo)>(dlsym(library, "cuFuncGetParamInfo"));
+  api.cuModuleGetFunctionCount =
+      reinterpret_cast<decltype(api.cuModuleGetFunctionCount)>(dlsym(library, "cuModuleGetFunctionCount"));
+  api.cuModuleEnumerateFunctions =
+      reinterpret_cast<decltype(api.cuModuleEnumerateFunctions)>(dlsym(library, "cuModuleEnumerateFunctions"));
+  api.cuFuncGetName = reinterpret_cast<decltype(api.cuFuncGetName)>(dlsym(library, "cuFuncGetName"));
   if (!complete) {
     failure = "the CUDA driver libcuda.so.1 lacks " + missing + " (a driver older than CUDA 6?)";
     *why = failure;

@@ -139,6 +139,10 @@ struct DriverApi {
   CUresult (*cuStreamAddCallback)(CUstream stream, CUstreamCallback callback, void* userData, unsigned int flags);
   // CUDA 12.4+: a kernel parameter's offset and size (nullptr on older drivers: declarations are trusted).
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t* offset, size_t* size);
+  // CUDA 12.4+: a module's kernels and their names (nullptr on older drivers: a module cannot list them).
+  CUresult (*cuModuleGetFunctionCount)(unsigned int* count, CUmodule module);
+  CUresult (*cuModuleEnumerateFunctions)(CUfunction* functions, unsigned int count, CUmodule module);
+  CUresult (*cuFuncGetName)(const char** name, CUfunction function);
   CUresult (*cuGetErrorName)(CUresult error, const char** name);
   CUresult (*cuGetErrorString)(CUresult error, const char** text);
 };

@@ -104,6 +104,24 @@ Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterK
   return kernels_.back().get();
 }
 
+std::vector<std::string> CudaModule::kernelNames() const {
+  const DriverApi& api = *context_.api;
+  std::vector<std::string> names;
+  if (api.cuModuleGetFunctionCount == nullptr || api.cuModuleEnumerateFunctions == nullptr ||
+      api.cuFuncGetName == nullptr || context_.bind() != CUDA_SUCCESS) {
+    return names;
+  }
+  unsigned int count = 0;
+  if (api.cuModuleGetFunctionCount(&count, module_) != CUDA_SUCCESS || count == 0) return names;
+  std::vector<CUfunction> functions(count);
+  if (api.cuModuleEnumerateFunctions(functions.data(), count, module_) != CUDA_SUCCESS) return names;
+  for (CUfunction function : functions) {
+    const char* name = nullptr;
+    if (api.cuFuncGetName(&name, function) == CUDA_SUCCESS && name != nullptr) names.emplace_back(name);
+  }
+  return names;
+}
+
 std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const ModuleSource& source,
                                        Failure* failure) {
   std::string image;

@@ -31,6 +31,8 @@ class CudaModule final : public Module {
   CudaModule(const CudaDeviceContext& context, cuda::CUmodule module) : context_(context), module_(module) {}
   ~CudaModule() override;
   Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) override;
+  // Its kernels' names (cuModuleEnumerateFunctions + cuFuncGetName, CUDA 12.4+); empty on older drivers.
+  std::vector<std::string> kernelNames() const override;
 
  private:
   CudaDeviceContext context_;
