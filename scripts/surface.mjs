@@ -31,6 +31,7 @@ export const ENTRIES = [
   entry("device"),
   entry("device", "mock"),
   entry("cuda-native"),
+  entry("memory-view"),
 ];
 
 let shared;

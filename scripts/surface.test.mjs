@@ -86,6 +86,15 @@ const APPROVED = {
     CudaMappedFileHandle CudaResidencySet NativeUnavailableError NuvecError OutOfMemoryError StateError
     SystemCallError UnsupportedError loadCudaBackend
   `),
+  "@nuvec/memory-view": names(`
+    AddressedSource Applied BandsView ChromeCounterEvent ChromeTraceExport ColumnSeries Columns CoreInput CoreModel
+    CoreSeries DeviceFacts DrawContext DrawTarget FigureTable FormatError INFLATED_FLOOR_BYTES MARKS_IN_FORMAT MAX_INFLATION
+    MAX_SNAPSHOT_BYTES MemoryViewCore MemoryViewDocument MemoryViewDrawing MemoryViewTicks NuvecError
+    PeaksView PickleStream PickleValue PolicyOutcome PolicyRun PolicyRunOptions RecordedWorkload ReplayDevice
+    SourceListener Tick TickLayout TorchExportCounts TorchSnapshotExport TorchWorkload ViewReplayOptions
+    ViewReplayResult WorkloadRecorder isMark looksLikeTorchSnapshot memoryViewCore memoryViewDrawing
+    memoryViewTicks readTorchSnapshot renderMemoryView replayForView streamMarkedTrace writePickle
+  `),
 };
 
 const builds = await Promise.all(
@@ -171,7 +180,9 @@ describe("one error family", () => {
         }
       }
     };
-    const folders = "stats allocator residency device native-core metal-native cuda-native".split(" ");
+    const folders = "stats allocator residency device native-core metal-native cuda-native memory-view".split(
+      " ",
+    );
     for (const folder of folders) {
       walk(join(root, "packages", folder, "src"));
     }

@@ -28,7 +28,7 @@ export {
 } from "./snapshot/torch-snapshot.js";
 export type { ColumnSeries, Columns, CoreInput, CoreModel, CoreSeries, MemoryViewCore } from "./view/core.js";
 export { memoryViewCore } from "./view/core.js";
-export type { MemoryViewDrawing } from "./view/drawing.js";
+export type { BandsView, DrawContext, DrawTarget, MemoryViewDrawing, PeaksView } from "./view/drawing.js";
 export { memoryViewDrawing } from "./view/drawing.js";
 export { type RecordedWorkload, WorkloadRecorder } from "./view/recorder.js";
 export { type FigureTable, type MemoryViewDocument, renderMemoryView } from "./view/render.js";

@@ -64,25 +64,25 @@ export class TorchSnapshotExport implements SourceListener {
     }
   }
 
-  /** @internal The source's call: a segment made. */
+  /** The replay source's call (a {@link SourceListener}): a segment made. */
   segmentAlloc(address: number, bytes: number): void {
     this.#segments.set(address, { size: bytes, expandable: false });
     this.#pending.push(["segment_alloc", address, bytes]);
   }
 
-  /** @internal The source's call: a segment given back. */
+  /** The replay source's call (a {@link SourceListener}): a segment given back. */
   segmentFree(address: number, bytes: number): void {
     this.#segments.delete(address);
     this.#pending.push(["segment_free", address, bytes]);
   }
 
-  /** @internal The source's call: memory mapped into an expandable segment. */
+  /** The replay source's call (a {@link SourceListener}): memory mapped into an expandable segment. */
   segmentMap(address: number, bytes: number): void {
     this.#segments.set(address, { size: bytes, expandable: true });
     this.#pending.push(["segment_map", address, bytes]);
   }
 
-  /** @internal The source's call: memory of an expandable segment unmapped. */
+  /** The replay source's call (a {@link SourceListener}): memory of an expandable segment unmapped. */
   segmentUnmap(address: number, bytes: number): void {
     this.#segments.delete(address);
     this.#pending.push(["segment_unmap", address, bytes]);

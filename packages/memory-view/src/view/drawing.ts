@@ -3,9 +3,33 @@
 // (the report inlines `memoryViewDrawing`'s source): everything it needs comes in as arguments.
 import type { Columns, CoreModel } from "./core.js";
 
+/**
+ * The parts of a canvas's 2D context that drawing uses (a `CanvasRenderingContext2D` has them all; declared
+ * here so that the package's types need no DOM library).
+ */
+export interface DrawContext {
+  fillStyle: unknown;
+  strokeStyle: unknown;
+  font: string;
+  textAlign: string;
+  textBaseline: string;
+  lineWidth: number;
+  save(): void;
+  restore(): void;
+  beginPath(): void;
+  rect(x: number, y: number, width: number, height: number): void;
+  clip(): void;
+  fillRect(x: number, y: number, width: number, height: number): void;
+  fillText(text: string, x: number, y: number): void;
+  setLineDash(segments: number[]): void;
+  moveTo(x: number, y: number): void;
+  lineTo(x: number, y: number): void;
+  stroke(): void;
+}
+
 /** The parts of a uPlot chart that drawing uses. */
 export interface DrawTarget {
-  ctx: CanvasRenderingContext2D;
+  ctx: DrawContext;
   bbox: { left: number; top: number; width: number; height: number };
   valToPos(value: number, scale: string, canvasPixels?: boolean): number;
 }
