@@ -15,3 +15,9 @@ describeStreamContract("mock, one backend for every test", () => shared, {
   kernels: { mock: MOCK_STANDARD_KERNELS },
   deferred: true,
 });
+
+describeStreamContract(
+  "mock with address spaces (64 KiB granules)",
+  () => new MockBackend({ mapGranularity: 64 * 1024 }),
+  { kernels: { mock: MOCK_STANDARD_KERNELS }, deferred: true },
+);

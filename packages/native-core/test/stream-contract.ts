@@ -306,6 +306,32 @@ export function describeStreamContract(
       expect(after.bufferBytes - before.bufferBytes).toBe(y.allocatedSize);
     });
 
+    it("takes ranges of buffers and of address spaces (what sub-allocating policies hand out) as buffers", async (context) => {
+      const newRange = backend.newBufferRange?.bind(backend);
+      if (newRange === undefined) return context.skip("the backend has no newBufferRange");
+      const stream = newStream();
+      const ranges: NativeBuffer[] = [keep(newRange(newBuffer(8192), 4096, 64))];
+      const granule = backend.mapGranularity;
+      if (
+        granule !== undefined &&
+        backend.reserveAddressSpace !== undefined &&
+        backend.mapMemory !== undefined
+      ) {
+        const space = keep(backend.reserveAddressSpace(2 * granule));
+        backend.mapMemory(space, granule, granule);
+        ranges.push(keep(newRange(space, granule + 256, 64)));
+      }
+      for (const range of ranges) {
+        const other = newBuffer(64);
+        stream.write(range, 0, f32Bytes([1, 2, 3, 4, 5, 6, 7, 8]));
+        stream.launch(scale, elementsShape(4), [buffer(range, 16), f32(3), u32(4)]);
+        stream.copy(other, 0, range, 0, 32);
+        stream.launch(add, elementsShape(8), [buffer(range), buffer(range), buffer(other), u32(8)]);
+        expect(await readFloats(stream, range, 0, 8)).toEqual([2, 4, 6, 8, 30, 36, 42, 48]);
+        expect(await readFloats(stream, other, 0, 8)).toEqual([1, 2, 3, 4, 15, 18, 21, 24]);
+      }
+    });
+
     it("runs a stream's pending work when it is released; a released stream refuses every call", async () => {
       const stream = backend.newStream?.() as NativeStream;
       const x = newBuffer(16);

@@ -4,7 +4,7 @@
 import type { NativeKernelArgument, NativeLaunchShape } from "@nuvec/native-core";
 import { checkByteCount, releasedError } from "@nuvec/native-core";
 import { ArgumentError, describeValue } from "@nuvec/stats";
-import { isMockMemory, type MockStreamHold, streamHoldOf } from "./buffer.js";
+import { isMockMemory, MockBufferRange, type MockStreamHold, streamHoldOf } from "./buffer.js";
 import type { MockCore } from "./core.js";
 import { fileHoldOf, isMockMappedFile } from "./mapped-file.js";
 import type { MockKernelHandle } from "./modules.js";
@@ -30,7 +30,9 @@ export function namedAllocation(
 ): NamedAllocation {
   const buffer = isMockMemory(value);
   const file = !buffer && !buffersOnly && isMockMappedFile(value);
-  if ((!buffer && !file) || !core.isOwnAllocation(value)) {
+  // A range is its segment's: of this backend when the segment is.
+  const made = value instanceof MockBufferRange ? value.segment : value;
+  if ((!buffer && !file) || !core.isOwnAllocation(made)) {
     const what = buffersOnly ? "a buffer" : "a buffer or mapped file";
     throw new ArgumentError(argument, `${operation}: ${argument} must be ${what} of this mock backend`);
   }
