@@ -214,9 +214,10 @@ export class Stream {
       );
     }
     if (source.byteLength === 0) return;
+    // The backend takes the bytes at the call (NativeStream.write): a view, not a copy, is passed on.
     const bytes = ArrayBuffer.isView(source)
-      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice()
-      : new Uint8Array(source).slice();
+      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+      : new Uint8Array(source);
     this.#enqueue(core, [target.state!], () => core.native.write(target.native as never, offset, bytes));
   }
 

@@ -70,6 +70,25 @@ for (const [name, tally] of Object.entries(fuzz.backends ?? {})) {
   );
 }
 if (fuzz.hostSkipped) lines.push("", `Host backend skipped: ${fuzz.hostSkipped}.`);
+const streams = figures["streams-fuzz"];
+if (streams !== undefined) {
+  lines.push(
+    "",
+    "## Model-based fuzzing of the Device's streams",
+    "",
+    "Several streams on the mock with manual completion (`streams-fuzz.test.ts`): launches, writes, reads, copies,",
+    "frees, records, waits, runs of single streams out of order and part way, host uses, synchronizes, stream",
+    "releases and clearCache; events that never complete until close. After every step every figure equals a",
+    "shadow Device's without streams (each free applied when its memory goes back), `streamPending` equals the",
+    "model's held frees, and no memory is touched by an older owner's work after a newer owner's (no reuse while",
+    "work naming it is pending on another stream without a wait); close settles every promise. Budgets:",
+    "`NUVEC_STREAMS_FUZZ_RUNS`, `NUVEC_STREAMS_FUZZ_COMMANDS`.",
+    "",
+    "| runs | steps | frees held for several streams | reuses of memory with work pending | operations pending at close |",
+    "| ---: | ---: | ---: | ---: | ---: |",
+    `| ${number(streams.runs)} | ${number(streams.steps)} | ${number(streams.heldFrees)} | ${number(streams.fencedReuses)} | ${number(streams.pendingAtClose)} |`,
+  );
+}
 lines.push(
   "",
   "## Fault injection",

@@ -250,7 +250,7 @@ async function run(commands: Command[], policy: "mlx" | "bounded"): Promise<void
   }
 }
 
-const runs = budget("NUVEC_STREAMS_FUZZ_RUNS", 60, 600);
+const runs = budget("NUVEC_STREAMS_FUZZ_RUNS", 60, 2000);
 const maxCommands = budget("NUVEC_STREAMS_FUZZ_COMMANDS", 120, 300);
 sectionFigures("streams-fuzz", tally);
 
