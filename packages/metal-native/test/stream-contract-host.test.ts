@@ -4,6 +4,7 @@
 // names a released buffer, and a process or worker that exits with work queued.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -130,6 +131,36 @@ describe.runIf(linux)("host streams: what only the host does", () => {
       /cannot open shared object/,
     );
     expect(() => backend.loadModule?.({ cuda: "__global__ void k() {}" })).toThrow(FormatError);
+  });
+
+  it("the addon's stream classes cannot be made with new, and take only their own handles", () => {
+    const addonPath = join(here, "..", "native", "build", "Release", "nuvec_metal_native.node");
+    const addon = createRequire(import.meta.url)(addonPath) as Record<string, unknown>;
+    for (const name of [
+      "NativeStreamHandle",
+      "NativeEventHandle",
+      "NativeModuleHandle",
+      "NativeKernelHandle",
+    ]) {
+      const Class = addon[name] as new (...args: unknown[]) => unknown;
+      expect(() => new Class({}, 1, 2), name).toThrow(
+        expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "this" }),
+      );
+    }
+    const raw = addon as unknown as {
+      newStream(): { launch(...args: unknown[]): void; wait(event: unknown): void; release(): void };
+      NativeBufferHandle: new (bytes: number) => { release(): void };
+    };
+    const stream = raw.newStream();
+    const x = new raw.NativeBufferHandle(16);
+    expect(() => stream.launch({ name: "fill", parameters: ["buffer"] }, [1], [1], 0, [x])).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "kernel" }),
+    );
+    expect(() => stream.wait(x)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "event" }),
+    );
+    stream.release();
+    x.release();
   });
 
   it("a released stream refuses calls; its handle keeps its id", () => {
