@@ -2,8 +2,12 @@
 // streams: each kernel against the TypeScript reference the decode program checks itself with
 // (src/lib/decode-model.ts), bit for bit, and append's refusal past its capacity.
 
-import { loadNativeBackend } from "@nuvec/metal-native";
-import type { NativeAllocation, NativeKernelArgument, NativeStream } from "@nuvec/native-core";
+import {
+  loadNativeBackend,
+  type NativeAllocation,
+  type NativeKernelArgument,
+  type NativeStream,
+} from "@nuvec/metal-native";
 import { describe, expect, it } from "vitest";
 import { hostKernelLibrary } from "../src/lib/decode-device.js";
 import { DECODE_KERNELS } from "../src/lib/decode-kernels.js";

@@ -68,8 +68,18 @@ function kernelLibraries(scratch: string): NodeJS.ProcessEnv {
     const output = join(scratch, name);
     const result = spawnSync(
       cc,
-      ["-shared", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror", ...define, "-o", output,
-        join(core, "host_kernels_test_library.c")],
+      [
+        "-shared",
+        "-fPIC",
+        "-Wall",
+        "-Wextra",
+        "-Wno-unused-parameter",
+        "-Werror",
+        ...define,
+        "-o",
+        output,
+        join(core, "host_kernels_test_library.c"),
+      ],
       { encoding: "utf8" },
     );
     expect(result.stderr).toBe("");
