@@ -11,9 +11,9 @@ import {
 
 /**
  * What differs between the size-class policies (`mlx` and `bounded`): which cached lengths a request may
- * reuse or borrow, how long a buffer a miss acquires, and what a miss does before it acquires it. The rest of
+ * reuse, how long a buffer a miss acquires, and what a miss does before it acquires it. The rest of
  * `malloc` and `free` is MLX's allocator for both. (`segments` runs an allocator of its own and keeps a
- * policy that never reuses, lends or rounds, for the name.)
+ * policy that never reuses or rounds, for the name.)
  */
 export interface CachePolicy<B> {
   readonly name: AllocatorPolicy;
@@ -22,11 +22,6 @@ export interface CachePolicy<B> {
    * `live` before the request and the high-water mark of `live`.
    */
   reuseLimit(sizeClass: number, active: number, live: number, peakLive: number): number;
-  /**
-   * The exclusive upper bound of the cached lengths a request of `sizeClass` may borrow when nothing within
-   * {@link reuseLimit} is cached (a loan: see {@link BoundedPolicy}); 0 for none.
-   */
-  loanLimit(sizeClass: number, active: number, live: number, peakLive: number): number;
   /** The length of the system buffer a miss of `sizeClass` acquires (at least `sizeClass`). */
   systemLength(sizeClass: number, active: number, live: number, peakLive: number): number;
   /**
@@ -42,10 +37,6 @@ class MlxPolicy<B> implements CachePolicy<B> {
 
   reuseLimit(sizeClass: number): number {
     return Math.min(2 * sizeClass, sizeClass + 2 * PAGE);
-  }
-
-  loanLimit(): number {
-    return 0;
   }
 
   systemLength(sizeClass: number): number {
@@ -68,13 +59,6 @@ export const ROUNDED_ABOVE = 256 * 1024;
  * class rounded up to eight steps per power of two (above 256 KiB, when the slack covers the rounding: a KV
  * cache that grows by a token finds room in the buffer it had), after releasing cached buffers while
  * `active + cache + length` is over the bound.
- *
- * One exception to the slack: a **loan**. When nothing cached is within the slack, the allocator may lend a
- * longer cached buffer whose surplus keeps `active` within the bound, one loan at a time and only while the
- * workload takes one buffer at a time (the previous allocation was freed before this request): one buffer
- * cycling through many sizes is then served from the largest, with no system allocation. The first request
- * made while a loan is still out ends lending for the allocator's life: the workload holds buffers across
- * requests, where a loan's surplus would stay live as live memory grows.
  */
 class BoundedPolicy<B> implements CachePolicy<B> {
   readonly name = "bounded";
@@ -96,11 +80,6 @@ class BoundedPolicy<B> implements CachePolicy<B> {
 
   reuseLimit(sizeClass: number, active: number, live: number, peakLive: number): number {
     return sizeClass + Math.max(0, this.#unspent(sizeClass, active, live, peakLive)) + 1;
-  }
-
-  loanLimit(sizeClass: number, active: number, live: number, peakLive: number): number {
-    const high = Math.max(live + sizeClass, peakLive);
-    return Math.max(0, Math.floor(this.#reserveRatio * high - active) + 1);
   }
 
   systemLength(sizeClass: number, active: number, live: number, peakLive: number): number {
@@ -156,7 +135,6 @@ export function cachePolicyFor<B>(options: AllocatorOptions<B>): CachePolicy<B> 
     return {
       name: "segments",
       reuseLimit: () => 0,
-      loanLimit: () => 0,
       systemLength: (n) => n,
       beforeMiss: () => {},
     };

@@ -23,7 +23,7 @@ const bytes = fc.oneof(
   { arbitrary: fc.constantFrom(256, 512, 768, PAGE, 2 * PAGE, 3 * PAGE, 1 * MiB), weight: 3 },
 );
 // Few, large lengths (above the bounded policy's rounding threshold, most of them past the slack of one
-// another): the bound releases on most misses, loans and the release orders' choices happen often.
+// another): the bound releases on most misses, and the release orders' choices happen often.
 const largeBytes = fc.oneof(
   { arbitrary: fc.integer({ min: 200 * 1024, max: 2 * MiB }), weight: 1 },
   {
@@ -191,9 +191,8 @@ describe.each([
               expect(stats.peakActive).toBeGreaterThanOrEqual(stats.active);
               expect(stats.peakActiveWithMapped).toBeGreaterThanOrEqual(stats.activeWithMapped);
               expect(stats.peakReserved).toBeGreaterThanOrEqual(stats.reserved);
-              // The bounded policy's bound holds at every step while it lends (a loan's surplus can outlive
-              // the bound only once lending has ended): reserved within 1.2 × the live high-water mark.
-              if (policy === "bounded" && model.lending) {
+              // The bounded policy's bound holds at every step: reserved within 1.2 × the live high-water mark.
+              if (policy === "bounded") {
                 expect(stats.reserved).toBeLessThanOrEqual(1.2 * model.highWaterLive);
               }
               expect(source.acquired.length - source.released.length).toBe(

@@ -25,18 +25,11 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
   // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
   private highWaterLive = 0;
-  // The bounded policy's loan (a cached buffer lent beyond the slack), the record the last malloc handed out
-  // (lending needs it freed), and whether lending goes on: it ends at the first malloc made while a loan is
-  // out. Policies that never lend start with it ended.
-  private loan: CachedBuffer<B> | null = null;
-  private previous: CachedBuffer<B> | null = null;
-  private lending: boolean;
 
   constructor(source: BufferSource<B>, setup: SizeClassAllocatorSetup<B>) {
     super(setup);
     this.source = source;
     this.cachePolicy = setup.cachePolicy;
-    this.lending = setup.cachePolicy.name === "bounded";
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));
   }
 
@@ -62,9 +55,6 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
 
     const cache = this.cache;
     const policy = this.cachePolicy;
-    // A request made while a loan is out ends lending (once this malloc succeeds: a refusal changes nothing).
-    const loanOut = this.loan !== null;
-    let lent = false;
     let record: CachedBuffer<B> | undefined;
     if (cache.buffers > 0) {
       const limit = policy.reuseLimit(sizeClass, this.active, this.live, this.highWaterLive);
@@ -73,16 +63,6 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
       if (index >= 0 && used + cache.lengthAt(index) <= this.memoryLimit) {
         record = cache.takeAt(index);
         this.cacheHits++;
-      } else if (this.lending && !loanOut && (this.previous === null || this.previous.allocation === null)) {
-        // A loan only while the workload takes one buffer at a time (the previous allocation freed). One at a
-        // time follows from that and the end of lending; `!loanOut` states it.
-        const loanLimit = policy.loanLimit(sizeClass, this.active, this.live, this.highWaterLive);
-        const loanIndex = loanLimit > limit ? cache.find(sizeClass, loanLimit) : -1;
-        if (loanIndex >= 0 && used + cache.lengthAt(loanIndex) <= this.memoryLimit) {
-          record = cache.takeAt(loanIndex);
-          lent = true;
-          this.cacheHits++;
-        }
       }
     }
     if (record === undefined) {
@@ -124,9 +104,6 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
         throw error;
       }
     }
-    if (loanOut) this.lending = false;
-    if (lent) this.loan = record;
-    this.previous = record;
     const reserved = this.active + cache.bytes;
     if (reserved > this.peakReserved) this.peakReserved = reserved;
     return allocation;
@@ -135,7 +112,6 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer);
     if (record === undefined) return;
-    if (record === this.loan) this.loan = null;
     this.active -= record.length;
     this.live -= record.liveSizeClass;
     if (mayCache && this.cache.bytes < this.cacheLimit) this.cache.put(record);

@@ -51,22 +51,12 @@ export class ReferenceModel extends ModelAccounts {
   live = new Map<number, { length: number; sizeClass: number }>();
   /** Buffer ids, so that a reused buffer keeps its name. */
   #nextId = 1;
-  /** The bounded policy's loan (a buffer id), the buffer the last malloc handed out, and whether it lends. */
-  #loan: number | undefined;
-  #previous: number | undefined;
-  #lending: boolean;
 
   constructor(facts: ModelFacts, policy: ModelPolicy = {}) {
     super(facts);
     this.bounded = policy.policy === "bounded";
     this.reserveRatio = policy.reserveRatio ?? 1.2;
     this.releaseOrder = policy.release ?? "fitting";
-    this.#lending = this.bounded;
-  }
-
-  /** Whether the bounded policy still lends (it stops at the first malloc made while a loan is out). */
-  get lending(): boolean {
-    return this.#lending;
   }
 
   get cacheBytes(): number {
@@ -156,26 +146,6 @@ export class ReferenceModel extends ModelAccounts {
     });
     let handed: Cached;
     const used = this.active + this.mapped + this.quarantined;
-    // A loan: when nothing within the limit fits, the bounded policy lends the smallest cached buffer that
-    // keeps active within ratio × max(hwmLive, live + n), one at a time, only when the previous allocation
-    // is freed already, and never again once a malloc finds a loan out.
-    const loanOut = this.#loan !== undefined;
-    let lent = false;
-    if (!(chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit)) {
-      const previousFreed = this.#previous === undefined || !this.live.has(this.#previous);
-      if (this.#lending && !loanOut && previousFreed && this.cache.length > 0) {
-        const high = Math.max(this.liveBytes + wanted, this.highWaterLive);
-        const loanLimit = Math.max(0, Math.floor(this.reserveRatio * high - this.active) + 1);
-        if (loanLimit > limit) {
-          chosen = -1;
-          this.cache.forEach((buffer, index) => {
-            if (buffer.length < wanted || buffer.length >= loanLimit) return;
-            if (chosen < 0 || buffer.length < this.cache[chosen]!.length) chosen = index;
-          });
-          lent = chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit;
-        }
-      }
-    }
     if (chosen >= 0 && used + this.cache[chosen]!.length <= this.memoryLimit) {
       handed = this.cache.splice(chosen, 1)[0]!;
       this.cacheHits += 1;
@@ -208,9 +178,6 @@ export class ReferenceModel extends ModelAccounts {
     this.highWaterLive = Math.max(this.highWaterLive, this.liveBytes);
     this.trimToLimit();
     this.peakReserved = Math.max(this.peakReserved, this.active + this.cacheBytes);
-    if (loanOut) this.#lending = false;
-    if (lent) this.#loan = handed.id;
-    this.#previous = handed.id;
     return { ok: true, value: { id: handed.id, length: handed.length } };
   }
 
@@ -219,7 +186,6 @@ export class ReferenceModel extends ModelAccounts {
     const entry = this.live.get(id);
     if (entry === undefined) throw new Error(`model: buffer ${id} is not live`);
     this.live.delete(id);
-    if (id === this.#loan) this.#loan = undefined;
     this.active -= entry.length;
     this.liveBytes -= entry.sizeClass;
     return entry.length;
