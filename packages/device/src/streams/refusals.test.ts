@@ -240,6 +240,24 @@ const cases: [string, (s: Setup) => unknown, Record<string, unknown>][] = [
     { name: "ArgumentError", argument: "source" },
   ],
   [
+    "write: a detached source",
+    (s) => {
+      const source = new ArrayBuffer(8);
+      structuredClone(source, { transfer: [source] });
+      s.stream.write(s.x, source);
+    },
+    { name: "ArgumentError", argument: "source" },
+  ],
+  [
+    "write: a view whose own byteLength lies (past its buffer)",
+    (s) => {
+      const source = new Uint8Array(4);
+      Object.defineProperty(source, "byteLength", { get: () => 32 });
+      s.stream.write(s.x, source);
+    },
+    { name: "ArgumentError", argument: "source" },
+  ],
+  [
     "write: a source that does not fit",
     (s) => s.stream.write(s.x, new Uint8Array(8), 60),
     { name: "ArgumentError", argument: "source" },

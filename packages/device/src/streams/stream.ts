@@ -74,6 +74,33 @@ function checkedSetup(value: unknown, operation: string): StreamSetup {
   return setup;
 }
 
+/**
+ * The bytes of a write's `source` as one new `Uint8Array` over them (what the backend takes at the call, no
+ * copy): its bounds read once, so a view whose own `byteLength` getter answers differently later cannot pass
+ * the check with one length and be copied with another. A detached buffer or a view whose bounds do not lie
+ * in its buffer is an ArgumentError.
+ */
+function sourceBytes(source: unknown, operation: string): Uint8Array {
+  if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
+    throw badArgument(
+      operation,
+      "source",
+      `must be an ArrayBuffer or an ArrayBuffer view, got ${describeValue(source)}`,
+    );
+  }
+  try {
+    return source instanceof ArrayBuffer
+      ? new Uint8Array(source)
+      : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  } catch (error) {
+    throw badArgument(
+      operation,
+      "source",
+      `cannot be read: ${error instanceof Error ? error.message : describeValue(error)}`,
+    );
+  }
+}
+
 /** An ordered queue of work on a Device: from {@link Device.newStream} or {@link Device.defaultStream}. */
 export class Stream {
   readonly #setup: StreamSetup;
@@ -198,26 +225,16 @@ export class Stream {
     const { context, core } = checkedSetup(this, "write()");
     const operation = "write()";
     const target = context.resolve(buffer, "buffer", operation, true);
-    if (!(source instanceof ArrayBuffer || ArrayBuffer.isView(source))) {
-      throw badArgument(
-        operation,
-        "source",
-        `must be an ArrayBuffer or an ArrayBuffer view, got ${describeValue(source)}`,
-      );
-    }
+    const bytes = sourceBytes(source, operation);
     whole(offset, "offset", operation, target.length);
-    if (source.byteLength > target.length - offset) {
+    if (bytes.byteLength > target.length - offset) {
       throw badArgument(
         operation,
         "source",
-        `of ${source.byteLength} bytes does not fit at offset ${offset} of a ${target.length}-byte buffer`,
+        `of ${bytes.byteLength} bytes does not fit at offset ${offset} of a ${target.length}-byte buffer`,
       );
     }
-    if (source.byteLength === 0) return;
-    // The backend takes the bytes at the call (NativeStream.write): a view, not a copy, is passed on.
-    const bytes = ArrayBuffer.isView(source)
-      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
-      : new Uint8Array(source);
+    if (bytes.byteLength === 0) return;
     this.#enqueue(core, [target.state!], () => core.native.write(target.native as never, offset, bytes));
   }
 
