@@ -93,7 +93,8 @@ echo "== streams in C++ (gpu/streams_probe.cc): NVRTC, launches, copies, events,
 ls -d /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null
 python3 -c 'import glob, site; print("\n".join(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/*/lib/libnvrtc.so*")))' 2>/dev/null
 g++ -std=c++17 -O2 -Wall -Wextra -Wno-unused-parameter -I"$PACKAGE/native/native-core" -I"$PACKAGE/native" \
-  "$HERE/streams_probe.cc" "$PACKAGE"/native/cuda/*.cc "$PACKAGE/native/native-core/core/posix.cc" \
+  "$HERE/streams_probe.cc" $(ls "$PACKAGE"/native/cuda/*.cc | grep -v '_test\.cc$') \
+  "$PACKAGE/native/native-core/core/posix.cc" \
   "$PACKAGE/native/native-core/core/wiring_residency_set.cc" -ldl -lpthread -o "$WORK/streams_probe" || exit 1
 bounded 60 "streams probe" "$WORK/streams_probe"
 bounded 30 "streams probe, a faulting kernel" "$WORK/streams_probe" fault

@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names = module->kernelNames();
     std::string listed;
     for (const std::string& name : names) listed += name + " ";
-    CHECK(names.size() == 7, "kernelNames lists the module's 7 kernels: " + listed);
+    CHECK(names.size() == 6, "kernelNames lists the module's 6 kernels: " + listed);
     const std::vector<ParameterKind> scaleKinds = {ParameterKind::kBuffer, ParameterKind::kF32, ParameterKind::kU32};
     Kernel* scale = module->kernel("scale", &scaleKinds, &failure);
     CHECK(scale != nullptr && scale->parameters().size() == 3, "kernel scale declared (buffer, f32, u32)");
@@ -191,6 +191,10 @@ int main(int argc, char** argv) {
     const std::vector<ParameterKind> wrong = {ParameterKind::kBuffer, ParameterKind::kF64, ParameterKind::kU32};
     CHECK(module->kernel("scale", &wrong, &failure) == nullptr && failure.kind == Failure::Kind::kArgument,
           "scale declared (buffer, f64, u32): kArgument: " + failure.message);
+    failure = Failure();
+    const std::vector<ParameterKind> sameSize = {ParameterKind::kBuffer, ParameterKind::kU32, ParameterKind::kU32};
+    CHECK(module->kernel("scale", &sameSize, &failure) == nullptr && failure.kind == Failure::Kind::kArgument,
+          "scale declared (buffer, u32, u32): kArgument from the PTX's types: " + failure.message);
     failure = Failure();
     const std::vector<ParameterKind> shorter = {ParameterKind::kBuffer};
     CHECK(module->kernel("scale", &shorter, &failure) == nullptr && failure.kind == Failure::Kind::kArgument,

@@ -19,6 +19,19 @@ const char* KindName(ParameterKind kind) {
   return kNames[static_cast<size_t>(kind)];
 }
 
+const char* PtxTypeName(char type) {
+  switch (type) {
+    case 'f':
+      return "a 32-bit float";
+    case 'd':
+      return "a 64-bit float";
+    case 'i':
+      return "a 32-bit integer";
+    default:
+      return "a 64-bit integer or pointer";
+  }
+}
+
 }  // namespace
 
 CudaModule::~CudaModule() {
@@ -70,6 +83,14 @@ Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterK
       sizes.push_back(size);
     }
   }
+  // Where the driver cannot say the sizes, the PTX's declarations can (a size per class).
+  auto entry = ptxEntries_.find(name);
+  const PtxParameterClasses* classes = entry != ptxEntries_.end() ? &entry->second : nullptr;
+  if (!known && classes != nullptr && classes->find('?') == std::string::npos) {
+    sizes.clear();
+    for (char type : *classes) sizes.push_back(type == 'f' || type == 'i' ? 4 : 8);
+    known = true;
+  }
   std::vector<ParameterKind> parameters;
   if (declared != nullptr) {
     parameters = *declared;
@@ -84,6 +105,17 @@ Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterK
             mismatch = "parameter " + std::to_string(index) + " is " + std::to_string(sizes[index]) +
                        " bytes, a " + KindName(parameters[index]) + " " +
                        std::to_string(ParameterBytes(parameters[index]));
+            break;
+          }
+        }
+      }
+      // Same sizes: the PTX's types tell an f32 from a u32 and an f64 from a u64 (not a buffer from a u64).
+      if (mismatch.empty() && classes != nullptr && classes->size() == parameters.size()) {
+        for (size_t index = 0; index < parameters.size(); index += 1) {
+          char type = (*classes)[index];
+          if (type != '?' && type != PtxClassOf(parameters[index])) {
+            mismatch = "parameter " + std::to_string(index) + " is " + PtxTypeName(type) + " in the PTX, declared " +
+                       KindName(parameters[index]);
             break;
           }
         }
@@ -163,7 +195,8 @@ std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const M
                                why);
     return nullptr;
   }
-  return std::make_unique<CudaModule>(context, module);
+  return std::make_unique<CudaModule>(context, module, cubin ? std::map<std::string, PtxParameterClasses>()
+                                                             : ParsePtxEntries(image));
 }
 
 }  // namespace nuvec

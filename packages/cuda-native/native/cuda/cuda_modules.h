@@ -2,11 +2,13 @@
 #ifndef NUVEC_CUDA_MODULES_H_
 #define NUVEC_CUDA_MODULES_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda_streams.h"
+#include "ptx_parameters.h"
 
 namespace nuvec {
 
@@ -28,7 +30,10 @@ class CudaKernel final : public Kernel {
 // A loaded module (cuModuleLoadData); unloaded on destruction once the device has run what was queued.
 class CudaModule final : public Module {
  public:
-  CudaModule(const CudaDeviceContext& context, cuda::CUmodule module) : context_(context), module_(module) {}
+  // `ptxEntries`: its kernels' parameter classes where it was loaded from PTX (empty for CUBIN).
+  CudaModule(const CudaDeviceContext& context, cuda::CUmodule module,
+             std::map<std::string, PtxParameterClasses> ptxEntries)
+      : context_(context), module_(module), ptxEntries_(std::move(ptxEntries)) {}
   ~CudaModule() override;
   Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) override;
   // Its kernels' names (cuModuleEnumerateFunctions + cuFuncGetName, CUDA 12.4+); empty on older drivers.
@@ -37,6 +42,7 @@ class CudaModule final : public Module {
  private:
   CudaDeviceContext context_;
   cuda::CUmodule module_;
+  std::map<std::string, PtxParameterClasses> ptxEntries_;
   std::vector<std::unique_ptr<CudaKernel>> kernels_;
 };
 
