@@ -171,7 +171,7 @@ async function buildWithZig(zigTarget, file) {
   const addonApi = resolve(
     createRequire(join(root, "package.json"))("node-addon-api").include_dir.replace(/^"|"$/g, ""),
   );
-  const { sources, includeDirs, defines, cflags } = await linuxSettings();
+  const { sources, includeDirs, defines, cflags, libraries } = await linuxSettings();
   const views = sources.filter((source) => basename(source) === "views.cc");
   const rest = sources.filter((source) => basename(source) !== "views.cc");
   const temporary = temporaryFolder("nuvec-prebuild-");
@@ -216,6 +216,8 @@ async function buildWithZig(zigTarget, file) {
           ...objects,
           viewsObject,
           `-Wl,--version-script=${exportsMap}`,
+          // binding.gyp's (native_core.gypi: -ldl for host modules, -pthread for the streams' threads)
+          ...libraries,
           "-s",
           "-o",
           linked,

@@ -13,7 +13,13 @@ import { describeStreamContract, elementsShape } from "@nuvec/native-core/contra
 import { FormatError, StateError, SystemCallError } from "@nuvec/stats";
 import { afterAll, describe, expect, it } from "vitest";
 import { reportOf, runInChild } from "../../native-core/test/child.js";
+import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
+
+// NUVEC_CONTRACT_ADDON=<file.node> runs the contract against that addon file (a prebuilt binary), as
+// contract-host.test.ts does.
+const addonFile = process.env.NUVEC_CONTRACT_ADDON;
+const openBackend = addonFile ? () => openNativeBackendFile(addonFile) : () => loadNativeBackend();
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "nuvec-host-streams-"));
@@ -52,7 +58,7 @@ afterAll(() => {
 });
 
 if (linux) {
-  describeStreamContract("host addon (worker threads)", () => loadNativeBackend(), {
+  describeStreamContract(`host addon (worker threads)${addonFile ? ` from ${addonFile}` : ""}`, openBackend, {
     kernels: { host: kernelsPath },
     brokenModule: { host: notALibrary },
   });
