@@ -48,11 +48,11 @@ export class StreamHub {
     });
   }
 
-  /** `queue` ran an operation: auto completion schedules the queues that were waiting for it. */
+  /** `queue` ran an operation: auto completion schedules the queues whose next operation waits on it. */
   progressed(queue: StreamQueue): void {
     if (this.completion !== "auto") return;
     for (const other of this.queues) {
-      if (other !== queue && other.waitsFor() === queue) this.schedule(other);
+      if (other !== queue && other.nextWaitsOn() === queue) this.schedule(other);
     }
   }
 
@@ -103,10 +103,9 @@ export class StreamQueue {
     this.#hub.schedule(this);
   }
 
-  /** The queue the next operation waits for, while that point has not been reached. */
-  waitsFor(): StreamQueue | undefined {
-    const wait = this.#operations[this.#head]?.wait;
-    return wait !== undefined && wait.queue.completed < wait.position ? wait.queue : undefined;
+  /** The queue the next operation waits on (reached or not), if it is a wait. */
+  nextWaitsOn(): StreamQueue | undefined {
+    return this.#operations[this.#head]?.wait?.queue;
   }
 
   /**

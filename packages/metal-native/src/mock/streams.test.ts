@@ -168,6 +168,19 @@ describe("mock streams, auto completion", () => {
     expect(asFloats(x.read(0, 8))).toEqual([1.25, 1.25]);
   });
 
+  it("run a stream held by a wait once the one operation it waits for ran", async () => {
+    const mock = new MockBackend();
+    const fill = mock.loadModule({ mock: MOCK_STANDARD_KERNELS }).kernel("fill");
+    const [first, second] = [mock.newStream(), mock.newStream()];
+    const x = mock.newBuffer(8);
+    const y = mock.newBuffer(8);
+    second.write(y, 0, floats([9, 9])); // the second stream's macrotask comes first, and stops at the wait
+    first.launch(fill, shape(2), [buffer(x), f32(4), u32(2)]);
+    second.wait(first.record());
+    second.copy(y, 0, x, 0, 8);
+    expect(asFloats(await second.read(y, 0, 8))).toEqual([4, 4]);
+  });
+
   it("skip the work after a failing kernel, reporting its failure at every point after it; the points before resolve", async () => {
     const mock = new MockBackend();
     const failing = mock
