@@ -22,14 +22,14 @@ const table = `
 | bert-dynamic | mlx | 317974016 | 2020200448 | 587 | 166 | 0 |
 | bert-dynamic | segments | 317974016 | 373293056 | 13 | 0 | 0 |
 | bert-dynamic | largest | 317974016 | 380488192 | 276 | 3 | 45 |
-| resnet50-train | bounded | 2993168384 | 3590508800 | 772 | 18 | 293 |
+| resnet50-train | bounded | 2993168384 | 3589198080 | 767 | 7 | 299 |
 | resnet50-train | mlx | 2993168384 | 5051932160 | 808 | 6 | 0 |
 | resnet50-train | segments | 2993168384 | 3225419776 | 86 | 4 | 1 |
-| resnet50-train | largest | 2993168384 | 3570913536 | 752 | 4 | 293 |
-| inference-loop | bounded | 79920640 | 95866880 | 196 | 33 | 49 |
+| resnet50-train | largest | 2993168384 | 3589050624 | 781 | 31 | 232 |
+| inference-loop | bounded | 79920640 | 95881728 | 187 | 21 | 45 |
 | inference-loop | mlx | 79920640 | 717201408 | 666 | 317 | 0 |
 | inference-loop | segments | 79920640 | 117440512 | 9 | 2 | 0 |
-| inference-loop | largest | 79920640 | 95889920 | 193 | 31 | 46 |
+| inference-loop | largest | 79920640 | 95877632 | 200 | 30 | 49 |
 | transformer-train | bounded | 2788866560 | 3346083840 | 526 | 63 | 5 |
 | transformer-train | mlx | 2788866560 | 4642996224 | 577 | 88 | 0 |
 | transformer-train | segments | 2788866560 | 2923429888 | 40 | 5 | 1 |
@@ -37,7 +37,7 @@ const table = `
 | toy-train | bounded | 30409216 | 35651584 | 26 | 2 | 2 |
 | toy-train | mlx | 30409216 | 55476736 | 28 | 5 | 0 |
 | toy-train | segments | 30409216 | 54525952 | 4 | 0 | 0 |
-| toy-train | largest | 30409216 | 35258880 | 25 | 3 | 1 |
+| toy-train | largest | 30409216 | 35127296 | 24 | 2 | 2 |
 | decode-growing | bounded | 97824768 | 117350400 | 355 | 2 | 4 |
 | decode-growing | mlx | 97824768 | 1816156416 | 1712 | 0 | 0 |
 | decode-growing | segments | 97824768 | 138412032 | 8 | 0 | 0 |
