@@ -124,15 +124,20 @@ export class Device {
     this.#backend = backend;
     // The allocator first: it checks the limits and the policy, and a refused option must not leave a
     // residency set made on the backend (Residency makes its first set at once).
-    this.#allocator = allocatorOver(backend, options, {
-      // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
-      onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
-      onRelease: (buffer) => {
-        // Memory a stream's work may still name is given back to the system only once that work ran.
-        this.#order.beforeRelease(buffer);
-        this.#residency.erase(buffer);
+    this.#allocator = allocatorOver(
+      backend,
+      options,
+      {
+        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
+        onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
+        onRelease: (buffer) => {
+          // Memory a stream's work may still name is given back to the system only once that work ran.
+          this.#order.beforeRelease(buffer);
+          this.#residency.erase(buffer);
+        },
       },
-    });
+      (space) => this.#order.beforeRelease(space),
+    );
     this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
     this.#wiring = new WiringWarning(backend, this.#residency);
     this.#order = new StreamOrder((state) => {

@@ -8,11 +8,14 @@ import type { DeviceOptions } from "./options.js";
 /**
  * The allocator over `backend`'s buffers, with the options the Device passes on. The allocator checks them:
  * make it before anything else of the Device, so a refused option leaves nothing made on the backend.
+ * `beforeUnmap` runs before memory of an address space goes back to the system (an expandable segment's
+ * trim): the stream order waits there for work a fence on the space names.
  */
 export function allocatorOver(
   backend: NativeBackend,
   options: DeviceOptions,
   hooks: { onAcquire: (buffer: NativeBuffer) => void; onRelease: (buffer: NativeBuffer) => void },
+  beforeUnmap: (space: NativeBuffer) => void = () => {},
 ): CachingAllocator<NativeBuffer> {
   const policy = options.policy ?? defaultPolicy(backend);
   return new CachingAllocator<NativeBuffer>(
@@ -41,8 +44,10 @@ export function allocatorOver(
             reserve: (capacity: number) => backend.reserveAddressSpace!(capacity),
             map: (space: NativeBuffer, offset: number, length: number) =>
               backend.mapMemory!(space, offset, length),
-            unmap: (space: NativeBuffer, offset: number, length: number) =>
-              backend.unmapMemory!(space, offset, length),
+            unmap: (space: NativeBuffer, offset: number, length: number) => {
+              beforeUnmap(space);
+              backend.unmapMemory!(space, offset, length);
+            },
           }),
     },
     {
