@@ -1209,11 +1209,8 @@ export function describeAddressSpaceContract(
   });
 }
 
-export {
-  describeStreamContract,
-  elementsShape,
-  type StreamContractOptions,
-} from "./stream-contract.js";
+export { describeStreamContract, type StreamContractOptions } from "./stream-contract.js";
+export { elementsShape } from "./stream-contract-support.js";
 export {
   CUDA_BROKEN_MODULE,
   CUDA_STANDARD_KERNELS,

@@ -1,7 +1,6 @@
-// The contract every NativeBackend with streams must keep (newStream, loadModule: streams.ts): run against the
-// mock (metal-native's test/contract-mock.test.ts), the host addon and CUDA, each with its own versions of the
-// standard kernels (stream-contract-kernels.ts). Everything goes through the NativeBackend interface only;
-// what only the mock can do (manual completion, out-of-order runs) is tested in metal-native's src/mock/.
+// The contract every NativeBackend with streams must keep (newStream, loadModule: streams.ts), run on the mock
+// (metal-native's test/stream-contract-mock.test.ts), the host addon and CUDA, each with its own standard
+// kernels (stream-contract-kernels.ts), through the NativeBackend interface only (the mock's own: src/mock/).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,13 +12,20 @@ import type {
   NativeBuffer,
   NativeCounters,
   NativeKernel,
-  NativeKernelArgument,
-  NativeLaunchShape,
   NativeModule,
   NativeModuleSource,
   NativeStream,
 } from "../src/index.js";
 import { STANDARD_KERNEL_PARAMETERS } from "./stream-contract-kernels.js";
+import {
+  asFloats,
+  buffer,
+  elementsShape,
+  expectError,
+  f32,
+  f32Bytes,
+  u32,
+} from "./stream-contract-support.js";
 import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeStreamContract}. */
@@ -46,41 +52,6 @@ export interface StreamContractOptions {
 interface Releasable {
   readonly released?: boolean;
   release(): void;
-}
-
-/** The launch shape of `n` elements, one per thread: blocks of 64. */
-export function elementsShape(n: number): NativeLaunchShape {
-  return { grid: [Math.max(1, Math.ceil(n / 64)), 1, 1], block: [64, 1, 1], sharedBytes: 0 };
-}
-
-/** The bytes of `values` as 32-bit floats. */
-function f32Bytes(values: readonly number[]): Uint8Array {
-  return new Uint8Array(Float32Array.from(values).buffer);
-}
-
-/** `bytes` read as 32-bit floats. */
-function asFloats(bytes: Uint8Array): number[] {
-  return [...new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))];
-}
-
-const buffer = (allocation: NativeAllocation, offset = 0): NativeKernelArgument => ({
-  kind: "buffer",
-  buffer: allocation,
-  offset,
-});
-const f32 = (value: number): NativeKernelArgument => ({ kind: "f32", value });
-const u32 = (value: number): NativeKernelArgument => ({ kind: "u32", value });
-
-/** Expects `action` to throw a {@link NuvecError} of class `type` with `code`; returns it. */
-function expectError<T extends NuvecError>(
-  action: () => unknown,
-  type: abstract new (...args: never[]) => T,
-  code: NuvecErrorCode,
-): T {
-  const error = thrown(action);
-  expect(error).toBeInstanceOf(type);
-  expect((error as NuvecError).code).toBe(code);
-  return error as T;
 }
 
 /**
