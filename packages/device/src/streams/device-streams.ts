@@ -14,6 +14,12 @@ import type { StreamOrder } from "./order.js";
 import { Stream } from "./stream.js";
 import { StreamCore } from "./stream-core.js";
 
+// Taken at load, as the Device's other intrinsics (environment.ts): a patched Promise.prototype.then cannot
+// leave a stream's promise unsettled at close.
+const PromiseIntrinsic = Promise;
+const promiseThen = Promise.prototype.then;
+const reflectApply = Reflect.apply;
+
 /** @internal The stream side of one Device. */
 export class DeviceStreams implements StreamContext {
   readonly device: object;
@@ -69,11 +75,11 @@ export class DeviceStreams implements StreamContext {
   }
 
   settleOnClose<T>(promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return new PromiseIntrinsic<T>((resolve, reject) => {
       const rejecter = (error: Error) => reject(error);
       this.#unsettled.add(rejecter);
-      promise.then(
-        (value) => {
+      reflectApply(promiseThen, promise, [
+        (value: T) => {
           this.#unsettled.delete(rejecter);
           resolve(value);
         },
@@ -81,7 +87,7 @@ export class DeviceStreams implements StreamContext {
           this.#unsettled.delete(rejecter);
           reject(error);
         },
-      );
+      ]);
     });
   }
 
