@@ -122,7 +122,9 @@ function usableGranularity(granularity: number, pageSize: number, maxBufferLengt
 
 /**
  * An NVIDIA GPU as a `NativeBackend`: device facts read once (the total memory as the working set, MLX's
- * 16 KiB CUDA page, `hostVisible` false), buffers of device memory, mapped files wired by registration. Get it
+ * 16 KiB CUDA page, `hostVisible` false), buffers of device memory, mapped files wired by registration, and
+ * streams and modules (`newStream()`, `loadModule({ cuda })`, from the addon wrappers): the driver's
+ * non-blocking streams, CUDA C compiled with NVRTC or PTX (see the README's "Streams and kernels"). Get it
  * from {@link loadCudaBackend}.
  */
 export class CudaBackend extends AddonBackend<CudaBuffer, CudaMappedFile, CudaResidencySet> {
