@@ -51,7 +51,7 @@ async function replayOne(
 ): Promise<{
   trace: ReplayedTrace;
   torchCounts?: TorchExportCounts;
-  chrome?: string;
+  chrome?: string[];
   torchPickle?: Uint8Array;
 }> {
   const absolute = resolve(path);
@@ -99,7 +99,7 @@ async function replayOne(
   return {
     trace,
     ...(finished === undefined ? {} : { torchCounts: finished.counts, torchPickle: finished.pickle }),
-    ...(chromeExport === undefined ? {} : { chrome: chromeExport.finish() }),
+    ...(chromeExport === undefined ? {} : { chrome: chromeExport.parts() }),
   };
 }
 

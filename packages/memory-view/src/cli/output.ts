@@ -28,15 +28,18 @@ export function prepareOutput(path: string, flag: string): string {
   return absolute;
 }
 
-/** Writes `data` to `path` whole or not at all. */
-export function writeOutput(path: string, data: string | Uint8Array, flag: string): void {
+/** Writes `data` (text, bytes, or text in pieces) to `path` whole or not at all. */
+export function writeOutput(path: string, data: string | Uint8Array | readonly string[], flag: string): void {
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
     const fd = openSync(temporary, "w", 0o644);
     try {
-      const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-      let written = 0;
-      while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      const pieces = typeof data === "string" ? [data] : data instanceof Uint8Array ? [data] : data;
+      for (const piece of pieces) {
+        const bytes = typeof piece === "string" ? Buffer.from(piece, "utf8") : piece;
+        let written = 0;
+        while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+      }
       fsyncSync(fd);
     } finally {
       closeSync(fd);
