@@ -42,13 +42,16 @@ export {
   type TraceEvent,
   type TraceFree,
   type TraceHeader,
+  type TraceLabel,
   type TraceLimit,
   type TraceMap,
+  type TraceMark,
   type TraceOpening,
-  TraceRecorder,
   type TraceResetPeak,
+  type TraceStack,
   type TraceUnmap,
 } from "./trace-format.js";
 // A map by trace id with no entry limit (what a replay keeps per live id), and the one check of a trace.
 export { TraceIdMap } from "./trace-ids.js";
+export { TraceRecorder, type TraceRecorderOptions } from "./trace-recorder.js";
 export { TraceValidator } from "./trace-validator.js";

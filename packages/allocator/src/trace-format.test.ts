@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { replayTrace } from "./replay.js";
-import { type TraceEvent, type TraceHeader, TraceLineParser, TraceRecorder } from "./trace-format.js";
+import { type TraceEvent, type TraceHeader, TraceLineParser } from "./trace-format.js";
+import { TraceRecorder } from "./trace-recorder.js";
 
 /** What the parser reads back from a trace's NDJSON: its header, then its events. */
 function readBack(name: string, trace: { toNdjson(): string }): (TraceEvent | TraceHeader)[] {

@@ -1,10 +1,13 @@
-// nuvec's trace format in one module: the events and header (types), the line reader every trace reader
-// uses (pure string work; file and stream I/O stay in node/trace-file.ts), and the recorder a Device writes
-// traces with. One header object on the first line, then one event per line (NDJSON, gzipped or not):
-// `["a", id, bytes]`, `["f", id]` as the shared traces, and the kinds only a Device records: `["m", id,
+// nuvec's trace format in one module: the events and header (types) and the line reader every trace reader
+// uses (pure string work; file and stream I/O stay in node/trace-file.ts; the recorder a Device writes traces
+// with is trace-recorder.ts). One header object on the first line, then one event per line (NDJSON, gzipped
+// or not): `["a", id, bytes]`, `["f", id]` as the shared traces, and the kinds only a Device records: `["m", id,
 // length]` a file mapped, `["u", id]` its release, `["l", "memory" | "cache" | "wired", bytes]` a limit set,
 // `["c"]` the cache cleared, `["p"]` the peak reset, `["q", id]` a buffer freed while a view of it was moved
-// away (never cached, its bytes quarantined) and `["r", id]` that quarantined buffer given back.
+// away (never cached, its bytes quarantined) and `["r", id]` that quarantined buffer given back. Annotations,
+// which no replay figure depends on: `["k", name]` a mark (a step boundary), `["n", label, text]` a label
+// defined once, `["s", stack, [frames]]` a call stack defined once; an `"a"` event may name a label and a
+// stack (`["a", id, bytes, label | null, stack]`), an `"m"` event a label (`["m", id, length, label]`).
 //
 // A trace is a self-contained history of its window: it opens with the buffers and mappings live when it
 // started (as "a" and "m" events, counted in the header's `opening_events`), so every later free or unmap
@@ -13,12 +16,22 @@
 import { FormatError } from "@nuvec/stats";
 import type { AllocatorPolicy, BoundedRelease } from "./options.js";
 
-/** An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`. */
-export type TraceAllocate = readonly ["a", number, number];
+/**
+ * An allocation event of a trace: allocate `bytes` (as requested) under the dense id `id`; optionally the id
+ * of its label (a {@link TraceLabel} earlier in the trace, `null`: none) and of its call stack (a
+ * {@link TraceStack} earlier in the trace).
+ */
+export type TraceAllocate =
+  | readonly ["a", number, number]
+  | readonly ["a", number, number, number]
+  | readonly ["a", number, number, number | null, number];
 /** A free event of a trace: free allocation `id`. */
 export type TraceFree = readonly ["f", number];
-/** A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces). */
-export type TraceMap = readonly ["m", number, number];
+/**
+ * A file of `length` bytes mapped under the dense id `id` (recorded by a Device; beyond the shared traces),
+ * optionally with the id of its label (a Device labels a mapped file by its path).
+ */
+export type TraceMap = readonly ["m", number, number] | readonly ["m", number, number, number];
 /** Mapping `id` released. */
 export type TraceUnmap = readonly ["u", number];
 /** A limit set: the memory limit, the cache limit or the wired limit (a pure replay has no wired memory). */
@@ -31,9 +44,16 @@ export type TraceResetPeak = readonly ["p"];
 export type TraceQuarantine = readonly ["q", number];
 /** Quarantined allocation `id` given back by the backend (the moved view was collected). */
 export type TraceGiveBack = readonly ["r", number];
+/** A mark: a point of the program's own (a decode step's boundary), named; no replay figure depends on it. */
+export type TraceMark = readonly ["k", string];
+/** Label `id` defined as `text` (once per trace, before the first event that names it). */
+export type TraceLabel = readonly ["n", number, string];
+/** Call stack `id` defined as its frames, innermost first (once per trace, before the first event that names it). */
+export type TraceStack = readonly ["s", number, readonly string[]];
 /**
  * One event of a trace: the shared traces have allocations and frees; a trace recorded by a Device also
- * has mappings, limit changes, cache clears and peak resets, which a replay applies in order.
+ * has mappings, limit changes, cache clears and peak resets, which a replay applies in order, and may have
+ * marks, labels and stacks, which a replay passes over.
  */
 export type TraceEvent =
   | TraceAllocate
@@ -44,7 +64,10 @@ export type TraceEvent =
   | TraceClearCache
   | TraceResetPeak
   | TraceQuarantine
-  | TraceGiveBack;
+  | TraceGiveBack
+  | TraceMark
+  | TraceLabel
+  | TraceStack;
 
 /** The header object on a trace's first line (every field optional to a reader). */
 export interface TraceHeader {
@@ -66,8 +89,30 @@ export function isTraceEvent(value: unknown): value is TraceEvent {
   if (!Array.isArray(value)) return false;
   switch (value[0]) {
     case "a":
+      return (
+        isByteCount(value[1]) &&
+        isByteCount(value[2]) &&
+        (value.length === 3 ||
+          (value.length === 4 && isByteCount(value[3])) ||
+          (value.length === 5 && (value[3] === null || isByteCount(value[3])) && isByteCount(value[4])))
+      );
     case "m":
-      return value.length === 3 && isByteCount(value[1]) && isByteCount(value[2]);
+      return (
+        isByteCount(value[1]) &&
+        isByteCount(value[2]) &&
+        (value.length === 3 || (value.length === 4 && isByteCount(value[3])))
+      );
+    case "k":
+      return value.length === 2 && typeof value[1] === "string";
+    case "n":
+      return value.length === 3 && isByteCount(value[1]) && typeof value[2] === "string";
+    case "s":
+      return (
+        value.length === 3 &&
+        isByteCount(value[1]) &&
+        Array.isArray(value[2]) &&
+        value[2].every((frame: unknown) => typeof frame === "string")
+      );
     case "f":
     case "u":
     case "q":
@@ -90,7 +135,7 @@ export function isTraceEvent(value: unknown): value is TraceEvent {
 /** The longest line a trace reader accepts by default: a header or event is far shorter. */
 export const DEFAULT_MAX_LINE_LENGTH = 1024 * 1024;
 
-const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p", "q", "r"`;
+const EVENT_SHAPES = `["a", id, bytes], ["f", id], or a Device's "m", "u", "l", "c", "p", "q", "r", "k", "n", "s"`;
 
 /**
  * The digits of `text` from `start` up to the first character that is not one, as a number, and where they
@@ -110,8 +155,8 @@ function digitsAt(text: string, start: number): { value: number; end: number } |
 }
 
 /**
- * A fast path for the lines that make up nearly every trace, exactly `["a",id,bytes]` and `["f",id]` (what
- * the shared traces and the Device write): read without `JSON.parse`, which costs several times more. Any
+ * A fast path for the lines that make up nearly every trace, exactly `["a",id,bytes]`, `["a",id,bytes,label]`
+ * and `["f",id]` (what the shared traces and the Device write): read without `JSON.parse`, which costs several times more. Any
  * other line (spaces, other kinds, anything odd) returns `undefined` and goes through `JSON.parse`.
  */
 function parseCommonEvent(text: string, start: number, end: number): TraceEvent | undefined {
@@ -128,8 +173,19 @@ function parseCommonEvent(text: string, start: number, end: number): TraceEvent 
   }
   if (text.charCodeAt(id.end) !== 44) return undefined;
   const bytes = digitsAt(text, id.end + 1);
-  if (bytes === undefined || text.charCodeAt(bytes.end) !== 93 || bytes.end + 1 !== lineEnd(text, start, end))
-    return undefined;
+  if (bytes === undefined) return undefined;
+  if (text.charCodeAt(bytes.end) === 44) {
+    // A labelled allocation, `["a",id,bytes,label]`.
+    const label = digitsAt(text, bytes.end + 1);
+    if (
+      label === undefined ||
+      text.charCodeAt(label.end) !== 93 ||
+      label.end + 1 !== lineEnd(text, start, end)
+    )
+      return undefined;
+    return ["a", id.value, bytes.value, label.value];
+  }
+  if (text.charCodeAt(bytes.end) !== 93 || bytes.end + 1 !== lineEnd(text, start, end)) return undefined;
   return ["a", id.value, bytes.value];
 }
 
@@ -259,8 +315,11 @@ export interface TraceOpening {
    * free is recorded when it happens.
    */
   readonly buffers: Iterable<readonly [object, number]>;
-  /** Mapped files counted in `mapped` at the start: live ones and those whose unmap waits. */
-  readonly mappings: Iterable<readonly [object, number]>;
+  /**
+   * Mapped files counted in `mapped` at the start: live ones and those whose unmap waits; each optionally
+   * with its label (a Device gives the file's path).
+   */
+  readonly mappings: Iterable<readonly [object, number] | readonly [object, number, string]>;
   /**
    * Freed buffers the backend still holds for a view moved away, counted in `quarantined`: each opens as an
    * allocation at once quarantined (`a`, `q`), so that its give-back (`r`) is recorded and the replay's
@@ -293,135 +352,4 @@ export interface TraceAllocatorSetup {
   readonly memoryLimit: number;
   readonly cacheLimit: number;
   readonly fresh: boolean;
-}
-
-/** Records events while a trace is running; ids are dense, in allocation (and mapping) order. */
-export class TraceRecorder {
-  readonly #events: TraceEvent[] = [];
-  readonly #name: string;
-  readonly #openingEvents: number;
-  readonly #allocator: TraceAllocatorSetup | undefined;
-  #nextAllocation = 0;
-  #nextMapping = 0;
-  #liveBytes = 0;
-  #peakLiveBytes = 0;
-  // Per live object of the device: its id in this trace and, for buffers, the bytes requested.
-  readonly #buffers = new Map<object, { id: number; bytes: number }>();
-  readonly #mappings = new Map<object, number>();
-  // Buffers this trace quarantined, not yet given back: their ids.
-  readonly #quarantined = new Map<object, number>();
-
-  /** Starts a trace named `name`, opening with what is live at its start. */
-  constructor(name: string, opening: TraceOpening = { buffers: [], mappings: [] }) {
-    this.#name = name;
-    this.#allocator = opening.allocator;
-    let quarantined = 0;
-    for (const [buffer, bytes] of opening.quarantined ?? []) {
-      this.allocate(buffer, bytes);
-      this.quarantine(buffer);
-      quarantined++;
-    }
-    if (quarantined > 0) {
-      this.#events.push(["p"]);
-      this.#peakLiveBytes = this.#liveBytes;
-    }
-    for (const [buffer, bytes] of opening.buffers) this.allocate(buffer, bytes);
-    for (const [mapping, length] of opening.mappings) this.map(mapping, length);
-    this.#openingEvents = this.#events.length;
-  }
-
-  /** Records an allocation of `bytes` requested bytes for the device's object `buffer`; returns its id. */
-  allocate(buffer: object, bytes: number): number {
-    const id = this.#nextAllocation++;
-    this.#events.push(["a", id, bytes]);
-    this.#buffers.set(buffer, { id, bytes });
-    this.#liveBytes += bytes;
-    if (this.#liveBytes > this.#peakLiveBytes) this.#peakLiveBytes = this.#liveBytes;
-    return id;
-  }
-
-  /** Records the free of `buffer` (ignored for an object this trace never saw, e.g. a 0-byte buffer born earlier). */
-  free(buffer: object): void {
-    const entry = this.#forget(buffer);
-    if (entry !== undefined) this.#events.push(["f", entry.id]);
-  }
-
-  /**
-   * Records the free of `buffer` while a view of it was moved away (never cached, its bytes quarantined);
-   * {@link giveBack} records the end of its quarantine. Ignored for an object this trace never saw.
-   */
-  quarantine(buffer: object): void {
-    const entry = this.#forget(buffer);
-    if (entry === undefined) return;
-    this.#events.push(["q", entry.id]);
-    this.#quarantined.set(buffer, entry.id);
-  }
-
-  /** Takes `buffer` off the live ones: its entry, `undefined` for an object this trace never saw. */
-  #forget(buffer: object): { id: number; bytes: number } | undefined {
-    const entry = this.#buffers.get(buffer);
-    if (entry === undefined) return undefined;
-    this.#buffers.delete(buffer);
-    this.#liveBytes -= entry.bytes;
-    return entry;
-  }
-
-  /** Records that the backend gave back quarantined `buffer` (ignored unless this trace quarantined it). */
-  giveBack(buffer: object): void {
-    this.#end(this.#quarantined, buffer, "r");
-  }
-
-  /** Records a mapping of a file of `length` bytes for the device's object `mapping`; returns its id. */
-  map(mapping: object, length: number): number {
-    const id = this.#nextMapping++;
-    this.#events.push(["m", id, length]);
-    this.#mappings.set(mapping, id);
-    return id;
-  }
-
-  /** Records the release of `mapping` (ignored for an object this trace never saw). */
-  unmap(mapping: object): void {
-    this.#end(this.#mappings, mapping, "u");
-  }
-
-  /** Records event `tag` of the id `ids` holds for `object`, which it forgets (nothing if it holds none). */
-  #end(ids: Map<object, number>, object: object, tag: "r" | "u"): void {
-    const id = ids.get(object);
-    if (id === undefined) return;
-    ids.delete(object);
-    this.#events.push([tag, id]);
-  }
-
-  /** Records a limit change. */
-  limit(kind: "memory" | "cache" | "wired", bytes: number): void {
-    this.#events.push(["l", kind, bytes]);
-  }
-
-  /** Records a cache clear. */
-  clearCache(): void {
-    this.#events.push(["c"]);
-  }
-
-  /** Records a peak reset. */
-  resetPeak(): void {
-    this.#events.push(["p"]);
-  }
-
-  /** The trace so far. */
-  finish(): Trace {
-    const events = this.#events.slice();
-    const header: TraceHeader = {
-      name: this.#name,
-      workload: "recorded by @nuvec/device",
-      source: "nuvec Device.startTrace",
-      events: events.length,
-      opening_events: this.#openingEvents,
-      allocations: this.#nextAllocation,
-      live_at_end: this.#buffers.size,
-      mapped_at_end: this.#mappings.size,
-      peak_live_bytes: this.#peakLiveBytes,
-      ...(this.#allocator === undefined ? {} : { allocator: this.#allocator }),
-    };
-    return traceOf(header, events);
-  }
 }

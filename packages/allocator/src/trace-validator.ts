@@ -162,7 +162,8 @@ class IdStates {
 /**
  * The one check of a trace's events, shared by `replayTrace`, `replayTraceStream` and the `replay`
  * program: the shape of each event, and each id's history (an id is allocated or mapped once, freed or
- * released once, and only after it was allocated or mapped). Any id a trace can hold (a non-negative safe
+ * released once, and only after it was allocated or mapped; a label or stack id is defined once, and named
+ * only after). Marks, labels and stacks pass through unchanged (no replay figure depends on them). Any id a trace can hold (a non-negative safe
  * integer) is taken. Memory: the live and quarantined ids, and nothing per released id when ids are given
  * out in order (as every trace writer does; about one bit per id otherwise).
  */
@@ -177,6 +178,9 @@ export class TraceValidator {
     unknown: "release of a mapping id never mapped",
     twice: "this mapping was already released",
   });
+  // Label and stack ids defined so far ("n", "s"): an event names only a defined one.
+  readonly #labels = new Set<number>();
+  readonly #stacks = new Set<number>();
   #index = 0;
   #header: TraceHeader | undefined;
 
@@ -225,13 +229,37 @@ export class TraceValidator {
     }
     if (!isTraceEvent(item)) {
       const tag = item[0];
-      if (typeof tag !== "string" || !"afmulcpqr".includes(tag) || tag.length !== 1)
-        throw badEvent(index, item, 'the event tag is none of "a", "f", "m", "u", "l", "c", "p", "q", "r"');
-      if ("afmuqr".includes(tag) && !isByteCount(item[1]))
+      if (typeof tag !== "string" || !"afmulcpqrkns".includes(tag) || tag.length !== 1)
+        throw badEvent(
+          index,
+          item,
+          'the event tag is none of "a", "f", "m", "u", "l", "c", "p", "q", "r", "k", "n", "s"',
+        );
+      if ("afmuqrns".includes(tag) && !isByteCount(item[1]))
         throw badEvent(index, item, "the id is not a non-negative integer");
       if (tag === "l" && item[1] !== "memory" && item[1] !== "cache" && item[1] !== "wired")
         throw badEvent(index, item, 'the limit is not "memory", "cache" or "wired"');
-      throw badEvent(index, item, "wrong arity, or a size that is not a non-negative integer");
+      if (tag === "k") throw badEvent(index, item, 'a mark is ["k", name], its name a string');
+      if (tag === "n") throw badEvent(index, item, 'a label is ["n", id, text], its text a string');
+      if (tag === "s") throw badEvent(index, item, 'a stack is ["s", id, frames], its frames strings');
+      throw badEvent(
+        index,
+        item,
+        "wrong arity, or a size, label or stack id that is not a non-negative integer",
+      );
+    }
+    // Labels and stacks: each defined once, named only once defined.
+    if (item[0] === "n" || item[0] === "s") {
+      const defined = item[0] === "n" ? this.#labels : this.#stacks;
+      if (defined.has(item[1]))
+        throw badEvent(index, item, `this ${item[0] === "n" ? "label" : "stack"} id was already defined`);
+      defined.add(item[1]);
+    } else if ((item[0] === "a" || item[0] === "m") && item.length > 3) {
+      const label = item[3];
+      if (label !== null && label !== undefined && !this.#labels.has(label))
+        throw badEvent(index, item, 'a label id never defined (no earlier ["n", id, text])');
+      if (item[0] === "a" && item.length === 5 && !this.#stacks.has(item[4]))
+        throw badEvent(index, item, 'a stack id never defined (no earlier ["s", id, frames])');
     }
     // An id's history: "a" and "f" of allocations, "m" and "u" of mappings (a trace's two kinds of id).
     const tag = item[0];
