@@ -165,8 +165,9 @@ std::unique_ptr<Module> LoadCudaModule(const CudaDeviceContext& context, const M
     case ModuleSource::Kind::kCudaSource:
       if (!CompileCuda(source.text, source.options, context.major, context.minor, &image, &cubin, failure)) {
         if (failure->kind == Failure::Kind::kNone) {
-          // No NVRTC here: a driver-side refusal, named for what it looked for.
-          *failure = Failure::Driver("dlopen", 0, "NVRTC_NOT_FOUND", failure->message);
+          // No NVRTC here: the module cannot be loaded; the log says every place looked in.
+          std::string looked = failure->message;
+          *failure = Failure::Format(looked, looked);
         }
         return nullptr;
       }

@@ -1,4 +1,4 @@
-// ParsePtxEntries on PTX as NVRTC 13 writes it (test/ptx-parameters.test.ts compiles and runs this).
+// ParsePtxEntries on PTX as NVRTC 13 writes it (test/native-units.test.ts compiles and runs this).
 #include <cstdio>
 #include <string>
 
