@@ -135,6 +135,13 @@ export class Device {
           this.#order.beforeRelease(buffer);
           this.#residency.erase(buffer);
         },
+        backendClosed: () => {
+          try {
+            return (givenBackend as { closed?: unknown }).closed === true;
+          } catch {
+            return false; // a backend whose `closed` throws is taken as open: its release reports itself
+          }
+        },
       },
       (space) => this.#order.beforeRelease(space),
     );

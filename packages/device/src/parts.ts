@@ -14,7 +14,12 @@ import type { DeviceOptions } from "./options.js";
 export function allocatorOver(
   backend: NativeBackend,
   options: DeviceOptions,
-  hooks: { onAcquire: (buffer: NativeBuffer) => void; onRelease: (buffer: NativeBuffer) => void },
+  hooks: {
+    onAcquire: (buffer: NativeBuffer) => void;
+    onRelease: (buffer: NativeBuffer) => void;
+    /** Whether the backend was closed (a mock's `closed`): it released every buffer then. */
+    backendClosed?: () => boolean;
+  },
   beforeUnmap: (space: NativeBuffer) => void = () => {},
 ): CachingAllocator<NativeBuffer> {
   const policy = options.policy ?? defaultPolicy(backend);
@@ -26,7 +31,12 @@ export function allocatorOver(
       resourceLimit: backend.resourceLimit,
       pageSize: backend.pageSize,
       acquire: (bytes) => backend.newBuffer(bytes),
-      release: (buffer) => buffer.release(),
+      release: (buffer) => {
+        // A backend closed under the Device released every buffer with it: a cached one is gone already,
+        // so its release is no error, and the miss that trimmed it reports the closed backend itself.
+        if (buffer.released && hooks.backendClosed?.() === true) return;
+        buffer.release();
+      },
       ...(backend.newBufferRange === undefined
         ? {}
         : {
@@ -57,7 +67,8 @@ export function allocatorOver(
       ...(options.segments === undefined ? {} : { segments: options.segments }),
       ...(options.reserveRatio === undefined ? {} : { reserveRatio: options.reserveRatio }),
       ...(options.boundedRelease === undefined ? {} : { boundedRelease: options.boundedRelease }),
-      ...hooks,
+      onAcquire: hooks.onAcquire,
+      onRelease: hooks.onRelease,
     },
   );
 }
