@@ -16,7 +16,7 @@
         [
           "OS=='mac'",
           {
-            "sources": ["metal/metal_platform.mm"],
+            "sources": ["metal/metal_platform.mm", "metal/metal_streams.mm"],
             "link_settings": {
               "libraries": ["-framework Metal", "-framework Foundation"]
             },

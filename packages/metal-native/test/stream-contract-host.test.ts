@@ -64,6 +64,26 @@ if (linux) {
   });
 }
 
+// The standard kernels in Metal Shading Language, argument i at [[buffer(i)]]: the Metal layer's streams,
+// compile-checked here, run only on a Mac (the macOS workflow).
+const MSL_STANDARD_KERNELS = `
+#include <metal_stdlib>
+using namespace metal;
+kernel void fill(device float* x [[buffer(0)]], constant float& value [[buffer(1)]], constant uint& n [[buffer(2)]],
+                 uint i [[thread_position_in_grid]]) { if (i < n) x[i] = value; }
+kernel void scale(device float* x [[buffer(0)]], constant float& factor [[buffer(1)]], constant uint& n [[buffer(2)]],
+                  uint i [[thread_position_in_grid]]) { if (i < n) x[i] = x[i] * factor; }
+kernel void add(device float* out [[buffer(0)]], device const float* a [[buffer(1)]], device const float* b [[buffer(2)]],
+                constant uint& n [[buffer(3)]], uint i [[thread_position_in_grid]]) { if (i < n) out[i] = a[i] + b[i]; }
+`;
+
+if (process.platform === "darwin") {
+  describeStreamContract(`Metal addon${addonFile ? ` from ${addonFile}` : ""}`, openBackend, {
+    kernels: { metal: MSL_STANDARD_KERNELS },
+    brokenModule: { metal: "kernel void broken( {" },
+  });
+}
+
 const f32 = (value: number): NativeKernelArgument => ({ kind: "f32", value });
 const u32 = (value: number): NativeKernelArgument => ({ kind: "u32", value });
 const i32 = (value: number): NativeKernelArgument => ({ kind: "i32", value });

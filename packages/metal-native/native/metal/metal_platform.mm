@@ -18,8 +18,13 @@
 #include <vector>
 
 #include "core/platform.h"
+#include "core/streams.h"
 
 namespace nuvec {
+
+// The streams and modules of the Metal layer (metal_streams.mm).
+std::unique_ptr<StreamPlatform> CreateMetalStreamPlatform(id<MTLDevice> device, id<MTLCommandQueue> queue);
+
 namespace {
 
 // Shared storage (CPU and GPU see the same memory on Apple silicon) and no hazard tracking (MLX's choice:
@@ -175,7 +180,8 @@ class API_AVAILABLE(macos(15.0)) MetalResidencySet final : public ResidencySet {
 
 class MetalPlatform final : public Platform {
  public:
-  MetalPlatform(id<MTLDevice> device, id<MTLCommandQueue> queue) : device_(device), queue_(queue) {
+  MetalPlatform(id<MTLDevice> device, id<MTLCommandQueue> queue)
+      : device_(device), queue_(queue), streams_(CreateMetalStreamPlatform(device, queue)) {
     @autoreleasepool {
       long pageSize = sysconf(_SC_PAGESIZE);
       pageSize_ = pageSize > 0 ? static_cast<size_t>(pageSize) : 16384;
@@ -192,6 +198,7 @@ class MetalPlatform final : public Platform {
   }
 
   const DeviceFacts& facts() const override { return facts_; }
+  StreamPlatform* streams(std::string*) override { return streams_.get(); }
 
   std::unique_ptr<Allocation> newBuffer(size_t bytes, Failure* failure) override {
     @autoreleasepool {
@@ -298,6 +305,7 @@ class MetalPlatform final : public Platform {
  private:
   id<MTLDevice> device_;
   id<MTLCommandQueue> queue_;
+  std::unique_ptr<StreamPlatform> streams_;
   size_t pageSize_ = 16384;
   DeviceFacts facts_;
   std::unordered_set<ResidencySet*> sets_;

@@ -64,8 +64,17 @@ bool PreparedLaunch::Run(Failure* failure) const {
   return false;
 }
 
-bool HostKernel::Prepare(const LaunchShape& shape, const std::vector<KernelArgument>& args, PreparedLaunch* launch,
-                         Failure* failure) const {
+bool HostKernel::Prepare(const LaunchShape& shape, const std::vector<KernelArgument>& args,
+                         std::function<bool(Failure*)>* run, Failure* failure) const {
+  PreparedLaunch launch;
+  if (!PrepareLaunch(shape, args, &launch, failure)) return false;
+  auto prepared = std::make_shared<PreparedLaunch>(std::move(launch));
+  *run = [prepared](Failure* failed) { return prepared->Run(failed); };
+  return true;
+}
+
+bool HostKernel::PrepareLaunch(const LaunchShape& shape, const std::vector<KernelArgument>& args,
+                               PreparedLaunch* launch, Failure* failure) const {
   if (args.size() != parameters_.size()) {
     *failure = Failure::Argument("the kernel " + name_ + " takes " + std::to_string(parameters_.size()) +
                                  " arguments, got " + std::to_string(args.size()));

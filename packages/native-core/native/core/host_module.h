@@ -12,6 +12,7 @@
 
 #include "nuvec_host_kernels.h"
 #include "streams.h"
+#include "worker_stream.h"
 
 namespace nuvec {
 
@@ -41,7 +42,7 @@ struct PreparedLaunch {
   bool Run(Failure* failure) const;
 };
 
-class HostKernel final : public Kernel {
+class HostKernel final : public WorkerKernel {
  public:
   HostKernel(std::shared_ptr<HostLibrary> library, const nuvec_host_kernel* entry,
              std::vector<ParameterKind> parameters)
@@ -49,8 +50,11 @@ class HostKernel final : public Kernel {
   const std::string& name() const override { return name_; }
   const std::vector<ParameterKind>& parameters() const override { return parameters_; }
   // Resolves `args` (their kinds checked against the parameters again, buffers to their CPU addresses).
-  bool Prepare(const LaunchShape& shape, const std::vector<KernelArgument>& args, PreparedLaunch* launch,
-               Failure* failure) const;
+  bool PrepareLaunch(const LaunchShape& shape, const std::vector<KernelArgument>& args, PreparedLaunch* launch,
+                     Failure* failure) const;
+  // The same, as the function a worker stream runs.
+  bool Prepare(const LaunchShape& shape, const std::vector<KernelArgument>& args, std::function<bool(Failure*)>* run,
+               Failure* failure) const override;
 
  private:
   std::shared_ptr<HostLibrary> library_;

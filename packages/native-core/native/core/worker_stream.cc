@@ -5,7 +5,6 @@
 #include <cstring>
 #include <utility>
 
-#include "host_module.h"
 
 namespace nuvec {
 
@@ -152,17 +151,16 @@ bool WorkerStream::Enqueue(Operation operation, Failure* failure) {
 
 bool WorkerStream::launch(Kernel* kernel, const LaunchShape& shape, const std::vector<KernelArgument>& args,
                           Failure* failure) {
-  // Addons build without RTTI: every kernel a worker stream is given is a host kernel, as the N-API layer
+  // Addons build without RTTI: every kernel a worker stream is given is a WorkerKernel, as the N-API layer
   // hands a platform's streams only that platform's kernels and events.
-  auto* host = static_cast<HostKernel*>(kernel);
-  if (host == nullptr) {
+  auto* worker = static_cast<WorkerKernel*>(kernel);
+  if (worker == nullptr) {
     *failure = Failure::Argument("no kernel");
     return false;
   }
-  PreparedLaunch launch;
-  if (!host->Prepare(shape, args, &launch, failure)) return false;
-  return Enqueue(Operation{[launch = std::move(launch)](Failure* failed) { return launch.Run(failed); }, nullptr},
-                 failure);
+  std::function<bool(Failure*)> run;
+  if (!worker->Prepare(shape, args, &run, failure)) return false;
+  return Enqueue(Operation{std::move(run), nullptr}, failure);
 }
 
 bool WorkerStream::write(Allocation* target, size_t offset, std::vector<uint8_t> bytes, Failure* failure) {

@@ -1,6 +1,8 @@
 // A Stream (streams.h) for memory the CPU addresses: one worker thread per stream runs its operations in the
 // order enqueued. The host layer's streams are these; any platform whose allocations have a data() pointer
-// can use them. Kernels are host kernels (host_module.h): C functions of a loaded library's table.
+// can use them.
+//
+// Kernels are WorkerKernels: host kernels (host_module.h), or a layer's own (Metal's command buffers).
 //
 // Order and outcome live in a StreamProgress the stream shares with its events, so an event may outlive its
 // stream: operations are numbered from 1 as enqueued, an event is a position (the number enqueued before
@@ -76,6 +78,15 @@ class WorkerEvent final : public Event {
  private:
   std::shared_ptr<StreamProgress> progress_;
   uint64_t position_;
+};
+
+// A kernel a worker stream can run: prepares a launch (on the JavaScript thread, arguments resolved) into a
+// function the worker then calls. Host kernels (host_module.h) call a C function; the Metal layer's encode
+// a command buffer and wait for it.
+class WorkerKernel : public Kernel {
+ public:
+  virtual bool Prepare(const LaunchShape& shape, const std::vector<KernelArgument>& args,
+                       std::function<bool(Failure*)>* run, Failure* failure) const = 0;
 };
 
 class WorkerStream final : public Stream {

@@ -82,6 +82,8 @@ static const MTLCommandBufferStatus MTLCommandBufferStatusError = 5;
 - (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
 - (void)setBytes:(const void*)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreads:(MTLSize)threadsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+- (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)endEncoding;
 @end
 
@@ -92,6 +94,7 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer> buffer);
 - (id<MTLComputeCommandEncoder>)computeCommandEncoder;
 - (void)addCompletedHandler:(MTLCommandBufferHandler)block;
 - (void)commit;
+- (void)waitUntilCompleted;
 @property(readonly) MTLCommandBufferStatus status;
 @property(readonly) NSError* error;
 @end
