@@ -26,6 +26,6 @@ export {
 } from "./errors.js";
 export { BackendFacts, deviceFacts } from "./facts.js";
 export { checkRange, offsetHandle } from "./range.js";
-export { KERNEL_PARAMETER_KINDS } from "./streams.js";
 export type * from "./streams.js";
+export { KERNEL_PARAMETER_KINDS } from "./streams.js";
 export type * from "./types.js";

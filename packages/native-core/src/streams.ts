@@ -61,7 +61,10 @@ export interface MockKernel {
  * - `mock`: kernels in TypeScript, by name.
  */
 export interface NativeModuleSource {
-  readonly cuda?: string | { readonly source: string; readonly options?: readonly string[] } | { readonly ptx: string };
+  readonly cuda?:
+    | string
+    | { readonly source: string; readonly options?: readonly string[] }
+    | { readonly ptx: string };
   readonly metal?: string;
   readonly host?: string;
   readonly mock?: Readonly<Record<string, MockKernel>>;
@@ -117,7 +120,13 @@ export interface NativeStream {
   /** Enqueues a copy of `length` bytes of `source` from `offset`; resolves with them once it ran. */
   read(source: NativeAllocation, offset: number, length: number): Promise<Uint8Array>;
   /** Enqueues a copy of `length` bytes from `source` at `sourceOffset` to `target` at `targetOffset`. */
-  copy(target: NativeBuffer, targetOffset: number, source: NativeAllocation, sourceOffset: number, length: number): void;
+  copy(
+    target: NativeBuffer,
+    targetOffset: number,
+    source: NativeAllocation,
+    sourceOffset: number,
+    length: number,
+  ): void;
   /** Records an event after everything enqueued so far. */
   record(): NativeEvent;
   /** Makes later work on this stream wait for `event` (of any stream of the same backend), without the host. */

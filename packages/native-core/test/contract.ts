@@ -1210,10 +1210,10 @@ export function describeAddressSpaceContract(
 }
 
 export { describeStreamContract, type StreamContractOptions } from "./stream-contract.js";
-export { elementsShape } from "./stream-contract-support.js";
 export {
   CUDA_BROKEN_MODULE,
   CUDA_STANDARD_KERNELS,
   MOCK_STANDARD_KERNELS,
   STANDARD_KERNEL_PARAMETERS,
 } from "./stream-contract-kernels.js";
+export { elementsShape } from "./stream-contract-support.js";
