@@ -191,6 +191,101 @@ describe.runIf(linux)("host streams: what only the host does", () => {
     x.release();
   });
 
+  it("the raw addon checks every launch argument again: each refusal enqueues nothing", async () => {
+    const addonPath = join(here, "..", "native", "build", "Release", "nuvec_metal_native.node");
+    const raw = createRequire(import.meta.url)(addonPath) as {
+      newStream(): {
+        launch(...args: unknown[]): void;
+        write(...args: unknown[]): void;
+        read(...args: unknown[]): Promise<Uint8Array>;
+        copy(...args: unknown[]): void;
+        done(): Promise<void>;
+        release(): void;
+      };
+      loadModule(
+        kind: string,
+        text: string,
+        options?: unknown,
+      ): {
+        kernel(name: string, parameters?: unknown): unknown;
+        release(): void;
+      };
+      NativeBufferHandle: new (bytes: number) => { release(): void };
+      NativeResidencySetHandle: new () => { release(): void };
+    };
+    const stream = raw.newStream();
+    const module = raw.loadModule("host", kernelsPath);
+    const fill = module.kernel("fill");
+    const sleep = module.kernel("sleep");
+    const x = new raw.NativeBufferHandle(16);
+    const set = new raw.NativeResidencySetHandle();
+    const grid = [1];
+    const refusals: [string, () => unknown][] = [
+      ["args not an array", () => stream.launch(fill, grid, grid, 0, "x")],
+      ["too few", () => stream.launch(fill, grid, grid, 0, [x, 1])],
+      ["a set as a buffer", () => stream.launch(fill, grid, grid, 0, [set, 1, 4])],
+      ["a number as a buffer", () => stream.launch(fill, grid, grid, 0, [0x1000, 1, 4])],
+      ["[buffer] without an offset", () => stream.launch(fill, grid, grid, 0, [[x], 1, 4])],
+      ["an offset past the end", () => stream.launch(fill, grid, grid, 0, [[x, 17], 1, 4])],
+      ["a negative offset", () => stream.launch(fill, grid, grid, 0, [[x, -4], 1, 4])],
+      ["u32 of 2^32", () => stream.launch(fill, grid, grid, 0, [x, 1, 2 ** 32])],
+      ["u32 of 1.5", () => stream.launch(fill, grid, grid, 0, [x, 1, 1.5])],
+      ["f32 as a string", () => stream.launch(fill, grid, grid, 0, [x, "1", 4])],
+      ["u32 as a bigint", () => stream.launch(sleep, grid, grid, 0, [1n])],
+      ["no grid", () => stream.launch(fill, undefined, grid, 0, [x, 1, 4])],
+      ["4 dimensions", () => stream.launch(fill, [1, 1, 1, 1], grid, 0, [x, 1, 4])],
+      ["a zero block", () => stream.launch(fill, grid, [0], 0, [x, 1, 4])],
+      ["a negative sharedBytes", () => stream.launch(fill, grid, grid, -1, [x, 1, 4])],
+      ["a kernel that is a buffer", () => stream.launch(x, grid, grid, 0, [x, 1, 4])],
+      ["a write past the end", () => stream.write(x, 8, new Uint8Array(9))],
+      ["a write of a Float32Array", () => stream.write(x, 0, new Float32Array(1))],
+      ["a read past the end", () => stream.read(x, 8, 9)],
+      ["a copy past the end", () => stream.copy(x, 0, x, 4, 13)],
+      ["parameters of a kind that is none", () => module.kernel("fill", ["buffer", "f16", "u32"])],
+      ["a module kind that is none", () => raw.loadModule("opencl", "x")],
+      ["a path with a NUL", () => raw.loadModule("host", "a\0b")],
+    ];
+    for (const [label, refused] of refusals) {
+      expect(refused, label).toThrow(expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT" }));
+    }
+    const start = Date.now();
+    await stream.done(); // nothing was enqueued: no sleep ran
+    expect(Date.now() - start).toBeLessThan(1000);
+    stream.release();
+    module.release();
+    set.release();
+    x.release();
+  });
+
+  it("a stream collected with work queued drops what had not started; its pending read rejects", () => {
+    const addonPath = join(here, "..", "native", "build", "Release", "nuvec_metal_native.node");
+    const source = `
+      import { createRequire } from "node:module";
+      import { setImmediate as tick } from "node:timers/promises";
+      const addon = createRequire(import.meta.url)(${JSON.stringify(addonPath)});
+      const module = addon.loadModule("host", ${JSON.stringify(kernelsPath)});
+      const x = new addon.NativeBufferHandle(64);
+      let outcome = "pending";
+      (() => {
+        const stream = addon.newStream();
+        for (let i = 0; i < 50; i += 1) stream.launch(module.kernel("sleep"), [1], [1], 0, [20]);
+        stream.read(x, 0, 4).then(() => { outcome = "resolved"; }, (error) => { outcome = error.code + " " + error.errno + ": " + error.message; });
+      })();
+      const started = Date.now();
+      for (let round = 0; round < 20 && outcome === "pending"; round += 1) { globalThis.gc(); await tick(); }
+      x.release();
+      const counters = addon.counters();
+      console.log(JSON.stringify({ outcome, quick: Date.now() - started < 900, quarantined: counters.quarantinedBytes }));
+    `;
+    const outcome = runInChild(source, { nodeOptions: ["--expose-gc"] });
+    expect(outcome.stderr).toBe("");
+    expect(reportOf(outcome)).toEqual({
+      outcome: "ERR_NUVEC_SYSTEM ECANCELED: stream 1 was released before this work ran",
+      quick: true,
+      quarantined: 0,
+    });
+  });
+
   it("a released stream refuses calls; its handle keeps its id", () => {
     const backend = loadNativeBackend();
     const stream = backend.newStream?.() as NativeStream;

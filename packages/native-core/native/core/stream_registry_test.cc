@@ -3,6 +3,8 @@
 // Compiled and run by test/native-core.test.ts with the sources it names, and the kernels of
 // host_kernels_test_library.c built as shared libraries whose paths come in NUVEC_TEST_KERNELS (as written),
 // NUVEC_TEST_KERNELS_VERSION_2 (a table of version 2) and NUVEC_TEST_KERNELS_BAD (a bad parameter letter).
+#include <errno.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -255,6 +257,7 @@ void Teardown() {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(seconds < 1.0);  // not 101 sleeps of 30 ms
   CHECK(calls == 1 && heard.message == "stream 5 was released before this work ran");
+  CHECK(heard.kind == Failure::Kind::kSystem && heard.errnum == ECANCELED && heard.syscall == "stream");
   CHECK(static_cast<uint8_t*>(x.data())[0] == 0);
   Failure late;
   CHECK(!event->query(&late) && late.message == heard.message);  // the event outlives its stream

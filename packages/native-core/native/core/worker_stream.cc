@@ -1,20 +1,20 @@
 // See worker_stream.h.
 #include "worker_stream.h"
 
+#include <errno.h>
+
 #include <chrono>
 #include <cstring>
 #include <utility>
-
 
 namespace nuvec {
 
 namespace {
 // The failure of work dropped when its stream stopped.
+// ECANCELED: a SystemCallError in JS (syscall "stream"), not an argument the caller got wrong.
 Failure DroppedFailure(uint64_t stream) {
-  Failure failure;
-  failure.kind = Failure::Kind::kArgument;
-  failure.message = "stream " + std::to_string(stream) + " was released before this work ran";
-  return failure;
+  return Failure::System("stream", ECANCELED, "",
+                         "stream " + std::to_string(stream) + " was released before this work ran");
 }
 }  // namespace
 

@@ -15,7 +15,8 @@
 // one's there.
 //
 // Destruction stops the worker after the operation it is running: operations not yet started are dropped
-// (their notify callbacks are called with a failure saying so, and events after them complete with it), then
+// (their notify callbacks are called with a failure saying so, a kSystem one of errno ECANCELED, and events
+// after them complete with it), then
 // the thread is joined. A caller that wants the work done synchronizes first (the N-API layer's release()
 // does); the environment's teardown does not, so that a worker or process exit never waits on queued work.
 #ifndef NUVEC_WORKER_STREAM_H_
