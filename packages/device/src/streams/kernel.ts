@@ -7,6 +7,7 @@ import {
   type NativeModule,
 } from "@nuvec/metal-native";
 import { describeValue } from "@nuvec/stats";
+import type { Device } from "../device.js";
 import { lookAlike } from "../errors.js";
 import type { StreamContext } from "./context.js";
 import { badArgument, releasedObject } from "./errors.js";
@@ -117,9 +118,9 @@ export class KernelModule {
   }
 
   /** The Device that loaded it. */
-  get device(): object {
+  get device(): Device {
     checkModule(this, "device");
-    return this.#context.device;
+    return this.#context.device as Device;
   }
 
   /** True once released (by `release()` or the device's close). */

@@ -4,6 +4,7 @@
 // stream used it, up to the stream's new position (what stream-ordered free works from).
 import type { NativeKernelArgument } from "@nuvec/metal-native";
 import { describeValue } from "@nuvec/stats";
+import type { Device } from "../device.js";
 import type { BufferState, DeviceBuffer } from "../device-buffer.js";
 import { lookAlike } from "../errors.js";
 import type { MappedFile } from "../mapped-file.js";
@@ -122,9 +123,9 @@ export class Stream {
   }
 
   /** The Device it belongs to. */
-  get device(): object {
+  get device(): Device {
     if (!isStream(this)) throw lookAlike("device", "this", "a Stream made by device.newStream()");
-    return this.#setup.context.device;
+    return this.#setup.context.device as Device;
   }
 
   /** True once released (by `release()` or the device's close). */
