@@ -2,7 +2,15 @@
 // a few kernels on the compute stream, activations freed in stream order as soon as their last launch is
 // enqueued, a KV cache per layer that grows by doubling (the old rows copied on the copy stream, the old
 // cache freed while both streams still name it: held in streamPending until both ran that far).
-import type { Device, DeviceBuffer, Kernel, KernelModule, MappedSafetensors, Stream } from "@nuvec/device";
+import type {
+  Device,
+  DeviceBuffer,
+  Kernel,
+  KernelArgument,
+  KernelModule,
+  MappedSafetensors,
+  Stream,
+} from "@nuvec/device";
 import { DECODE_KERNELS, type DecodeKernelName, elementsShape } from "./decode-kernels.js";
 import { argmax, attentionScale, layerWeightNames, type ModelShape } from "./decode-model.js";
 
@@ -85,7 +93,7 @@ export async function decodeOnDevice(
     compute.launch(kernel[name], elementsShape(threads), args);
     launches += 1;
   };
-  const matvec = (out: object, w: string, x: DeviceBuffer, rows: number, columns: number) =>
+  const matvec = (out: KernelArgument, w: string, x: DeviceBuffer, rows: number, columns: number) =>
     launch("matvec", rows, [out, weight(w), x, { u32: rows }, { u32: columns }]);
   const vector = (length: number) => device.malloc(length * FLOAT);
 
