@@ -1,9 +1,12 @@
 // Every refusal of a stream call: the error's kind, code and argument, and that nothing was enqueued and no
 // figure or counter moved (the device's, the backend's, the stream's position and the mock queue's).
 import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { thrown } from "../../../stats/test/thrown.js";
 import { addBias, figures, mockStreamOf, scale, streamDevice } from "../../test/streams-support.js";
 import type { KernelArgument, LaunchShape } from "../index.js";
+
+const scratch = scratchFolder("nuvec-stream-refusals-");
 
 function setup() {
   const { device, mock } = streamDevice("manual");
@@ -24,6 +27,9 @@ function setup() {
   released.release();
   const releasedEvent = stream.record();
   releasedEvent.release();
+  const file = device.mapFile(scratch.write("weights.bin", new Uint8Array(100).fill(7)));
+  const freedFile = device.mapFile(scratch.write("old.bin", new Uint8Array(10)));
+  freedFile.free();
   const shape: LaunchShape = { grid: [1], block: [16] };
   return {
     device,
@@ -41,6 +47,8 @@ function setup() {
     foreignEvent,
     released,
     releasedEvent,
+    file,
+    freedFile,
     shape,
   };
 }
@@ -323,6 +331,47 @@ const cases: [string, (s: Setup) => unknown, Record<string, unknown>][] = [
     { name: "StateError", code: "ERR_NUVEC_RELEASED" },
   ],
   ["wait: no event", (s) => s.stream.wait({} as never), { name: "ArgumentError", argument: "event" }],
+  ["kernel: an empty name", (s) => s.kernel.module.kernel(""), { name: "ArgumentError", argument: "name" }],
+  [
+    "kernel: a name that is no string",
+    (s) => s.kernel.module.kernel(7 as never),
+    { name: "ArgumentError", argument: "name" },
+  ],
+  [
+    "write: a mapped file as the target",
+    (s) => s.stream.write(s.file as never, new Uint8Array(1)),
+    { name: "ArgumentError", argument: "buffer" },
+  ],
+  [
+    "copy: a mapped file as the target",
+    (s) => s.stream.copy(s.file as never, s.x),
+    { name: "ArgumentError", argument: "target" },
+  ],
+  [
+    "read: a buffer of another device",
+    (s) => s.stream.read(s.foreign),
+    { name: "ArgumentError", code: "ERR_NUVEC_FOREIGN_BUFFER" },
+  ],
+  [
+    "read: a freed mapped file",
+    (s) => s.stream.read(s.freedFile),
+    { name: "StateError", code: "ERR_NUVEC_MAPPING_FREED" },
+  ],
+  [
+    "release: a released stream",
+    (s) => s.released.release(),
+    { name: "StateError", code: "ERR_NUVEC_RELEASED" },
+  ],
+  [
+    "event: synchronize after release",
+    (s) => s.releasedEvent.synchronize(),
+    { name: "StateError", code: "ERR_NUVEC_RELEASED" },
+  ],
+  [
+    "event: a second release",
+    (s) => s.releasedEvent.release(),
+    { name: "StateError", code: "ERR_NUVEC_RELEASED" },
+  ],
   [
     "kernel: a declaration that is no list of kinds",
     (s) => s.kernel.module.kernel("scale", ["buffer", "f16"] as never),

@@ -2,9 +2,12 @@
 // the default stream, modules and kernels, and what close settles.
 import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
+import { scratchFolder } from "../../../stats/test/scratch.js";
 import { thrown } from "../../../stats/test/thrown.js";
 import { addBias, mockStreamOf, runStream, scale, streamDevice } from "../../test/streams-support.js";
 import { Device, Kernel, KernelModule, Stream, StreamEvent } from "../index.js";
+
+const scratch = scratchFolder("nuvec-streams-");
 
 /** A member of the mock, its methods bound to it (the mock's brand checks see the mock, not the Proxy). */
 function bound(target: MockBackend, key: string | symbol): unknown {
@@ -77,6 +80,29 @@ describe("streams on the mock", () => {
     const bytes = await stream.read(target);
     expect([...bytes]).toEqual([4, 5, 6, 7, 0, 0, 0, 0, 255, 0, 1, 2, 3, 4, 5, 6]);
     expect([...(await stream.read(target, 9, 3))]).toEqual([0, 1, 2]);
+    device.close();
+  });
+
+  it("takes a mapped file as a source: read, copy and a kernel's argument", async () => {
+    const { device } = streamDevice();
+    const stream = device.newStream();
+    const path = scratch.write(
+      "weights.bin",
+      Uint8Array.from({ length: 32 }, (_, i) => i),
+    );
+    const file = device.mapFile(path);
+    const kernel = device.loadModule({ mock: { addBias } }).kernel("addBias");
+    const x = device.malloc(32);
+    stream.copy(x, file, { sourceOffset: 16, length: 8 });
+    expect([...(await stream.read(x, 0, 8))]).toEqual([16, 17, 18, 19, 20, 21, 22, 23]);
+    expect([...(await stream.read(file, 30))]).toEqual([30, 31]);
+    stream.launch(kernel, { grid: [1], block: [1] }, [
+      x,
+      { buffer: file, offset: 4 },
+      { u64: 100n },
+      { u32: 2 },
+    ]);
+    expect([...(await stream.read(x, 0, 2))]).toEqual([104, 105]);
     device.close();
   });
 
