@@ -46,7 +46,8 @@ const APPROVED = {
     DEFAULT_BOUNDED_RELEASE DEFAULT_POLICY DEFAULT_RESERVE_RATIO EXPANDABLE_SEGMENT_DEFAULTS FormatError Mapping MappingSource
     NuvecError OutOfMemoryError ReplayOptions ReplayResult SEGMENT_DEFAULTS SEGMENT_OPTIONS_RULE SegmentOptions StateError Trace
     TraceAllocate TraceAllocatorSetup TraceClearCache TraceEvent TraceFree TraceHeader TraceIdMap TraceLimit
-    TraceMap TraceOpening TraceRecorder TraceReplay TraceResetPeak TraceUnmap TraceValidator
+    TraceLabel TraceMap TraceMark TraceOpening TraceRecorder TraceRecorderOptions TraceReplay TraceResetPeak
+    TraceStack TraceUnmap TraceValidator
     checkSegmentOptions isAllocationFailure isTraceEvent replayOptionsFromHeader replayTrace
   `),
   "@nuvec/allocator/node": names(`
@@ -72,7 +73,7 @@ const APPROVED = {
   "@nuvec/device": names(`
     ALLOCATOR_POLICIES AllocatorPolicy ArgumentError BOUNDED_RELEASES BoundedRelease Device DeviceBuffer DeviceCounters DeviceInfo
     DeviceMemoryHandle DeviceNative DeviceOptions FormatError FormatMemoryStatsOptions FreeOptions
-    MappedFile MappedSafetensors MemoryStats MetalOptions NativeUnavailableError NuvecError NuvecErrorCode
+    MallocOptions TraceOptions MappedFile MappedSafetensors MemoryStats MetalOptions NativeUnavailableError NuvecError NuvecErrorCode
     OutOfMemoryError OutOfMemoryErrorByCode OutOfMemoryErrorCode OutOfMemoryErrorFields OutOfMemoryErrorOf
     SAFETENSORS_DTYPE_BYTES SafetensorsHeader SafetensorsTensor StateError SystemCallError
     Trace TraceEvent TraceHeader UnsupportedError ViewMechanism emptyMemoryStats formatBytes formatMemoryStats

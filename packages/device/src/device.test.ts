@@ -389,7 +389,9 @@ describe("memory history", () => {
       ["a", 2, 2000],
       ["f", 1],
       ["f", 0],
-      ["m", 0, 5000],
+      // A mapped file is labelled by its path.
+      ["n", 0, "m.bin"],
+      ["m", 0, 5000, 0],
       ["l", "cache", MIB],
       ["l", "memory", GIB],
       ["l", "wired", MIB],
@@ -399,7 +401,7 @@ describe("memory history", () => {
     ]);
     expect(trace.header).toMatchObject({
       name: "unit",
-      events: 12,
+      events: 13,
       opening_events: 1,
       allocations: 3,
       live_at_end: 1,

@@ -43,12 +43,19 @@ import {
 import { allocatorOver, residencyOver } from "./parts.js";
 import { Quarantine } from "./quarantine.js";
 import { SafetyNet } from "./safety-net.js";
-import { DEVICE_OPEN, LIMIT, PATH, TRACE_NAME, timerInterval } from "./schemas.js";
+import { DEVICE_OPEN, LIMIT, PATH, timerInterval } from "./schemas.js";
 import { DeviceStreams } from "./streams/device-streams.js";
 import type { KernelModule } from "./streams/kernel.js";
 import { StreamOrder } from "./streams/order.js";
 import type { Stream } from "./streams/stream.js";
-import { type Trace, TraceRecorder, traceOpening } from "./trace.js";
+import { DeviceTrace, type Trace, traceOpening } from "./trace.js";
+import {
+  checkTraceOptions,
+  MALLOC_OPTIONS,
+  type MallocOptions,
+  TRACE_MARK,
+  type TraceOptions,
+} from "./trace-options.js";
 import { WiringWarning } from "./wiring-warning.js";
 
 // What only Device.open holds: the constructor refuses to run without it, so `new Device(...)` from
@@ -96,7 +103,7 @@ export class Device {
   readonly #keepAlive = new KeepAliveTimer();
   // Runs what may wire memory, and warns once when the platform refuses.
   readonly #wiring: WiringWarning;
-  #trace: TraceRecorder | undefined;
+  #trace: DeviceTrace | undefined;
   // Every residency set made (Residency keeps them until close), for native.residencySets().
   readonly #residencySets: NativeResidencySet[] = [];
   readonly #native: DeviceNative;
@@ -201,11 +208,13 @@ export class Device {
    * A buffer of `bytes` bytes: a cached one when one fits (the policy decides which), else a new system buffer.
    * `0` gives an empty buffer, counted nowhere. Throws an `OutOfMemoryError` past the memory limit (nothing
    * changed), and argument errors for sizes that are not non-negative safe integers or exceed the device's
-   * max buffer length (the allocator checks `bytes`).
+   * max buffer length (the allocator checks `bytes`). `options.label` names it in a trace (see {@link MallocOptions}).
    */
-  malloc(bytes: number): DeviceBuffer<Device> {
+  malloc(bytes: number, options?: MallocOptions): DeviceBuffer<Device> {
     checkThis(this, "malloc()");
     if (this.#closed) throw deviceClosed("malloc()");
+    const label =
+      options === undefined ? undefined : MALLOC_OPTIONS.check(options, "options", "malloc()").label;
     if (this.#quarantine.size > 0) this.#quarantine.settle();
     this.#order.poll();
     const allocation = this.#allocator.malloc(bytes);
@@ -216,7 +225,7 @@ export class Device {
       this.#liveBuffers.link(state);
       this.#safetyNet?.add(buffer, state);
     }
-    this.#trace?.allocate(state, bytes);
+    this.#trace?.allocate(state, bytes, label);
     return buffer;
   }
 
@@ -369,7 +378,7 @@ export class Device {
     }
     this.#wiring.watch(() => this.#residency.insert(native, true));
     const file = new MappedFile(this, native, mapping, MADE_BY_DEVICE);
-    this.#trace?.map(file, native.length);
+    this.#trace?.map(file, native.length, path);
     this.#mappings.add(file);
     return file;
   }
@@ -539,29 +548,49 @@ export class Device {
     };
   }
 
-  /** Starts recording every allocation, free, mapping and limit change (see {@link Trace}). */
-  startTrace(name = "device-trace"): void {
+  /**
+   * Starts recording every allocation, free, mapping and limit change (see {@link Trace}): `name` (a string)
+   * or {@link TraceOptions} (a name, a file to stream to, a limit of events, call stacks).
+   */
+  startTrace(nameOrOptions: string | TraceOptions = "device-trace"): void {
     checkThis(this, "startTrace()");
     this.#ensureOpen("startTrace()");
-    name = checkArgument(TRACE_NAME, name, "name", "startTrace()");
+    const options = checkTraceOptions(nameOrOptions);
     if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
-    this.#trace = new TraceRecorder(name, {
-      ...traceOpening(this.#liveBuffers, this.#mappings, {
-        buffers: [...this.#pendingFrees, ...this.#order.heldStates()],
-        mappings: this.#pendingUnmaps,
-        quarantined: this.#quarantine.held(),
+    this.#trace = DeviceTrace.start(
+      options,
+      () => ({
+        ...traceOpening(this.#liveBuffers, this.#mappings, {
+          buffers: [...this.#pendingFrees, ...this.#order.heldStates()],
+          mappings: this.#pendingUnmaps,
+          quarantined: this.#quarantine.held(),
+        }),
+        allocator: this.#allocator.replaySetup(),
       }),
-      allocator: this.#allocator.replaySetup(),
-    });
+      "startTrace()",
+    );
   }
 
-  /** Stops recording and returns the trace (header and events; `toNdjson()` for a file). */
+  /** Records a mark (`["k", name]`: a step's boundary) in the trace being recorded; nothing without one. */
+  mark(name: string): void {
+    checkThis(this, "mark()");
+    this.#ensureOpen("mark()");
+    name = checkArgument(TRACE_MARK, name, "name", "mark()");
+    this.#trace?.mark(name);
+  }
+
+  /**
+   * Stops recording and returns the trace (header and events; `toNdjson()` for a file). A trace streamed to a
+   * file is written to its end and closed; its `events` are in the file, not here.
+   *
+   * @throws SystemCallError when writing the file failed (the recording stopped all the same).
+   */
   stopTrace(): Trace {
     checkThis(this, "stopTrace()");
-    if (!this.#trace) throw traceRecording("stopTrace(): no trace is being recorded");
-    const trace = this.#trace.finish();
+    const trace = this.#trace;
+    if (!trace) throw traceRecording("stopTrace(): no trace is being recorded");
     this.#trace = undefined;
-    return trace;
+    return trace.stop("stopTrace()");
   }
 
   /**
@@ -608,7 +637,10 @@ export class Device {
     teardown.run(() => this.#residency.close());
     teardown.run(() => this.#figures.keepLast());
     teardown.run(() => this.#allocator.close());
+    const trace = this.#trace;
     this.#trace = undefined;
+    // A trace streaming to a file: written to its end and closed.
+    teardown.run(() => trace?.stop("close()"));
     this.#closed = true;
     teardown.finish();
   }

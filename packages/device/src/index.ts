@@ -62,3 +62,4 @@ export { StreamEvent } from "./streams/event.js";
 export { Kernel, KernelModule } from "./streams/kernel.js";
 export { type KernelArgument, Stream, type StreamCopyOptions } from "./streams/stream.js";
 export type { Trace } from "./trace.js";
+export type { MallocOptions, TraceOptions } from "./trace-options.js";

@@ -39,9 +39,9 @@ describe("Device.open", () => {
 });
 
 describe("arguments", () => {
-  it("startTrace(name) takes a string only; nothing starts", () => {
+  it("startTrace(name) takes a string (or an options object: trace.test.ts) only; nothing starts", () => {
     const { device } = open();
-    for (const name of [42, null, {}, "", "x".repeat(257)]) {
+    for (const name of [42, null, [], "", "x".repeat(257)]) {
       expect(refusal(() => device.startTrace(name as string)).argument).toBe("name");
     }
     expect(() => device.stopTrace()).toThrow(/no trace is being recorded/);
