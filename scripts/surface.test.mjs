@@ -94,7 +94,8 @@ const APPROVED = {
     PeaksView PickleStream PickleValue PolicyOutcome PolicyRun PolicyRunOptions RecordedWorkload ReplayDevice
     SourceListener Tick TickLayout TorchExportCounts TorchSnapshotExport TorchWorkload ViewReplayOptions
     ViewReplayResult WorkloadRecorder isMark looksLikeTorchSnapshot memoryViewCore memoryViewDrawing
-    memoryViewTicks readTorchSnapshot renderMemoryView replayForView streamMarkedTrace writePickle
+    memoryViewTicks readTorchSnapshot renderMemoryView replayForView streamFilteringMarks streamMarkedTrace
+    writePickle
   `),
 };
 

@@ -46,9 +46,13 @@ try {
   const trace = join(folder, "marked.ndjson.gz");
   writeFileSync(trace, gzipSync(`${lines.map((line) => JSON.stringify(line)).join("\n")}\n`));
   const html = join(folder, "view.html");
-  const ran = spawnSync(process.execPath, [join(here, "dist", "cli.js"), trace, "--policies", "all", "--html", html], {
-    encoding: "utf8",
-  });
+  const ran = spawnSync(
+    process.execPath,
+    [join(here, "dist", "cli.js"), trace, "--policies", "all", "--html", html],
+    {
+      encoding: "utf8",
+    },
+  );
   process.stdout.write(ran.stdout);
   if (ran.status !== 0) throw new Error(`the program failed: ${ran.stderr}`);
   for (const width of [800, 1280, 1920]) {

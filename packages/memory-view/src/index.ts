@@ -8,7 +8,7 @@ export { type ChromeCounterEvent, ChromeTraceExport } from "./export/chrome.js";
 export { PickleStream, type PickleValue, writePickle } from "./export/pickle-writer.js";
 export { type TorchExportCounts, TorchSnapshotExport } from "./export/torch.js";
 export { AddressedSource, type DeviceFacts, type SourceListener } from "./replay/addressed-source.js";
-export { MARKS_IN_FORMAT, streamMarkedTrace } from "./replay/marked-trace.js";
+export { MARKS_IN_FORMAT, streamFilteringMarks, streamMarkedTrace } from "./replay/marked-trace.js";
 export { type Applied, PolicyRun, type PolicyRunOptions } from "./replay/policy-run.js";
 export {
   isMark,

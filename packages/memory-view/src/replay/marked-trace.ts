@@ -44,10 +44,17 @@ function openChecked(path: string): number {
  * @throws FormatError as the allocator's `streamTraceBatches` (from the iteration).
  */
 export async function* streamMarkedTrace(path: string): AsyncGenerator<readonly unknown[], void, undefined> {
-  if (MARKS_IN_FORMAT) {
-    yield* streamTraceBatches(path);
-    return;
-  }
+  if (MARKS_IN_FORMAT) yield* streamTraceBatches(path);
+  else yield* streamFilteringMarks(path);
+}
+
+/**
+ * {@link streamMarkedTrace} for a trace format without marks: the marks taken out of the text before the
+ * allocator's reader sees it, each put back before the event it preceded.
+ */
+export async function* streamFilteringMarks(
+  path: string,
+): AsyncGenerator<readonly unknown[], void, undefined> {
   const fd = openChecked(path);
   const magic = Buffer.alloc(2);
   const got = readSync(fd, magic, 0, 2, 0);

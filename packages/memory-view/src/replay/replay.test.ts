@@ -7,7 +7,7 @@ import { ALLOCATOR_POLICIES, FormatError, replayTrace } from "@nuvec/allocator";
 import { readTrace, streamTraceBatches } from "@nuvec/allocator/node";
 import { describe, expect, it } from "vitest";
 import { root, scratchFolder } from "../../test/support.js";
-import { MARKS_IN_FORMAT, streamMarkedTrace } from "./marked-trace.js";
+import { MARKS_IN_FORMAT, streamFilteringMarks, streamMarkedTrace } from "./marked-trace.js";
 import { replayForView } from "./replay.js";
 
 const folder = scratchFolder("nuvec-view-replay-");
@@ -93,19 +93,18 @@ describe("replayForView", () => {
     const result = await replayForView([items], { policies: ["mlx", "bounded"], record: true });
     expect(result.marks).toBe(3);
     expect(result.events).toBe(MARKS_IN_FORMAT ? 8 : 5);
-    if (!MARKS_IN_FORMAT) {
-      expect([...(result.workload?.marks?.at ?? [])]).toEqual([0, 2, 5]);
-      expect(result.workload?.marks?.names).toEqual(["step 0", "step 1", "end"]);
-      expect([...(result.workload?.mapped?.at ?? [])]).toEqual([1, 3]);
-      expect([...(result.workload?.mapped?.value ?? [])]).toEqual([10 * MiB, 0]);
-    }
+    // Where the format has marks, each is an event of its own (the validator counts it), else it is not.
+    expect([...(result.workload?.marks?.at ?? [])]).toEqual(MARKS_IN_FORMAT ? [0, 3, 7] : [0, 2, 5]);
+    expect(result.workload?.marks?.names).toEqual(["step 0", "step 1", "end"]);
+    expect([...(result.workload?.mapped?.at ?? [])]).toEqual(MARKS_IN_FORMAT ? [2, 5] : [1, 3]);
+    expect([...(result.workload?.mapped?.value ?? [])]).toEqual([10 * MiB, 0]);
     // An item that looks like a mark but is none is an event the validator refuses.
     await expect(
       replayForView([[{ name: "x" }, ["a", 0, 1], ["k", 5]]], { policies: ["mlx"] }),
     ).rejects.toThrow(FormatError);
   });
 
-  it("reads marks from a trace file, gzipped or not, at the events where they stand", async () => {
+  it("reads marks from a trace file, gzipped or not, at the events where they stand (both readers)", async () => {
     const lines = [
       { name: "marked file" },
       ["k", "step 0"],
@@ -122,21 +121,23 @@ describe("replayForView", () => {
     ] as const) {
       const path = join(folder, name);
       writeFileSync(path, bytes);
-      const items: unknown[] = [];
-      for await (const batch of streamMarkedTrace(path)) items.push(...batch);
-      expect(items, name).toEqual(lines);
+      for (const reader of [streamMarkedTrace, streamFilteringMarks]) {
+        const items: unknown[] = [];
+        for await (const batch of reader(path)) items.push(...batch);
+        expect(items, `${name}, ${reader.name}`).toEqual(lines);
+      }
     }
-    const missing = streamMarkedTrace(join(folder, "none.ndjson"));
-    await expect(missing.next()).rejects.toMatchObject({ code: "ERR_NUVEC_TRACE_NOT_FOUND" });
-    await expect(streamMarkedTrace(folder).next()).rejects.toMatchObject({
-      code: "ERR_NUVEC_TRACE_NOT_A_FILE",
-    });
-    const corrupt = join(folder, "corrupt.ndjson");
-    writeFileSync(corrupt, '{"name":"c"}\n["a",0,1]\n["k"\n');
-    await expect(
-      (async () => {
-        for await (const _ of streamMarkedTrace(corrupt));
-      })(),
-    ).rejects.toMatchObject({ code: "ERR_NUVEC_TRACE_CORRUPT" });
+    for (const reader of [streamMarkedTrace, streamFilteringMarks]) {
+      const missing = reader(join(folder, "none.ndjson"));
+      await expect(missing.next()).rejects.toMatchObject({ code: "ERR_NUVEC_TRACE_NOT_FOUND" });
+      await expect(reader(folder).next()).rejects.toMatchObject({ code: "ERR_NUVEC_TRACE_NOT_A_FILE" });
+      const corrupt = join(folder, "corrupt.ndjson");
+      writeFileSync(corrupt, '{"name":"c"}\n["a",0,1]\n["k"\n');
+      await expect(
+        (async () => {
+          for await (const _ of reader(corrupt));
+        })(),
+      ).rejects.toMatchObject({ code: "ERR_NUVEC_TRACE_CORRUPT" });
+    }
   });
 });
