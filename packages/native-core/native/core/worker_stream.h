@@ -23,6 +23,7 @@
 #define NUVEC_WORKER_STREAM_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -130,6 +131,9 @@ class WorkerStream final : public Stream {
   std::condition_variable queued_;
   std::deque<Operation> queue_;
   bool stopping_ = false;
+  bool waiting_ = false;                   // the worker is (about to be) in queued_.wait, under mutex_
+  std::atomic<uint64_t> pushed_{0};        // enqueued_, for the worker's spin
+  static constexpr std::chrono::microseconds kSpin{50};
   std::atomic<bool> abandonWaits_{false};  // set at destruction: a wait on another stream gives up
   std::thread worker_;
 };
