@@ -244,7 +244,7 @@ describe("hostile: names from a file are printed escaped and cut (was: escape se
 
 describe("hostile: PyTorch snapshots that would cost unbounded memory or time are refused in bounded both", () => {
   // Each through the replay program within 256 MiB of heap and a time limit: one FormatError line, exit 2.
-  // The reader's own budgets, byte for byte, are src/lib/snapshot-pickle.test.ts's.
+  // The reader's own budgets, byte for byte, are @nuvec/memory-view's src/snapshot/snapshot-pickle.test.ts's.
   const proto = Buffer.from([0x80, 0x04]);
   const snapshot = (name: string, ...pieces: (string | Buffer)[]) => {
     const path = join(folder, name);
