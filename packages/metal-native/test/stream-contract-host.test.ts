@@ -286,6 +286,34 @@ describe.runIf(linux)("host streams: what only the host does", () => {
     });
   });
 
+  it("the wrappers' methods refuse a look-alike this (Object.create of the prototype, a Proxy)", () => {
+    const backend = loadNativeBackend();
+    const stream = backend.newStream?.() as NativeStream;
+    const module = backend.loadModule?.({ host: kernelsPath });
+    const event = stream.record();
+    const objects: [string, object, string[]][] = [
+      [
+        "stream",
+        stream,
+        ["launch", "write", "read", "copy", "record", "wait", "done", "synchronize", "release"],
+      ],
+      ["event", event, ["query", "done", "synchronize", "release"]],
+      ["module", module as object, ["kernel", "release"]],
+    ];
+    for (const [label, real, methods] of objects) {
+      const prototype = Object.getPrototypeOf(real) as Record<string, (...args: unknown[]) => unknown>;
+      for (const fakeThis of [Object.create(prototype), new Proxy(real, {})]) {
+        for (const method of methods) {
+          expect(() => prototype[method]?.call(fakeThis), `${label}.${method}`).toThrow(
+            expect.objectContaining({ code: "ERR_NUVEC_INVALID_ARGUMENT", argument: "this" }),
+          );
+        }
+      }
+    }
+    stream.release();
+    module?.release();
+  });
+
   it("a released stream refuses calls; its handle keeps its id", () => {
     const backend = loadNativeBackend();
     const stream = backend.newStream?.() as NativeStream;
