@@ -1,6 +1,10 @@
 // The stream contract (@nuvec/native-core/contract) run against the mock, with its TypeScript kernels.
 
-import { describeStreamContract, MOCK_STANDARD_KERNELS } from "@nuvec/native-core/contract";
+import {
+  describeStreamContract,
+  describeStreamFailureContract,
+  MOCK_STANDARD_KERNELS,
+} from "@nuvec/native-core/contract";
 import { MockBackend } from "../src/mock.js";
 
 describeStreamContract("mock, auto completion", () => new MockBackend(), {
@@ -21,3 +25,18 @@ describeStreamContract(
   () => new MockBackend({ mapGranularity: 64 * 1024 }),
   { kernels: { mock: MOCK_STANDARD_KERNELS }, deferred: true },
 );
+
+describeStreamFailureContract("mock", () => new MockBackend(), {
+  kernels: {
+    mock: {
+      ...MOCK_STANDARD_KERNELS,
+      fail: {
+        parameters: ["i32"],
+        run([code]) {
+          throw new Error(`asked to fail with ${code}`);
+        },
+      },
+    },
+  },
+  failing: { name: "fail", parameters: ["i32"], args: [{ kind: "i32", value: 9 }] },
+});

@@ -1211,6 +1211,10 @@ export function describeAddressSpaceContract(
 
 export { describeStreamContract, type StreamContractOptions } from "./stream-contract.js";
 export {
+  describeStreamFailureContract,
+  type StreamFailureContractOptions,
+} from "./stream-contract-failures.js";
+export {
   CUDA_BROKEN_MODULE,
   CUDA_STANDARD_KERNELS,
   MOCK_STANDARD_KERNELS,

@@ -27,5 +27,5 @@ export interface StreamContext {
    */
   resolve(value: unknown, argument: string, operation: string, writable: boolean): ResolvedBuffer;
   /** `promise`, settled by close() with a StateError if the backend has not settled it by then. */
-  settleOnClose<T>(promise: Promise<T>): Promise<T>;
+  settleOnClose<T, U = T>(promise: Promise<T>, then?: (value: T) => U): Promise<U>;
 }

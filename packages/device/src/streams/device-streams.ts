@@ -74,14 +74,21 @@ export class DeviceStreams implements StreamContext {
     );
   }
 
-  settleOnClose<T>(promise: Promise<T>): Promise<T> {
-    return new PromiseIntrinsic<T>((resolve, reject) => {
+  settleOnClose<T, U = T>(promise: Promise<T>, then?: (value: T) => U): Promise<U> {
+    const settled = new PromiseIntrinsic<U>((resolve, reject) => {
       const rejecter = (error: Error) => reject(error);
       this.#unsettled.add(rejecter);
       reflectApply(promiseThen, promise, [
         (value: T) => {
           this.#unsettled.delete(rejecter);
-          resolve(value);
+          if (then === undefined) resolve(value as unknown as U);
+          else {
+            try {
+              resolve(then(value));
+            } catch (error) {
+              reject(error);
+            }
+          }
         },
         (error: unknown) => {
           this.#unsettled.delete(rejecter);
@@ -89,6 +96,9 @@ export class DeviceStreams implements StreamContext {
         },
       ]);
     });
+    // Marked handled: a rejection the caller awaits later, or never, must not end the process.
+    reflectApply(promiseThen, settled, [undefined, () => {}]);
+    return settled;
   }
 
   /** A new stream (`device.newStream()`). */

@@ -76,9 +76,12 @@ export class StreamEvent {
     checkEvent(this, "done()");
     if (this.#completed) return Promise.resolve();
     this.#context.checkOpen("done()");
-    if (this.#released || this.#native === undefined)
-      return Promise.reject(releasedObject("done()", "event"));
-    return this.#context.settleOnClose(this.#native.done()).then(() => this.#complete());
+    if (this.#released || this.#native === undefined) {
+      const refused = Promise.reject(releasedObject("done()", "event"));
+      refused.catch(() => {}); // marked handled, as every promise of a stream is
+      return refused;
+    }
+    return this.#context.settleOnClose(this.#native.done(), () => this.#complete());
   }
 
   /** Waits on this thread until the work before it has run. */

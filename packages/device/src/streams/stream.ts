@@ -354,7 +354,7 @@ export class Stream {
   done(): Promise<void> {
     const { context, core } = checkedSetup(this, "done()");
     const position = core.position;
-    return context.settleOnClose(core.native.done()).then(() => core.reached(position));
+    return context.settleOnClose(core.native.done(), () => core.reached(position));
   }
 
   /** Waits on this thread until everything enqueued so far has run. */

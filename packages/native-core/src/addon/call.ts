@@ -75,7 +75,10 @@ export function callNative<T>(body: () => T): T {
  * `NuvecError` class, as {@link callNative} does for what a call throws.
  */
 export function typedPromise<T>(promise: Promise<T>): Promise<T> {
-  return promise.catch((error: unknown) => {
+  const typed = promise.catch((error: unknown) => {
     throw typedError(error);
   });
+  // Marked handled: a rejection the caller awaits later, or never, must not end the process.
+  typed.catch(() => {});
+  return typed;
 }
