@@ -102,6 +102,22 @@ describeOnHost("Device streams (host backend)", () => {
     expect(device.memoryStats().cache).toBe(4 * KIB + 256);
   });
 
+  it("under the segments policy a block is reached through its segment, at its offset", async () => {
+    using device = Device.open({ safetyNet: false, policy: "segments" });
+    using module = device.loadModule({ host: library });
+    const stream = device.newStream();
+    const [first, second] = [device.malloc(4 * 64), device.malloc(4 * 64)];
+    stream.launch(module.kernel("fill"), shape, [first, { f32: 3 }, { u32: 64 }]);
+    stream.write(second, new Float32Array(64).fill(5));
+    stream.launch(module.kernel("add"), shape, [{ buffer: second, offset: 128 }, first, second, { u32: 8 }]);
+    await stream.done();
+    // Host reads go through each block's own range: the same memory the stream wrote through the segment.
+    expect(floats(first.read(0, 16))).toEqual([3, 3, 3, 3]);
+    expect(floats(second.read(128, 16))).toEqual([8, 8, 8, 8]);
+    expect(floats(second.read(0, 16))).toEqual([5, 5, 5, 5]);
+    expect(floats(await stream.read(second, 124, 8))).toEqual([5, 8]);
+  });
+
   it("close with work queued (a sleeping kernel) settles every promise and gives everything back", async () => {
     const device = Device.open({ safetyNet: false });
     const module = device.loadModule({ host: library });

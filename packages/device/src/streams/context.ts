@@ -5,10 +5,16 @@ import type { NativeAllocation } from "@nuvec/metal-native";
 import type { BufferState } from "../device-buffer.js";
 import type { StreamOrder } from "./order.js";
 
-/** A buffer argument, checked: its state (a mapped file has none), the backend's allocation, its length. */
+/**
+ * A buffer argument, checked: its state (a mapped file has none), the allocation the backend is given, where
+ * the buffer begins in it (`base`), and the buffer's length. Under the segments policy the allocation is the
+ * block's segment and `base` the block's offset in it: every backend's streams take whole buffers, and the
+ * segment's memory is what the block is.
+ */
 export interface ResolvedBuffer {
   readonly state: BufferState | undefined;
   readonly native: NativeAllocation | undefined;
+  readonly base: number;
   readonly length: number;
 }
 

@@ -1,9 +1,9 @@
 // A Device's streams, modules and events, and the context they share (context.ts): what device.newStream(),
 // defaultStream, loadModule(), synchronize() and close() do for streams. The Device holds one and adds thin
 // methods over it.
-import type { NativeBackend, NativeModuleSource } from "@nuvec/metal-native";
+import type { NativeBackend, NativeBuffer, NativeModuleSource } from "@nuvec/metal-native";
 import { describeValue, type Teardown } from "@nuvec/stats";
-import { bufferState, isDeviceBuffer } from "../device-buffer.js";
+import { type BufferState, bufferState, isDeviceBuffer } from "../device-buffer.js";
 import { bufferFreed, deviceClosed, foreignBuffer, mappingFreed } from "../errors.js";
 import { isMappedFile, mappedFileState } from "../mapped-file.js";
 import type { ResolvedBuffer, StreamContext } from "./context.js";
@@ -19,6 +19,20 @@ import { StreamCore } from "./stream-core.js";
 const PromiseIntrinsic = Promise;
 const promiseThen = Promise.prototype.then;
 const reflectApply = Reflect.apply;
+
+/**
+ * The segment and offset of a block the segments policy handed out (the allocation's record), or
+ * `undefined` for a buffer of its own (the size-class policies, a 0-byte buffer).
+ */
+function blockOf(state: BufferState): { segment: { buffer: NativeBuffer }; offset: number } | undefined {
+  if (state.allocation.buffer === undefined) return undefined;
+  const record = (
+    state.allocation as { readonly record?: { segment?: { buffer?: unknown }; offset?: unknown } }
+  ).record;
+  const segment = record?.segment;
+  if (segment?.buffer === undefined || typeof record?.offset !== "number") return undefined;
+  return record as { segment: { buffer: NativeBuffer }; offset: number };
+}
 
 /** @internal The stream side of one Device. */
 export class DeviceStreams implements StreamContext {
@@ -58,14 +72,18 @@ export class DeviceStreams implements StreamContext {
       if (value.device !== this.device) throw foreignBuffer(operation);
       const state = bufferState(value);
       if (!state.live) throw bufferFreed(operation);
-      return { state, native: state.allocation.buffer, length: state.allocation.length };
+      const block = blockOf(state);
+      if (block !== undefined) {
+        return { state, native: block.segment.buffer, base: block.offset, length: state.allocation.length };
+      }
+      return { state, native: state.allocation.buffer, base: 0, length: state.allocation.length };
     }
     if (isMappedFile(value)) {
       if (writable) throw badArgument(operation, argument, "is a mapped file: it is a source only");
       if (value.device !== this.device) throw foreignBuffer(operation);
       const state = mappedFileState(value);
       if (!state.live) throw mappingFreed(operation);
-      return { state: undefined, native: state.native, length: state.native.length };
+      return { state: undefined, native: state.native, base: 0, length: state.native.length };
     }
     throw badArgument(
       operation,

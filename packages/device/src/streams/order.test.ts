@@ -1,9 +1,11 @@
 // Stream-ordered free on the mock with manual completion: what a free does with a buffer used on no, one or
 // several streams, the waits a reuse on another stream gets, the host waits of host uses and releases, and
 // the figures (single-stream work has exactly the figures of work without streams).
+
+import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
-import { mockStreamOf, runStream, streamDevice } from "../../test/streams-support.js";
-import type { Device, DeviceBuffer } from "../index.js";
+import { addBias, mockStreamOf, runStream, streamDevice } from "../../test/streams-support.js";
+import { Device, type DeviceBuffer } from "../index.js";
 
 const KIB = 1024;
 
@@ -181,7 +183,7 @@ describe("stream-ordered free", () => {
       seen.push({ cacheHits, cacheMisses, systemReleases, liveBuffers });
       return seen;
     };
-    for (const policy of ["mlx", "bounded"] as const) {
+    for (const policy of ["mlx", "bounded", "segments"] as const) {
       const plain = streamDevice("manual", { policy });
       const streamed = streamDevice("manual", { policy });
       expect(run(streamed.device, true)).toEqual(run(plain.device, false));
@@ -189,4 +191,37 @@ describe("stream-ordered free", () => {
       streamed.device.close();
     }
   });
+});
+
+describe("streams under the segments policy", () => {
+  for (const expandable of [false, true]) {
+    it(`reach a block through its segment at the block's offset${expandable ? " (one expandable segment)" : ""}`, async () => {
+      const mock = new MockBackend({
+        streams: { completion: "auto" },
+        ...(expandable ? { mapGranularity: 2 * 1024 * KIB } : {}),
+      });
+      const device = Device.open({ backend: mock, policy: "segments", safetyNet: false });
+      const stream = device.newStream();
+      const kernel = device.loadModule({ mock: { addBias } }).kernel("addBias");
+      const [first, second] = [device.malloc(3 * KIB), device.malloc(5 * KIB)];
+      stream.write(first, new Uint8Array(16).fill(1));
+      stream.write(
+        second,
+        Uint8Array.from({ length: 16 }, (_, i) => i),
+      );
+      stream.launch(kernel, { grid: [1], block: [1] }, [
+        { buffer: first, offset: 8 },
+        second,
+        { u64: 10n },
+        { u32: 4 },
+      ]);
+      stream.copy(second, first, { targetOffset: 100, length: 12 });
+      // Read back through the stream (test/host-streams.test.ts reads through the blocks' ranges on the host).
+      expect([...(await stream.read(first, 0, 12))]).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 10, 11, 12, 13]);
+      expect([...(await stream.read(second, 0, 4))]).toEqual([0, 1, 2, 3]);
+      expect([...(await stream.read(second, 100, 12))]).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 10, 11, 12, 13]);
+      device.close();
+      expect(mock.counters().bufferBytes).toBe(0);
+    });
+  }
 });

@@ -177,7 +177,9 @@ export class Stream {
       }
       const { resolved, offset } = this.#bufferArgument(context, value, argument);
       if (resolved.state !== undefined) states.push(resolved.state);
-      natives.push(Object.freeze({ kind: "buffer", buffer: resolved.native!, offset }));
+      natives.push(
+        Object.freeze({ kind: "buffer", buffer: resolved.native!, offset: resolved.base + offset }),
+      );
     }
     this.#enqueue(core, states, () => core.native.launch(parts.native, checkedShape, Object.freeze(natives)));
   }
@@ -236,7 +238,9 @@ export class Stream {
       );
     }
     if (bytes.byteLength === 0) return;
-    this.#enqueue(core, [target.state!], () => core.native.write(target.native as never, offset, bytes));
+    this.#enqueue(core, [target.state!], () =>
+      core.native.write(target.native as never, target.base + offset, bytes),
+    );
   }
 
   /**
@@ -255,7 +259,7 @@ export class Stream {
     if (count === 0) return Promise.resolve(new Uint8Array(0));
     let promise: Promise<Uint8Array> | undefined;
     this.#enqueue(core, source.state === undefined ? [] : [source.state], () => {
-      promise = core.native.read(source.native!, offset, count);
+      promise = core.native.read(source.native!, source.base + offset, count);
     });
     return context.settleOnClose(promise!);
   }
@@ -299,10 +303,11 @@ export class Stream {
         `${length} bytes do not fit at offset ${targetOffset} of a ${to.length}-byte target`,
       );
     }
+    const [targetStart, sourceStart] = [to.base + targetOffset, from.base + sourceOffset];
     if (
       to.native === from.native &&
-      targetOffset < sourceOffset + length &&
-      sourceOffset < targetOffset + length
+      targetStart < sourceStart + length &&
+      sourceStart < targetStart + length
     ) {
       throw badArgument(operation, "options", "the source and target spans of one buffer overlap");
     }
@@ -310,7 +315,7 @@ export class Stream {
     const states = [to.state!];
     if (from.state !== undefined && from.state !== to.state) states.push(from.state);
     this.#enqueue(core, states, () =>
-      core.native.copy(to.native as never, targetOffset, from.native!, sourceOffset, length),
+      core.native.copy(to.native as never, targetStart, from.native!, sourceStart, length),
     );
   }
 

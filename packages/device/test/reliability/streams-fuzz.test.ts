@@ -96,9 +96,23 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("clearCache" as const) }) },
 );
 
-function memoryOf(buffer: DeviceBuffer): object {
-  return bufferState(buffer).allocation.buffer as object;
+const segmentIds = new WeakMap<object, number>();
+
+/**
+ * The memory a buffer is, for the safety ledger: its system buffer, or under the segments policy its block's
+ * segment and offset (ranges are new objects for every block, the memory is the segment's).
+ */
+function memoryOf(buffer: DeviceBuffer): unknown {
+  const allocation = bufferState(buffer).allocation as {
+    buffer: object | undefined;
+    record?: { segment?: { buffer?: object }; offset?: number };
+  };
+  const segment = allocation.record?.segment?.buffer;
+  if (segment === undefined || allocation.record?.offset === undefined) return allocation.buffer;
+  if (!segmentIds.has(segment)) segmentIds.set(segment, nextSegmentId++);
+  return `${segmentIds.get(segment)}@${allocation.record.offset}`;
 }
+let nextSegmentId = 0;
 
 const tally = { runs: 0, steps: 0, heldFrees: 0, fencedReuses: 0, pendingAtClose: 0 };
 
@@ -118,7 +132,7 @@ function step(model: StreamsModel, kernel: Kernel, c: Command, promises: Promise
       const buffer = device.malloc(bytes);
       const shadow = model.shadow.malloc(bytes);
       live.push({ buffer, shadow, owner: model.nextOwner(), streams: new Set() });
-      const memory = bufferState(buffer).allocation.buffer;
+      const memory = memoryOf(buffer);
       if (model.ops.some((op) => !op.ran && op.memory === memory)) tally.fencedReuses += 1;
       return;
     }
@@ -209,7 +223,7 @@ function step(model: StreamsModel, kernel: Kernel, c: Command, promises: Promise
   }
 }
 
-async function run(commands: Command[], policy: "mlx" | "bounded"): Promise<void> {
+async function run(commands: Command[], policy: "mlx" | "bounded" | "segments"): Promise<void> {
   const mock = new MockBackend({ streams: { completion: "manual" } });
   const device = Device.open({ backend: mock, policy, safetyNet: false });
   const shadow = Device.open({ backend: new MockBackend(), policy, safetyNet: false });
@@ -255,7 +269,7 @@ const maxCommands = budget("NUVEC_STREAMS_FUZZ_COMMANDS", 120, 300);
 sectionFigures("streams-fuzz", tally);
 
 describe("streams fuzz (mock, manual completion)", () => {
-  for (const policy of ["mlx", "bounded"] as const) {
+  for (const policy of ["mlx", "bounded", "segments"] as const) {
     it(`every figure, streamPending and memory safety after every step (${policy})`, async () => {
       const seed = Number(process.env.NUVEC_FUZZ_SEED);
       const path = process.env.NUVEC_FUZZ_PATH;

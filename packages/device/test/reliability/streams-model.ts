@@ -28,7 +28,7 @@ interface HeldFree {
 /** One launch of the tag kernel: whose it is, on which memory, and whether it ran. */
 export interface TagOp {
   readonly owner: number;
-  readonly memory: object;
+  readonly memory: unknown;
   ran: boolean;
 }
 
@@ -45,7 +45,7 @@ export class StreamsModel {
   /** Every tag launch, by its number (the kernel's second argument). */
   readonly ops: TagOp[] = [];
   /** For each memory (native buffer), the newest owner whose work or host use touched it. */
-  readonly newest = new Map<object, number>();
+  readonly newest = new Map<unknown, number>();
   violations: string[] = [];
 
   constructor(device: Device, shadow: Device, mock: MockBackend) {
@@ -61,7 +61,7 @@ export class StreamsModel {
   }
 
   /** Work of `owner` runs (or a host use happens) on `memory`: an older owner after a newer one is a violation. */
-  touch(memory: object, owner: number, what: string): void {
+  touch(memory: unknown, owner: number, what: string): void {
     const newest = this.newest.get(memory) ?? 0;
     if (owner < newest)
       this.violations.push(`${what}: owner ${owner} after owner ${newest} on the same memory`);
@@ -69,7 +69,7 @@ export class StreamsModel {
   }
 
   /** A host use by `owner`: no launch of an older owner on the memory may still be pending. */
-  hostUse(memory: object, owner: number, what: string): void {
+  hostUse(memory: unknown, owner: number, what: string): void {
     for (const op of this.ops) {
       if (!op.ran && op.memory === memory && op.owner < owner) {
         this.violations.push(
