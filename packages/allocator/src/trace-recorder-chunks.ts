@@ -135,3 +135,78 @@ export function wordsToNdjson(words: Float64Array, length: number, tables: Trace
   }
   return text;
 }
+
+/**
+ * NDJSON bytes of chunks, written into one buffer that is reused (grown when a chunk needs more): the same
+ * lines as {@link wordsToNdjson}, with no string made for the common events (what a file writer wants: no
+ * garbage for the collector).
+ */
+export class NdjsonEncoder {
+  #bytes = new Uint8Array(1 << 20);
+  #at = 0;
+  readonly #text = new TextEncoder();
+
+  /** The NDJSON bytes of `words[0, length)`: a view of the encoder's buffer, valid until the next call. */
+  encode(words: Float64Array, length: number, tables: TraceTables): Uint8Array {
+    this.#at = 0;
+    for (let at = 0; at < length; ) {
+      const first = words[at] as number;
+      const tag = first % 16;
+      const id = (first - tag) / 16;
+      const after = WORDS_AFTER[tag] as number;
+      if (tag === Tag.Allocate || tag === Tag.AllocateLabelled || tag === Tag.Free) {
+        this.#room(64);
+        this.#ascii(tag === Tag.Free ? '["f",' : '["a",');
+        this.#integer(id);
+        if (tag !== Tag.Free) {
+          this.#byte(44);
+          this.#integer(words[at + 1] as number);
+          if (tag === Tag.AllocateLabelled) {
+            this.#byte(44);
+            this.#integer(words[at + 2] as number);
+          }
+        }
+        this.#byte(93);
+        this.#byte(10);
+      } else {
+        decodeWords(words.subarray(at, at + 1 + after), 1 + after, tables, (event) => {
+          const line = `${JSON.stringify(event)}\n`;
+          this.#room(line.length * 3);
+          this.#at += this.#text.encodeInto(line, this.#bytes.subarray(this.#at)).written;
+        });
+      }
+      at += 1 + after;
+    }
+    return this.#bytes.subarray(0, this.#at);
+  }
+
+  #room(count: number): void {
+    if (this.#at + count <= this.#bytes.length) return;
+    let size = this.#bytes.length * 2;
+    while (size < this.#at + count) size *= 2;
+    const grown = new Uint8Array(size);
+    grown.set(this.#bytes.subarray(0, this.#at));
+    this.#bytes = grown;
+  }
+
+  #byte(value: number): void {
+    this.#bytes[this.#at++] = value;
+  }
+
+  #ascii(text: string): void {
+    for (let index = 0; index < text.length; index++) this.#bytes[this.#at++] = text.charCodeAt(index);
+  }
+
+  /** A non-negative safe integer's digits. */
+  #integer(value: number): void {
+    if (value < 10) {
+      this.#bytes[this.#at++] = 48 + value;
+      return;
+    }
+    let digits = 0;
+    for (let rest = value; rest >= 1; rest = Math.floor(rest / 10)) digits++;
+    let end = this.#at + digits;
+    this.#at = end;
+    for (let rest = value; rest >= 1; rest = Math.floor(rest / 10)) this.#bytes[--end] = 48 + (rest % 10);
+  }
+}

@@ -178,3 +178,54 @@ describe("TraceValidator: marks, labels and stacks", () => {
     ]);
   });
 });
+
+describe("TraceRecorder's NDJSON bytes", () => {
+  it("are the bytes of the NDJSON text, for every kind, and the chunk is reused", () => {
+    const chunks: Float64Array[] = [];
+    const texts: string[] = [];
+    const recorder: TraceRecorder = new TraceRecorder("bytes", undefined, {
+      sink: (words, length) => {
+        chunks.push(words);
+        const text = recorder.ndjsonOf(words, length);
+        const bytes = recorder.ndjsonBytesOf(words, length);
+        expect(new TextDecoder().decode(bytes)).toBe(text);
+        texts.push(text);
+      },
+    });
+    const objects = Array.from({ length: 3 }, () => ({}));
+    recorder.allocate(objects[0] as object, 0);
+    recorder.allocate(objects[1] as object, 9_007_199_254_740_991, "é \u2028 \"quoted\"");
+    recorder.allocate(objects[2] as object, 1_000_000, undefined, "at f\nat g");
+    recorder.map({}, 10, "/a/b");
+    recorder.limit("wired", 5);
+    recorder.clearCache();
+    recorder.resetPeak();
+    recorder.mark("step 1");
+    recorder.quarantine(objects[2] as object);
+    recorder.giveBack(objects[2] as object);
+    recorder.free(objects[1] as object);
+    for (let index = 0; index < CHUNK_WORDS; index++) recorder.allocate({}, index * 12_345);
+    recorder.finish();
+    expect(chunks.length).toBe(3);
+    // The first chunk, given back, is written into again.
+    expect(chunks[2]).toBe(chunks[0]);
+    const lines = parse(texts.join(""));
+    expect(lines.slice(0, 14)).toEqual([
+      ["a", 0, 0],
+      ["n", 0, "é \u2028 \"quoted\""],
+      ["a", 1, 9_007_199_254_740_991, 0],
+      ["s", 0, ["at f", "at g"]],
+      ["a", 2, 1_000_000, null, 0],
+      ["n", 1, "/a/b"],
+      ["m", 0, 10, 1],
+      ["l", "wired", 5],
+      ["c"],
+      ["p"],
+      ["k", "step 1"],
+      ["q", 2],
+      ["r", 2],
+      ["f", 1],
+    ]);
+    expect(lines.at(-1)).toEqual(["a", CHUNK_WORDS + 2, (CHUNK_WORDS - 1) * 12_345]);
+  });
+});

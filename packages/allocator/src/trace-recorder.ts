@@ -2,7 +2,14 @@
 // compact form of trace-recorder-chunks.ts (no JavaScript object per event, so a long trace costs the collector
 // nothing), or handed on chunk by chunk to a sink (a file writer) and not kept. An optional limit of events
 // ends the recording when reached: the trace keeps what came before, and its header says so.
-import { CHUNK_WORDS, decodeWords, Tag, type TraceTables, wordsToNdjson } from "./trace-recorder-chunks.js";
+import {
+  CHUNK_WORDS,
+  decodeWords,
+  NdjsonEncoder,
+  Tag,
+  type TraceTables,
+  wordsToNdjson,
+} from "./trace-recorder-chunks.js";
 import type { Trace, TraceAllocatorSetup, TraceEvent, TraceHeader, TraceOpening } from "./trace-format.js";
 
 /** What a {@link TraceRecorder} does beyond keeping every event. */
@@ -24,6 +31,8 @@ export interface TraceRecorderOptions {
 }
 
 const LIMIT_CODES = { memory: 0, cache: 1, wired: 2 } as const;
+// Chunks given back by a sink and kept for reuse.
+const SPARE_CHUNKS = 8;
 
 /**
  * Records events while a trace is running; ids are dense, in allocation (and mapping) order. Memory: 8 to
@@ -40,7 +49,10 @@ export class TraceRecorder {
   // Sealed chunks (kept without a sink) and their lengths in words; the chunk being written.
   readonly #chunks: Float64Array[] = [];
   readonly #lengths: number[] = [];
-  #words = new Float64Array(CHUNK_WORDS);
+  #words: Float64Array = new Float64Array(CHUNK_WORDS);
+  // Chunks a sink gave back (ndjsonBytesOf), written into again; the encoder of their bytes.
+  readonly #spare: Float64Array[] = [];
+  #encoder: NdjsonEncoder | undefined;
   #used = 0;
   #events = 0;
   #limitReached = false;
@@ -274,13 +286,25 @@ export class TraceRecorder {
       this.#chunks.push(this.#words);
       this.#lengths.push(this.#used);
     }
-    this.#words = new Float64Array(CHUNK_WORDS);
+    this.#words = this.#spare.pop() ?? new Float64Array(CHUNK_WORDS);
     this.#used = 0;
   }
 
   /** The NDJSON lines of a chunk the sink was given (each line ended by a newline). */
   ndjsonOf(words: Float64Array, length: number): string {
     return wordsToNdjson(words, length, this.#tables);
+  }
+
+  /**
+   * The NDJSON bytes of a chunk the sink was given, as {@link ndjsonOf}: a view of a buffer the recorder
+   * reuses, valid until the next call. The chunk goes back to the recorder, which writes its next events
+   * into it (no new chunk for the collector to account for).
+   */
+  ndjsonBytesOf(words: Float64Array, length: number): Uint8Array {
+    this.#encoder ??= new NdjsonEncoder();
+    const bytes = this.#encoder.encode(words, length, this.#tables);
+    if (this.#spare.length < SPARE_CHUNKS) this.#spare.push(words);
+    return bytes;
   }
 
   /**

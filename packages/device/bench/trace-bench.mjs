@@ -29,7 +29,8 @@ function resident() {
   globalThis.gc();
   globalThis.gc();
   const usage = process.memoryUsage();
-  return { heap: usage.heapUsed, external: usage.external + usage.arrayBuffers, rss: usage.rss };
+  return { heap: usage.heapUsed, // `external` includes the typed arrays' memory (`arrayBuffers`).
+    external: usage.external, rss: usage.rss };
 }
 
 // 1. Resident bytes per event: malloc + free pairs of a few sizes, two events each.
@@ -60,9 +61,9 @@ async function decode(mode) {
   });
   globalThis.gc();
   observer.observe({ entryTypes: ["gc"] });
-  const file = join(folder, "decode.ndjson.gz");
+  const file = join(folder, mode === "plain" ? "decode.ndjson" : "decode.ndjson.gz");
   if (mode === "memory") device.startTrace({ name: "decode" });
-  if (mode === "file") device.startTrace({ name: "decode", file });
+  if (mode === "file" || mode === "plain") device.startTrace({ name: "decode", file });
   const started = performance.now();
   const step = [];
   for (let index = 0; index < STEPS; index++) {
@@ -78,14 +79,16 @@ async function decode(mode) {
   observer.disconnect();
   const max = Math.max(0, ...pauses);
   const events = trace?.header.events ?? 0;
-  const size = mode === "file" ? `, file ${(statSync(file).size / 1024 ** 2).toFixed(1)} MiB` : "";
+  const size = mode === "file" || mode === "plain" ? `, file ${(statSync(file).size / 1024 ** 2).toFixed(1)} MiB` : "";
   console.log(
     `decode ${STEPS} steps, trace ${mode}: ${events} events, ${elapsed.toFixed(0)} ms, ${pauses.length} GCs, ` +
       `longest ${max.toFixed(1)} ms, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms${size}`,
   );
   device.close();
 }
-for (const mode of ["none", "memory", "file"]) await decode(mode);
+const modes = process.argv.includes("--decode-only") ? process.argv.slice(process.argv.indexOf("--decode-only") + 1) : ["none", "memory", "file"];
+for (const mode of modes) await decode(mode);
+if (process.argv.includes("--decode-only")) process.exit(0);
 
 // 3. A malloc + free pair, ns (best of three runs of 200,000; 20,000 under stacks).
 async function pair(label, options, mallocOptions, count = 200_000) {

@@ -24,7 +24,7 @@ export class TraceFileWriter {
   readonly #gzip: boolean;
   readonly #fs: typeof import("node:fs");
   readonly #zlib: Zlib | undefined;
-  readonly #pending: (() => string)[] = [];
+  readonly #pending: (() => Uint8Array)[] = [];
   #scheduled = false;
   #error: unknown;
   #closed = false;
@@ -72,7 +72,7 @@ export class TraceFileWriter {
 
   /** Writes `text` now; a failure closes the file and is thrown (`SystemCallError`). For the header line. */
   writeNow(text: string, operation: string): void {
-    this.#write(text);
+    this.#write(new TextEncoder().encode(text));
     if (this.#error !== undefined) {
       const error = this.#error;
       this.#closeQuietly();
@@ -81,10 +81,10 @@ export class TraceFileWriter {
   }
 
   /**
-   * Queues the text `lines()` makes, written after the program yields, or now when PENDING_CHUNKS are
+   * Queues the NDJSON bytes `lines()` makes (valid until its next call), written after the program yields, or now when PENDING_CHUNKS are
    * waiting already.
    */
-  enqueue(lines: () => string): void {
+  enqueue(lines: () => Uint8Array): void {
     if (this.#closed || this.#error !== undefined) return;
     this.#pending.push(lines);
     // Nothing is written before the header (a long opening fills chunks while the trace is made).
@@ -101,7 +101,7 @@ export class TraceFileWriter {
   /** Writes what waits. Never throws: a failure is kept for close(). */
   #drain(): void {
     while (this.#pending.length > 0 && !this.#closed) {
-      const lines = this.#pending.shift() as () => string;
+      const lines = this.#pending.shift() as () => Uint8Array;
       if (this.#error === undefined) {
         try {
           this.#write(lines());
@@ -112,10 +112,10 @@ export class TraceFileWriter {
     }
   }
 
-  #write(text: string): void {
+  #write(lines: Uint8Array): void {
     if (this.#error !== undefined) return;
     try {
-      const bytes = this.#zlib === undefined ? Buffer.from(text) : this.#zlib.gzipSync(text, { level: 6 });
+      const bytes = this.#zlib === undefined ? lines : this.#zlib.gzipSync(lines, { level: 6 });
       let offset = 0;
       while (offset < bytes.length) offset += this.#fs.writeSync(this.#fd, bytes, offset);
       this.written += bytes.length;

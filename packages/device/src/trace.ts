@@ -76,13 +76,15 @@ export class DeviceTrace extends TraceRecorder {
     file: TraceFileWriter | undefined,
   ) {
     const frames = options.stacks ?? 0;
+    // The sink's bytes are made when the file writer drains, which is never before the header is written
+    // (after this constructor): `this` is read only then.
     super(options.name, opening, {
       ...(options.limit === undefined ? {} : { limit: options.limit }),
       ...(file === undefined
         ? {}
         : {
             sink: (words: Float64Array, length: number) =>
-              file.enqueue(() => (this as DeviceTrace).ndjsonOf(words, length)),
+              file.enqueue(() => (this as DeviceTrace).ndjsonBytesOf(words, length)),
           }),
       header: {
         ...(file === undefined ? {} : { file: options.file }),
