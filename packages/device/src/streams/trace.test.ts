@@ -9,7 +9,7 @@ import type { DeviceBuffer } from "../index.js";
 const KIB = 1024;
 
 describe("a trace of multi-stream work on the mock", () => {
-  for (const policy of ["mlx", "bounded"] as const) {
+  for (const policy of ["mlx", "bounded", "segments"] as const) {
     it(`replays to the Device's figures exactly (${policy})`, () => {
       const { device, mock } = streamDevice("manual", { policy });
       const streams = [device.newStream(), device.newStream(), device.newStream()];
