@@ -151,7 +151,8 @@ describe("exception-safe trimming and release", () => {
   });
 
   it("a malloc whose trim after the allocation throws is refused and changes no figure", () => {
-    // MLX's policy: the bounded one would lend the cached 2 MiB buffer to the 1 MiB request below.
+    // MLX's policy: the bounded one would release cached buffers to its bound before the miss below (0 + 5 +
+    // 1 MiB over 1.2 × 3 MiB), not in the trim after it.
     const { source, allocator } = make({ policy: "mlx" });
     const a = allocator.malloc(1 * MiB);
     const b = allocator.malloc(2 * MiB);
