@@ -10,8 +10,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NativeKernelArgument, NativeStream } from "@nuvec/native-core";
 import { describeStreamContract, elementsShape } from "@nuvec/native-core/contract";
-import { FormatError, StateError, SystemCallError } from "@nuvec/stats";
+import { ArgumentError, FormatError, StateError, SystemCallError } from "@nuvec/stats";
 import { afterAll, describe, expect, it } from "vitest";
+import type { AddonBuffer } from "../../native-core/src/addon/buffer.js";
+import { AddonBufferRange } from "../../native-core/src/addon/buffer-range.js";
 import { reportOf, runInChild } from "../../native-core/test/child.js";
 import { openNativeBackendFile } from "../src/addon/loader.js";
 import { loadNativeBackend } from "../src/index.js";
@@ -312,6 +314,41 @@ describe.runIf(linux)("host streams: what only the host does", () => {
     }
     stream.release();
     module?.release();
+  });
+
+  it("takes a range made in TypeScript (CUDA's kind) as its segment from the range's offset", async () => {
+    const backend = loadNativeBackend();
+    const stream = backend.newStream?.() as NativeStream;
+    const module = backend.loadModule?.({ host: kernelsPath });
+    const scale = module?.kernel("scale", ["buffer", "f32", "u32"]) as never;
+    const segment = backend.newBuffer(256) as never as AddonBuffer;
+    const range = new AddonBufferRange(segment, 64, 32);
+    stream.write(segment as never, 0, new Uint8Array(256));
+    stream.write(range, 0, new Uint8Array(Float32Array.of(1, 2, 3, 4, 5, 6, 7, 8).buffer));
+    stream.launch(scale, elementsShape(4), [{ kind: "buffer", buffer: range, offset: 16 }, f32(10), u32(4)]);
+    const other = backend.newBuffer(32);
+    stream.copy(other, 0, range, 0, 32);
+    const expected = [1, 2, 3, 4, 50, 60, 70, 80];
+    expect([...new Float32Array((await stream.read(range, 0, 32)).buffer)]).toEqual(expected);
+    expect([...new Float32Array((await stream.read(other, 0, 32)).buffer)]).toEqual(expected);
+    const whole = new Float32Array((await stream.read(segment as never, 0, 256)).buffer);
+    expect([...whole.subarray(16, 24)]).toEqual(expected);
+    expect(
+      whole.subarray(0, 16).every((value) => value === 0) && whole.subarray(24).every((value) => value === 0),
+    ).toBe(true);
+    // Spans are the range's, not the segment's.
+    expect(() => stream.write(range, 30, new Uint8Array(3))).toThrow(ArgumentError);
+    expect(() => stream.read(range, 0, 33)).toThrow(ArgumentError);
+    expect(() => stream.copy(other, 0, range, 8, 32)).toThrow(ArgumentError);
+    expect(() =>
+      stream.launch(scale, elementsShape(1), [{ kind: "buffer", buffer: range, offset: 33 }, f32(1), u32(1)]),
+    ).toThrow(ArgumentError);
+    range.release();
+    expect(() => stream.read(range, 0, 4)).toThrow(StateError);
+    stream.release();
+    module?.release();
+    other.release();
+    (segment as never as { release(): void }).release();
   });
 
   it("a released stream refuses calls; its handle keeps its id", () => {

@@ -11,6 +11,13 @@ import type { AddonBuffer } from "./buffer.js";
  * cannot address) copy through the segment's handle at the offset. `contents()` is refused where the CPU
  * cannot address the memory; elsewhere the subclass of the backend says how a view of the range is made.
  */
+let hasRangeBrand: (value: object) => boolean;
+
+/** @internal Whether `value` is a range an addon backend made in TypeScript (a brand check, not `instanceof`). */
+export function isAddonBufferRange(value: unknown): value is AddonBufferRange {
+  return typeof value === "object" && value !== null && hasRangeBrand(value);
+}
+
 export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHandle>
   implements NativeBuffer
 {
@@ -22,6 +29,10 @@ export class AddonBufferRange<Handle extends NativeMemoryHandle = NativeMemoryHa
   /** Where the range begins in the segment. */
   readonly offset: number;
   #released = false;
+
+  static {
+    hasRangeBrand = (value) => #released in value;
+  }
 
   /** Made by a backend's `newBufferRange` (arguments checked there). */
   constructor(segment: AddonBuffer<Handle>, offset: number, length: number) {

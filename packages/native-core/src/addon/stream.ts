@@ -3,6 +3,7 @@
 // kinds against the kernel's parameters); the addon checks again for memory safety, enqueues nothing when a
 // call throws, and keeps every allocation an operation names until the operation has run.
 import { ArgumentError } from "@nuvec/stats";
+import { checkReadSpan, checkWriteSpan } from "../arguments.js";
 import { lookAlike, releasedError } from "../errors.js";
 import type {
   NativeEvent,
@@ -12,11 +13,22 @@ import type {
   NativeStream,
 } from "../streams.js";
 import type { NativeAllocation, NativeBuffer } from "../types.js";
+import { isAddonBufferRange } from "./buffer-range.js";
 import { callNative, typedPromise } from "./call.js";
 import { isAddonKernel } from "./module.js";
 import type { AddonOwner } from "./owner.js";
-import { ownedHandle } from "./ownership.js";
-import type { RawEventHandle, RawKernelArgument, RawStreamHandle } from "./raw.js";
+import { type AllocationKind, ownedHandle } from "./ownership.js";
+import type { RawAllocationHandle, RawEventHandle, RawKernelArgument, RawStreamHandle } from "./raw.js";
+
+/** Where an argument's bytes are for the addon: a handle, and where the argument begins in it. */
+interface Resolved {
+  readonly raw: RawAllocationHandle;
+  /** 0 for a buffer or mapped file; a range's offset in its segment. */
+  readonly base: number;
+  /** The argument's own length. */
+  readonly length: number;
+  readonly range: boolean;
+}
 
 let hasStreamBrand: (value: object) => boolean;
 let hasEventBrand: (value: object) => boolean;
@@ -79,6 +91,25 @@ export class AddonStream implements NativeStream {
     return this.#released;
   }
 
+  /**
+   * The addon's handle for `value`: a buffer or mapped file of this backend, or a range of one of its buffers
+   * made in TypeScript (`newBufferRange` where the backend makes ranges without a native object), which is its
+   * segment's handle from the range's offset; the queued work then pins the segment.
+   */
+  #resolve(value: unknown, kind: AllocationKind, argument: string, method: string): Resolved {
+    if (isAddonBufferRange(value)) {
+      if (value.segment.owner !== this.owner) {
+        throw new ArgumentError(argument, `${method}(): the ${argument} must be a ${kind} of this backend`);
+      }
+      if (value.released || value.segment.released) {
+        throw releasedError(`${method}(): the ${argument} was already released`);
+      }
+      return { raw: value.segment.raw, base: value.offset, length: value.length, range: true };
+    }
+    const raw = ownedHandle(this.owner, value, kind, argument, method);
+    return { raw, base: 0, length: (value as NativeAllocation).length, range: false };
+  }
+
   /** Enqueues a launch of `kernel` (of this backend) with `args`, checked against its parameters. */
   launch(kernel: NativeKernel, shape: NativeLaunchShape, args: readonly NativeKernelArgument[]): void {
     checkStreamThis(this, "launch()");
@@ -108,9 +139,12 @@ export class AddonStream implements NativeStream {
         throw new ArgumentError("args", `launch(): argument ${index} of ${kernel.name} must be a ${kind}`);
       }
       if (arg.kind === "buffer") {
-        const handle = ownedHandle(this.owner, arg.buffer, "buffer or mapped file", "args", "launch");
+        const target = this.#resolve(arg.buffer, "buffer or mapped file", "args", "launch");
         if (arg.buffer.released) throw releasedError(`launch(): argument ${index} was released`);
-        raw.push(arg.offset === 0 || arg.offset === undefined ? handle : [handle, arg.offset]);
+        const offset = arg.offset ?? 0;
+        if (target.range) checkReadSpan(offset, 0, target.length);
+        const at = target.base + offset;
+        raw.push(at === 0 ? target.raw : [target.raw, at]);
       } else {
         raw.push(arg.value);
       }
@@ -121,17 +155,19 @@ export class AddonStream implements NativeStream {
   /** Enqueues a copy of `source`'s bytes (taken now) into `target` at `offset`. */
   write(target: NativeBuffer, offset: number, source: Uint8Array): void {
     checkStreamThis(this, "write()");
-    const handle = ownedHandle(this.owner, target, "buffer", "target", "write");
+    const to = this.#resolve(target, "buffer", "target", "write");
     if (!(source instanceof Uint8Array))
       throw new ArgumentError("source", "write(): source must be a Uint8Array");
-    callNative(() => this.raw.write(handle, offset, source));
+    if (to.range) checkWriteSpan(source, offset, to.length);
+    callNative(() => this.raw.write(to.raw, to.base + offset, source));
   }
 
   /** Enqueues a copy out of `source`; resolves with the bytes once the stream ran it. */
   read(source: NativeAllocation, offset: number, length: number): Promise<Uint8Array> {
     checkStreamThis(this, "read()");
-    const handle = ownedHandle(this.owner, source, "buffer or mapped file", "source", "read");
-    return typedPromise(callNative(() => this.raw.read(handle, offset, length)));
+    const from = this.#resolve(source, "buffer or mapped file", "source", "read");
+    if (from.range) checkReadSpan(offset, length, from.length);
+    return typedPromise(callNative(() => this.raw.read(from.raw, from.base + offset, length)));
   }
 
   /** Enqueues a copy of `length` bytes from `source` at `sourceOffset` to `target` at `targetOffset`. */
@@ -143,9 +179,13 @@ export class AddonStream implements NativeStream {
     length: number,
   ): void {
     checkStreamThis(this, "copy()");
-    const to = ownedHandle(this.owner, target, "buffer", "target", "copy");
-    const from = ownedHandle(this.owner, source, "buffer or mapped file", "source", "copy");
-    callNative(() => this.raw.copy(to, targetOffset, from, sourceOffset, length));
+    const to = this.#resolve(target, "buffer", "target", "copy");
+    const from = this.#resolve(source, "buffer or mapped file", "source", "copy");
+    if (to.range) checkReadSpan(targetOffset, length, to.length);
+    if (from.range) checkReadSpan(sourceOffset, length, from.length);
+    callNative(() =>
+      this.raw.copy(to.raw, to.base + targetOffset, from.raw, from.base + sourceOffset, length),
+    );
   }
 
   /** An event after everything enqueued so far. */
