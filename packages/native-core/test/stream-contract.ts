@@ -30,10 +30,7 @@ import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeStreamContract}. */
 export interface StreamContractOptions {
-  /**
-   * A module source whose entry for this backend has the standard kernels `fill`, `scale` and `add` (see
-   * stream-contract-kernels.ts; the mock's are `{ mock: MOCK_STANDARD_KERNELS }`).
-   */
+  /** A module source with this backend's `fill`, `scale` and `add` (stream-contract-kernels.ts says them). */
   kernels: NativeModuleSource;
   /**
    * A source whose entry for this backend does not compile or load: the suite expects a `FormatError`
