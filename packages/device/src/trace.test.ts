@@ -1,5 +1,7 @@
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { replayOptionsFromHeader, replayTrace, type TraceHeader, TraceValidator } from "@nuvec/allocator";
 import { readTrace } from "@nuvec/allocator/node";
@@ -7,6 +9,7 @@ import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../stats/test/scratch.js";
 import { thrown } from "../../stats/test/thrown.js";
+import { deviceBuilt } from "../test/reliability/support.js";
 import { Device, type TraceOptions } from "./index.js";
 
 const scratch = scratchFolder("nuvec-trace-");
@@ -250,4 +253,30 @@ describe("a trace streamed to a file", () => {
     device.close();
     expect(readFileSync(path, "utf8").split("\n").slice(1)).toEqual(['["a",0,64]', '["f",0]', ""]);
   });
+});
+
+describe("a trace file that cannot be written to its end", () => {
+  it.skipIf(!deviceBuilt)(
+    "a full file (RLIMIT_FSIZE of 8 KiB): stopTrace() throws the SystemCallError, counters unchanged",
+    () => {
+      const path = join(scratch.folder, "full.ndjson");
+      const child = fileURLToPath(
+        new URL("../test/reliability/children/trace-file-full.mjs", import.meta.url),
+      );
+      const result = spawnSync("prlimit", ["--fsize=8192", process.execPath, child, path], {
+        encoding: "utf8",
+      });
+      expect(result.stderr).toBe("");
+      expect(JSON.parse(result.stdout.trim())).toEqual({
+        name: "SystemCallError",
+        code: "ERR_NUVEC_SYSTEM",
+        errno: "EFBIG",
+        syscall: "write",
+        unchanged: true,
+        after: 2,
+        rejections: 0,
+      });
+      expect(readFileSync(path).length).toBe(8192);
+    },
+  );
 });
