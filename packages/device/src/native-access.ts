@@ -103,7 +103,11 @@ export class DeviceNative {
     if (this.#isClosed()) throw deviceClosed("handle()");
     if (target.freed) throw isBuffer ? bufferFreed("handle()") : mappingFreed("handle()");
     if (isBuffer) {
-      const allocation = bufferState(target).allocation;
+      const state = bufferState(target);
+      // The runtime's own kernels use the memory outside the Device's streams: as a host use, an earlier
+      // owner's stream work still naming it is waited for first.
+      if (state.fence !== undefined) state.fence.beforeHostUse(state);
+      const allocation = state.allocation;
       const native = allocation.buffer?.nativeHandle() ?? nullHandle(this.#backend);
       return Object.freeze({
         ...native,

@@ -52,11 +52,12 @@ describe("stream-ordered free", () => {
     device.close();
   });
 
-  it("a host use of fenced memory (read, write, contents) waits for the old stream on the host", () => {
+  it("a host use of fenced memory (read, write, contents, native.handle) waits for the old stream on the host", () => {
     for (const use of [
       (y: DeviceBuffer) => y.read(0, 4),
       (y: DeviceBuffer) => y.write(new Uint8Array(4)),
       (y: DeviceBuffer) => y.contents(),
+      (y: DeviceBuffer) => (y.device as Device).native.handle(y),
     ]) {
       const { device } = streamDevice("manual", { policy: "mlx" });
       const a = device.newStream();
