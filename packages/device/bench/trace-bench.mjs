@@ -29,12 +29,15 @@ function resident() {
   globalThis.gc();
   globalThis.gc();
   const usage = process.memoryUsage();
-  return { heap: usage.heapUsed, // `external` includes the typed arrays' memory (`arrayBuffers`).
-    external: usage.external, rss: usage.rss };
+  return {
+    heap: usage.heapUsed, // `external` includes the typed arrays' memory (`arrayBuffers`).
+    external: usage.external,
+    rss: usage.rss,
+  };
 }
 
 // 1. Resident bytes per event: malloc + free pairs of a few sizes, two events each.
-{
+function residentInMemory() {
   const device = open();
   device.malloc(1024).free();
   const before = resident();
@@ -50,6 +53,33 @@ function resident() {
   );
   device.close();
 }
+residentInMemory();
+
+// 1b. The same streamed to a gzip file, yielding every 10,000 pairs: what the recorder and the writer hold.
+async function residentStreamed() {
+  const device = open();
+  device.malloc(1024).free();
+  const before = resident();
+  device.startTrace({ name: "resident", file: join(folder, "resident.ndjson.gz") });
+  let most = Number.NEGATIVE_INFINITY;
+  for (let index = 0; index < EVENTS / 2; index++) {
+    device.malloc(256 << (index % 8)).free();
+    if (index % 10_000 === 9_999) {
+      await yieldNow();
+      if (index % 500_000 === 499_999) {
+        const now = resident();
+        most = Math.max(most, now.heap - before.heap + (now.external - before.external));
+      }
+    }
+  }
+  const trace = device.stopTrace();
+  console.log(
+    `resident, streamed to a gzip file: ${trace.header.events} events, at most ${(most / 1024 ** 2).toFixed(1)} MiB ` +
+      `held (heap and typed arrays, sampled every 1,000,000 events)`,
+  );
+  device.close();
+}
+if (!process.argv.includes("--decode-only")) await residentStreamed();
 
 // 2. GC pauses in a decode-like loop: per step a mark, 99 buffers (a few sizes), freed by the step's end,
 // and a yield (the program awaits its GPU work).
@@ -79,14 +109,17 @@ async function decode(mode) {
   observer.disconnect();
   const max = Math.max(0, ...pauses);
   const events = trace?.header.events ?? 0;
-  const size = mode === "file" || mode === "plain" ? `, file ${(statSync(file).size / 1024 ** 2).toFixed(1)} MiB` : "";
+  const size =
+    mode === "file" || mode === "plain" ? `, file ${(statSync(file).size / 1024 ** 2).toFixed(1)} MiB` : "";
   console.log(
     `decode ${STEPS} steps, trace ${mode}: ${events} events, ${elapsed.toFixed(0)} ms, ${pauses.length} GCs, ` +
       `longest ${max.toFixed(1)} ms, total ${pauses.reduce((a, b) => a + b, 0).toFixed(0)} ms${size}`,
   );
   device.close();
 }
-const modes = process.argv.includes("--decode-only") ? process.argv.slice(process.argv.indexOf("--decode-only") + 1) : ["none", "memory", "file"];
+const modes = process.argv.includes("--decode-only")
+  ? process.argv.slice(process.argv.indexOf("--decode-only") + 1)
+  : ["none", "memory", "file"];
 for (const mode of modes) await decode(mode);
 if (process.argv.includes("--decode-only")) process.exit(0);
 
