@@ -14,14 +14,21 @@ export function captureStack(frames: number, skip: number, below: (...args: neve
   if (typeof capture !== "function") return "";
   const holder: { stack?: unknown } = {};
   const errorClass = Error as { stackTraceLimit?: number };
-  const limit = errorClass.stackTraceLimit;
-  errorClass.stackTraceLimit = frames + skip;
+  let text: unknown;
+  // The allocation is made when this runs: nothing here may throw (a frozen Error, a program's own
+  // Error.prepareStackTrace that throws), so a failure is an empty stack.
   try {
-    capture.call(Error, holder, below);
-  } finally {
-    errorClass.stackTraceLimit = limit;
+    const limit = errorClass.stackTraceLimit;
+    errorClass.stackTraceLimit = frames + skip;
+    try {
+      capture.call(Error, holder, below);
+    } finally {
+      errorClass.stackTraceLimit = limit;
+    }
+    text = holder.stack;
+  } catch {
+    return "";
   }
-  const text = holder.stack;
   // A program's own Error.prepareStackTrace may make anything of it: only text is read.
   if (typeof text !== "string") return "";
   const lines = text.split("\n");

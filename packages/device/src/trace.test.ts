@@ -119,6 +119,28 @@ describe("labels, marks and stacks in a Device's trace", () => {
   });
 });
 
+describe("stacks under a hostile Error", () => {
+  it("a throwing Error.prepareStackTrace gives an empty stack, never a failed malloc", () => {
+    const device = open();
+    const saved = Error.prepareStackTrace;
+    Error.prepareStackTrace = () => {
+      throw new Error("hostile");
+    };
+    try {
+      device.startTrace({ stacks: 3 });
+      const buffer = device.malloc(100);
+      expect(device.stopTrace().events).toEqual([
+        ["s", 0, []],
+        ["a", 0, 100, null, 0],
+      ]);
+      buffer.free();
+    } finally {
+      Error.prepareStackTrace = saved;
+    }
+    device.close();
+  });
+});
+
 describe("startTrace's options", () => {
   it.each<[string, unknown, string]>([
     ["a limit of 0", { limit: 0 }, "limit"],
