@@ -114,7 +114,8 @@ function viewOf(trace: ReplayedTrace): string {
     title: `${printable(trace.name, 60)}: ${result.events} events, ${policies.length > 1 ? `policies ${policies.join(", ")}` : `policy ${policies[0]}`}`,
     subtitle: subtitleOf(trace),
     workload,
-    labels: torch?.labels ?? [],
+    // A PyTorch snapshot's stack frames, else the trace's own labels (a Device's `malloc(bytes, { label })`).
+    labels: torch?.labels ?? result.labels,
     figures: figureTable(trace),
     peaks: result.outcomes.map((outcome) => ({
       active: outcome.stats.peakActive,

@@ -74,6 +74,11 @@ export interface ViewReplayResult {
   device: ReplayDevice;
   /** Marks seen (`["k", name]` items). */
   marks: number;
+  /**
+   * The trace's own labels (`["n", id, text]` events, a Device's `malloc(bytes, { label })` and mapped files),
+   * in order of definition: what the workload's allocation labels index when no `labels` option was given.
+   */
+  labels: string[];
   /** With `record`: the workload, each policy's charged bytes and reserved memory, mapped files, marks. */
   workload?: RecordedWorkload;
 }
@@ -163,6 +168,9 @@ export async function replayForView(
   let allocations = 0;
   let marks = 0;
   let nanoseconds = 0n;
+  // The trace's labels ("n" events): their texts, and each label id's index among them.
+  const labels: string[] = [];
+  const labelIndex = new Map<number, number>();
   const open = () => {
     const settings = options.policies.map((policy) => runOptions(header, options, policy));
     runs = settings.map((setting, index) => new PolicyRun(setting, options.listeners?.[index]));
@@ -183,6 +191,7 @@ export async function replayForView(
         header = validator.header;
         continue;
       }
+      if (event[0] === "n") labelIndex.set(event[1] as number, labels.push(event[2] as string) - 1);
       const active = runs ?? open();
       for (let index = 0; index < count; index += 1) {
         const result = (active[index] as PolicyRun).apply(event);
@@ -196,7 +205,8 @@ export async function replayForView(
             event[1] as number,
             event[2] as number,
             charged,
-            options.labels?.[allocations] ?? -1,
+            options.labels?.[allocations] ??
+              (typeof event[3] === "number" ? (labelIndex.get(event[3]) ?? -1) : -1),
           );
           allocations += 1;
         } else if (event[0] === "f" || event[0] === "q") recorder.free(event[1] as number);
@@ -233,6 +243,7 @@ export async function replayForView(
     outcomes,
     device: device as ReplayDevice,
     marks,
+    labels,
     ...(recorder === undefined ? {} : { workload: recorder.finish() }),
   };
 }
