@@ -20,7 +20,7 @@ describe("a trace's own labels in the view", () => {
     expect(result.labels).toEqual(["weights.bin", "kv-cache"]);
     expect([...(result.workload?.label ?? [])]).toEqual([1, -1, 0]);
     // The annotations change no figure: the allocator's replay of the same trace.
-    const replayed = replayTrace(items as TraceEvent[], { policy: "bounded" });
+    const replayed = replayTrace(items as unknown as TraceEvent[], { policy: "bounded" });
     expect(result.outcomes[0]?.stats.active).toBe(replayed.stats.active);
     expect(result.outcomes[0]?.stats.mapped).toBe(replayed.stats.mapped);
   });
