@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { replayTrace } from "./replay.js";
-import { CHUNK_WORDS } from "./trace-recorder-chunks.js";
 import { isTraceEvent, type TraceEvent, type TraceHeader, TraceLineParser } from "./trace-format.js";
 import { TraceRecorder } from "./trace-recorder.js";
+import { CHUNK_WORDS } from "./trace-recorder-chunks.js";
 import { TraceValidator } from "./trace-validator.js";
 
 /** What the parser reads back from NDJSON text. */
@@ -194,7 +194,7 @@ describe("TraceRecorder's NDJSON bytes", () => {
     });
     const objects = Array.from({ length: 3 }, () => ({}));
     recorder.allocate(objects[0] as object, 0);
-    recorder.allocate(objects[1] as object, 9_007_199_254_740_991, "é \u2028 \"quoted\"");
+    recorder.allocate(objects[1] as object, 9_007_199_254_740_991, 'é \u2028 "quoted"');
     recorder.allocate(objects[2] as object, 1_000_000, undefined, "at f\nat g");
     recorder.map({}, 10, "/a/b");
     recorder.limit("wired", 5);
@@ -212,7 +212,7 @@ describe("TraceRecorder's NDJSON bytes", () => {
     const lines = parse(texts.join(""));
     expect(lines.slice(0, 14)).toEqual([
       ["a", 0, 0],
-      ["n", 0, "é \u2028 \"quoted\""],
+      ["n", 0, 'é \u2028 "quoted"'],
       ["a", 1, 9_007_199_254_740_991, 0],
       ["s", 0, ["at f", "at g"]],
       ["a", 2, 1_000_000, null, 0],

@@ -2,6 +2,8 @@
 // compact form of trace-recorder-chunks.ts (no JavaScript object per event, so a long trace costs the collector
 // nothing), or handed on chunk by chunk to a sink (a file writer) and not kept. An optional limit of events
 // ends the recording when reached: the trace keeps what came before, and its header says so.
+
+import type { Trace, TraceAllocatorSetup, TraceEvent, TraceHeader, TraceOpening } from "./trace-format.js";
 import {
   CHUNK_WORDS,
   decodeWords,
@@ -10,7 +12,6 @@ import {
   type TraceTables,
   wordsToNdjson,
 } from "./trace-recorder-chunks.js";
-import type { Trace, TraceAllocatorSetup, TraceEvent, TraceHeader, TraceOpening } from "./trace-format.js";
 
 /** What a {@link TraceRecorder} does beyond keeping every event. */
 export interface TraceRecorderOptions {
