@@ -50,15 +50,17 @@ describe("hostile: traces", () => {
     const big = device.malloc(3 * MIB);
     const firstTrace = device.stopTrace();
 
-    expect(firstTrace.header?.opening_events).toBe(4);
-    // The opening: the three live buffers (at the bytes charged), then the live mapping, ids from 0.
+    expect(firstTrace.header?.opening_events).toBe(5);
+    // The opening: the three live buffers (at the bytes charged), then the live mapping (labelled by its
+    // path), ids from 0.
     expect(firstTrace.events.slice(0, 3).map((event) => event.slice(0, 2))).toEqual([
       ["a", 0],
       ["a", 1],
       ["a", 2],
     ]);
     expect(firstTrace.events[1]).toEqual(["a", 1, 2 * MIB]);
-    expect(firstTrace.events[3]).toEqual(["m", 0, 300 * KIB]);
+    expect(firstTrace.events[3]).toEqual(["n", 0, "early.bin"]);
+    expect(firstTrace.events[4]).toEqual(["m", 0, 300 * KIB, 0]);
     // The early buffer is freed under its own opening id, never under a new allocation's.
     expect(firstTrace.events).toContainEqual(["f", 0]);
     expect(firstTrace.events.filter((event) => event[0] === "f" && event[1] === 3)).toEqual([["f", 3]]);
@@ -152,7 +154,8 @@ describe("hostile: a trace started with something in flight (was: a pending free
     const trace = device.stopTrace();
     expect(trace.events).toEqual([
       ["a", 0, 2 * MIB],
-      ["m", 0, 700 * KIB],
+      ["n", 0, "weights.bin"],
+      ["m", 0, 700 * KIB, 0],
       ["u", 0],
     ]);
     expectReplayed(device, trace);
