@@ -136,13 +136,16 @@ Kernel* CudaModule::kernel(const std::string& name, const std::vector<ParameterK
   return kernels_.back().get();
 }
 
-std::vector<std::string> CudaModule::kernelNames() const {
+bool CudaModule::listsKernels() const {
   const DriverApi& api = *context_.api;
+  return api.cuModuleGetFunctionCount != nullptr && api.cuModuleEnumerateFunctions != nullptr &&
+         api.cuFuncGetName != nullptr;
+}
+
+std::vector<std::string> CudaModule::kernelNames() const {
   std::vector<std::string> names;
-  if (api.cuModuleGetFunctionCount == nullptr || api.cuModuleEnumerateFunctions == nullptr ||
-      api.cuFuncGetName == nullptr || context_.bind() != CUDA_SUCCESS) {
-    return names;
-  }
+  if (!listsKernels() || context_.bind() != CUDA_SUCCESS) return names;
+  const DriverApi& api = *context_.api;
   unsigned int count = 0;
   if (api.cuModuleGetFunctionCount(&count, module_) != CUDA_SUCCESS || count == 0) return names;
   std::vector<CUfunction> functions(count);

@@ -38,6 +38,8 @@ class CudaModule final : public Module {
   Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) override;
   // Its kernels' names (cuModuleEnumerateFunctions + cuFuncGetName, CUDA 12.4+); empty on older drivers.
   std::vector<std::string> kernelNames() const override;
+  // Whether the driver enumerates a module's functions (cuModuleEnumerateFunctions, CUDA 12.4+).
+  bool listsKernels() const override;
 
  private:
   CudaDeviceContext context_;

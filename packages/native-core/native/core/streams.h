@@ -71,6 +71,9 @@ class Module {
   virtual Kernel* kernel(const std::string& name, const std::vector<ParameterKind>* declared, Failure* failure) = 0;
   // The names of its kernels where the module can list them; empty otherwise.
   virtual std::vector<std::string> kernelNames() const { return {}; }
+  // Whether kernelNames() is the module's list (false where the platform cannot enumerate a module's
+  // kernels, e.g. a CUDA driver before 12.4): the binding then reports no list rather than an empty one.
+  virtual bool listsKernels() const { return true; }
 };
 
 // A point in one stream's order.

@@ -154,6 +154,7 @@ Napi::Value ModuleHandle::Kernel(const Napi::CallbackInfo& info) {
 Napi::Value ModuleHandle::KernelNames(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Module* module = released_ ? nullptr : registry_->FindModule(id_);
+  if (module != nullptr && !module->listsKernels()) return env.Undefined();
   std::vector<std::string> names = module ? module->kernelNames() : std::vector<std::string>{};
   Napi::Array array = Napi::Array::New(env, names.size());
   for (size_t i = 0; i < names.size(); ++i) array.Set(static_cast<uint32_t>(i), names[i]);

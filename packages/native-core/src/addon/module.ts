@@ -59,8 +59,8 @@ export class AddonModule implements NativeModule {
   readonly raw: RawModuleHandle;
   /** @internal */
   readonly owner: AddonOwner;
-  /** The names of its kernels, as the module lists them. */
-  readonly kernelNames: readonly string[];
+  /** The names of its kernels, as the module lists them; `undefined` where the platform cannot list them. */
+  readonly kernelNames: readonly string[] | undefined;
   #released = false;
 
   static {
@@ -71,7 +71,7 @@ export class AddonModule implements NativeModule {
   constructor(raw: RawModuleHandle, owner: AddonOwner) {
     this.raw = raw;
     this.owner = owner;
-    this.kernelNames = Object.freeze([...raw.kernelNames]);
+    this.kernelNames = raw.kernelNames === undefined ? undefined : Object.freeze([...raw.kernelNames]);
   }
 
   /** True once `release()` was called. */

@@ -173,7 +173,8 @@ export interface RawStreamHandle {
 
 /** A module handle of the addon (`addon.loadModule(kind, text, options?)`). */
 export interface RawModuleHandle {
-  readonly kernelNames: readonly string[];
+  /** Its kernels' names; `undefined` where the platform cannot list a module's kernels. */
+  readonly kernelNames: readonly string[] | undefined;
   readonly released: boolean;
   kernel(name: string, parameters?: readonly KernelParameterKind[]): RawKernelHandle;
   release(): void;
