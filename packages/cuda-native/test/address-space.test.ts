@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Device } from "@nuvec/device";
+import { ArgumentError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { patternBytes } from "../../native-core/test/support.js";
 import type { CudaBufferRange } from "../src/index.js";
@@ -134,6 +135,67 @@ describe.runIf(cudaBackend !== undefined && cudaBackend.mapGranularity !== undef
       expectSameBytes(b.read(0, 4096), patternBytes(4096, 2));
       second.close();
       expect(backend.memoryInfo().free).toBe(before);
+    });
+
+    it("stream work and copies on an address space reach only mapped memory: an unmapped span is an ArgumentError, nothing runs there, and the context stays usable", async () => {
+      const backend = cuda();
+      const granule = backend.mapGranularity!;
+      const space = backend.reserveAddressSpace(4 * granule);
+      backend.mapMemory(space, granule, granule);
+      const stream = backend.newStream!();
+      const module = backend.loadModule!({
+        cuda: 'extern "C" __global__ void fill(float* x, float v, unsigned n) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = v; }',
+      });
+      const fill = module.kernel("fill", ["buffer", "f32", "u32"]);
+      const shape = { grid: [1, 1, 1], block: [64, 1, 1], sharedBytes: 0 } as const;
+      const other = backend.newBuffer(4096);
+      // A block across the end of the mapping, and one wholly in unmapped memory.
+      const across = backend.newBufferRange(space, 2 * granule - 64, 128);
+      const unmapped = backend.newBufferRange(space, 3 * granule, 64);
+      const refusals: Array<() => unknown> = [
+        () => stream.write(space, 0, new Uint8Array(4)),
+        () => stream.write(across, 0, new Uint8Array(128)),
+        () => stream.read(space, 2 * granule, 4),
+        () => stream.copy(other, 0, across, 0, 128),
+        () => stream.copy(unmapped, 0, other, 0, 64),
+        () =>
+          stream.launch(fill, shape, [
+            { kind: "buffer", buffer: unmapped, offset: 0 },
+            { kind: "f32", value: 1 },
+            { kind: "u32", value: 16 },
+          ]),
+        () =>
+          stream.launch(fill, shape, [
+            { kind: "buffer", buffer: space, offset: 8 },
+            { kind: "f32", value: 1 },
+            { kind: "u32", value: 16 },
+          ]),
+        () => unmapped.write(new Uint8Array(4), 0),
+        () => across.read(0, 128),
+      ];
+      for (const refused of refusals) {
+        const error = (() => {
+          try {
+            refused();
+          } catch (caught) {
+            return caught;
+          }
+        })();
+        expect(error).toBeInstanceOf(ArgumentError);
+      }
+      // Mapped memory, the space itself at a block's offset and a range at the mapping's end, still works.
+      stream.launch(fill, shape, [
+        { kind: "buffer", buffer: across, offset: 0 },
+        { kind: "f32", value: 2.5 },
+        { kind: "u32", value: 16 },
+      ]);
+      stream.copy(other, 0, space, 2 * granule - 64, 64);
+      const bytes = await stream.read(other, 0, 64);
+      expect([...new Float32Array(bytes.buffer, bytes.byteOffset, 16)]).toEqual(new Array(16).fill(2.5));
+      await stream.done();
+      for (const made of [across, unmapped, other, module, stream]) made.release();
+      backend.unmapMemory(space, granule, granule);
+      space.release();
     });
   },
 );

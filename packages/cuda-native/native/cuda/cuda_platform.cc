@@ -430,9 +430,33 @@ CudaAllocation::~CudaAllocation() {
   }
 }
 
+// Whether [offset, offset + length) of a space lies in adjacent mappings (length 0: offset in one or at a
+// run's end).
+bool SpaceSpanBacked(const CudaAllocation& space, size_t offset, size_t length) {
+  auto at = space.mapped.upper_bound(offset);
+  if (at == space.mapped.begin()) return false;
+  --at;  // the mapping that starts at or before offset
+  size_t end = at->first + at->second.size;
+  if (offset > end || (length > 0 && offset == end)) return false;
+  size_t want = offset + length;
+  while (end < want) {
+    ++at;
+    if (at == space.mapped.end() || at->first != end) return false;
+    end += at->second.size;
+  }
+  return true;
+}
+
+bool SpanRefused(size_t offset, size_t bytes, Failure* failure) {
+  *failure = Failure::Argument("[" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                               ") of the address space is not mapped memory (mapMemory)");
+  return false;
+}
+
 bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Failure* failure) {
   if (isFile()) return Allocation::copyIn(offset, source, bytes, failure);
   if (bytes == 0) return true;
+  if (space && !SpaceSpanBacked(*this, offset, bytes)) return SpanRefused(offset, bytes, failure);
   if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyHtoD(device_ + offset, source, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyHtoD", result, failure);
@@ -441,12 +465,18 @@ bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Fai
 bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const {
   if (isFile()) return Allocation::copyOut(offset, target, bytes, failure);
   if (bytes == 0) return true;
+  if (space && !SpaceSpanBacked(*this, offset, bytes)) return SpanRefused(offset, bytes, failure);
   if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyDtoH(target, device_ + offset, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyDtoH", result, failure);
 }
 
 }  // namespace
+
+bool CudaSpanBacked(const Allocation* allocation, size_t offset, size_t length) {
+  const auto* cuda = static_cast<const CudaAllocation*>(allocation);
+  return !cuda->space || SpaceSpanBacked(*cuda, offset, length);
+}
 
 std::unique_ptr<CudaPlatformApi> CreateCudaPlatform(int ordinal, Failure* failure) {
   std::string why;

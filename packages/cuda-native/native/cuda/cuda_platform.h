@@ -39,6 +39,13 @@ class CudaPlatformApi : public Platform {
   // and kept with the platform; nullptr and why where the driver has no streams.
 };
 
+// Whether the device can address [offset, offset + length) of `allocation` (one this platform made): all of
+// a buffer; of an address space (reserveAddressSpace) only memory mapMemory backed, adjacent mappings
+// counted as one run. A length of 0 asks for `offset` inside a run or at its end (a launch's pointer). Stream
+// operations and copies refuse spans it denies, so no work touches unmapped addresses (a fault there would
+// end the context).
+bool CudaSpanBacked(const Allocation* allocation, size_t offset, size_t length);
+
 // Opens the device `ordinal`: loads the driver (dlopen), initialises it, retains the primary context. nullptr
 // and a failure (kind kNone, message saying why) where there is no driver or no such device.
 std::unique_ptr<CudaPlatformApi> CreateCudaPlatform(int ordinal, Failure* failure);

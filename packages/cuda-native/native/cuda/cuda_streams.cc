@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_modules.h"
+#include "cuda_platform.h"
 #include "cuda_staging.h"
 
 namespace nuvec {
@@ -144,6 +145,12 @@ class CudaStream final : public Stream {
                                        " has no device address (a mapped file is one only while it is wired)");
           return false;
         }
+        if (!CudaSpanBacked(argument.allocation, argument.offset, 0)) {
+          *failure = Failure::Argument("argument " + std::to_string(index) + " at offset " +
+                                       std::to_string(argument.offset) +
+                                       " of an address space is not in mapped memory (mapMemory)");
+          return false;
+        }
         values[index] = device + argument.offset;
       } else {
         values[index] = argument.bits;  // a 4-byte kind in the low half: the driver reads 4 bytes (little-endian)
@@ -166,7 +173,7 @@ class CudaStream final : public Stream {
   bool write(Allocation* target, size_t offset, std::vector<uint8_t> bytes, Failure* failure) override {
     if (bytes.empty()) return true;
     uint64_t device = 0;
-    if (!deviceOf(target, "the target", &device, failure) || !context_.bound(failure)) return false;
+    if (!deviceOf(target, "the target", offset, bytes.size(), &device, failure) || !context_.bound(failure)) return false;
     return stageIn(device + offset, bytes.data(), bytes.size(), failure);
   }
 
@@ -185,7 +192,7 @@ class CudaStream final : public Stream {
       }
       return true;
     }
-    if (!deviceOf(source, "the source", &device, failure) || !context_.bound(failure)) return false;
+    if (!deviceOf(source, "the source", offset, length, &device, failure) || !context_.bound(failure)) return false;
     for (size_t done = 0; done < length; done += kStagingChunk) {
       size_t chunk = std::min(kStagingChunk, length - done);
       StagingBlock* block = staging_->acquire(chunk, failure);
@@ -209,14 +216,14 @@ class CudaStream final : public Stream {
             Failure* failure) override {
     if (length == 0) return true;
     uint64_t to = 0;
-    if (!deviceOf(target, "the target", &to, failure) || !context_.bound(failure)) return false;
+    if (!deviceOf(target, "the target", targetOffset, length, &to, failure) || !context_.bound(failure)) return false;
     const DriverApi& api = *context_.api;
     uint64_t from = source->devicePointer();
     if (from == 0 && source->data() != nullptr) {
       // A mapped file that is not registered: its pages, read now, through pinned staging.
       return stageIn(to + targetOffset, static_cast<const uint8_t*>(source->data()) + sourceOffset, length, failure);
     }
-    if (!deviceOf(source, "the source", &from, failure)) return false;
+    if (!deviceOf(source, "the source", sourceOffset, length, &from, failure)) return false;
     CUresult result = api.cuMemcpyDtoDAsync(to + targetOffset, from + sourceOffset, length, stream_);
     return result == CUDA_SUCCESS || context_.refused("cuMemcpyDtoDAsync", result, failure);
   }
@@ -281,12 +288,21 @@ class CudaStream final : public Stream {
     return true;
   }
 
-  // The device address of device memory or a wired mapped file; an argument failure for memory without one.
-  bool deviceOf(Allocation* allocation, const char* what, uint64_t* device, Failure* failure) const {
+  // The device address of device memory or a wired mapped file; an argument failure for memory without one,
+  // or for a span of an address space that is not mapped memory.
+  bool deviceOf(Allocation* allocation, const char* what, size_t offset, size_t length, uint64_t* device,
+                Failure* failure) const {
     *device = allocation->devicePointer();
-    if (*device != 0) return true;
-    *failure = Failure::Argument(std::string(what) + " has no device address (a mapped file is one only while it is wired)");
-    return false;
+    if (*device == 0) {
+      *failure = Failure::Argument(std::string(what) + " has no device address (a mapped file is one only while it is wired)");
+      return false;
+    }
+    if (!CudaSpanBacked(allocation, offset, length)) {
+      *failure = Failure::Argument(std::string(what) + "'s [" + std::to_string(offset) + ", +" +
+                                   std::to_string(length) + ") of an address space is not mapped memory (mapMemory)");
+      return false;
+    }
+    return true;
   }
 
   CudaDeviceContext context_;
