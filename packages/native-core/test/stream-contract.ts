@@ -17,6 +17,7 @@ import type {
   NativeStream,
 } from "../src/index.js";
 import { STANDARD_KERNEL_PARAMETERS } from "./stream-contract-kernels.js";
+import { describeStreamRangeContract } from "./stream-contract-ranges.js";
 import {
   asFloats,
   buffer,
@@ -444,4 +445,5 @@ export function describeStreamContract(
       expect(after.bufferBytes).toBe(before.bufferBytes);
     });
   });
+  describeStreamRangeContract(name, open, options);
 }
