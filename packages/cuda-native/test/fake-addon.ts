@@ -6,8 +6,12 @@ import type { RawCudaAddon, RawCudaFacts } from "../src/raw.js";
 /** The stand-in's page size (MLX's CUDA page). */
 export const PAGE = 16_384;
 
-/** A raw addon in memory: every call is logged by name, device pointers count up from 0x7000_0000_0000. */
-export function fakeAddon(options: { failAllocation?: boolean } = {}) {
+/**
+ * A raw addon in memory: every call is logged by name, device pointers count up from 0x7000_0000_0000 (1 MiB
+ * apart; an address space's 4 GiB apart, from 0x7f00_0000_0000). `mapGranularity` gives it address spaces
+ * (reserveAddressSpace, mapMemory and unmapMemory logged, nothing checked).
+ */
+export function fakeAddon(options: { failAllocation?: boolean; mapGranularity?: number } = {}) {
   const calls: string[] = [];
   let nextPointer = 0x7000_0000_0000n;
   const facts: RawCudaFacts = {
@@ -22,7 +26,7 @@ export function fakeAddon(options: { failAllocation?: boolean } = {}) {
     hostVisible: false,
     ordinal: 0,
     driverVersion: 13000,
-    mapGranularity: 0,
+    mapGranularity: options.mapGranularity ?? 0,
   };
   // The addon's calls by slot reach a handle through this table.
   const slots: Allocation[] = [];
@@ -73,6 +77,21 @@ export function fakeAddon(options: { failAllocation?: boolean } = {}) {
           bytes: length,
         });
       super(length, Math.ceil(length / 256) * 256, true);
+    }
+    contents(): ArrayBuffer {
+      throw Object.assign(new Error("device memory has no CPU address"), {
+        code: "ERR_NUVEC_NOT_HOST_VISIBLE",
+      });
+    }
+  }
+  let nextSpace = 0x7f00_0000_0000n;
+  /** An address space: its own pointer range, bytes kept in memory (the fake has no unmapped memory). */
+  class AddressSpaceHandle extends Allocation {
+    override readonly devicePointer: bigint;
+    constructor(length: number) {
+      super(length, 0, false);
+      this.devicePointer = nextSpace;
+      nextSpace += 0x1_0000_0000n;
     }
     contents(): ArrayBuffer {
       throw Object.assign(new Error("device memory has no CPU address"), {
@@ -131,11 +150,13 @@ export function fakeAddon(options: { failAllocation?: boolean } = {}) {
     },
     timeDriverAllocFree: () => 1,
     driverVersion: () => 13000,
-    reserveAddressSpace: () => {
-      throw new Error("no address spaces in this fake");
+    reserveAddressSpace: (bytes) => {
+      if (!options.mapGranularity) throw new Error("no address spaces in this fake");
+      calls.push(`reserveAddressSpace ${bytes}`);
+      return new AddressSpaceHandle(bytes) as never;
     },
-    mapMemory: () => undefined,
-    unmapMemory: () => undefined,
+    mapMemory: (_space, offset, length) => void calls.push(`mapMemory ${offset} ${length}`),
+    unmapMemory: (_space, offset, length) => void calls.push(`unmapMemory ${offset} ${length}`),
     clearCurrentContext: () => undefined,
     noop: () => undefined,
   };
