@@ -11,6 +11,7 @@ describeStreamContract("mock, auto completion", () => new MockBackend(), {
   kernels: { mock: MOCK_STANDARD_KERNELS },
   brokenModule: { mock: { broken: { parameters: ["buffer", "f16"], run() {} } } as never },
   deferred: true,
+  rangesShareBytes: false,
 });
 
 /** One backend shared by every test, as the real addon is. */
@@ -18,12 +19,13 @@ const shared = new MockBackend({ name: "Mock shared", pageSize: 4096 });
 describeStreamContract("mock, one backend for every test", () => shared, {
   kernels: { mock: MOCK_STANDARD_KERNELS },
   deferred: true,
+  rangesShareBytes: false,
 });
 
 describeStreamContract(
   "mock with address spaces (64 KiB granules)",
   () => new MockBackend({ mapGranularity: 64 * 1024 }),
-  { kernels: { mock: MOCK_STANDARD_KERNELS }, deferred: true },
+  { kernels: { mock: MOCK_STANDARD_KERNELS }, deferred: true, rangesShareBytes: false },
 );
 
 describeStreamFailureContract("mock", () => new MockBackend(), {

@@ -17,7 +17,7 @@ import type {
   NativeStream,
 } from "../src/index.js";
 import { STANDARD_KERNEL_PARAMETERS } from "./stream-contract-kernels.js";
-import { describeStreamRangeContract } from "./stream-contract-ranges.js";
+import { describeStreamRangeContract, type StreamRangeContractOptions } from "./stream-contract-ranges.js";
 import {
   asFloats,
   buffer,
@@ -30,7 +30,7 @@ import {
 import { patternBytes, thrown } from "./support.js";
 
 /** Options of {@link describeStreamContract}. */
-export interface StreamContractOptions {
+export interface StreamContractOptions extends StreamRangeContractOptions {
   /** A module source with this backend's `fill`, `scale` and `add` (stream-contract-kernels.ts says them). */
   kernels: NativeModuleSource;
   /**
