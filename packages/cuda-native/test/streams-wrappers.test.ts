@@ -12,7 +12,11 @@ import { CudaBackend, type CudaBufferHandle } from "../src/cuda.js";
 import { fakeAddon } from "./fake-addon.js";
 
 /** The stand-in with stream calls: each call that reaches a stream or module handle is logged. */
-function withStreams(unavailable?: string, mapGranularity?: number) {
+function withStreams(
+  unavailable?: string,
+  mapGranularity?: number,
+  kernelNames: readonly string[] | undefined = [],
+) {
   const fake = fakeAddon(mapGranularity === undefined ? {} : { mapGranularity });
   const log: string[] = [];
   // The device addresses each call reaches: a handle's pointer plus the offset the wrapper gave with it.
@@ -56,7 +60,7 @@ function withStreams(unavailable?: string, mapGranularity?: number) {
     loadModule: (kind, text, options) => {
       log.push(`loadModule ${kind} ${text.length} ${JSON.stringify(options ?? null)}`);
       return {
-        kernelNames: [],
+        kernelNames,
         released: false,
         kernel: (name, parameters) => {
           log.push(`kernel ${name} ${parameters?.join(",")}`);
@@ -120,6 +124,16 @@ describe("CudaBackend's streams over the raw addon (no GPU)", () => {
     ]);
     stream.write(buffer, 8, new Uint8Array(16));
     expect(log).toEqual(["launch scale 1,1,1 16,1,1 0 3", "write 8 16"]);
+  });
+
+  it("a module whose driver cannot list its kernels (before CUDA 12.4) reports kernelNames undefined, one that can its list", () => {
+    expect(
+      withStreams(undefined, undefined, undefined).backend.loadModule!({ cuda: "src" }).kernelNames,
+    ).toBe(undefined);
+    expect(
+      withStreams(undefined, undefined, ["b", "a"]).backend.loadModule!({ cuda: "src" }).kernelNames,
+    ).toEqual(["b", "a"]);
+    expect(withStreams().backend.loadModule!({ cuda: "src" }).kernelNames).toEqual([]);
   });
 
   it("a platform without streams: newStream and loadModule are absent", () => {
