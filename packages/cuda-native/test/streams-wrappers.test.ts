@@ -15,7 +15,7 @@ import { fakeAddon } from "./fake-addon.js";
 function withStreams(
   unavailable?: string,
   mapGranularity?: number,
-  kernelNames: readonly string[] | undefined = [],
+  listed: readonly string[] | "unlisted" = [],
 ) {
   const fake = fakeAddon(mapGranularity === undefined ? {} : { mapGranularity });
   const log: string[] = [];
@@ -60,7 +60,7 @@ function withStreams(
     loadModule: (kind, text, options) => {
       log.push(`loadModule ${kind} ${text.length} ${JSON.stringify(options ?? null)}`);
       return {
-        kernelNames,
+        kernelNames: listed === "unlisted" ? undefined : listed,
         released: false,
         kernel: (name, parameters) => {
           log.push(`kernel ${name} ${parameters?.join(",")}`);
@@ -128,7 +128,7 @@ describe("CudaBackend's streams over the raw addon (no GPU)", () => {
 
   it("a module whose driver cannot list its kernels (before CUDA 12.4) reports kernelNames undefined, one that can its list", () => {
     expect(
-      withStreams(undefined, undefined, undefined).backend.loadModule!({ cuda: "src" }).kernelNames,
+      withStreams(undefined, undefined, "unlisted").backend.loadModule!({ cuda: "src" }).kernelNames,
     ).toBe(undefined);
     expect(
       withStreams(undefined, undefined, ["b", "a"]).backend.loadModule!({ cuda: "src" }).kernelNames,
