@@ -1,3 +1,8 @@
+/**
+ * readSafetensorsHeader over bytes in memory: every field of the format checked and each malformed file refused
+ * with the tensor and field it names. Apart from the mapping tests (`safetensors.test.ts`), which are about
+ * where the bytes come from and what happens when the file changes.
+ */
 import { ArgumentError, FormatError } from "@nuvec/stats";
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../stats/test/thrown.js";
