@@ -1,8 +1,9 @@
 // Unit test of AddonState (addon_state.h): the ownership rules, with plain C++ and no N-API. Compiled and
 // run by test/native-core.test.ts (the C++ compiler node-gyp uses), or by hand:
 //   c++ -std=c++17 -Wall -Wextra -o /tmp/addon_state_test core/addon_state_test.cc core/addon_state.cc && /tmp/addon_state_test
-// A fake platform layer counts what was really freed, so each rule is checked against the memory itself,
-// not only against the state's counters. Prints one line per check group; exits non-zero at the first failure.
+// A fake platform layer (addon_state_fake_test.h) counts what was really freed, so each rule is checked
+// against the memory itself, not only against the state's counters. Prints one line per check group; exits
+// non-zero at the first failure.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -11,76 +12,20 @@
 #include <vector>
 
 #include "addon_state.h"
+#include "addon_state_fake_test.h"
 #include "allocation_failure_test.h"
 #include "check_test.h"
 
 namespace {
 
-using nuvec::AddonState;
 using nuvec::Allocation;
 using nuvec::ResidencySet;
 
-// What the fake layer gave back to the "system".
-struct Freed {
-  int allocations = 0;
-  int sets = 0;
-};
-
-class FakeAllocation final : public Allocation {
- public:
-  FakeAllocation(size_t bytes, Freed* freed) : bytes_(bytes), freed_(freed) {}
-  ~FakeAllocation() override { freed_->allocations += 1; }
-  void* data() const override { return nullptr; }
-  size_t length() const override { return bytes_; }
-  size_t allocatedSize() const override { return bytes_; }
-
- private:
-  size_t bytes_;
-  Freed* freed_;
-};
-
-class FakeSet final : public ResidencySet {
- public:
-  explicit FakeSet(Freed* freed) : freed_(freed) {}
-  ~FakeSet() override { freed_->sets += 1; }
-  void requestResidency() override {}
-  void endResidency() override {}
-  uint64_t wiringFailures() const override { return 0; }
-  std::string lastWiringError() const override { return ""; }
-
- protected:
-  void onCommit(const std::vector<Allocation*>&, const std::vector<Allocation*>&) override {}
-
- private:
-  Freed* freed_;
-};
-
-// A state with V8's accounting recorded: the sum must come back to 0 once every buffer is freed.
-struct Fixture {
-  Freed freed;
-  AddonState state;
-  int64_t externalBytes = 0;
-  Fixture() {
-    state.accountExternalMemory = [this](int64_t bytes) { externalBytes += bytes; };
-  }
-  uint64_t buffer(size_t bytes) { return state.AddAllocation(std::make_unique<FakeAllocation>(bytes, &freed), false); }
-  uint64_t mapping(size_t bytes) { return state.AddAllocation(std::make_unique<FakeAllocation>(bytes, &freed), true); }
-  uint64_t set() { return state.AddSet(std::make_unique<FakeSet>(&freed)); }
-};
-
-// Runs `step` with std::bad_alloc injected at its allocation number `at`; returns whether it completed.
-template <typename Step>
-bool CompletesFailingAt(long at, Step step) {
-  nuvec_test::FailAllocationAfter(at);
-  bool completed = true;
-  try {
-    step();
-  } catch (const std::bad_alloc&) {
-    completed = false;
-  }
-  nuvec_test::StopFailingAllocations();
-  return completed;
-}
+using nuvec_test::CompletesFailingAt;
+using nuvec_test::FakeAllocation;
+using nuvec_test::FakeSet;
+using nuvec_test::Fixture;
+using nuvec_test::Freed;
 
 void AddAndRelease() {
   Fixture f;
