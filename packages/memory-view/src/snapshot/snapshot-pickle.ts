@@ -12,102 +12,43 @@
 // heap limit (a large pickle is refused, not read until V8 aborts). Strings, the stack, marks, the nesting of
 // containers and the memo have limits of their own; every opcode takes time in proportion to its own bytes or
 // to the stack items it consumes, so reading is linear in the input.
+// The budgets, the values' costs and the containers are in snapshot-pickle-values.ts.
 import { getHeapStatistics } from "node:v8";
+import {
+  COST_DICT,
+  COST_DICT_ENTRY,
+  COST_LIST,
+  COST_LIST_ITEM,
+  COST_NUMBER,
+  COST_SLOT,
+  COST_STRING,
+  type Container,
+  HEAP_BYTES_FLOOR,
+  HEAP_BYTES_PER_INPUT_BYTE,
+  HEAP_LIMIT_SHARE,
+  MAX_DEPTH,
+  MAX_MARKS,
+  MAX_STACK,
+  MAX_STRING_BYTES,
+  NAMES,
+  ORDERED_DICT,
+  PickleDict,
+  PickleList,
+  PickleRefusal,
+} from "./snapshot-pickle-values.js";
 
-/** A refusal of the reader: the caller turns it into its typed error. */
-export class PickleRefusal extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "PickleRefusal";
-  }
-}
-
-/** The values' estimated heap bytes allowed per byte of pickle, and the floor under it. */
-export const HEAP_BYTES_PER_INPUT_BYTE = 24;
-export const HEAP_BYTES_FLOOR = 32 * 1024 * 1024;
-/**
- * The share of the process's heap limit the values may take whatever the input's length (the rest is for what
- * the caller makes of them): past it a pickle is refused, not read until V8 aborts the process.
- */
-export const HEAP_LIMIT_SHARE = 0.5;
-/** The longest string (in UTF-8 bytes) a snapshot holds: a frame's name or file name. */
-export const MAX_STRING_BYTES = 64 * 1024;
-/** Stack items at once (Python's pickler batches lists and dicts 1,000 items at a time). */
-export const MAX_STACK = 1 << 16;
-/** Marks open at once, and containers nested in containers (a real snapshot: 7 of each). */
-export const MAX_MARKS = 64;
-export const MAX_DEPTH = 64;
-
-// What each value is estimated to take on V8's heap (measured: an empty Map subclass 200 bytes, an empty
-// Array subclass 94, a Map entry about 43, a one-byte string 16 bytes and its characters).
-const COST_DICT = 208;
-const COST_LIST = 96;
-const COST_DICT_ENTRY = 48;
-const COST_LIST_ITEM = 12;
-const COST_STRING = 24;
-const COST_NUMBER = 16;
-const COST_SLOT = 8;
-
-/**
- * A container's state: its nesting depth (1: holds no container), negative once it is sealed. A container is
- * sealed when it is put into another: Python's pickler completes every container before nesting it, so a
- * sealed one never changes again and its depth stays true (and no container can hold itself).
- */
-export class PickleDict extends Map<unknown, unknown> {
-  #state = 1;
-  get state(): number {
-    return this.#state;
-  }
-  set state(state: number) {
-    this.#state = state;
-  }
-}
-export class PickleList extends Array<unknown> {
-  #state = 1;
-  get state(): number {
-    return this.#state;
-  }
-  set state(state: number) {
-    this.#state = state;
-  }
-}
-type Container = PickleDict | PickleList;
-
-/** `collections.OrderedDict`, the one global a snapshot may name (a REDUCE of it makes a dict). */
-const ORDERED_DICT = Object.freeze({ global: "collections.OrderedDict" });
-
-/** Opcodes a snapshot never holds, by name, for the refusal's message. */
-const NAMES: Record<number, string> = {
-  48: "POP",
-  49: "POP_MARK",
-  50: "DUP",
-  70: "FLOAT",
-  73: "INT",
-  76: "LONG",
-  83: "STRING",
-  84: "BINSTRING",
-  85: "SHORT_BINSTRING",
-  86: "UNICODE",
-  98: "BUILD",
-  100: "DICT",
-  103: "GET",
-  108: "LIST",
-  111: "OBJ",
-  112: "PUT",
-  129: "NEWOBJ",
-  139: "LONG4",
-  141: "BINUNICODE8",
-  142: "BINBYTES8",
-  143: "EMPTY_SET",
-  144: "ADDITEMS",
-  145: "FROZENSET",
-  146: "NEWOBJ_EX",
-  150: "BYTEARRAY8",
-  151: "NEXT_BUFFER",
-  152: "READONLY_BUFFER",
-  66: "BINBYTES",
-  67: "SHORT_BINBYTES",
-};
+export {
+  HEAP_BYTES_FLOOR,
+  HEAP_BYTES_PER_INPUT_BYTE,
+  HEAP_LIMIT_SHARE,
+  MAX_DEPTH,
+  MAX_MARKS,
+  MAX_STACK,
+  MAX_STRING_BYTES,
+  PickleDict,
+  PickleList,
+  PickleRefusal,
+} from "./snapshot-pickle-values.js";
 
 const decoder = new TextDecoder("utf-8");
 
