@@ -32,7 +32,7 @@
         [
           "OS!='mac' and OS!='win'",
           {
-            "sources": ["host/host_platform.cc", "host/host_streams.cc", "host/host_system.cc"]
+            "sources": ["host/host_platform.cc", "host/host_streams.cc", "host/host_system.cc", "host/host_wiring.cc"]
           }
         ]
       ]

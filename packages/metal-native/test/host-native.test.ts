@@ -22,6 +22,7 @@ describe.runIf(process.platform === "linux" && compiler !== undefined)(
       const sources = [
         join(packageRoot, "test", "native", "host_platform_test.cc"),
         join(host, "host_system.cc"),
+        join(host, "host_wiring.cc"),
         join(host, "host_streams.cc"),
         join(core, "core", "posix.cc"),
         join(core, "core", "wiring_residency_set.cc"),
