@@ -14,7 +14,6 @@ import {
   releasedError,
 } from "@nuvec/native-core";
 import { ArgumentError, mappingSize, Teardown } from "@nuvec/stats";
-import { MockSpace } from "./address-space.js";
 import { isMockMemory, MockBuffer, MockBufferRange } from "./buffer.js";
 import { type MockCall, type MockCallCounts, MockCallLog } from "./calls.js";
 import { MockCore, type MockWiringFault } from "./core.js";
@@ -28,6 +27,7 @@ import {
   readMockOptions,
 } from "./options.js";
 import { MockResidencySet } from "./residency-set.js";
+import { MockSpaceTable } from "./space-table.js";
 import { StreamHub } from "./stream-queue.js";
 import { type MockStream, MockStreamCalls } from "./streams.js";
 
@@ -69,7 +69,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   static {
     hasBackendBrand = (value) => #core in value;
   }
-  readonly #spaces = new WeakMap<MockBuffer, MockSpace>();
+  readonly #spaces: MockSpaceTable;
   readonly #files: MockFileTable;
   readonly #madeSets = new WeakSet<MockResidencySet>();
   #bufferAttempts = 0;
@@ -89,6 +89,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     this.residencySetLimit = options.residencySetLimit;
     this.#core = new MockCore(new MockCallLog(callLogLimit), realMemoryUpTo);
     this.#files = new MockFileTable(this.#core);
+    this.#spaces = new MockSpaceTable(this.#core);
     this.#core.failWiring = options.failWiring ?? false;
     this.#streams = new MockStreamCalls(this.#core, new StreamHub(completion));
     if (mapGranularity !== undefined) {
@@ -109,20 +110,12 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    */
   reserveAddressSpace(capacity: number): MockBuffer {
     checkThis(this, "reserveAddressSpace()");
-    this.#core.assertOpen("reserveAddressSpace()");
-    const granularity = this.mapGranularity as number;
-    checkBufferLength(capacity, this.maxBufferLength);
-    if (capacity % granularity !== 0) {
-      throw new ArgumentError(
-        "capacity",
-        `reserveAddressSpace(): ${capacity} bytes is not whole granules of ${granularity}`,
-      );
-    }
-    const space = new MockBuffer(this.#core, this.#nextBufferId++, capacity, 0);
-    this.#core.adopt(space);
-    this.#core.counters.buffersMade += 1;
-    this.#spaces.set(space, new MockSpace(capacity, granularity));
-    return space;
+    return this.#spaces.reserve(
+      capacity,
+      this.mapGranularity as number,
+      this.maxBufferLength,
+      () => this.#nextBufferId++,
+    );
   }
 
   /**
@@ -131,7 +124,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
    */
   mapMemory(space: NativeBuffer, offset: number, length: number): void {
     checkThis(this, "mapMemory()");
-    const mappings = this.#spaceOf(space, "mapMemory");
+    const mappings = this.#spaces.of(space, "mapMemory");
     mappings.checkGranules(offset, length, "mapMemory");
     this.#attemptAllocation("mapMemory", length);
     mappings.map(offset, length);
@@ -140,13 +133,13 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   /** Unmaps exactly one earlier {@link mapMemory} range. */
   unmapMemory(space: NativeBuffer, offset: number, length: number): void {
     checkThis(this, "unmapMemory()");
-    this.#spaceOf(space, "unmapMemory").unmap(offset, length);
+    this.#spaces.of(space, "unmapMemory").unmap(offset, length);
   }
 
   /** Bytes mapped into `space` now (for tests: what a GPU's driver would hold). */
   mappedBytes(space: NativeBuffer): number {
     checkThis(this, "mappedBytes()");
-    return this.#spaceOf(space, "mappedBytes").mappedBytes;
+    return this.#spaces.of(space, "mappedBytes").mappedBytes;
   }
 
   /** Counts an allocation attempt of `bytes` by `call`, and fails it when `failAllocation` says so. */
@@ -159,16 +152,6 @@ export class MockBackend extends BackendFacts implements NativeBackend {
         `${call}(${bytes}) failed: the mock was told to fail allocation attempt ${attempt}`,
       );
     }
-  }
-
-  #spaceOf(space: NativeBuffer, method: string): MockSpace {
-    this.#core.assertOpen(`${method}()`);
-    const found = space instanceof MockBuffer ? this.#spaces.get(space) : undefined;
-    if (found === undefined) {
-      throw new ArgumentError("space", `${method}(): space must be an address space of this backend`);
-    }
-    if (space.released) throw releasedError(`${method}(): the space was already released`);
-    return found;
   }
 
   // ---------------------------------------------------------------- buffers
