@@ -111,7 +111,7 @@ function viewOf(trace: ReplayedTrace): string {
     workload.external.push({ name: "PyTorch reserved", at: torch.reserved.at, value: torch.reserved.value });
   const policies = result.outcomes.map((outcome) => outcome.policy);
   return renderMemoryView({
-    title: `${printable(trace.name, 60)}: ${result.events} events, ${policies.length > 1 ? `policies ${policies.join(", ")}` : `policy ${policies[0]}`}`,
+    title: `${printable(trace.name, 60)}: ${workload.events} events, ${policies.length > 1 ? `policies ${policies.join(", ")}` : `policy ${policies[0]}`}`,
     subtitle: subtitleOf(trace),
     workload,
     // A PyTorch snapshot's stack frames, else the trace's own labels (a Device's `malloc(bytes, { label })`).

@@ -88,6 +88,9 @@ const PAGE = 16 * 1024;
 /** Whether the allocator's trace format knows marks itself (then the validator counts them as events). */
 const MARKS_ARE_EVENTS = isTraceEvent(["k", "step"]);
 
+/** Trace items that define a label, a stack or a mark: no event on the view's axis. */
+const DEFINITIONS: ReadonlySet<string> = new Set(["n", "s", "k"]);
+
 /** A mark item: `["k", name]`, the name text. */
 export function isMark(item: unknown): item is readonly ["k", string] {
   return Array.isArray(item) && item.length === 2 && item[0] === "k" && typeof item[1] === "string";
@@ -199,7 +202,9 @@ export async function replayForView(
         charged[index] = result?.charged ?? 0;
       }
       options.onEvent?.(event, validator.events - 1, applied, active);
-      if (recorder !== undefined) {
+      // Definitions (a label, a stack) and marks the format counts as events are no step of the workload:
+      // the view's event axis counts only what allocates, frees or maps.
+      if (recorder !== undefined && !DEFINITIONS.has(event[0] as string)) {
         if (event[0] === "a") {
           recorder.allocate(
             event[1] as number,
