@@ -1,7 +1,8 @@
 // The contract every NativeBackend must keep: the mock (test/contract-mock.test.ts) and the real addon
 // (test/contract-host.test.ts, and on macOS the Metal layer) run these same tests. Everything here goes
 // through the NativeBackend interface only; what only the mock can do (fault injection) is tested in
-// src/mock.test.ts. Counters are compared as differences, so `make` may return the same backend every time.
+// metal-native's src/mock.test.ts and src/mock/*.test.ts. Counters are compared as differences, so `make` may
+// return the same backend every time.
 // This file declares the suite and its options; each area's tests are in a file of their own (contract-*.ts),
 // over the fixture of contract-suite.ts.
 import { describe } from "vitest";
