@@ -114,6 +114,22 @@ export abstract class PolicyAccounts<B> {
     return record;
   }
 
+  /**
+   * {@link unlive} for a size-class policy's record, the free's hot path: the same checks, in the same
+   * order, against the class itself (an `instanceof` of a constant the compiler can inline).
+   */
+  protected unliveCached(allocation: Allocation<B>): CachedBuffer<B> | undefined {
+    if (this.closed) throw allocatorClosed("free");
+    if (!(allocation instanceof LiveAllocation)) throw foreignAllocation("allocation");
+    const record = (allocation as LiveAllocation<B>).record;
+    if (record === undefined) return undefined;
+    if (!(record instanceof CachedBuffer) || record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation !== allocation) throw doubleFree("allocation");
+    record.allocation = null;
+    this.liveBuffers--;
+    return record as CachedBuffer<B>;
+  }
+
   /** See {@link CachingAllocator.free}. */
   free(allocation: Allocation<B>): void {
     this.freeAllocation(allocation, true);

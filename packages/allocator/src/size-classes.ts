@@ -1,4 +1,4 @@
-import { allocationSize, Teardown } from "@nuvec/stats";
+import { allocationSize, PAGE, SMALL, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import type { BufferSource } from "./buffer-source.js";
@@ -6,6 +6,9 @@ import { checkedByteCount } from "./byte-count.js";
 import { allocatorClosed, bufferTooLarge } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
+
+// Below this, a size class is rounded in 32-bit integers (as `allocationSize` does).
+const INTEGER_ROUNDING_LIMIT = 2 ** 31 - PAGE;
 
 /** The allocator's hooks, limits and policy, as {@link CachingAllocator} passes them on. */
 export interface SizeClassAllocatorSetup<B> extends PolicySetup<B> {
@@ -46,8 +49,14 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     if (this.closed) throw allocatorClosed("malloc");
     checkedByteCount(bytes, "bytes");
     if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
-    // `undefined`: a size class beyond 2^53, above any device's maximum.
-    const sizeClass = allocationSize(bytes);
+    // `allocationSize`'s integer form inline below 2^31 − 16 KiB (every request a runtime makes; the same
+    // figures, without checking `bytes` a second time); `undefined`: a size class beyond 2^53.
+    const sizeClass =
+      bytes <= INTEGER_ROUNDING_LIMIT
+        ? bytes > PAGE
+          ? (bytes + PAGE - 1) & ~(PAGE - 1)
+          : (bytes + SMALL - 1) & ~(SMALL - 1)
+        : allocationSize(bytes);
     if (sizeClass === undefined || sizeClass > this.maxBufferLength) {
       throw bufferTooLarge(bytes, this.maxBufferLength);
     }
@@ -110,7 +119,7 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   }
 
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
-    const record = this.unlive<CachedBuffer<B>>(allocation, CachedBuffer);
+    const record = this.unliveCached(allocation);
     if (record === undefined) return;
     this.active -= record.length;
     this.live -= record.liveSizeClass;
