@@ -12,6 +12,7 @@ import {
 } from "@nuvec/allocator";
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import {
+  deviceLine,
   type FigureTable,
   looksLikeTorchSnapshot,
   readTorchSnapshot,
@@ -39,8 +40,18 @@ const commandLine: CommandLine = {
   description:
     "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
   flags: [
-    { name: "working-set", value: "BYTES", help: "the mock device's working set", defaultText: "8GiB" },
-    { name: "memory-size", value: "BYTES", help: "the mock device's memory", defaultText: "2 × working set" },
+    {
+      name: "working-set",
+      value: "BYTES",
+      help: "the mock device's working set",
+      defaultText: "the trace header's, else 8GiB",
+    },
+    {
+      name: "memory-size",
+      value: "BYTES",
+      help: "the mock device's memory",
+      defaultText: "the trace header's, else 2 × working set",
+    },
     { name: "cache-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
     { name: "memory-limit", value: "BYTES", help: "set after opening", defaultText: "the device's" },
     { name: "policy", value: POLICY_LIST, help: "the cache policy", defaultText: ALLOCATOR_POLICIES[0] },
@@ -84,8 +95,12 @@ async function main(argv: string[]): Promise<number> {
   const { flags: given, positionals } = parsed;
   if (positionals.length !== 1)
     throw new UsageError(positionals.length === 0 ? "no TRACE given" : "one TRACE only");
-  const workingSet = parseBytes(given.get("working-set") ?? "8GiB", "--working-set");
-  const memorySize = parseBytes(given.get("memory-size") ?? `${2 * workingSet}`, "--memory-size");
+  const workingSet = given.has("working-set")
+    ? parseBytes(given.get("working-set") as string, "--working-set")
+    : undefined;
+  const memorySize = given.has("memory-size")
+    ? parseBytes(given.get("memory-size") as string, "--memory-size")
+    : undefined;
   const policies = policiesOf(given.get("policy"), given.get("compare"));
   const comparing = given.has("compare");
   const deviceIndex = given.has("device") ? parseDevice(given.get("device") as string) : undefined;
@@ -126,8 +141,8 @@ async function main(argv: string[]): Promise<number> {
     torch === undefined ? streamTraceBatches(tracePath, { onProgress }) : [torch.items],
     {
       policies,
-      workingSet,
-      memorySize,
+      ...(workingSet === undefined ? {} : { workingSet }),
+      ...(memorySize === undefined ? {} : { memorySize }),
       ...(cacheLimit === undefined ? {} : { cacheLimit }),
       ...(memoryLimit === undefined ? {} : { memoryLimit }),
       ...(reserveRatio === undefined ? {} : { reserveRatio }),
@@ -186,10 +201,10 @@ async function main(argv: string[]): Promise<number> {
     writeOutputFile(
       path,
       renderMemoryView({
-        title: `${traceName}: ${events} events${comparing ? `, policies ${policies.join(", ")}` : `, policy ${policies[0]}`}`,
-        subtitle: `${String(result.header?.workload ?? "")} · mock device: working set ${formatBytes(workingSet)}, memory ${formatBytes(memorySize)}`,
+        title: `${traceName}: ${workload.events} events${comparing ? `, policies ${policies.join(", ")}` : `, policy ${policies[0]}`}`,
+        subtitle: subtitleOf(result.header?.workload, deviceLine(result.device)),
         workload,
-        labels: torch?.labels ?? [],
+        labels: torch?.labels ?? result.labels,
         figures: figureTable(result.outcomes, torch),
         peaks: result.outcomes.map((outcome) => ({
           active: outcome.stats.peakActive,
@@ -202,6 +217,11 @@ async function main(argv: string[]): Promise<number> {
     if (!json) console.log(`report: ${path}`);
   }
   return 0;
+}
+
+/** The view's subtitle: the workload the header names, then the mock device and where its facts came from. */
+function subtitleOf(workload: unknown, device: string): string {
+  return typeof workload === "string" && workload !== "" ? `${printable(workload, 120)} · ${device}` : device;
 }
 
 /** The policies to replay: `--compare`'s list (or all), else `--policy` alone; each one the allocator has. */
