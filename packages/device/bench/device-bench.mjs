@@ -13,82 +13,27 @@
 // Run after `pnpm run build`: pnpm --filter @nuvec/device bench   (or: node bench/device-bench.mjs
 // [--milliseconds N] [--measurements N]; default 500 ms for the micro rows, twice that for the replays, and
 // three measurements)
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+//
+// How each figure is measured is in device-bench-measure.mjs; section 3 in device-bench-replays.mjs.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { CachingAllocator, replayTrace } from "@nuvec/allocator";
-import { readTrace } from "@nuvec/allocator/node";
+import { join } from "node:path";
+import { CachingAllocator } from "@nuvec/allocator";
 import { MockBackend } from "@nuvec/metal-native/mock";
-// The allocator bench's generated decode trace (a long one: the shared traces are short).
-import { decodeTrace } from "../../allocator/bench/decode-trace.mjs";
 import { Device } from "../dist/index.js";
-
-const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const tracesDir = resolve(packageDir, "../../fixtures/traces");
-const flag = process.argv.indexOf("--milliseconds");
-const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 500;
-const measurementsFlag = process.argv.indexOf("--measurements");
-// More measurements give a busy machine more chances at a quiet second.
-const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
-const KiB = 1024;
-const GiB = 1024 ** 3;
-
-/**
- * A loop of `body` compiled on its own (`new Function`): each row gets its own type feedback, so what one
- * row calls does not make another row's call sites polymorphic.
- */
-function loopOf(body) {
-  return new Function("context", "count", `for (let index = 0; index < count; index++) { ${body} }`);
-}
-
-/** A stopwatch of wall-clock and CPU time (the process's, V8's helper threads included). */
-function stopwatch() {
-  const wall = performance.now();
-  const cpu = process.cpuUsage();
-  return () => {
-    const used = process.cpuUsage(cpu);
-    return { wall: (performance.now() - wall) * 1e6, cpu: (used.user + used.system) * 1e3 };
-  };
-}
-
-/** ns per iteration of `loop(context, batch)` run in batches for at least `milliseconds` ({ wall, cpu }). */
-function measure(loop, context, milliseconds) {
-  const batch = 10_000;
-  const start = performance.now();
-  const elapsed = stopwatch();
-  let iterations = 0;
-  do {
-    loop(context, batch);
-    iterations += batch;
-  } while (performance.now() - start < milliseconds);
-  const { wall, cpu } = elapsed();
-  return { wall: wall / iterations, cpu: cpu / iterations };
-}
-
-/** The best of the measurements after a warm-up, wall-clock and CPU time apart. */
-function bestOf(run, milliseconds) {
-  run(milliseconds / 2); // warm-up
-  const best = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-  for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
-    const { wall, cpu } = run(milliseconds);
-    best.wall = Math.min(best.wall, wall);
-    best.cpu = Math.min(best.cpu, cpu);
-  }
-  return best;
-}
-
-const difference = (a, b) => ({ wall: a.wall - b.wall, cpu: a.cpu - b.cpu });
-
-const bestLoop = (body, context, milliseconds = MILLISECONDS) =>
-  bestOf((ms) => measure(loopOf(body), context, ms), milliseconds);
-
-const row = (what, ns, goal) => {
-  const verdict = (value) => (goal === undefined ? "" : value <= goal ? " ✓" : " ✗");
-  console.log(
-    `| ${what} | ${ns.wall.toFixed(0)}${verdict(ns.wall)} | ${ns.cpu.toFixed(0)}${verdict(ns.cpu)} | ${goal === undefined ? "" : `≤ ${goal}`} |`,
-  );
-};
+import {
+  bestLoop,
+  bestOf,
+  difference,
+  GiB,
+  KiB,
+  loopOf,
+  MEASUREMENTS,
+  MILLISECONDS,
+  row,
+  stopwatch,
+} from "./device-bench-measure.mjs";
+import { replayRows } from "./device-bench-replays.mjs";
 
 console.log(
   `node ${process.version}; best of ${MEASUREMENTS} measurements of ≥ ${MILLISECONDS} ms each, after a warm-up\n`,
@@ -393,98 +338,4 @@ if (viewLoops.length > 0) {
   }
 }
 
-// 3. The replay program against the policy alone, per event, on the same pre-read events.
-// MLX's policy on both sides: the program's Device and replayTrace replay the same allocator.
-const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB, policy: "mlx" };
-
-/**
- * apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else): the mock
- * without a call log, the buffers in an array by id.
- */
-function replayProgram(events, deviceOptions) {
-  const backend = new MockBackend({
-    recommendedMaxWorkingSetSize: DEFAULT.workingSet,
-    memorySize: DEFAULT.memorySize,
-    maxBufferLength: DEFAULT.workingSet,
-    callLogLimit: 0,
-  });
-  const device = Device.open({ backend, policy: "mlx", ...deviceOptions });
-  const buffers = [];
-  for (const event of events) {
-    switch (event[0]) {
-      case "a":
-        buffers[event[1]] = device.malloc(event[2]);
-        break;
-      case "f": {
-        const buffer = buffers[event[1]];
-        if (buffer !== undefined) {
-          buffer.free();
-          buffers[event[1]] = undefined;
-        }
-        break;
-      }
-      default:
-        throw new Error(`the bench replays allocations and frees only, not ${JSON.stringify(event)}`);
-    }
-  }
-  const stats = device.memoryStats();
-  const counters = device.counters();
-  for (const buffer of buffers) buffer?.free();
-  device.close();
-  return {
-    systemAllocations: stats.systemAllocations,
-    cacheHits: counters.cacheHits,
-    peakActive: stats.peakActive,
-  };
-}
-
-function perEvent(replay, events, milliseconds) {
-  const start = performance.now();
-  const elapsed = stopwatch();
-  let replayed = 0;
-  do {
-    replay();
-    replayed += events.length;
-  } while (performance.now() - start < milliseconds);
-  const { wall, cpu } = elapsed();
-  return { wall: wall / replayed, cpu: cpu / replayed };
-}
-
-const traces = [];
-if (existsSync(tracesDir)) {
-  for (const name of ["gpt2-generate", "bert-dynamic", "resnet50-train"]) {
-    traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
-  }
-} else {
-  console.log(`\nno shared traces at ${tracesDir}: the generated trace only`);
-}
-traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
-
-console.log(
-  `\nreplay program (Device over the mock, as apps/examples/src/replay.ts) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
-);
-console.log(
-  "| trace | events | replayTrace | program | program / policy (goal ≤ 3×) | the same, CPU time | program, safetyNet: false (CPU time) |",
-);
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
-for (const { name, events } of traces) {
-  const policy = replayTrace(events, DEFAULT);
-  const program = replayProgram(events, {});
-  for (const figure of ["systemAllocations", "cacheHits", "peakActive"]) {
-    const expected = figure === "cacheHits" ? policy.counters.cacheHits : policy.stats[figure];
-    if (program[figure] !== expected)
-      throw new Error(`${name}: the program's ${figure} ${program[figure]} ≠ ${expected}`);
-  }
-  const policyNs = bestOf((ms) => perEvent(() => replayTrace(events, DEFAULT), events, ms), 2 * MILLISECONDS);
-  const programNs = bestOf((ms) => perEvent(() => replayProgram(events, {}), events, ms), 2 * MILLISECONDS);
-  const unsafeNs = bestOf(
-    (ms) => perEvent(() => replayProgram(events, { safetyNet: false }), events, ms),
-    2 * MILLISECONDS,
-  );
-  const ratio = (value) => `${value.toFixed(1)}× ${value <= 3 ? "✓" : "✗"}`;
-  const wall = programNs.wall / policyNs.wall;
-  const cpu = programNs.cpu / policyNs.cpu;
-  console.log(
-    `| ${name} | ${events.length} | ${policyNs.wall.toFixed(1)} | ${programNs.wall.toFixed(1)} | ${ratio(wall)} | ${policyNs.cpu.toFixed(1)} vs ${programNs.cpu.toFixed(1)}: ${ratio(cpu)} | ${unsafeNs.wall.toFixed(1)} (${unsafeNs.cpu.toFixed(1)}): ${(unsafeNs.cpu / policyNs.cpu).toFixed(1)}× |`,
-  );
-}
+replayRows();

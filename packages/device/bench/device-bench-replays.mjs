@@ -1,0 +1,119 @@
+// Section 3 of the Device bench (device-bench.mjs): the examples' replay program (a Device over the mock, as
+// apps/examples/src/replay.ts runs a trace) against `replayTrace` alone on the same pre-read events, per
+// event, with the figures both must agree on checked first. Apart from the micro rows: this one measures a
+// whole program, not one call.
+
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { replayTrace } from "@nuvec/allocator";
+import { readTrace } from "@nuvec/allocator/node";
+import { MockBackend } from "@nuvec/metal-native/mock";
+// The allocator bench's generated decode trace (a long one: the shared traces are short).
+import { decodeTrace } from "../../allocator/bench/decode-trace.mjs";
+import { Device } from "../dist/index.js";
+import { bestOf, GiB, MILLISECONDS, stopwatch } from "./device-bench-measure.mjs";
+
+const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const tracesDir = resolve(packageDir, "../../fixtures/traces");
+
+// MLX's policy on both sides: the program's Device and replayTrace replay the same allocator.
+const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB, policy: "mlx" };
+
+/**
+ * apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else): the mock
+ * without a call log, the buffers in an array by id.
+ */
+function replayProgram(events, deviceOptions) {
+  const backend = new MockBackend({
+    recommendedMaxWorkingSetSize: DEFAULT.workingSet,
+    memorySize: DEFAULT.memorySize,
+    maxBufferLength: DEFAULT.workingSet,
+    callLogLimit: 0,
+  });
+  const device = Device.open({ backend, policy: "mlx", ...deviceOptions });
+  const buffers = [];
+  for (const event of events) {
+    switch (event[0]) {
+      case "a":
+        buffers[event[1]] = device.malloc(event[2]);
+        break;
+      case "f": {
+        const buffer = buffers[event[1]];
+        if (buffer !== undefined) {
+          buffer.free();
+          buffers[event[1]] = undefined;
+        }
+        break;
+      }
+      default:
+        throw new Error(`the bench replays allocations and frees only, not ${JSON.stringify(event)}`);
+    }
+  }
+  const stats = device.memoryStats();
+  const counters = device.counters();
+  for (const buffer of buffers) buffer?.free();
+  device.close();
+  return {
+    systemAllocations: stats.systemAllocations,
+    cacheHits: counters.cacheHits,
+    peakActive: stats.peakActive,
+  };
+}
+
+function perEvent(replay, events, milliseconds) {
+  const start = performance.now();
+  const elapsed = stopwatch();
+  let replayed = 0;
+  do {
+    replay();
+    replayed += events.length;
+  } while (performance.now() - start < milliseconds);
+  const { wall, cpu } = elapsed();
+  return { wall: wall / replayed, cpu: cpu / replayed };
+}
+
+const traces = [];
+/** Measures and prints the replay rows: each shared trace (when present) and the generated decode trace. */
+export function replayRows() {
+  if (existsSync(tracesDir)) {
+    for (const name of ["gpt2-generate", "bert-dynamic", "resnet50-train"]) {
+      traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
+    }
+  } else {
+    console.log(`\nno shared traces at ${tracesDir}: the generated trace only`);
+  }
+  traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
+
+  console.log(
+    `\nreplay program (Device over the mock, as apps/examples/src/replay.ts) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
+  );
+  console.log(
+    "| trace | events | replayTrace | program | program / policy (goal ≤ 3×) | the same, CPU time | program, safetyNet: false (CPU time) |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  for (const { name, events } of traces) {
+    const policy = replayTrace(events, DEFAULT);
+    const program = replayProgram(events, {});
+    for (const figure of ["systemAllocations", "cacheHits", "peakActive"]) {
+      const expected = figure === "cacheHits" ? policy.counters.cacheHits : policy.stats[figure];
+      if (program[figure] !== expected)
+        throw new Error(`${name}: the program's ${figure} ${program[figure]} ≠ ${expected}`);
+    }
+    const policyNs = bestOf(
+      (ms) => perEvent(() => replayTrace(events, DEFAULT), events, ms),
+      2 * MILLISECONDS,
+    );
+    const programNs = bestOf((ms) => perEvent(() => replayProgram(events, {}), events, ms), 2 * MILLISECONDS);
+    const unsafeNs = bestOf(
+      (ms) => perEvent(() => replayProgram(events, { safetyNet: false }), events, ms),
+      2 * MILLISECONDS,
+    );
+    const ratio = (value) => `${value.toFixed(1)}× ${value <= 3 ? "✓" : "✗"}`;
+    const wall = programNs.wall / policyNs.wall;
+    const cpu = programNs.cpu / policyNs.cpu;
+    console.log(
+      `| ${name} | ${events.length} | ${policyNs.wall.toFixed(1)} | ${programNs.wall.toFixed(1)} | ${ratio(wall)} | ${policyNs.cpu.toFixed(1)} vs ${programNs.cpu.toFixed(1)}: ${ratio(cpu)} | ${unsafeNs.wall.toFixed(1)} (${unsafeNs.cpu.toFixed(1)}): ${(unsafeNs.cpu / policyNs.cpu).toFixed(1)}× |`,
+    );
+  }
+}
