@@ -120,51 +120,66 @@ export class TraceReplay {
     const index = this.#validator.events;
     const event = this.#validator.check(item);
     if (event === undefined) return;
+    this.#applyEvent(event);
+    this.#onEvent?.(event, index, this.#allocator);
+  }
+
+  /** An event the validator accepted: an allocation and a free (nearly every event) first, by their tags. */
+  #applyEvent(event: TraceEvent): void {
+    const tag = event[0];
+    if (tag === "a") this.#allocate(event[1], event[2]);
+    else if (tag === "f") this.#free(event[1], true);
+    else this.#applyOther(event);
+  }
+
+  #allocate(id: number, bytes: number): void {
+    let allocation: Allocation<number> | null;
+    try {
+      allocation = this.#allocator.malloc(bytes);
+    } catch (error) {
+      if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
+      allocation = null;
+    }
+    if (id < INDEXED_IDS) {
+      let slot = this.#freeSlots.pop();
+      if (slot === undefined) {
+        slot = this.#live.length;
+        this.#live.push(allocation);
+      } else this.#live[slot] = allocation;
+      if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
+      this.#slotOfId[id] = slot + 1;
+    } else this.#sparseLive.set(id, allocation);
+  }
+
+  /** A free (`cache`: "f") or a quarantine ("q") of a live id. */
+  #free(id: number, cache: boolean): void {
+    let allocation: Allocation<number> | null | undefined;
+    if (id < INDEXED_IDS) {
+      // The validator let through only a live id: it has a slot.
+      const slot = this.#slotOfId[id]! - 1;
+      this.#slotOfId[id] = 0;
+      allocation = this.#live[slot];
+      this.#live[slot] = null;
+      this.#freeSlots.push(slot);
+    } else {
+      allocation = this.#sparseLive.get(id);
+      this.#sparseLive.delete(id);
+    }
+    if (allocation && cache) this.#allocator.free(allocation);
+    else if (allocation) {
+      // Freed with a view moved away: never cached, quarantined until the "r" event.
+      this.#allocator.quarantine(allocation);
+      this.#quarantined.set(id, allocation);
+    }
+  }
+
+  /** Every kind but "a" and "f". */
+  #applyOther(event: TraceEvent): void {
     const allocator = this.#allocator;
     switch (event[0]) {
-      case "a": {
-        let allocation: Allocation<number> | null;
-        try {
-          allocation = allocator.malloc(event[2]);
-        } catch (error) {
-          if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
-          allocation = null;
-        }
-        const id = event[1];
-        if (id < INDEXED_IDS) {
-          let slot = this.#freeSlots.pop();
-          if (slot === undefined) {
-            slot = this.#live.length;
-            this.#live.push(allocation);
-          } else this.#live[slot] = allocation;
-          if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
-          this.#slotOfId[id] = slot + 1;
-        } else this.#sparseLive.set(id, allocation);
+      case "q":
+        this.#free(event[1], false);
         break;
-      }
-      case "f":
-      case "q": {
-        const id = event[1];
-        let allocation: Allocation<number> | null | undefined;
-        if (id < INDEXED_IDS) {
-          // The validator let through only a live id: it has a slot.
-          const slot = this.#slotOfId[id]! - 1;
-          this.#slotOfId[id] = 0;
-          allocation = this.#live[slot];
-          this.#live[slot] = null;
-          this.#freeSlots.push(slot);
-        } else {
-          allocation = this.#sparseLive.get(id);
-          this.#sparseLive.delete(id);
-        }
-        if (allocation && event[0] === "f") allocator.free(allocation);
-        else if (allocation) {
-          // Freed with a view moved away: never cached, quarantined until the "r" event.
-          allocator.quarantine(allocation);
-          this.#quarantined.set(id, allocation);
-        }
-        break;
-      }
       case "r": {
         const quarantined = this.#quarantined.get(event[1]);
         this.#quarantined.delete(event[1]);
@@ -193,7 +208,6 @@ export class TraceReplay {
         allocator.resetPeak();
         break;
     }
-    this.#onEvent?.(event, index, allocator);
   }
 
   #reserveSlotIndex(count: number): void {
@@ -219,7 +233,14 @@ export class TraceReplay {
       if (Array.isArray(items)) {
         // A trace has at most one allocation id per item: size the slot index once, not by doubling.
         this.#reserveSlotIndex(this.#validator.events + items.length);
-        for (let index = 0; index < items.length; index++) this.apply(items[index]);
+        if (this.#onEvent === undefined) {
+          // No hook: one loop over the array, each event checked, then applied by its tag.
+          const validator = this.#validator;
+          for (let index = 0; index < items.length; index++) {
+            const event = validator.check(items[index]);
+            if (event !== undefined) this.#applyEvent(event);
+          }
+        } else for (let index = 0; index < items.length; index++) this.apply(items[index]);
       } else {
         for (const item of items) this.apply(item);
       }
