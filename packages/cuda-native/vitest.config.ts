@@ -1,17 +1,6 @@
-import { fileURLToPath } from "node:url";
 import { packageTests } from "../../vitest.shared.js";
 
-const metalNativeSource = (file: string) =>
-  fileURLToPath(new URL(`../metal-native/src/${file}`, import.meta.url));
-
-export default packageTests({
-  resolve: {
-    // The contract suite (@nuvec/native-core/contract) checks errors against @nuvec/metal-native's
-    // sources: the backend must throw those same classes, so both resolve to the sources (each entry exactly:
-    // a plain prefix would send `@nuvec/metal-native/addon` to `index.ts/addon`).
-    alias: [
-      { find: /^@nuvec\/metal-native$/, replacement: metalNativeSource("index.ts") },
-      { find: /^@nuvec\/metal-native\/addon$/, replacement: metalNativeSource("addon.ts") },
-    ],
-  },
-});
+// @nuvec/metal-native resolves to its built package (dist, through its exports), as a user's tests see it:
+// the error classes both it and the contract suite (@nuvec/native-core/contract) check come from
+// @nuvec/stats, one copy for both. The GPU bundle (gpu/bundle.mjs) builds its own from the sources instead.
+export default packageTests();
