@@ -43,6 +43,7 @@ class LengthBucket<B> {
 const INITIAL_CAPACITY = 64;
 /** Lengths up to this (4 MiB) find their queue by index: 16385 slots of 4 bytes (64 KiB) per cache. */
 const INDEXED_LENGTHS = 4 * 1024 * 1024;
+const INITIAL_INDEXED_SLOTS = 256;
 
 /**
  * MLX's `BufferCache`: cached buffers ordered by length (for reuse) and by the time they were cached (for
@@ -64,7 +65,9 @@ export class BufferCache<B> {
    * {@link INDEXED_LENGTHS} (the size classes of nearly every request; kept by {@link reindex}), and the
    * queue itself in a Map for the other lengths.
    */
-  private readonly positionOfSmallLength = new Int32Array(INDEXED_LENGTHS / 256 + 1);
+  // Grown as longer lengths are indexed (to 16385 slots, 64 KiB), so a fresh cache (a replay's) makes no
+  // 64 KiB array before it needs one.
+  private positionOfSmallLength = new Int32Array(INITIAL_INDEXED_SLOTS);
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
   private distinct = 0;
@@ -266,12 +269,19 @@ export class BufferCache<B> {
 
   /** The position of `length`'s queue in {@link buckets}, or -1. */
   private positionOf(length: number): number {
-    if (BufferCache.isIndexed(length)) return this.positionOfSmallLength[length >>> 8]! - 1;
+    if (BufferCache.isIndexed(length)) {
+      const slot = length >>> 8;
+      const positions = this.positionOfSmallLength;
+      return slot < positions.length ? positions[slot]! - 1 : -1;
+    }
     return this.bucketOfLargeLength.get(length)?.index ?? -1;
   }
 
   private forgetLength(length: number): void {
-    if (BufferCache.isIndexed(length)) this.positionOfSmallLength[length >>> 8] = 0;
+    // A slot past the array's end holds no position already.
+    if (BufferCache.isIndexed(length)) {
+      if (length >>> 8 < this.positionOfSmallLength.length) this.positionOfSmallLength[length >>> 8] = 0;
+    }
     else this.bucketOfLargeLength.delete(length);
   }
 
@@ -303,6 +313,15 @@ export class BufferCache<B> {
     return bucket;
   }
 
+  /** Makes the position index reach `slot` (doubling, at most one slot per indexed length). */
+  private growPositions(slot: number): void {
+    let length = this.positionOfSmallLength.length;
+    while (length <= slot) length *= 2;
+    const grown = new Int32Array(Math.min(length, INDEXED_LENGTHS / 256 + 1));
+    grown.set(this.positionOfSmallLength);
+    this.positionOfSmallLength = grown;
+  }
+
   /** Drops the empty queues. */
   private compact(): void {
     let kept = 0;
@@ -327,7 +346,11 @@ export class BufferCache<B> {
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
-      if (BufferCache.isIndexed(bucket.length)) this.positionOfSmallLength[bucket.length >>> 8] = index + 1;
+      if (BufferCache.isIndexed(bucket.length)) {
+        const slot = bucket.length >>> 8;
+        if (slot >= this.positionOfSmallLength.length) this.growPositions(slot);
+        this.positionOfSmallLength[slot] = index + 1;
+      }
     }
     this.nonEmpty.fill(0);
     for (let index = 0; index < this.distinct; index++) {
