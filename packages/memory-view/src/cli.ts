@@ -116,6 +116,7 @@ function viewOf(trace: ReplayedTrace): string {
     workload,
     // A PyTorch snapshot's stack frames, else the trace's own labels (a Device's `malloc(bytes, { label })`).
     labels: torch?.labels ?? result.labels,
+    stacks: result.stacks,
     figures: figureTable(trace),
     peaks: result.outcomes.map((outcome) => ({
       active: outcome.stats.peakActive,

@@ -82,7 +82,10 @@ function take<T>(handles: TraceIdMap<T>, id: number): T | undefined {
 const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
 
 /** The mock device's facts: the caller's, else the header's, else the defaults. */
-export function deviceFromHeader(header: TraceHeader | undefined, options: PolicyReplayOptions): ReplayDevice {
+export function deviceFromHeader(
+  header: TraceHeader | undefined,
+  options: PolicyReplayOptions,
+): ReplayDevice {
   const recorded = replayOptionsFromHeader(header);
   const workingSet = options.workingSet ?? recorded.workingSet ?? DEFAULT_WORKING_SET;
   const device: ReplayDevice = {

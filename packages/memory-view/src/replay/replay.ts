@@ -79,6 +79,8 @@ export interface ViewReplayResult {
    * in order of definition: what the workload's allocation labels index when no `labels` option was given.
    */
   labels: string[];
+  /** The trace's own stacks (`["s", id, frames]` events), in order of definition: what `workload.stack` indexes. */
+  stacks: string[][];
   /** With `record`: the workload, each policy's charged bytes and reserved memory, mapped files, marks. */
   workload?: RecordedWorkload;
 }
@@ -174,6 +176,8 @@ export async function replayForView(
   // The trace's labels ("n" events): their texts, and each label id's index among them.
   const labels: string[] = [];
   const labelIndex = new Map<number, number>();
+  const stacks: string[][] = [];
+  const stackIndex = new Map<number, number>();
   const open = () => {
     const settings = options.policies.map((policy) => runOptions(header, options, policy));
     runs = settings.map((setting, index) => new PolicyRun(setting, options.listeners?.[index]));
@@ -195,6 +199,8 @@ export async function replayForView(
         continue;
       }
       if (event[0] === "n") labelIndex.set(event[1] as number, labels.push(event[2] as string) - 1);
+      else if (event[0] === "s")
+        stackIndex.set(event[1] as number, stacks.push([...(event[2] as string[])]) - 1);
       const active = runs ?? open();
       for (let index = 0; index < count; index += 1) {
         const result = (active[index] as PolicyRun).apply(event);
@@ -212,6 +218,7 @@ export async function replayForView(
             charged,
             options.labels?.[allocations] ??
               (typeof event[3] === "number" ? (labelIndex.get(event[3]) ?? -1) : -1),
+            typeof event[4] === "number" ? (stackIndex.get(event[4]) ?? -1) : -1,
           );
           allocations += 1;
         } else if (event[0] === "f" || event[0] === "q") recorder.free(event[1] as number);
@@ -249,6 +256,7 @@ export async function replayForView(
     device: device as ReplayDevice,
     marks,
     labels,
+    stacks,
     ...(recorder === undefined ? {} : { workload: recorder.finish() }),
   };
 }

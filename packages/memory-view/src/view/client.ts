@@ -243,6 +243,26 @@ export function memoryViewClient(
     chart.setScale("y", { min: 0, max: yMax });
   }
 
+  /** The filter by label, where allocations have labels: the chosen label's bands keep their colours. */
+  function labelFilter(): void {
+    const summary = core.labelSummary(labels, model.size, labelTexts.length);
+    if (summary.length === 0) return;
+    const chooser = byId("nuvec-label") as HTMLSelectElement;
+    chooser.innerHTML = [
+      `<option value="-1">all (${summary.length} labels)</option>`,
+      ...summary.map(
+        (row) =>
+          `<option value="${row.label}">${escapeText(core.shortLabel(labelTexts[row.label] ?? ""))} · ${row.count} allocation${row.count === 1 ? "" : "s"}, ${core.formatBytes(row.bytes)} allocated</option>`,
+      ),
+    ].join("");
+    chooser.addEventListener("change", () => {
+      const chosen = Number(chooser.value);
+      dimmed = chosen < 0 ? undefined : core.dimmedExcept(labels, chosen);
+      chart.redraw(false, false);
+    });
+    (byId("nuvec-label-filter") as HTMLElement).hidden = false;
+  }
+
   function select(policy: number): void {
     api.selected = policy;
     (byId("nuvec-policy") as HTMLSelectElement).value = String(policy);
@@ -261,7 +281,7 @@ export function memoryViewClient(
   const placed = { first: new Int32Array(0), last: new Int32Array(0) };
 
   function drawBands(u: UPlotChart): void {
-    const view = { model, cols, policy: api.selected, columnSpan, sizeClass: core.sizeClass, placed };
+    const view = { model, cols, policy: api.selected, columnSpan, sizeClass: core.sizeClass, placed, dimmed };
     drawing.drawBands(u, view);
   }
 
@@ -345,6 +365,7 @@ export function memoryViewClient(
           (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
         ),
         ...(label >= 0 ? [labelTexts[label] ?? ""] : []),
+        ...(stackTexts[stacks[index] ?? -1] ?? []).map((frame) => `  ${frame}`),
       ].join("\n");
     } else {
       const policy = model.policies[api.selected] as {
@@ -376,6 +397,9 @@ export function memoryViewClient(
 
   let labels: Int32Array = new Int32Array(0);
   let labelTexts: string[] = [];
+  let stacks: Int32Array = new Int32Array(0);
+  let stackTexts: string[][] = [];
+  let dimmed: Uint8Array | undefined;
   let charged: Float64Array[] = [];
 
   async function start(): Promise<void> {
@@ -405,6 +429,9 @@ export function memoryViewClient(
     markAt = (arrays.markAt as Uint32Array | undefined) ?? new Uint32Array(0);
     markNames = JSON.parse(new TextDecoder().decode(arrays.markNames as Uint8Array)) as string[];
     labelTexts = JSON.parse(new TextDecoder().decode(arrays.labels as Uint8Array)) as string[];
+    stacks = (arrays.stack as Int32Array | undefined) ?? new Int32Array(0);
+    if (arrays.stacks !== undefined)
+      stackTexts = JSON.parse(new TextDecoder().decode(arrays.stacks as Uint8Array)) as string[][];
     charged = input.policies.map((policy) => policy.charged);
     model = core.build(input);
     api.model = model;
@@ -415,6 +442,7 @@ export function memoryViewClient(
       .map((name, index) => `<option value="${index}">${escapeText(name)}</option>`)
       .join("");
     picker.addEventListener("change", () => select(Number(picker.value)));
+    labelFilter();
     const legend = byId("nuvec-legend");
     legend.innerHTML = [
       ...core.SIZE_CLASSES.map(

@@ -74,6 +74,16 @@ export interface MemoryViewCore {
   sizeClass(bytes: number): number;
   SIZE_CLASSES: { label: string; below: number }[];
   formatBytes(bytes: number): string;
+  /** Per label with allocations: how many and their bytes, most bytes first, at most 200 labels. */
+  labelSummary(
+    label: ArrayLike<number>,
+    size: ArrayLike<number>,
+    labels: number,
+  ): { label: number; count: number; bytes: number }[];
+  /** A label's text on one line of at most 80 characters (a stack's first frames). */
+  shortLabel(text: string): string;
+  /** Per allocation: 1 unless its label is `chosen`. */
+  dimmedExcept(label: ArrayLike<number>, chosen: number): Uint8Array;
 }
 
 /** The view's computations. Self-contained: the report inlines this function's source. */
@@ -262,5 +272,45 @@ export function memoryViewCore(): MemoryViewCore {
     return undefined;
   }
 
-  return { build, columns, liveAt, hit, sizeClass, SIZE_CLASSES, formatBytes };
+  function labelSummary(label: ArrayLike<number>, size: ArrayLike<number>, labels: number) {
+    const count = new Float64Array(labels);
+    const bytes = new Float64Array(labels);
+    for (let index = 0; index < label.length; index += 1) {
+      const which = label[index] as number;
+      if (which < 0 || which >= labels) continue;
+      count[which] = (count[which] as number) + 1;
+      bytes[which] = (bytes[which] as number) + ((size[index] as number) ?? 0);
+    }
+    const rows: { label: number; count: number; bytes: number }[] = [];
+    for (let which = 0; which < labels; which += 1) {
+      if ((count[which] as number) > 0)
+        rows.push({ label: which, count: count[which] as number, bytes: bytes[which] as number });
+    }
+    rows.sort((a, b) => b.bytes - a.bytes || a.label - b.label);
+    return rows.slice(0, 200);
+  }
+
+  function shortLabel(text: string): string {
+    const line = text.replace(/\s*\n\s*/g, " · ");
+    return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+  }
+
+  function dimmedExcept(label: ArrayLike<number>, chosen: number): Uint8Array {
+    const dimmed = new Uint8Array(label.length);
+    for (let index = 0; index < label.length; index += 1) dimmed[index] = label[index] === chosen ? 0 : 1;
+    return dimmed;
+  }
+
+  return {
+    build,
+    columns,
+    liveAt,
+    hit,
+    sizeClass,
+    SIZE_CLASSES,
+    formatBytes,
+    labelSummary,
+    shortLabel,
+    dimmedExcept,
+  };
 }

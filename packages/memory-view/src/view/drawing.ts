@@ -45,6 +45,8 @@ export interface BandsView {
   sizeClass(bytes: number): number;
   /** The first and last columns where each allocation was drawn as a band of its own (-1: not drawn). */
   placed: { first: Int32Array; last: Int32Array };
+  /** Per allocation: 1 where a label filter leaves it out (drawn grey); absent: none is. */
+  dimmed?: Uint8Array;
 }
 
 /** What {@link MemoryViewDrawing.drawPeaks} marks. */
@@ -73,8 +75,9 @@ export interface MemoryViewDrawing {
 /** The drawing functions and colours of the memory view. */
 export function memoryViewDrawing(): MemoryViewDrawing {
   // Two shades per size class, alternating between neighbouring allocations so each band stands apart.
-  const COLORS = ["#93c5fd", "#3b82f6", "#34d399", "#a78bfa", "#f472b6", "#94a3b8"];
-  const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b"];
+  // The seventh: allocations a label filter leaves out.
+  const COLORS = ["#93c5fd", "#3b82f6", "#34d399", "#a78bfa", "#f472b6", "#94a3b8", "#e5e7eb"];
+  const SHADES = ["#bfdbfe", "#2563eb", "#10b981", "#8b5cf6", "#ec4899", "#64748b", "#f3f4f6"];
   const POLICY_COLORS = ["#1d4ed8", "#b45309", "#047857", "#7c3aed", "#be123c", "#0f766e"];
   const EXTERNAL_COLORS = ["#111827", "#6b7280"];
   // Opaque: neighbouring columns may share a pixel, and a translucent fill drawn twice would show stripes.
@@ -86,7 +89,9 @@ export function memoryViewDrawing(): MemoryViewDrawing {
 
   /** Draws the stacked allocations and the selected policy's slack and cache bands. */
   function drawBands(u: DrawTarget, view: BandsView): void {
-    const { model, cols, columnSpan, sizeClass, placed } = view;
+    const { model, cols, columnSpan, placed, dimmed } = view;
+    const sizeClass = (index: number) =>
+      dimmed?.[index] === 1 ? 6 : view.sizeClass(model.size[index] as number);
     const context = u.ctx;
     const { left, top, width, height } = u.bbox;
     context.save();
@@ -158,14 +163,7 @@ export function memoryViewDrawing(): MemoryViewDrawing {
       let runFirst = -1;
       // Sub-pixel allocations pile into one run until it is a pixel tall; its first one names it.
       const closeRun = (y: number) => {
-        place(
-          runFirst,
-          x,
-          w,
-          Math.round(y),
-          Math.round(pixel),
-          sizeClass(model.size[runFirst] as number) + 1,
-        );
+        place(runFirst, x, w, Math.round(y), Math.round(pixel), sizeClass(runFirst) + 1);
         touched[runFirst] = 1;
         pixel = y;
         runFirst = -1;
@@ -182,7 +180,7 @@ export function memoryViewDrawing(): MemoryViewDrawing {
         const upper = yOf(offset);
         if (lower - upper >= 1) {
           if (runFirst >= 0) closeRun(lower);
-          const color = (index % 2 === 0 ? 1 : -1) * (sizeClass(size) + 1);
+          const color = (index % 2 === 0 ? 1 : -1) * (sizeClass(index) + 1);
           place(index, x, w, Math.round(upper), Math.round(pixel), color);
           touched[index] = 1;
           if (firstColumn[index] === -1) firstColumn[index] = column;

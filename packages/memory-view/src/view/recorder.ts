@@ -45,6 +45,8 @@ const u32 = () => new Growing((length) => new Uint32Array(length));
 export interface RecordedWorkload extends CoreInput {
   /** Per allocation: an index into the labels given to `allocate` (`-1`: none). */
   label: Int32Array;
+  /** Per allocation: an index into the trace's stacks (`["s", id, frames]`; `-1`: none); absent when none. */
+  stack?: Int32Array;
   /** The trace's marks (`["k", name]`): each before event `at[k]`, named `names[k]`; none when left out. */
   marks?: { at: Uint32Array; names: string[] };
 }
@@ -59,6 +61,8 @@ export class WorkloadRecorder {
   readonly #end = u32();
   readonly #size = f64();
   readonly #label = new Growing((length) => new Int32Array(length));
+  readonly #stack = new Growing((length) => new Int32Array(length));
+  #stacked = false;
   readonly #charged: Growing<Float64Array>[];
   readonly #reservedAt: Growing<Uint32Array>[];
   readonly #reservedValue: Growing<Float64Array>[];
@@ -83,13 +87,15 @@ export class WorkloadRecorder {
   }
 
   /** Allocation `id` of `size` bytes at the current event; `charged[p]`: what policy `p` charged (0: refused). */
-  allocate(id: number, size: number, charged: readonly number[], label = -1): void {
+  allocate(id: number, size: number, charged: readonly number[], label = -1, stack = -1): void {
     const ordinal = this.#start.length;
     this.#ordinalOfId.set(id, ordinal);
     this.#start.push(this.#events);
     this.#end.push(0xffffffff);
     this.#size.push(size);
     this.#label.push(label);
+    this.#stack.push(stack);
+    if (stack >= 0) this.#stacked = true;
     for (let policy = 0; policy < this.#charged.length; policy += 1) {
       (this.#charged[policy] as Growing<Float64Array>).push(charged[policy] ?? 0);
     }
@@ -142,6 +148,7 @@ export class WorkloadRecorder {
       end,
       size: this.#size.done(),
       label: this.#label.done(),
+      ...(this.#stacked ? { stack: this.#stack.done() } : {}),
       policies: this.#policies.map((name, policy) => ({
         name,
         charged: (this.#charged[policy] as Growing<Float64Array>).done(),

@@ -24,6 +24,8 @@ export interface MemoryViewDocument {
   workload: RecordedWorkload;
   /** Labels of allocations (stack frames), indexed by `workload.label`. */
   labels?: string[];
+  /** Stacks of allocations (their frames, innermost first), indexed by `workload.stack`. */
+  stacks?: string[][];
   /** The figures table beside the chart. */
   figures: FigureTable;
   /** Per policy (same order as `workload.policies`): the reported peaks the chart marks. */
@@ -87,6 +89,8 @@ export function renderMemoryView(view: MemoryViewDocument): string {
     ["labels", new Uint8Array(Buffer.from(JSON.stringify(view.labels ?? []), "utf8"))],
     ["mappedAt", workload.mapped?.at ?? new Uint32Array(0)],
     ["mappedValue", workload.mapped?.value ?? new Float64Array(0)],
+    ["stack", workload.stack ?? new Int32Array(0)],
+    ["stacks", new Uint8Array(Buffer.from(JSON.stringify(view.stacks ?? []), "utf8"))],
     ["markAt", workload.marks?.at ?? new Uint32Array(0)],
     ["markNames", new Uint8Array(Buffer.from(JSON.stringify(workload.marks?.names ?? []), "utf8"))],
   ];
@@ -156,6 +160,7 @@ ${view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : ""}
 <div class="main">
 <div class="controls">
 <label>cached band: <select id="nuvec-policy"></select></label>
+<label id="nuvec-label-filter" hidden>label: <select id="nuvec-label"></select></label>
 <label>events <input id="nuvec-from" type="number" min="0"> to <input id="nuvec-to" type="number" min="1"></label>
 <button id="nuvec-zoom" type="button">zoom</button>
 <button id="nuvec-reset" type="button">whole trace</button>
