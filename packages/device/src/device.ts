@@ -236,11 +236,13 @@ export class Device {
    */
   free(handle: DeviceBuffer | MappedFile, options?: FreeOptions): void {
     checkThis(this, "free()");
-    if (isMappedFile(handle)) {
+    // A buffer (nearly every free) passes one brand check; only what is not one is asked if it is a file.
+    const isBuffer = isDeviceBuffer(handle);
+    if (!isBuffer && isMappedFile(handle)) {
       this.#freeMappedFile(handle, options);
       return;
     }
-    this.#checkOwn(handle, isDeviceBuffer(handle));
+    this.#checkOwn(handle, isBuffer);
     const buffer = handle;
     const state = bufferState(buffer);
     if (!state.live) throw bufferFreed("free()");
