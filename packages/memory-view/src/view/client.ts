@@ -77,7 +77,7 @@ export function memoryViewClient(
     xLabel: string;
     mapped: boolean;
     marks: number;
-    layout: [string, string, number, number][];
+    layout: [string, string, number, number, string?][];
   };
   const api: MemoryViewApi = {
     ready: false,
@@ -182,11 +182,21 @@ export function memoryViewClient(
     const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"));
     const buffer = await new Response(stream).arrayBuffer();
     const arrays: Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array> = {};
-    for (const [name, type, offset, length] of meta.layout) {
+    for (const [name, type, offset, length, coding] of meta.layout) {
       if (type === "Float64Array") arrays[name] = new Float64Array(buffer, offset, length);
       else if (type === "Int32Array") arrays[name] = new Int32Array(buffer, offset, length);
       else if (type === "Uint8Array") arrays[name] = new Uint8Array(buffer, offset, length);
       else arrays[name] = new Uint32Array(buffer, offset, length);
+      // Event indices stored as differences (render.ts's codingOf): summed back in place.
+      const values = arrays[name] as Uint32Array;
+      if (coding === "delta")
+        for (let index = 1; index < length; index += 1)
+          values[index] = (values[index] as number) + (values[index - 1] as number);
+      else if (coding !== undefined) {
+        const base = arrays[coding.slice("after:".length)] as Uint32Array;
+        for (let index = 0; index < length; index += 1)
+          values[index] = (values[index] as number) + (base[index] as number);
+      }
     }
     return arrays;
   }

@@ -76,7 +76,17 @@ describe("renderMemoryView", () => {
     expect(meta.policies).toEqual(["mlx", "bounded"]);
     expect(meta.title).toBe(hostile);
     expect(array("size")).toEqual([1000, 5000]);
-    expect(array("end")).toEqual([2, 3]);
+    // Event indices as differences: each start less the one before, each end less its start.
+    const coding = (name: string) => meta.layout.find((entry: [string]) => entry[0] === name)[4];
+    expect([coding("start"), coding("end"), coding("reservedAt0"), coding("size")]).toEqual([
+      "delta",
+      "after:start",
+      "delta",
+      undefined,
+    ]);
+    expect(array("start")).toEqual([0, 1]);
+    expect(array("end")).toEqual([2, 2]);
+    expect(array("reservedAt0")).toEqual([0, 1]);
     expect(array("charged1")).toEqual([1024, 8192]);
     expect(array("reservedValue0")).toEqual([1024, 6144]);
     expect(JSON.parse(Buffer.from(array("labels")).toString("utf8"))).toEqual([hostile]);
