@@ -16,14 +16,22 @@ const mustRun = process.env.CI === "true" && hasApt;
 const folder = scratchFolder("nuvec-view-labels-");
 const MiB = 1024 ** 2;
 
-/** Three labels (weights 96 MiB, kv-cache 3 × 32 MiB, scratch 8 MiB) and two stacks, over 40 events. */
+/** Three labels (weights 96 MiB, kv-cache 3 × 32 MiB, scratch 30 × 8 MiB), two stacks (20 frames, 1). */
 function labelledTrace(): string {
   const lines: unknown[] = [
     { name: "labelled" },
     ["n", 0, "weights"],
     ["n", 1, "kv-cache"],
     ["n", 2, "scratch"],
-    ["s", 0, ["at loadWeights (model.js:10:3)", "at main (main.js:2:1)"]],
+    [
+      "s",
+      0,
+      [
+        "at loadWeights (model.js:10:3)",
+        "at main (main.js:2:1)",
+        ...Array.from({ length: 18 }, (_, i) => `at f${i} (x.js:${i}:1)`),
+      ],
+    ],
     ["s", 1, ["at grow (cache.js:7:5)"]],
     ["a", 0, 96 * MiB, 0, 0],
   ];
@@ -78,7 +86,11 @@ describe.skipIf(chromiumExecutable === undefined && !mustRun)(
       await page.mouse.move(point?.x ?? 0, point?.y ?? 0);
       const text = await page.locator("#nuvec-tooltip").textContent();
       expect(text).toContain("allocation 0 · 96.00 MiB");
-      expect(text).toContain("weights\n  at loadWeights (model.js:10:3)\n  at main (main.js:2:1)");
+      // The label, then the stack's innermost 16 frames and how many more.
+      expect(text).toContain(
+        "weights\n  at loadWeights (model.js:10:3)\n  at main (main.js:2:1)\n  at f0 (x.js:0:1)",
+      );
+      expect(text?.endsWith("\n  at f13 (x.js:13:1)\n  … 4 more frames")).toBe(true);
       const pixelAt = () =>
         page.evaluate(
           ({ x, y }) => {

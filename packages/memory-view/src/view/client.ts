@@ -375,7 +375,7 @@ export function memoryViewClient(
           (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
         ),
         ...(label >= 0 ? [labelTexts[label] ?? ""] : []),
-        ...(stackTexts[stacks[index] ?? -1] ?? []).map((frame) => `  ${frame}`),
+        ...stackLines(stackTexts[stacks[index] ?? -1] ?? []),
       ].join("\n");
     } else {
       const policy = model.policies[api.selected] as {
@@ -410,6 +410,11 @@ export function memoryViewClient(
   let stacks: Int32Array = new Int32Array(0);
   let stackTexts: string[][] = [];
   let dimmed: Uint8Array | undefined;
+  /** A stack's frames for the hover: the innermost 16, each cut to 160 characters, then how many more. */
+  const stackLines = (frames: string[]) => [
+    ...frames.slice(0, 16).map((frame) => `  ${frame.length > 160 ? `${frame.slice(0, 159)}…` : frame}`),
+    ...(frames.length > 16 ? [`  … ${frames.length - 16} more frames`] : []),
+  ];
   let charged: Float64Array[] = [];
 
   async function start(): Promise<void> {
