@@ -31,6 +31,28 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
     expect(cache.buffers).toBe(2);
   });
 
+  it("finds exact lengths up to 4 MiB and beyond as its index grows to reach them", () => {
+    const { cache, putAll } = makeCache();
+    // 64 KiB (slot 256, past the first 256 slots), 4 MiB (the last indexed slot), 4 MiB + 256 (a Map's).
+    const [small, grown, last, beyond] = putAll(256, 65536, 4 * 1024 * 1024, 4 * 1024 * 1024 + 256);
+    expect(cache.takeAt(cache.find(4 * 1024 * 1024, 4 * 1024 * 1024 + 1))).toBe(last);
+    expect(cache.takeAt(cache.find(65536, 65537))).toBe(grown);
+    expect(cache.takeAt(cache.find(256, 257))).toBe(small);
+    expect(cache.takeAt(cache.find(4 * 1024 * 1024 + 256, 4 * 1024 * 1024 + 257))).toBe(beyond);
+    expect(cache.buffers).toBe(0);
+    // Cleared and cached again: the grown index holds the new positions, nothing of the old ones.
+    cache.clear();
+    const [again] = putAll(131072, 512);
+    expect(cache.find(65536, 65537)).toBe(-1);
+    expect(cache.lengthAt(cache.find(65536, 131073))).toBe(131072);
+    expect(cache.takeAt(cache.find(131072, 131073))).toBe(again);
+    expect(cache.snapshot()).toEqual([512]);
+    // Two buffers of a length past the first slots share one queue: the older is taken first.
+    const [older, newer] = putAll(1 << 20, 1 << 20);
+    expect(cache.takeAt(cache.find(1 << 20, (1 << 20) + 1))).toBe(older);
+    expect(cache.takeAt(cache.find(1 << 20, (1 << 20) + 1))).toBe(newer);
+  });
+
   it("release(n) frees least recently cached buffers until n bytes are freed", () => {
     const { cache, released, putAll } = makeCache();
     putAll(1000, 300, 200, 500);
