@@ -23,6 +23,7 @@ function labelledTrace(): string {
     ["n", 0, "weights"],
     ["n", 1, "kv-cache"],
     ["n", 2, "scratch"],
+    ["n", 3, `<img src=x onerror="window.pwned=1">\n${"z".repeat(200)}`],
     [
       "s",
       0,
@@ -34,6 +35,8 @@ function labelledTrace(): string {
     ],
     ["s", 1, ["at grow (cache.js:7:5)"]],
     ["a", 0, 96 * MiB, 0, 0],
+    ["a", 1, 4096, 3],
+    ["f", 1],
   ];
   for (let step = 0; step < 3; step += 1) {
     lines.push(["k", `step ${step}`], ["a", 10 + step, 32 * MiB, 1, 1]);
@@ -66,19 +69,22 @@ describe.skipIf(chromiumExecutable === undefined && !mustRun)(
       });
       await page.goto(`file://${html}`);
       await page.waitForFunction(() => (window as unknown as { nuvecView?: MemoryViewApi }).nuvecView?.ready);
-      // 64 events: 1 + 3 × (1 + 10 × 2); no definition or mark counted.
+      // 66 events: 3 + 3 × (1 + 10 × 2); no definition or mark counted.
       expect(
         await page.evaluate(
           () => (window as unknown as { nuvecView: MemoryViewApi }).nuvecView.model?.events,
         ),
-      ).toBe(64);
+      ).toBe(66);
       expect(await page.locator("#nuvec-label-filter").isVisible()).toBe(true);
       expect(await page.locator("#nuvec-label option").allTextContents()).toEqual([
-        "all (3 labels)",
+        "all (4 labels)",
         "scratch · 30 allocations, 240.00 MiB allocated",
         "weights · 1 allocation, 96.00 MiB allocated",
         "kv-cache · 3 allocations, 96.00 MiB allocated",
+        // Hostile text stays text, on one line of at most 80 characters.
+        `<img src=x onerror="window.pwned=1"> · ${"z".repeat(40)}… · 1 allocation, 4.00 KiB allocated`,
       ]);
+      expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
       const point = await page.evaluate(() =>
         (window as unknown as { nuvecView: MemoryViewApi }).nuvecView.locate(0),
       );
