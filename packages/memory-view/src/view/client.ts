@@ -1,9 +1,15 @@
 /// <reference lib="dom" />
 // The memory view's page code: reads the embedded workload, draws the allocations stacked over time on uPlot's
 // canvas (axes, zoom and cursor are uPlot's), the selected policy's slack and cache above them, every
-// policy's reserved memory as a line, the peaks, and a tooltip for what is under the pointer. Self-contained
-// (the report inlines this function's source); it gets the core, uPlot and the page as arguments.
-import type { Columns, CoreInput, CoreModel, MemoryViewCore } from "./core.js";
+// policy's reserved memory as a line, the peaks, and a tooltip for what is under the pointer; the page's
+// controls (policy, label filter, zoom) and the `window.nuvecView` API. Decoding (client-data.ts), the axes
+// (client-axes.ts) and the tooltip's text (client-hover.ts) are their own self-contained functions.
+// Self-contained (the report inlines this function's source); it gets those, the core, uPlot and the page as
+// arguments.
+import type { MemoryViewAxes } from "./client-axes.js";
+import type { MemoryViewData } from "./client-data.js";
+import type { MemoryViewHover } from "./client-hover.js";
+import type { Columns, CoreModel, MemoryViewCore } from "./core.js";
 import type { MemoryViewDrawing } from "./drawing.js";
 import type { MemoryViewTicks, Tick } from "./ticks.js";
 
@@ -55,12 +61,16 @@ export interface MemoryViewApi {
 
 /**
  * Runs the page: `core` is `memoryViewCore()`, `drawing` `memoryViewDrawing()`, `tickMaker`
- * `memoryViewTicks()`, `uPlot` the inlined library.
+ * `memoryViewTicks()`, `data` `memoryViewData()`, `axisMaker` `memoryViewAxes()`, `hoverText`
+ * `memoryViewHover()`, `uPlot` the inlined library.
  */
 export function memoryViewClient(
   core: MemoryViewCore,
   drawing: MemoryViewDrawing,
   tickMaker: MemoryViewTicks,
+  data: MemoryViewData,
+  axisMaker: MemoryViewAxes,
+  hoverText: MemoryViewHover,
   uPlot: UPlotStatic,
   document: Document,
   window: Window,
@@ -94,71 +104,8 @@ export function memoryViewClient(
   const measurer = document.createElement("canvas").getContext("2d") as CanvasRenderingContext2D;
   measurer.font = AXIS_FONT;
   const labelWidth = (label: string) => measurer.measureText(label).width;
-  const drawnTicks: { x: (Tick & { width: number })[]; y: (Tick & { width: number })[] } = { x: [], y: [] };
-  let markAt: Uint32Array = new Uint32Array(0);
-  let markNames: string[] = [];
-  /** The index of the last mark at or before `event` (-1: none). */
-  function markBefore(event: number): number {
-    let low = 0;
-    let high = markAt.length;
-    while (low < high) {
-      const middle = (low + high) >> 1;
-      if ((markAt[middle] as number) <= event) low = middle + 1;
-      else high = middle;
-    }
-    return low - 1;
-  }
-  /** The x axis's ticks: round numbers of marks at their events when the trace has marks, else of events. */
-  function xTicks(u: UPlotChart, min: number, max: number): Tick[] {
-    const length = u.bbox.width / window.devicePixelRatio;
-    if (markAt.length === 0)
-      return tickMaker.ticks(min, max, { kind: "count", length, extent: labelWidth, gap: 12 });
-    const first = markBefore(min - 1) + 1;
-    const last = markBefore(max);
-    // Zoomed in between marks (fewer than two in view): the events themselves.
-    if (last <= first)
-      return tickMaker.ticks(min, max, { kind: "count", length, extent: labelWidth, gap: 12 });
-    const span = Math.max(1, max - min);
-    const found = tickMaker.ticks(first, last === first ? first + 1 : last, {
-      kind: "count",
-      length,
-      extent: labelWidth,
-      gap: 12,
-      position: (mark) => (((markAt[Math.min(mark, last)] as number) - min) / span) * length,
-      label: (mark) => markNames[mark] ?? String(mark),
-    });
-    return found
-      .filter((tick) => tick.value <= last)
-      .map((tick) => ({ value: markAt[tick.value] as number, label: tick.label }));
-  }
-  function yTicks(u: UPlotChart, min: number, max: number): Tick[] {
-    // Vertical: a label takes its line's height.
-    return tickMaker.ticks(min, max, {
-      kind: "bytes",
-      length: u.bbox.height / window.devicePixelRatio,
-      extent: () => 14,
-      gap: 10,
-    });
-  }
-  // The labels of the ticks each axis's splits chose, for its values (uPlot asks for them next).
-  const tickLabels = { x: new Map<number, string>(), y: new Map<number, string>() };
-  function splitsOf(which: "x" | "y") {
-    return (u: UPlotChart, _axis: number, min: number, max: number) => {
-      const found = which === "x" ? xTicks(u, min, max) : yTicks(u, min, max);
-      drawnTicks[which] = found.map((tick) => ({ ...tick, width: labelWidth(tick.label) }));
-      tickLabels[which] = new Map(found.map((tick) => [tick.value, tick.label]));
-      return found.map((tick) => tick.value);
-    };
-  }
-  function valuesOf(which: "x" | "y") {
-    return (_u: UPlotChart, splits: number[]) => splits.map((value) => tickLabels[which].get(value) ?? "");
-  }
-  /** The hover's line about the marks: the last one at or before `event`. */
-  function markLine(event: number): string[] {
-    if (markAt.length === 0) return [];
-    const mark = markBefore(event);
-    return [mark < 0 ? "before the first mark" : `after mark ${mark}: ${markNames[mark] ?? ""}`];
-  }
+  const axes = axisMaker.axes(tickMaker, labelWidth, window);
+  const { drawnTicks, splitsOf, valuesOf } = axes;
   (window as unknown as { nuvecView: MemoryViewApi }).nuvecView = api;
   const status = byId("nuvec-status");
 
@@ -168,37 +115,8 @@ export function memoryViewClient(
     throw error;
   }
 
-  async function decode(): Promise<Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array>> {
-    const text = (byId("nuvec-data").textContent as string).trim();
-    // The native decoder where the browser has it (several times faster on megabytes), else atob.
-    const fromBase64 = (Uint8Array as unknown as { fromBase64?: (text: string) => Uint8Array }).fromBase64;
-    let bytes: Uint8Array;
-    if (fromBase64 !== undefined) bytes = fromBase64(text);
-    else {
-      const binary = window.atob(text);
-      bytes = new Uint8Array(binary.length);
-      for (let index = 0; index < binary.length; index += 1) bytes[index] = binary.charCodeAt(index);
-    }
-    const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const buffer = await new Response(stream).arrayBuffer();
-    const arrays: Record<string, Float64Array | Uint32Array | Int32Array | Uint8Array> = {};
-    for (const [name, type, offset, length, coding] of meta.layout) {
-      if (type === "Float64Array") arrays[name] = new Float64Array(buffer, offset, length);
-      else if (type === "Int32Array") arrays[name] = new Int32Array(buffer, offset, length);
-      else if (type === "Uint8Array") arrays[name] = new Uint8Array(buffer, offset, length);
-      else arrays[name] = new Uint32Array(buffer, offset, length);
-      // Event indices stored as differences (render.ts's codingOf): summed back in place.
-      const values = arrays[name] as Uint32Array;
-      if (coding === "delta")
-        for (let index = 1; index < length; index += 1)
-          values[index] = (values[index] as number) + (values[index - 1] as number);
-      else if (coding !== undefined) {
-        const base = arrays[coding.slice("after:".length)] as Uint32Array;
-        for (let index = 0; index < length; index += 1)
-          values[index] = (values[index] as number) + (base[index] as number);
-      }
-    }
-    return arrays;
+  function decode() {
+    return data.decode((byId("nuvec-data").textContent as string).trim(), meta.layout, (text) => window.atob(text));
   }
 
   function figuresTable(): void {
@@ -359,43 +277,22 @@ export function memoryViewClient(
     const rep = cols.rep[column] as number;
     const bytes = u.posToVal(topPx, "y");
     const found = core.hit(model, rep, bytes);
-    let text: string;
-    if (found !== undefined) {
-      const index = found.index;
-      const start = model.start[index] as number;
-      const end = model.end[index] as number;
-      const size = model.size[index] as number;
-      const label = labels[index] as number;
-      text = [
-        `allocation ${index} · ${core.formatBytes(size)} (${size} B) · ${core.SIZE_CLASSES[core.sizeClass(size)]?.label}`,
-        `allocated at event ${start}, ${end >= meta.events ? "never freed" : `freed at event ${end}`}`,
-        `age ${rep - start} events here; lives ${end - start} events`,
-        ...markLine(start).map((line) => `allocated ${line}`),
-        ...meta.policies.map(
-          (name, policy) => `${name}: charged ${core.formatBytes(charged[policy]?.[index] ?? 0)}`,
-        ),
-        ...(label >= 0 ? [labelTexts[label] ?? ""] : []),
-        ...stackLines(stackTexts[stacks[index] ?? -1] ?? []),
-      ].join("\n");
-    } else {
-      const policy = model.policies[api.selected] as {
-        name: string;
-        active: Float64Array;
-        reserved: Float64Array;
-      };
-      const live = model.live[rep] as number;
-      const active = policy.active[rep] as number;
-      const reserved = policy.reserved[rep] as number;
-      text = [
-        `event ${rep}`,
-        ...markLine(rep),
-        `live ${core.formatBytes(live)} · ${policy.name}: active ${core.formatBytes(active)}, cache ${core.formatBytes(reserved - active)}, reserved ${core.formatBytes(reserved)}`,
-        ...meta.external.map(
-          (name, index) => `${name}: ${core.formatBytes(model.external[index]?.values[rep] ?? 0)}`,
-        ),
-        ...(meta.mapped ? [`mapped files ${core.formatBytes(model.mapped[rep] as number)}`] : []),
-      ].join("\n");
-    }
+    const text = hoverText.text(
+      {
+        core,
+        model,
+        meta,
+        policy: api.selected,
+        charged,
+        labels,
+        labelTexts,
+        stacks,
+        stackTexts,
+        markLine: axes.markLine,
+      },
+      rep,
+      found?.index,
+    );
     tooltip.textContent = text;
     tooltip.dataset.allocation = found === undefined ? "" : String(found.index);
     tooltip.style.display = "block";
@@ -410,11 +307,6 @@ export function memoryViewClient(
   let stacks: Int32Array = new Int32Array(0);
   let stackTexts: string[][] = [];
   let dimmed: Uint8Array | undefined;
-  /** A stack's frames for the hover: the innermost 16, each cut to 160 characters, then how many more. */
-  const stackLines = (frames: string[]) => [
-    ...frames.slice(0, 16).map((frame) => `  ${frame.length > 160 ? `${frame.slice(0, 159)}…` : frame}`),
-    ...(frames.length > 16 ? [`  … ${frames.length - 16} more frames`] : []),
-  ];
   let charged: Float64Array[] = [];
 
   async function start(): Promise<void> {
@@ -422,31 +314,13 @@ export function memoryViewClient(
     figuresTable();
     const arrays = await decode();
     const decoded = window.performance.now();
-    const input: CoreInput = {
-      events: meta.events,
-      start: arrays.start as Uint32Array,
-      end: arrays.end as Uint32Array,
-      size: arrays.size as Float64Array,
-      policies: meta.policies.map((name, index) => ({
-        name,
-        charged: arrays[`charged${index}`] as Float64Array,
-        reservedAt: arrays[`reservedAt${index}`] as Uint32Array,
-        reservedValue: arrays[`reservedValue${index}`] as Float64Array,
-      })),
-      external: meta.external.map((name, index) => ({
-        name,
-        at: arrays[`externalAt${index}`] as Uint32Array,
-        value: arrays[`externalValue${index}`] as Float64Array,
-      })),
-      mapped: { at: arrays.mappedAt as Uint32Array, value: arrays.mappedValue as Float64Array },
-    };
-    labels = arrays.label as Int32Array;
-    markAt = (arrays.markAt as Uint32Array | undefined) ?? new Uint32Array(0);
-    markNames = JSON.parse(new TextDecoder().decode(arrays.markNames as Uint8Array)) as string[];
-    labelTexts = JSON.parse(new TextDecoder().decode(arrays.labels as Uint8Array)) as string[];
-    stacks = (arrays.stack as Int32Array | undefined) ?? new Int32Array(0);
-    if (arrays.stacks !== undefined)
-      stackTexts = JSON.parse(new TextDecoder().decode(arrays.stacks as Uint8Array)) as string[][];
+    const read = data.read(meta, arrays);
+    const input = read.input;
+    labels = read.labels;
+    axes.setMarks(read.markAt, read.markNames);
+    labelTexts = read.labelTexts;
+    stacks = read.stacks;
+    stackTexts = read.stackTexts;
     charged = input.policies.map((policy) => policy.charged);
     model = core.build(input);
     api.model = model;

@@ -5,6 +5,9 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { gzipSync } from "node:zlib";
 import { memoryViewClient } from "./client.js";
+import { memoryViewAxes } from "./client-axes.js";
+import { memoryViewData } from "./client-data.js";
+import { memoryViewHover } from "./client-hover.js";
 import { memoryViewCore } from "./core.js";
 import { memoryViewDrawing } from "./drawing.js";
 import type { RecordedWorkload } from "./recorder.js";
@@ -222,6 +225,9 @@ ${notice}-->
   (${memoryViewCore.toString()})(),
   (${memoryViewDrawing.toString()})(),
   (${memoryViewTicks.toString()})(),
+  (${memoryViewData.toString()})(),
+  (${memoryViewAxes.toString()})(),
+  (${memoryViewHover.toString()})(),
   window.uPlot,
   document,
   window,
