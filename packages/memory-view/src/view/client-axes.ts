@@ -33,7 +33,11 @@ export interface MemoryViewAxes {
    * The axes of one page: `tickMaker` is `memoryViewTicks()`, `labelWidth` measures a label in CSS pixels,
    * `screen.devicePixelRatio` is read at every layout.
    */
-  axes(tickMaker: MemoryViewTicks, labelWidth: (label: string) => number, screen: { devicePixelRatio: number }): Axes;
+  axes(
+    tickMaker: MemoryViewTicks,
+    labelWidth: (label: string) => number,
+    screen: { devicePixelRatio: number },
+  ): Axes;
 }
 
 /** The memory view's axes. */

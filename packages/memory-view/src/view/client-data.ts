@@ -72,7 +72,10 @@ export function memoryViewData(): MemoryViewData {
   }
 
   /** The core's input and the per-allocation texts, from the decoded arrays and the report's metadata. */
-  function read(meta: { events: number; policies: string[]; external: string[] }, arrays: DataArrays): DataRead {
+  function read(
+    meta: { events: number; policies: string[]; external: string[] },
+    arrays: DataArrays,
+  ): DataRead {
     const input: CoreInput = {
       events: meta.events,
       start: arrays.start as Uint32Array,

@@ -56,7 +56,11 @@ export function memoryViewHover(): MemoryViewHover {
         ...stackLines(view.stackTexts[view.stacks[index] ?? -1] ?? []),
       ].join("\n");
     }
-    const policy = model.policies[view.policy] as { name: string; active: Float64Array; reserved: Float64Array };
+    const policy = model.policies[view.policy] as {
+      name: string;
+      active: Float64Array;
+      reserved: Float64Array;
+    };
     const live = model.live[rep] as number;
     const active = policy.active[rep] as number;
     const reserved = policy.reserved[rep] as number;

@@ -116,7 +116,9 @@ export function memoryViewClient(
   }
 
   function decode() {
-    return data.decode((byId("nuvec-data").textContent as string).trim(), meta.layout, (text) => window.atob(text));
+    return data.decode((byId("nuvec-data").textContent as string).trim(), meta.layout, (text) =>
+      window.atob(text),
+    );
   }
 
   function figuresTable(): void {
