@@ -1,6 +1,6 @@
 // The Device: MLX's caching allocator, residency (wired memory) and a native backend put together (made in
 // parts.ts), with the statistics assembled from the figures each of them owns (figures.ts).
-import type { CachingAllocator, Mapping } from "@nuvec/allocator";
+import type { CachingAllocator } from "@nuvec/allocator";
 import {
   deviceFacts,
   loadNativeBackend,
@@ -16,21 +16,20 @@ import { ArgumentError, checkArgument, Teardown } from "@nuvec/stats";
 import { checkedBackend } from "./backend-shape.js";
 import { checkFreeOptions, settleAfter } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews, isDeviceBuffer } from "./device-buffer.js";
+import { DeviceMappings } from "./device-mappings.js";
 import { checkEnvironment } from "./environment.js";
 import {
   bufferFreed,
   deviceClosed,
   foreignBuffer,
   lookAlike,
-  mappingFreed,
   traceRecording,
   wiredLimitTooLarge,
 } from "./errors.js";
 import { DeviceFigures } from "./figures.js";
-import { MADE_BY_DEVICE } from "./handle-owner.js";
 import { KeepAliveTimer } from "./keep-alive.js";
 import { LiveBuffers } from "./live-buffers.js";
-import { isMappedFile, MappedFile, mappedFileState } from "./mapped-file.js";
+import { isMappedFile, type MappedFile, mappedFileState } from "./mapped-file.js";
 import { checkMetalOptions } from "./metal-options.js";
 import { DeviceNative } from "./native-access.js";
 import {
@@ -86,14 +85,14 @@ export class Device {
   readonly #backend: NativeBackend;
   readonly #allocator: CachingAllocator<NativeBuffer>;
   readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
-  // The live buffers and mapped files: what close() releases and a trace opens with. Their counts are the
-  // allocator's (`liveBuffers`, `mappings`).
+  // The live buffers: what close() releases and a trace opens with. Their count is the allocator's
+  // (`liveBuffers`).
   readonly #liveBuffers = new LiveBuffers();
-  readonly #mappings = new Set<MappedFile>();
-  // Frees and unmaps deferred with `{ after }` whose promise has not settled: still counted (`active`,
-  // `mapped`), so a trace started now opens with them.
+  // The mapped files, live and pending (device-mappings.ts); their count is the allocator's (`mappings`).
+  readonly #mapped: DeviceMappings;
+  // Frees deferred with `{ after }` whose promise has not settled: still counted (`active`), so a trace
+  // started now opens with them.
   readonly #pendingFrees = new Set<BufferState>();
-  readonly #pendingUnmaps = new Set<MappedFile>();
   readonly #safetyNet: SafetyNet | undefined;
   readonly #figures: DeviceFigures;
   // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
@@ -161,6 +160,17 @@ export class Device {
     this.#streams = new DeviceStreams(this, backend, this.#order, () => this.#closed);
     this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend, this.#order);
     this.#quarantine = new Quarantine(this.#allocator, this.#givenBack, () => !this.#closed);
+    this.#mapped = new DeviceMappings({
+      backend,
+      allocator: this.#allocator,
+      residency: this.#residency,
+      quarantine: this.#quarantine,
+      wiring: this.#wiring,
+      figures: this.#figures,
+      trace: () => this.#trace,
+      settleLater: (pending, item, after, whileOpen, afterClose) =>
+        this.#settleLater(pending, item, after, whileOpen, afterClose),
+    });
     this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
     this.#safetyNet =
       options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
@@ -239,7 +249,8 @@ export class Device {
     // A buffer (nearly every free) passes one brand check; only what is not one is asked if it is a file.
     const isBuffer = isDeviceBuffer(handle);
     if (!isBuffer && isMappedFile(handle)) {
-      this.#freeMappedFile(handle, options);
+      this.#checkOwn(handle, true);
+      this.#mapped.free(handle, options);
       return;
     }
     this.#checkOwn(handle, isBuffer);
@@ -370,68 +381,7 @@ export class Device {
     if (this.#closed) throw deviceClosed("mapFile()");
     path = checkArgument(PATH, path, "path", "mapFile()");
     if (this.#quarantine.size > 0) this.#quarantine.settle();
-    const native = this.#backend.mapFile(path);
-    let mapping: Mapping;
-    try {
-      mapping = this.#allocator.addMapping(native.length);
-    } catch (error) {
-      native.release();
-      throw error;
-    }
-    this.#wiring.watch(() => this.#residency.insert(native, true));
-    const file = new MappedFile(this, native, mapping, MADE_BY_DEVICE);
-    this.#trace?.map(file, native.length, path);
-    this.#mappings.add(file);
-    return file;
-  }
-
-  /** `free()` of a mapped file: unmapped now, or once `{ after }` settles. */
-  #freeMappedFile(file: MappedFile, options: FreeOptions | undefined): void {
-    this.#checkOwn(file, true);
-    if (file.freed) throw mappingFreed("free()");
-    const after = checkFreeOptions(options, "free()");
-    if (after !== undefined) {
-      this.#deferUnmap(file, after);
-      return;
-    }
-    this.#unmap(file);
-    this.#trace?.unmap(file);
-  }
-
-  /** As #deferFree, for a mapped file: views detached now, unmapped (and uncharged) once `after` settles. */
-  #deferUnmap(file: MappedFile, after: PromiseLike<unknown>): void {
-    const state = mappedFileState(file);
-    state.native.detachContents();
-    state.live = false;
-    this.#mappings.delete(file);
-    this.#settleLater(
-      this.#pendingUnmaps,
-      file,
-      after,
-      () => {
-        this.#unmap(file);
-        this.#trace?.unmap(file);
-      },
-      () => {
-        state.native.release();
-        this.#figures.settledAfterClose(0, state.mapping.allocatedLength);
-      },
-    );
-  }
-
-  #unmap(file: MappedFile): void {
-    const state = mappedFileState(file);
-    // Each step runs even when one throws (a residency set's remove, the backend's unmap): the file leaves the
-    // books and the mapping is released either way; the first failure is rethrown at the end.
-    const teardown = new Teardown();
-    teardown.run(() => this.#residency.erase(state.native));
-    teardown.run(() => this.#allocator.removeMapping(state.mapping));
-    teardown.run(() => state.native.release());
-    // A view moved away keeps the mapping: counted in `quarantined` until its last holder drops it.
-    teardown.run(() => this.#quarantine.hold(state.native, state.mapping.allocatedLength, undefined));
-    state.live = false;
-    this.#mappings.delete(file);
-    teardown.finish();
+    return this.#mapped.map(this, path);
   }
 
   /**
@@ -562,9 +512,9 @@ export class Device {
     this.#trace = DeviceTrace.start(
       options,
       () => ({
-        ...traceOpening(this.#liveBuffers, this.#mappings, {
+        ...traceOpening(this.#liveBuffers, this.#mapped.live, {
           buffers: [...this.#pendingFrees, ...this.#order.heldStates()],
-          mappings: this.#pendingUnmaps,
+          mappings: this.#mapped.pending,
           quarantined: this.#quarantine.held(),
         }),
         allocator: this.#allocator.replaySetup(),
@@ -628,11 +578,11 @@ export class Device {
       teardown.run(() => this.#safetyNet?.remove(state));
     }
     teardown.run(() => this.#safetyNet?.close());
-    for (const file of [...this.#mappings]) {
-      teardown.run(() => this.#unmap(file));
-      if (this.#mappings.has(file)) {
+    for (const file of [...this.#mapped.live]) {
+      teardown.run(() => this.#mapped.unmap(file));
+      if (this.#mapped.live.has(file)) {
         mappedFileState(file).live = false;
-        this.#mappings.delete(file);
+        this.#mapped.live.delete(file);
       }
     }
     teardown.run(() => this.#allocator.clearCache());
