@@ -130,7 +130,7 @@ function summaryOf(trace: ReplayedTrace) {
   const { result, torch } = trace;
   return {
     trace: trace.name,
-    events: result.events,
+    events: result.workloadEvents,
     marks: result.marks,
     device: result.device,
     policies: result.outcomes.map((outcome) => ({

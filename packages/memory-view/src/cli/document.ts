@@ -104,7 +104,7 @@ export function textTable(traces: ReplayedTrace[]): string {
   });
   const lines = traces.map(
     (trace, index) =>
-      `${traces.length > 1 ? `${index + 1}: ` : ""}${printable(trace.name, 60)}: ${trace.result.events} events; ${deviceLine(trace.result.device)}`,
+      `${traces.length > 1 ? `${index + 1}: ` : ""}${printable(trace.name, 60)}: ${trace.result.workloadEvents} events; ${deviceLine(trace.result.device)}`,
   );
   lines.push(`${"".padEnd(label)}${columns.map((column) => column.head.padStart(width)).join("")}`);
   for (const row of FIGURE_ROWS) {
@@ -141,7 +141,10 @@ export function comparisonPage(traces: ReplayedTrace[], views: string[]): string
     return `<tr><th>${escapeHtml(row.label)}</th>${cells.join("")}</tr>`;
   });
   const names = traces
-    .map((trace, index) => `<li>${index + 1}: ${escapeHtml(trace.name)} (${trace.result.events} events)</li>`)
+    .map(
+      (trace, index) =>
+        `<li>${index + 1}: ${escapeHtml(trace.name)} (${trace.result.workloadEvents} events)</li>`,
+    )
     .join("");
   const frames = views
     .map(

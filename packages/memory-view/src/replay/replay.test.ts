@@ -95,6 +95,8 @@ describe("replayForView", () => {
     expect(result.events).toBe(MARKS_IN_FORMAT ? 8 : 5);
     // Where the format has marks the validator counts each as an event; the view's axis counts none.
     expect(result.workload?.events).toBe(5);
+    // The workload's own events, what the program prints: the same five, recorded or not.
+    expect(result.workloadEvents).toBe(5);
     expect([...(result.workload?.marks?.at ?? [])]).toEqual([0, 2, 5]);
     expect(result.workload?.marks?.names).toEqual(["step 0", "step 1", "end"]);
     expect([...(result.workload?.mapped?.at ?? [])]).toEqual([1, 3]);

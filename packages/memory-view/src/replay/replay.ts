@@ -68,7 +68,10 @@ export interface ReplayDevice extends DeviceFacts {
 
 /** What {@link replayForView} returns. */
 export interface ViewReplayResult {
+  /** Items the trace's validator counted as events (definitions and, where the format has them, marks too). */
   events: number;
+  /** The workload's own events: those that allocate, free, map or change a limit (no definition, no mark). */
+  workloadEvents: number;
   header: TraceHeader | undefined;
   outcomes: PolicyOutcome[];
   device: ReplayDevice;
@@ -184,6 +187,7 @@ export async function replayForView(
     device = deviceOf(header, settings[0] as PolicyRunOptions);
     return runs;
   };
+  let workloadEvents = 0;
   for await (const batch of batches) {
     const started = process.hrtime.bigint();
     for (const item of batch) {
@@ -208,6 +212,7 @@ export async function replayForView(
         charged[index] = result?.charged ?? 0;
       }
       options.onEvent?.(event, validator.events - 1, applied, active);
+      if (!DEFINITIONS.has(event[0] as string)) workloadEvents += 1;
       // Definitions (a label, a stack) and marks the format counts as events are no step of the workload:
       // the view's event axis counts only what allocates, frees or maps.
       if (recorder !== undefined && !DEFINITIONS.has(event[0] as string)) {
@@ -251,6 +256,7 @@ export async function replayForView(
   });
   return {
     events,
+    workloadEvents,
     header: validator.header,
     outcomes,
     device: device as ReplayDevice,
