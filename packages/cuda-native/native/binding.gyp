@@ -13,7 +13,7 @@
     {
       "target_name": "nuvec_cuda_native",
       "includes": ["native-core/native_core.gypi"],
-      "sources": ["binding.cc", "cuda/cuda_driver.cc", "cuda/cuda_platform.cc", "cuda/cuda_streams.cc", "cuda/cuda_modules.cc", "cuda/cuda_staging.cc", "cuda/nvrtc.cc", "cuda/ptx_parameters.cc"],
+      "sources": ["binding.cc", "cuda/cuda_driver.cc", "cuda/cuda_platform.cc", "cuda/cuda_spaces.cc", "cuda/cuda_streams.cc", "cuda/cuda_modules.cc", "cuda/cuda_staging.cc", "cuda/nvrtc.cc", "cuda/ptx_parameters.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "libraries": ["-ldl"]
     }

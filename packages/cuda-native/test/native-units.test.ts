@@ -1,6 +1,7 @@
 // The C++ unit tests of native/cuda that need no GPU: ptx_parameters.cc (the parameter types of PTX entries,
-// which refuse a kernel declaration of the right size but the wrong type, an f32 declared u32) and nvrtc.cc's
-// loader where the file NUVEC_NVRTC_LIBRARY names does not load. Compiled with the C++ compiler node-gyp uses
+// which refuse a kernel declaration of the right size but the wrong type, an f32 declared u32), nvrtc.cc's
+// loader where the file NUVEC_NVRTC_LIBRARY names does not load, and cuda_spaces.cc's address spaces over a
+// fake driver (a refusal at any step leaves nothing behind). Compiled with the C++ compiler node-gyp uses
 // ($CXX, else c++ or g++ from PATH).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +22,19 @@ describe("native/cuda unit tests without a GPU", () => {
       join(scratch, "ptx_parameters_test"),
       [join(cuda, "ptx_parameters_test.cc"), join(cuda, "ptx_parameters.cc")],
       { includes: [core, cuda], parts: ["ptx parameters"] },
+    );
+  });
+
+  it("address spaces over a fake driver: a refusal at any step leaves nothing behind; a release gives every mapping back", () => {
+    compileAndRun(
+      join(scratch, "cuda_spaces_test"),
+      [
+        join(cuda, "cuda_spaces_test.cc"),
+        join(cuda, "cuda_spaces.cc"),
+        join(cuda, "cuda_driver.cc"),
+        join(core, "core", "posix.cc"),
+      ],
+      { includes: [core, cuda], parts: ["granularity", "reserving", "ranges", "mapping", "unmapping"] },
     );
   });
 

@@ -8,13 +8,14 @@
 //    device-mapped), so the GPU can read the weights through a device pointer and copies from it run at
 //    pinned speed; unwiring unregisters it. Read-only matters: registering a private writable mapping for
 //    writing would make the kernel copy every page of the file into anonymous memory.
+//  - Address spaces (expandable segments) reserve device addresses and map physical allocations into them:
+//    cuda_spaces.cc.
 //  - Calls run in the device's primary context (the one the CUDA runtime, PyTorch included, uses), made
 //    current on whichever thread calls.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -23,6 +24,7 @@
 #include "core/wiring_residency_set.h"
 #include "cuda_driver.h"
 #include "cuda_platform.h"
+#include "cuda_spaces.h"
 #include "cuda_streams.h"
 
 namespace nuvec {
@@ -71,11 +73,7 @@ class CudaAllocation final : public Allocation {
   // An address space (cuMemAddressReserve): device_ is its base, length_ its size; its memory is the
   // mappings below, by offset: each one physical allocation mapped at [offset, offset + size).
   bool space = false;
-  struct Mapped {
-    CUmemGenericAllocationHandle handle;
-    size_t size;
-  };
-  std::map<size_t, Mapped> mapped;
+  CudaSpaceMappings mapped;
 
   // Sets that have it wired (registration does not nest: register at 0 → 1, unregister at 1 → 0).
   uint32_t wireCount = 0;
@@ -97,7 +95,7 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
       : api_(api), device_(device), context_(context), facts_(facts) {
     long systemPage = sysconf(_SC_PAGESIZE);
     systemPageSize_ = systemPage > 0 ? static_cast<size_t>(systemPage) : 4096;
-    ReadGranularity();
+    granularity_ = DeviceGranularity(*api_, device_);
   }
 
   ~CudaPlatform() override {
@@ -107,14 +105,11 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
 
   const DriverApi& api() const { return *api_; }
 
-  // Makes the primary context current on the calling thread when it is not. Asked of the driver each time
-  // (cuCtxGetCurrent reads a thread-local of its own, no round trip): another library on this thread, or
-  // another device's backend, may have made its own context current since. CUDA_SUCCESS or the refusal.
-  CUresult bind() const {
-    CUcontext current = nullptr;
-    if (api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return CUDA_SUCCESS;
-    return api_->cuCtxSetCurrent(context_);
-  }
+  // The driver, the device and its primary context, for the address-space calls (cuda_spaces.h).
+  CudaDriverContext driver() const { return {api_, device_, context_}; }
+
+  // Makes the primary context current on the calling thread when it is not (CudaDriverContext::bind).
+  CUresult bind() const { return driver().bind(); }
 
   // bind(), with the driver's refusal as a failure.
   bool bound(Failure* failure) const {
@@ -201,23 +196,8 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
 
   // An address space of `bytes` (whole granules), nothing mapped: allocatedSize 0 (it holds no memory).
   std::unique_ptr<Allocation> reserveAddressSpace(size_t bytes, Failure* failure) {
-    if (granularity_ == 0) {
-      *failure = Failure::Argument("this CUDA driver has no virtual memory management (cuMemAddressReserve)");
-      return nullptr;
-    }
-    if (bytes % granularity_ != 0) {
-      *failure = Failure::Argument("an address space is whole granules of " + std::to_string(granularity_) +
-                                   " bytes; got " + std::to_string(bytes));
-      return nullptr;
-    }
-    if (!bound(failure)) return nullptr;
     CUdeviceptr base = 0;
-    CUresult result = api_->cuMemAddressReserve(&base, bytes, granularity_, 0, 0);
-    if (result != CUDA_SUCCESS) {
-      *failure = Failure::Allocation("cuMemAddressReserve of " + std::to_string(bytes) +
-                                     " bytes failed: " + ResultText(*api_, result));
-      return nullptr;
-    }
+    if (!ReserveSpace(driver(), granularity_, bytes, &base, failure)) return nullptr;
     auto allocation = std::make_unique<CudaAllocation>(this, base, bytes, 0);
     allocation->space = true;
     return allocation;
@@ -225,118 +205,23 @@ class CudaPlatform final : public CudaPlatformApi, public Wiring {
 
   bool mapMemory(Allocation* target, size_t offset, size_t length, Failure* failure) override {
     auto* space = static_cast<CudaAllocation*>(target);
-    if (!CheckMapRange(space, offset, length, failure)) return false;
-    auto next = space->mapped.lower_bound(offset);
-    if ((next != space->mapped.end() && next->first < offset + length) ||
-        (next != space->mapped.begin() && std::prev(next)->first + std::prev(next)->second.size > offset)) {
-      *failure = Failure::Argument("mapMemory(): [" + std::to_string(offset) + ", " +
-                                   std::to_string(offset + length) + ") overlaps memory already mapped");
-      return false;
-    }
-    if (!bound(failure)) return false;
-    CUmemAllocationProp prop = DeviceMemoryProperties();
-    CUmemGenericAllocationHandle handle = 0;
-    CUresult result = api_->cuMemCreate(&handle, length, &prop, 0);
-    if (result != CUDA_SUCCESS) {
-      *failure = Failure::Allocation("cuMemCreate of " + std::to_string(length) +
-                                     " bytes failed: " + ResultText(*api_, result));
-      return false;
-    }
-    CUdeviceptr at = space->device_ + offset;
-    result = api_->cuMemMap(at, length, 0, handle, 0);
-    if (result != CUDA_SUCCESS) {
-      api_->cuMemRelease(handle);
-      return Refused("cuMemMap", result, failure);
-    }
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    result = api_->cuMemSetAccess(at, length, &access, 1);
-    if (result != CUDA_SUCCESS) {
-      api_->cuMemUnmap(at, length);
-      api_->cuMemRelease(handle);
-      return Refused("cuMemSetAccess", result, failure);
-    }
-    space->mapped.emplace(offset, CudaAllocation::Mapped{handle, length});
-    return true;
+    if (!CheckMapRange(space->space, space->length_, granularity_, offset, length, failure)) return false;
+    return MapSpaceRange(driver(), space->device_, &space->mapped, offset, length, failure);
   }
 
   bool unmapMemory(Allocation* target, size_t offset, size_t length, Failure* failure) override {
     auto* space = static_cast<CudaAllocation*>(target);
-    if (!CheckMapRange(space, offset, length, failure)) return false;
-    auto found = space->mapped.find(offset);
-    if (found == space->mapped.end() || found->second.size != length) {
-      *failure = Failure::Argument("unmapMemory(): [" + std::to_string(offset) + ", " +
-                                   std::to_string(offset + length) + ") is not a range mapMemory mapped");
-      return false;
-    }
-    CUmemGenericAllocationHandle handle = found->second.handle;
-    space->mapped.erase(found);
-    if (!bound(failure)) {
-      // Still mapped: back on the books, for another try or the space's release.
-      space->mapped.emplace(offset, CudaAllocation::Mapped{handle, length});
-      return false;
-    }
-    // Kernels still reading the range must be done before its memory goes (cudaFree synchronizes too).
-    api_->cuCtxSynchronize();
-    CUresult unmapped = api_->cuMemUnmap(space->device_ + offset, length);
-    CUresult released = api_->cuMemRelease(handle);
-    if (unmapped != CUDA_SUCCESS) return Refused("cuMemUnmap", unmapped, failure);
-    if (released != CUDA_SUCCESS) return Refused("cuMemRelease", released, failure);
-    return true;
+    if (!CheckMapRange(space->space, space->length_, granularity_, offset, length, failure)) return false;
+    return UnmapSpaceRange(driver(), space->device_, &space->mapped, offset, length, failure);
   }
 
   // Unmaps and frees every mapping of a space, then the address range (its destructor).
   void releaseSpace(CudaAllocation* space) {
-    // Teardown goes on whatever bind() says: a refused call below is then counted as not freed.
-    bind();
-    if (!space->mapped.empty()) api_->cuCtxSynchronize();
-    for (auto& [offset, mapping] : space->mapped) {
-      api_->cuMemUnmap(space->device_ + offset, mapping.size);
-      api_->cuMemRelease(mapping.handle);
-    }
-    space->mapped.clear();
-    if (api_->cuMemAddressFree(space->device_, space->length_) == CUDA_SUCCESS) freed->buffers += 1;
-  }
-
-  CUmemAllocationProp DeviceMemoryProperties() const {
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device_;
-    return prop;
-  }
-
-  // Reads the driver's granularity for device memory once (0: no virtual memory management).
-  void ReadGranularity() {
-    if (api_->cuMemGetAllocationGranularity == nullptr) return;
-    CUmemAllocationProp prop = DeviceMemoryProperties();
-    size_t granularity = 0;
-    if (api_->cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS) {
-      granularity_ = granularity;
-    }
-  }
-
-  bool CheckMapRange(CudaAllocation* space, size_t offset, size_t length, Failure* failure) const {
-    if (!space->space) {
-      *failure = Failure::Argument("the buffer is not an address space (reserveAddressSpace)");
-      return false;
-    }
-    if (length == 0 || offset % granularity_ != 0 || length % granularity_ != 0 || offset > space->length_ ||
-        length > space->length_ - offset) {
-      *failure = Failure::Argument("[" + std::to_string(offset) + ", +" + std::to_string(length) +
-                                   ") is not whole granules of " + std::to_string(granularity_) +
-                                   " bytes inside the " + std::to_string(space->length_) + "-byte space");
-      return false;
-    }
-    return true;
+    if (FreeSpace(driver(), space->device_, space->length_, &space->mapped)) freed->buffers += 1;
   }
 
   bool Refused(const char* call, CUresult result, Failure* failure) const {
-    *failure = Failure::Driver(call, result, ResultName(*api_, result),
-                               std::string(call) + " failed: " + ResultText(*api_, result));
-    return false;
+    return DriverRefused(*api_, call, result, failure);
   }
 
   // CUDA_SUCCESS, or the driver's refusal of the registration.
@@ -430,33 +315,10 @@ CudaAllocation::~CudaAllocation() {
   }
 }
 
-// Whether [offset, offset + length) of a space lies in adjacent mappings (length 0: offset in one or at a
-// run's end).
-bool SpaceSpanBacked(const CudaAllocation& space, size_t offset, size_t length) {
-  auto at = space.mapped.upper_bound(offset);
-  if (at == space.mapped.begin()) return false;
-  --at;  // the mapping that starts at or before offset
-  size_t end = at->first + at->second.size;
-  if (offset > end || (length > 0 && offset == end)) return false;
-  size_t want = offset + length;
-  while (end < want) {
-    ++at;
-    if (at == space.mapped.end() || at->first != end) return false;
-    end += at->second.size;
-  }
-  return true;
-}
-
-bool SpanRefused(size_t offset, size_t bytes, Failure* failure) {
-  *failure = Failure::Argument("[" + std::to_string(offset) + ", +" + std::to_string(bytes) +
-                               ") of the address space is not mapped memory (mapMemory)");
-  return false;
-}
-
 bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Failure* failure) {
   if (isFile()) return Allocation::copyIn(offset, source, bytes, failure);
   if (bytes == 0) return true;
-  if (space && !SpaceSpanBacked(*this, offset, bytes)) return SpanRefused(offset, bytes, failure);
+  if (space && !SpaceSpanBacked(mapped, offset, bytes)) return SpanRefused(offset, bytes, failure);
   if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyHtoD(device_ + offset, source, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyHtoD", result, failure);
@@ -465,7 +327,7 @@ bool CudaAllocation::copyIn(size_t offset, const void* source, size_t bytes, Fai
 bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure* failure) const {
   if (isFile()) return Allocation::copyOut(offset, target, bytes, failure);
   if (bytes == 0) return true;
-  if (space && !SpaceSpanBacked(*this, offset, bytes)) return SpanRefused(offset, bytes, failure);
+  if (space && !SpaceSpanBacked(mapped, offset, bytes)) return SpanRefused(offset, bytes, failure);
   if (!platform_->bound(failure)) return false;
   CUresult result = platform_->api().cuMemcpyDtoH(target, device_ + offset, bytes);
   return result == CUDA_SUCCESS || platform_->Refused("cuMemcpyDtoH", result, failure);
@@ -475,7 +337,7 @@ bool CudaAllocation::copyOut(size_t offset, void* target, size_t bytes, Failure*
 
 bool CudaSpanBacked(const Allocation* allocation, size_t offset, size_t length) {
   const auto* cuda = static_cast<const CudaAllocation*>(allocation);
-  return !cuda->space || SpaceSpanBacked(*cuda, offset, length);
+  return !cuda->space || SpaceSpanBacked(cuda->mapped, offset, length);
 }
 
 std::unique_ptr<CudaPlatformApi> CreateCudaPlatform(int ordinal, Failure* failure) {
