@@ -281,8 +281,7 @@ export class BufferCache<B> {
     // A slot past the array's end holds no position already.
     if (BufferCache.isIndexed(length)) {
       if (length >>> 8 < this.positionOfSmallLength.length) this.positionOfSmallLength[length >>> 8] = 0;
-    }
-    else this.bucketOfLargeLength.delete(length);
+    } else this.bucketOfLargeLength.delete(length);
   }
 
   private bucketFor(length: number): LengthBucket<B> {
