@@ -67,7 +67,8 @@ const APPROVED = {
   "@nuvec/metal-native/addon": names(`
     AddonAllocation AddonBackend AddonBuffer AddonBufferRange AddonMappedFile AddonOwner AddonResidencySet
     AllocationKind NativeAddonBufferRange RawAddon RawAllocationHandle RawBufferHandle RawFacts
-    RawMappedFileHandle RawResidencySetHandle SlotCalls ViewBookkeeping callNative checkByteCount
+    RawMappedFileHandle RawResidencySetHandle RawEventHandle RawKernelArgument RawKernelHandle RawModuleHandle
+    RawStreamCalls RawStreamHandle SlotCalls ViewBookkeeping callNative checkByteCount
     NativeBinaryCheck checkNativeBinary nativeBinaryDefect
   `),
   "@nuvec/device": names(`
@@ -95,7 +96,7 @@ const APPROVED = {
     SourceListener Tick TickLayout TorchExportCounts TorchSnapshotExport TorchWorkload ViewReplayOptions
     ViewReplayResult WorkloadRecorder isMark looksLikeTorchSnapshot memoryViewCore memoryViewDrawing
     memoryViewTicks readTorchSnapshot renderMemoryView replayForView streamFilteringMarks streamMarkedTrace
-    writePickle
+    writePickle deviceLine
   `),
 };
 

@@ -1,21 +1,22 @@
 #!/usr/bin/env node
-// The README's screenshots: a shared trace (resnet50-train) with a checkpoint mapped at its start, a mark
-// every few hundred events and a header as a Device writes it, replayed under every policy by the built
-// program, its view opened in headless Chromium at three widths and saved to docs/. Run after the build:
-//   node scripts/docs-screenshots.mjs [CHROMIUM]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { readTrace } from "@nuvec/allocator/node";
+// The README's screenshots: a shared trace (resnet50-train) with a checkpoint mapped at its start, a mark
+// every few hundred events and a header as a Device writes it, replayed under every policy by the built
+// program, its view opened in headless Chromium at three widths and saved to docs/. Run after the build:
+//   node scripts/docs-screenshots.mjs [CHROMIUM]
+import { temporaryFolder } from "../../../scripts/temporary.mjs";
 
 const here = join(dirname(fileURLToPath(import.meta.url)), "..");
 const root = join(here, "..", "..");
 const chromium = process.argv[2] ?? "/usr/bin/chromium";
 const GiB = 1024 ** 3;
-const folder = mkdtempSync(join(tmpdir(), "nuvec-view-docs-"));
+const temporary = temporaryFolder("nuvec-view-docs-");
+const folder = temporary.path;
 try {
   const { events } = readTrace(join(root, "fixtures", "traces", "resnet50-train.ndjson.gz"));
   const header = {
@@ -75,5 +76,5 @@ try {
     console.log(`wrote ${target}`);
   }
 } finally {
-  rmSync(folder, { recursive: true, force: true });
+  temporary.remove();
 }

@@ -1,20 +1,22 @@
 #!/usr/bin/env node
+import { spawnSync } from "node:child_process";
+import { statSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
 // How long the view of a long trace takes to draw: the built program writes the view of TRACE (default: a
 // decode loop of 19,000 steps, 3.99 million events, from the allocator's generator), and headless Chromium
 // opens it at 800, 1280 and 1920 pixels, three times each; printed are the file's size and, per width, the
 // median milliseconds from navigation start to the script's start, the data decoded, the model built and the
 // first draw's end (window.nuvecView). Run after the build:
 //   node scripts/measure-first-draw.mjs [TRACE] [CHROMIUM]
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { temporaryFolder } from "../../../scripts/temporary.mjs";
 
 const here = join(dirname(fileURLToPath(import.meta.url)), "..");
 const root = join(here, "..", "..");
-const folder = mkdtempSync(join(tmpdir(), "nuvec-view-timing-"));
+const temporary = temporaryFolder("nuvec-view-timing-");
+const folder = temporary.path;
 const chromiumPath = process.argv[3] ?? "/usr/bin/chromium";
 /** Runs `args` with node; throws with its stderr when it fails. */
 function node(args) {
@@ -70,5 +72,5 @@ try {
     await browser.close();
   }
 } finally {
-  rmSync(folder, { recursive: true, force: true });
+  temporary.remove();
 }
