@@ -1,25 +1,3 @@
-// Debian's chromium, as the memory view's browser test and its measurement launch it: headless, no sandbox
-// (containers), nothing that reaches the network or updates itself.
-import { existsSync } from "node:fs";
-import { chromium } from "playwright-core";
-
-/** The chromium executable (Debian's package), or undefined where there is none. */
-export const chromiumExecutable = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((path) =>
-  existsSync(path),
-);
-
-/** Launches headless chromium from `executable` with playwright-core. */
-export function launchChromium(executable) {
-  return chromium.launch({
-    executablePath: executable,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
-}
+// Debian's chromium, launched as the memory view's own browser tests launch it (one copy of the flags: the
+// memory view package's test/chromium.mjs).
+export { chromiumExecutable, launchChromium } from "../../../packages/memory-view/test/chromium.mjs";
