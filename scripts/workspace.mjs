@@ -9,7 +9,7 @@
 // Everything is idempotent: a second run installs nothing and turbo replays what did not change.
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pnpmVersion, runPnpm } from "./pnpm.mjs";
 import { temporaryFolder } from "./temporary.mjs";
@@ -87,6 +87,8 @@ function summarize(docsPassed) {
   let skipped = 0;
   // A file whose setup failed has no failed test but a failed suite: the closing line must not hide it.
   let brokenFiles = 0;
+  // What failed, named, so the end of a long log says it (CI shows its tail).
+  const failures = [];
   const folders = [join(root, "scripts")];
   for (const group of ["packages", "apps"]) {
     for (const name of readdirSync(join(root, group))) folders.push(join(root, group, name));
@@ -99,18 +101,58 @@ function summarize(docsPassed) {
     failed += results.numFailedTests;
     skipped += results.numPendingTests + results.numTodoTests;
     for (const file of results.testResults ?? []) {
-      const failedTests = (file.assertionResults ?? []).some((test) => test.status === "failed");
-      if (file.status === "failed" && !failedTests) brokenFiles += 1;
+      const name = relative(root, file.name ?? "");
+      const failedTests = (file.assertionResults ?? []).filter((test) => test.status === "failed");
+      for (const test of failedTests) {
+        const reason = String(test.failureMessages?.[0] ?? "")
+          .split("\n")[0]
+          .slice(0, 160);
+        failures.push(`${name} > ${test.fullName ?? test.title}${reason === "" ? "" : `: ${reason}`}`);
+      }
+      if (file.status === "failed" && failedTests.length === 0) {
+        brokenFiles += 1;
+        failures.push(
+          `${name}: ${String(file.message ?? "failed before its tests ran")
+            .split("\n")[0]
+            .slice(0, 160)}`,
+        );
+      }
     }
   }
   // The docs test counts as one test (its blocks are listed in its own output above).
   if (docsPassed) passed += 1;
-  else failed += 1;
+  else {
+    failed += 1;
+    failures.push("the docs test (scripts/docs-test.mjs; its output is above)");
+  }
   const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed before their tests ran` : "";
   console.log(
     `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken} (the docs test included)`,
   );
+  for (const failure of failures) console.log(`  failed: ${failure}`);
   return failed + brokenFiles;
+}
+
+/**
+ * Names the tasks of the newest turbo run summary (`--summarize`) that failed or never ran, so the end of the
+ * log says which of build, typecheck, lint, tests and package checks broke.
+ */
+function failedTurboTasks() {
+  const runs = join(root, ".turbo", "runs");
+  if (!existsSync(runs)) return;
+  const newest = readdirSync(runs)
+    .filter((name) => name.endsWith(".json"))
+    .map((name) => ({ name, time: statSync(join(runs, name)).mtimeMs }))
+    .sort((a, b) => b.time - a.time)[0];
+  if (newest === undefined) return;
+  const summary = JSON.parse(readFileSync(join(runs, newest.name), "utf8"));
+  const failed = (summary.tasks ?? [])
+    .filter((task) => task.execution?.exitCode !== 0)
+    .map(
+      (task) =>
+        `${task.taskId} (${task.execution === undefined ? "not run" : `exit ${task.execution.exitCode}`})`,
+    );
+  if (failed.length > 0) console.log(`\nturbo tasks that failed or did not run: ${failed.join(", ")}`);
 }
 
 /** Runs one step, then prints how long it took (the log says where a slow run spent its time). */
@@ -149,6 +191,7 @@ const tasks = {
         ...rest,
       ]),
     );
+    if (status !== 0) failedTurboTasks();
     const scripts = scriptsTest();
     const docsPassed = timed("the docs test", docsTest);
     const scriptsStatus = await scripts;
