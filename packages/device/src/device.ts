@@ -1,53 +1,21 @@
-// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together (made in
-// parts.ts), with the statistics assembled from the figures each of them owns (figures.ts).
-import type { CachingAllocator } from "@nuvec/allocator";
-import {
-  deviceFacts,
-  loadNativeBackend,
-  type NativeAllocation,
-  type NativeBackend,
-  type NativeBuffer,
-  type NativeModuleSource,
-  type NativeResidencySet,
-} from "@nuvec/metal-native";
-import type { Residency } from "@nuvec/residency";
+// The Device: MLX's caching allocator, residency (wired memory) and a native backend put together (its parts,
+// wired in device-parts.ts over what Device.open checked in device-open.ts), with the statistics assembled
+// from the figures each of them owns (figures.ts). This file holds the public class and the buffers' free path.
+import type { NativeBuffer, NativeModuleSource } from "@nuvec/metal-native";
 import type { MemoryStats } from "@nuvec/stats";
 import { ArgumentError, checkArgument, Teardown } from "@nuvec/stats";
-import { checkedBackend } from "./backend-shape.js";
-import { checkFreeOptions, settleAfter } from "./deferred-free.js";
+import { checkFreeOptions } from "./deferred-free.js";
 import { BufferState, bufferState, DeviceBuffer, forgetViews, isDeviceBuffer } from "./device-buffer.js";
-import { DeviceMappings } from "./device-mappings.js";
-import { checkEnvironment } from "./environment.js";
-import {
-  bufferFreed,
-  deviceClosed,
-  foreignBuffer,
-  lookAlike,
-  traceRecording,
-  wiredLimitTooLarge,
-} from "./errors.js";
-import { DeviceFigures } from "./figures.js";
-import { KeepAliveTimer } from "./keep-alive.js";
-import { LiveBuffers } from "./live-buffers.js";
-import { isMappedFile, type MappedFile, mappedFileState } from "./mapped-file.js";
-import { checkMetalOptions } from "./metal-options.js";
-import { DeviceNative } from "./native-access.js";
-import {
-  checkOpenOptions,
-  type DeviceCounters,
-  type DeviceInfo,
-  type DeviceOptions,
-  type FreeOptions,
-} from "./options.js";
-import { allocatorOver, residencyOver } from "./parts.js";
-import { Quarantine } from "./quarantine.js";
-import { SafetyNet } from "./safety-net.js";
-import { DEVICE_OPEN, LIMIT, PATH, timerInterval } from "./schemas.js";
-import { DeviceStreams } from "./streams/device-streams.js";
+import { checkOpening } from "./device-open.js";
+import { DeviceParts } from "./device-parts.js";
+import { bufferFreed, deviceClosed, foreignBuffer, lookAlike, traceRecording } from "./errors.js";
+import { isMappedFile, type MappedFile } from "./mapped-file.js";
+import type { DeviceNative } from "./native-access.js";
+import type { DeviceCounters, DeviceInfo, DeviceOptions, FreeOptions } from "./options.js";
+import { PATH, timerInterval } from "./schemas.js";
 import type { KernelModule } from "./streams/kernel.js";
-import { StreamOrder } from "./streams/order.js";
 import type { Stream } from "./streams/stream.js";
-import { DeviceTrace, type Trace, traceOpening } from "./trace.js";
+import { DeviceTrace, type Trace } from "./trace.js";
 import {
   checkTraceOptions,
   MALLOC_OPTIONS,
@@ -55,7 +23,6 @@ import {
   TRACE_MARK,
   type TraceOptions,
 } from "./trace-options.js";
-import { WiringWarning } from "./wiring-warning.js";
 
 // What only Device.open holds: the constructor refuses to run without it, so `new Device(...)` from
 // JavaScript (where `private` does not reach) cannot skip open's checks.
@@ -82,98 +49,21 @@ function checkThis(value: unknown, operation: string): void {
  * wired memory. Open one with {@link Device.open}; close it with {@link Device.close} (or `using`).
  */
 export class Device {
-  readonly #backend: NativeBackend;
-  readonly #allocator: CachingAllocator<NativeBuffer>;
-  readonly #residency: Residency<NativeAllocation, NativeResidencySet>;
-  // The live buffers: what close() releases and a trace opens with. Their count is the allocator's
-  // (`liveBuffers`).
-  readonly #liveBuffers = new LiveBuffers();
-  // The mapped files, live and pending (device-mappings.ts); their count is the allocator's (`mappings`).
-  readonly #mapped: DeviceMappings;
-  // Frees deferred with `{ after }` whose promise has not settled: still counted (`active`), so a trace
-  // started now opens with them.
-  readonly #pendingFrees = new Set<BufferState>();
-  readonly #safetyNet: SafetyNet | undefined;
-  readonly #figures: DeviceFigures;
-  // Freed buffers the backend holds for a view moved away: counted in `quarantined` until given back.
-  readonly #quarantine: Quarantine;
-  #closed = false;
-  #closing = false;
-  readonly #keepAlive = new KeepAliveTimer();
-  // Runs what may wire memory, and warns once when the platform refuses.
-  readonly #wiring: WiringWarning;
-  #trace: DeviceTrace | undefined;
-  // Every residency set made (Residency keeps them until close), for native.residencySets().
-  readonly #residencySets: NativeResidencySet[] = [];
-  readonly #native: DeviceNative;
-  // Stream-ordered free (fences, buffers held for several streams) and the streams, modules and events.
-  readonly #order: StreamOrder;
-  readonly #streams: DeviceStreams;
+  // What the device is made of (device-parts.ts): every method below works on these.
+  readonly #parts: DeviceParts;
 
   static {
-    hasDeviceBrand = (value) => #closed in value;
+    hasDeviceBrand = (value) => #parts in value;
   }
 
-  private constructor(
-    token: typeof OPEN_TOKEN,
-    backend: NativeBackend,
-    options: DeviceOptions,
-    maxPercentPerSet: string | undefined,
-    givenBackend: NativeBackend,
-  ) {
+  private constructor(token: typeof OPEN_TOKEN, opening: ReturnType<typeof checkOpening>) {
     if (token !== OPEN_TOKEN) {
       throw new ArgumentError(
         "new Device()",
         "new Device(): a Device is made by Device.open(options), which checks its options and backend",
       );
     }
-    this.#backend = backend;
-    // The allocator first: it checks the limits and the policy, and a refused option must not leave a
-    // residency set made on the backend (Residency makes its first set at once).
-    this.#allocator = allocatorOver(
-      backend,
-      options,
-      {
-        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
-        onAcquire: (buffer) => this.#wiring.watch(() => this.#residency.insert(buffer, false)),
-        onRelease: (buffer) => {
-          // Memory a stream's work may still name is given back to the system only once that work ran.
-          this.#order.beforeRelease(buffer);
-          this.#residency.erase(buffer);
-        },
-        backendClosed: () => {
-          try {
-            return (givenBackend as { closed?: unknown }).closed === true;
-          } catch {
-            return false; // a backend whose `closed` throws is taken as open: its release reports itself
-          }
-        },
-      },
-      (space) => this.#order.beforeRelease(space),
-    );
-    this.#residency = residencyOver(backend, options, maxPercentPerSet, this.#residencySets);
-    this.#wiring = new WiringWarning(backend, this.#residency);
-    this.#order = new StreamOrder((state) => {
-      this.#allocator.free(state.allocation);
-      this.#trace?.free(state);
-    });
-    this.#streams = new DeviceStreams(this, backend, this.#order, () => this.#closed);
-    this.#figures = new DeviceFigures(this.#allocator, this.#residency, backend, this.#order);
-    this.#quarantine = new Quarantine(this.#allocator, this.#givenBack, () => !this.#closed);
-    this.#mapped = new DeviceMappings({
-      backend,
-      allocator: this.#allocator,
-      residency: this.#residency,
-      quarantine: this.#quarantine,
-      wiring: this.#wiring,
-      figures: this.#figures,
-      trace: () => this.#trace,
-      settleLater: (pending, item, after, whileOpen, afterClose) =>
-        this.#settleLater(pending, item, after, whileOpen, afterClose),
-    });
-    this.#native = new DeviceNative(this, backend, () => this.#closed, this.#residencySets, givenBackend);
-    this.#safetyNet =
-      options.safetyNet === false ? undefined : new SafetyNet((state) => this.#reclaim(state));
+    this.#parts = new DeviceParts(this, opening, (state) => this.#reclaim(state));
   }
 
   /**
@@ -182,19 +72,10 @@ export class Device {
    */
   static open(given: DeviceOptions = {}): Device {
     // Every option checked by its declaration, each read once; the Device uses what the check returned.
-    const options: DeviceOptions = DEVICE_OPEN.parse(given);
-    const maxPercentPerSet = checkOpenOptions(options);
-    checkEnvironment(options.safetyNet !== false);
-    const keepAlive = options.residencyKeepAliveMilliseconds;
-    const givenBackend = options.backend ?? loadNativeBackend();
-    // Read and checked once: the Device calls what it read here, whatever the object does later.
-    const backend = checkedBackend(givenBackend);
-    if (options.metal !== undefined) checkMetalOptions(options.metal, backend);
-    if (options.wiredLimit !== undefined && options.wiredLimit > backend.recommendedMaxWorkingSetSize) {
-      throw wiredLimitTooLarge(options.wiredLimit, backend.recommendedMaxWorkingSetSize, "wiredLimit");
-    }
-    const device = new Device(OPEN_TOKEN, backend, options, maxPercentPerSet, givenBackend);
-    if (options.wiredLimit !== undefined) device.setWiredLimit(options.wiredLimit);
+    const opening = checkOpening(given);
+    const { wiredLimit, residencyKeepAliveMilliseconds: keepAlive } = opening.options;
+    const device = new Device(OPEN_TOKEN, opening);
+    if (wiredLimit !== undefined) device.setWiredLimit(wiredLimit);
     if (keepAlive !== undefined) device.startResidencyKeepAlive(keepAlive);
     return device;
   }
@@ -202,7 +83,7 @@ export class Device {
   /** True once {@link close} was called. */
   get closed(): boolean {
     checkThis(this, "closed");
-    return this.#closed;
+    return this.#parts.closed;
   }
 
   /**
@@ -211,7 +92,7 @@ export class Device {
    */
   get native(): DeviceNative {
     checkThis(this, "native");
-    return this.#native;
+    return this.#parts.native;
   }
 
   /**
@@ -222,20 +103,20 @@ export class Device {
    */
   malloc(bytes: number, options?: MallocOptions): DeviceBuffer<Device> {
     checkThis(this, "malloc()");
-    if (this.#closed) throw deviceClosed("malloc()");
+    if (this.#parts.closed) throw deviceClosed("malloc()");
     const label =
       options === undefined ? undefined : MALLOC_OPTIONS.check(options, "options", "malloc()").label;
-    if (this.#quarantine.size > 0) this.#quarantine.settle();
-    this.#order.poll();
-    const allocation = this.#allocator.malloc(bytes);
+    if (this.#parts.quarantine.size > 0) this.#parts.quarantine.settle();
+    this.#parts.order.poll();
+    const allocation = this.#parts.allocator.malloc(bytes);
     const state = new BufferState(allocation);
-    this.#order.adopt(state);
+    this.#parts.order.adopt(state);
     const buffer = new DeviceBuffer(this, state);
     if (allocation.buffer !== undefined) {
-      this.#liveBuffers.link(state);
-      this.#safetyNet?.add(buffer, state);
+      this.#parts.liveBuffers.link(state);
+      this.#parts.safetyNet?.add(buffer, state);
     }
-    this.#trace?.allocate(state, bytes, label);
+    this.#parts.trace?.allocate(state, bytes, label);
     return buffer;
   }
 
@@ -250,7 +131,7 @@ export class Device {
     const isBuffer = isDeviceBuffer(handle);
     if (!isBuffer && isMappedFile(handle)) {
       this.#checkOwn(handle, true);
-      this.#mapped.free(handle, options);
+      this.#parts.mapped.free(handle, options);
       return;
     }
     this.#checkOwn(handle, isBuffer);
@@ -260,7 +141,7 @@ export class Device {
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
     if (after === undefined) this.#freeState(state);
     else this.#deferFree(state, after);
-    this.#safetyNet?.remove(state);
+    this.#parts.safetyNet?.remove(state);
     if (state.viewsHandedOut) forgetViews(buffer);
   }
 
@@ -276,49 +157,27 @@ export class Device {
     const native = state.allocation.buffer;
     if (native !== undefined && state.viewsHandedOut) native.detachContents();
     state.live = false;
-    this.#liveBuffers.unlink(state);
-    this.#settleLater(
-      this.#pendingFrees,
+    this.#parts.liveBuffers.unlink(state);
+    this.#parts.settleLater(
+      this.#parts.pendingFrees,
       state,
       after,
       () => {
         // As #freeState: a buffer whose view was moved away (transfer) is never cached.
         if (native?.quarantined === true) this.#freeQuarantined(native, state);
-        else if (!this.#order.hold(state)) {
-          this.#allocator.free(state.allocation);
-          this.#trace?.free(state);
+        else if (!this.#parts.order.hold(state)) {
+          this.#parts.allocator.free(state.allocation);
+          this.#parts.trace?.free(state);
         }
       },
       () => {
         if (native === undefined) return;
         // The allocator gives back what the allocation holds: its buffer, or its block's range and, with
         // the last live block of its segment, the segment (an expandable one's mappings and address space).
-        const released = this.#allocator.releaseAfterClose(state.allocation);
-        this.#figures.settledAfterClose(state.allocation.allocatedLength, 0, released);
+        const released = this.#parts.allocator.releaseAfterClose(state.allocation);
+        this.#parts.figures.settledAfterClose(state.allocation.allocatedLength, 0, released);
       },
     );
-  }
-
-  /**
-   * Keeps a free deferred with `{ after }` in `pending` and counts it in `pendingFrees` until its promise
-   * settles, then runs `whileOpen` or, once the device is closed (its allocator gone), `afterClose`, which
-   * gives the memory straight back.
-   */
-  #settleLater<T>(
-    pending: Set<T>,
-    item: T,
-    after: PromiseLike<unknown>,
-    whileOpen: () => void,
-    afterClose: () => void,
-  ): void {
-    pending.add(item);
-    this.#figures.pendingFrees += 1;
-    settleAfter(after, () => {
-      this.#figures.pendingFrees -= 1;
-      pending.delete(item);
-      if (!this.#closed) whileOpen();
-      else afterClose();
-    });
   }
 
   #freeState(state: BufferState): void {
@@ -327,13 +186,13 @@ export class Device {
     // so that this path stays small enough for the engine to inline into its callers after view-heavy use.
     if (state.viewsHandedOut && this.#detachViews(state)) {
       this.#freeQuarantined(state.allocation.buffer as NativeBuffer, state);
-    } else if (state.uses === undefined || !this.#order.hold(state)) {
+    } else if (state.uses === undefined || !this.#parts.order.hold(state)) {
       // Used on several streams: held (still in `active`) until each stream's work ran; else given back now.
-      this.#allocator.free(state.allocation);
-      this.#trace?.free(state);
+      this.#parts.allocator.free(state.allocation);
+      this.#parts.trace?.free(state);
     }
     state.live = false;
-    this.#liveBuffers.unlink(state);
+    this.#parts.liveBuffers.unlink(state);
   }
 
   /**
@@ -353,19 +212,14 @@ export class Device {
   #freeQuarantined(native: NativeBuffer, state: BufferState): void {
     // The trace says what the allocator did: a free into quarantine ("q"), given back at once ("r") when the
     // backend holds nothing for it any more.
-    const held = this.#quarantine.holdBuffer(native, state.allocation, state);
-    this.#trace?.quarantine(state);
-    if (!held) this.#trace?.giveBack(state);
+    const held = this.#parts.quarantine.holdBuffer(native, state.allocation, state);
+    this.#parts.trace?.quarantine(state);
+    if (!held) this.#parts.trace?.giveBack(state);
   }
 
-  /** A quarantined buffer the backend gave back. */
-  readonly #givenBack = (owner: object): void => {
-    this.#trace?.giveBack(owner);
-  };
-
   #reclaim(state: BufferState): void {
-    if (!state.live || this.#closed) return;
-    this.#figures.leakedBuffers += 1;
+    if (!state.live || this.#parts.closed) return;
+    this.#parts.figures.leakedBuffers += 1;
     state.registered = false;
     this.#freeState(state);
   }
@@ -378,10 +232,10 @@ export class Device {
    */
   mapFile(path: string): MappedFile<Device> {
     checkThis(this, "mapFile()");
-    if (this.#closed) throw deviceClosed("mapFile()");
+    if (this.#parts.closed) throw deviceClosed("mapFile()");
     path = checkArgument(PATH, path, "path", "mapFile()");
-    if (this.#quarantine.size > 0) this.#quarantine.settle();
-    return this.#mapped.map(this, path);
+    if (this.#parts.quarantine.size > 0) this.#parts.quarantine.settle();
+    return this.#parts.mapped.map(this, path);
   }
 
   /**
@@ -390,14 +244,14 @@ export class Device {
    */
   memoryStats(): MemoryStats {
     checkThis(this, "memoryStats()");
-    if (!this.#closed) this.#quarantine.settle(true);
-    return this.#figures.memoryStats();
+    if (!this.#parts.closed) this.#parts.quarantine.settle(true);
+    return this.#parts.figures.memoryStats();
   }
 
   /** Counters beyond {@link memoryStats}: cache hits and misses, retries, refusals, leaks, the backend's. */
   counters(): DeviceCounters {
     checkThis(this, "counters()");
-    return this.#figures.counters();
+    return this.#parts.figures.counters();
   }
 
   /**
@@ -407,8 +261,8 @@ export class Device {
   resetPeak(): void {
     checkThis(this, "resetPeak()");
     this.#ensureOpen("resetPeak()");
-    this.#allocator.resetPeak();
-    this.#trace?.resetPeak();
+    this.#parts.allocator.resetPeak();
+    this.#parts.trace?.resetPeak();
   }
 
   /**
@@ -417,23 +271,15 @@ export class Device {
    */
   setMemoryLimit(bytes: number): number {
     checkThis(this, "setMemoryLimit()");
-    return this.#setAllocatorLimit("memory", bytes);
+    this.#ensureOpen("setMemoryLimit()");
+    return this.#parts.setAllocatorLimit("memory", bytes);
   }
 
   /** Sets the cache limit and trims the cache to it at once; returns the previous limit. */
   setCacheLimit(bytes: number): number {
     checkThis(this, "setCacheLimit()");
-    return this.#setAllocatorLimit("cache", bytes);
-  }
-
-  /** One of the allocator's limits, checked, set and recorded in the trace; returns the previous one. */
-  #setAllocatorLimit(which: "memory" | "cache", bytes: number): number {
-    const method = which === "memory" ? "setMemoryLimit" : "setCacheLimit";
-    this.#ensureOpen(`${method}()`);
-    bytes = checkArgument(LIMIT, bytes, "bytes", `${method}()`);
-    const previous = this.#allocator[method](bytes);
-    this.#trace?.limit(which, bytes);
-    return previous;
+    this.#ensureOpen("setCacheLimit()");
+    return this.#parts.setAllocatorLimit("cache", bytes);
   }
 
   /**
@@ -444,28 +290,22 @@ export class Device {
   setWiredLimit(bytes: number): number {
     checkThis(this, "setWiredLimit()");
     this.#ensureOpen("setWiredLimit()");
-    bytes = checkArgument(LIMIT, bytes, "bytes", "setWiredLimit()");
-    const maximum = this.#backend.recommendedMaxWorkingSetSize;
-    if (bytes > maximum) throw wiredLimitTooLarge(bytes, maximum);
-    const previous = this.#residency.wiredLimit;
-    this.#wiring.watch(() => this.#residency.setWiredLimit(bytes), bytes > 0);
-    this.#trace?.limit("wired", bytes);
-    return previous;
+    return this.#parts.setWiredLimit(bytes);
   }
 
   /** Releases every cached buffer to the system. */
   clearCache(): void {
     checkThis(this, "clearCache()");
     this.#ensureOpen("clearCache()");
-    this.#allocator.clearCache();
-    this.#trace?.clearCache();
+    this.#parts.allocator.clearCache();
+    this.#parts.trace?.clearCache();
   }
 
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
     checkThis(this, "refreshResidency()");
     this.#ensureOpen("refreshResidency()");
-    this.#wiring.watch(() => this.#residency.refresh());
+    this.#parts.wiring.watch(() => this.#parts.residency.refresh());
   }
 
   /**
@@ -476,28 +316,21 @@ export class Device {
     checkThis(this, "startResidencyKeepAlive()");
     this.#ensureOpen("startResidencyKeepAlive()");
     checkArgument(timerInterval, intervalMilliseconds, "intervalMilliseconds", "startResidencyKeepAlive()");
-    this.#keepAlive.start(intervalMilliseconds, () => {
-      if (!this.#closed) this.#wiring.watch(() => this.#residency.refresh());
+    this.#parts.keepAlive.start(intervalMilliseconds, () => {
+      if (!this.#parts.closed) this.#parts.wiring.watch(() => this.#parts.residency.refresh());
     });
   }
 
   /** Stops the keep-alive timer, if any. */
   stopResidencyKeepAlive(): void {
     checkThis(this, "stopResidencyKeepAlive()");
-    this.#keepAlive.stop();
+    this.#parts.keepAlive.stop();
   }
 
   /** The backend's facts and the device's setup. */
   info(): DeviceInfo {
     checkThis(this, "info()");
-    return {
-      ...deviceFacts(this.#backend),
-      policy: this.#allocator.policy,
-      residencySupported: this.#residency.supported,
-      residencySets: this.#residency.setCount,
-      gcLimit: this.#allocator.gcLimit,
-      closed: this.#closed,
-    };
+    return this.#parts.info();
   }
 
   /**
@@ -508,19 +341,9 @@ export class Device {
     checkThis(this, "startTrace()");
     this.#ensureOpen("startTrace()");
     const options = checkTraceOptions(nameOrOptions);
-    if (this.#trace) throw traceRecording("startTrace(): a trace is already being recorded");
-    this.#trace = DeviceTrace.start(
-      options,
-      () => ({
-        ...traceOpening(this.#liveBuffers, this.#mapped.live, {
-          buffers: [...this.#pendingFrees, ...this.#order.heldStates()],
-          mappings: this.#mapped.pending,
-          quarantined: this.#quarantine.held(),
-        }),
-        allocator: this.#allocator.replaySetup(),
-      }),
-      "startTrace()",
-    );
+    const parts = this.#parts;
+    if (parts.trace) throw traceRecording("startTrace(): a trace is already being recorded");
+    parts.trace = DeviceTrace.start(options, () => parts.traceOpening(), "startTrace()");
   }
 
   /** Records a mark (`["k", name]`: a step's boundary) in the trace being recorded; nothing without one. */
@@ -528,7 +351,7 @@ export class Device {
     checkThis(this, "mark()");
     this.#ensureOpen("mark()");
     name = checkArgument(TRACE_MARK, name, "name", "mark()");
-    this.#trace?.mark(name);
+    this.#parts.trace?.mark(name);
   }
 
   /**
@@ -539,9 +362,9 @@ export class Device {
    */
   stopTrace(): Trace {
     checkThis(this, "stopTrace()");
-    const trace = this.#trace;
+    const trace = this.#parts.trace;
     if (!trace) throw traceRecording("stopTrace(): no trace is being recorded");
-    this.#trace = undefined;
+    this.#parts.trace = undefined;
     return trace.stop("stopTrace()");
   }
 
@@ -558,42 +381,17 @@ export class Device {
     checkThis(this, "close()");
     // A close from inside a step of this one (a backend's release or a hook calling close()) returns at once:
     // the outer close finishes the work.
-    if (this.#closed || this.#closing) return;
-    this.#closing = true;
+    if (this.#parts.closed || this.#parts.closing) return;
+    this.#parts.closing = true;
     // Every step runs even when one throws (a backend's release, an onRelease hook, a residency set): the
     // device ends closed, nothing is left half released, and the first failure is rethrown once all ran
     // (later ones attached as its `suppressed`).
     const teardown = new Teardown();
     teardown.run(() => this.stopResidencyKeepAlive());
     // Streams first: their work waited for (or dropped), their promises settled, held buffers given back.
-    this.#streams.close(teardown);
-    for (let state = this.#liveBuffers.newest; state !== undefined; state = this.#liveBuffers.newest) {
-      teardown.run(() => this.#freeState(state));
-      // A free that threw part way still takes the buffer off the list: it is dead to JavaScript now, and
-      // the loop ends.
-      if (state.live) {
-        state.live = false;
-        this.#liveBuffers.unlink(state);
-      }
-      teardown.run(() => this.#safetyNet?.remove(state));
-    }
-    teardown.run(() => this.#safetyNet?.close());
-    for (const file of [...this.#mapped.live]) {
-      teardown.run(() => this.#mapped.unmap(file));
-      if (this.#mapped.live.has(file)) {
-        mappedFileState(file).live = false;
-        this.#mapped.live.delete(file);
-      }
-    }
-    teardown.run(() => this.#allocator.clearCache());
-    teardown.run(() => this.#residency.close());
-    teardown.run(() => this.#figures.keepLast());
-    teardown.run(() => this.#allocator.close());
-    const trace = this.#trace;
-    this.#trace = undefined;
-    // A trace streaming to a file: written to its end and closed.
-    teardown.run(() => trace?.stop("close()"));
-    this.#closed = true;
+    this.#parts.streams.close(teardown);
+    this.#parts.release(teardown, (state) => this.#freeState(state));
+    this.#parts.closed = true;
     teardown.finish();
   }
 
@@ -603,13 +401,13 @@ export class Device {
    */
   newStream(): Stream {
     checkThis(this, "newStream()");
-    return this.#streams.newStream();
+    return this.#parts.streams.newStream();
   }
 
   /** The device's own stream (made on first use; released by {@link close}). */
   get defaultStream(): Stream {
     checkThis(this, "defaultStream");
-    return this.#streams.defaultStream();
+    return this.#parts.streams.defaultStream();
   }
 
   /**
@@ -618,13 +416,13 @@ export class Device {
    */
   loadModule(source: NativeModuleSource): KernelModule {
     checkThis(this, "loadModule()");
-    return this.#streams.loadModule(source);
+    return this.#parts.streams.loadModule(source);
   }
 
   /** Waits on this thread until every stream of the device has run what it was given. */
   synchronize(): void {
     checkThis(this, "synchronize()");
-    this.#streams.synchronize();
+    this.#parts.streams.synchronize();
   }
 
   /** `using device = Device.open()` closes it at the end of the scope. */
@@ -642,10 +440,10 @@ export class Device {
       throw new ArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
     }
     if (handle.device !== this) throw foreignBuffer("free()");
-    if (this.#closed) throw deviceClosed("free()");
+    if (this.#parts.closed) throw deviceClosed("free()");
   }
 
   #ensureOpen(operation: string): void {
-    if (this.#closed) throw deviceClosed(operation);
+    if (this.#parts.closed) throw deviceClosed(operation);
   }
 }
