@@ -15,6 +15,13 @@ import { SizeClassAllocator } from "./size-classes.js";
 import type { TraceAllocatorSetup } from "./trace-format.js";
 
 /**
+ * The size-class allocator behind `allocator` (the `mlx` and `bounded` policies), or `undefined` under
+ * `segments`: for the replay, which keeps the allocator's records instead of an {@link Allocation} per malloc.
+ * Internal to the package (not exported from its entry).
+ */
+export let sizeClassEngineOf: <B>(allocator: CachingAllocator<B>) => SizeClassAllocator<B> | undefined;
+
+/**
  * MLX's caching allocator policy over any {@link BufferSource}, with nuvec's hard memory limit, mapped-file
  * accounting, the retry after a failed system allocation, and counters. Not thread-safe (JavaScript is not).
  *
@@ -25,6 +32,11 @@ import type { TraceAllocatorSetup } from "./trace-format.js";
  * Live allocations are the caller's to free; `close()` releases the cache only.
  */
 export class CachingAllocator<B> {
+  static {
+    sizeClassEngineOf = (allocator) =>
+      allocator.engine instanceof SizeClassAllocator ? allocator.engine : undefined;
+  }
+
   private readonly engine: SizeClassAllocator<B> | SegmentAllocator<B>;
   private readonly policyName: AllocatorPolicy;
   // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).

@@ -3,11 +3,13 @@
 // and the live allocations, mappings and quarantined buffers here, by id.
 import { type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import type { Allocation, Mapping } from "./allocation.js";
-import { CachingAllocator } from "./allocator.js";
+import { CachingAllocator, sizeClassEngineOf } from "./allocator.js";
+import type { CachedBuffer } from "./buffer-cache.js";
 import type { AllocatorCounters } from "./counters.js";
 import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorOptions, DEFAULT_POLICY } from "./options.js";
 import type { SegmentOptions } from "./segment-options.js";
+import type { SizeClassAllocator } from "./size-classes.js";
 import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
 import { TraceIdMap } from "./trace-ids.js";
 import { TraceValidator } from "./trace-validator.js";
@@ -57,6 +59,9 @@ export interface ReplayResult {
   nsPerEvent: number;
 }
 
+/** What the replay keeps per live allocation: the allocator's record, or its Allocation under `segments`. */
+type Live = CachedBuffer<number> | Allocation<number>;
+
 const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
 // Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
 // longer trace's later ids go through a TraceIdMap (slower, and bounded by what is live, not by the trace).
@@ -77,13 +82,17 @@ export class TraceReplay {
   readonly #allocator: CachingAllocator<number>;
   readonly #skipRefused: boolean;
   readonly #onEvent: ReplayOptions["onEvent"];
-  // Live allocations (`null`: refused, its free is ignored) in slots reused as they free up, so the array
-  // stays as small as what is live at once; a dense id's slot in a typed array (slot + 1; 0: none), a
-  // TraceIdMap for the ids beyond. Live mappings by id.
-  readonly #live: (Allocation<number> | null)[] = [];
+  // Under `mlx` and `bounded`: the size-class allocator, whose records the replay keeps instead of an
+  // Allocation per malloc (nothing allocated per event once the cache is warm); `undefined` under `segments`.
+  readonly #records: SizeClassAllocator<number> | undefined;
+  // Live allocations (`null`: refused or 0 bytes, its free is ignored) in slots reused as they free up, so the
+  // array stays as small as what is live at once; a dense id's slot in a typed array (slot + 1; 0: none), a
+  // TraceIdMap for the ids beyond. Each is the allocator's record under `mlx` and `bounded`, the Allocation
+  // under `segments`. Live mappings by id.
+  readonly #live: (Live | null)[] = [];
   readonly #freeSlots: number[] = [];
   #slotOfId = new Int32Array(1024);
-  readonly #sparseLive = new TraceIdMap<Allocation<number> | null>();
+  readonly #sparseLive = new TraceIdMap<Live | null>();
   readonly #mappings = new TraceIdMap<Mapping>();
   // Quarantined allocations ("q") by id: what their "r" event ends the quarantine of.
   readonly #quarantined = new TraceIdMap<Allocation<number>>();
@@ -111,6 +120,7 @@ export class TraceReplay {
     });
     if (options.memoryLimit !== undefined) this.#allocator.setMemoryLimit(options.memoryLimit);
     if (options.cacheLimit !== undefined) this.#allocator.setCacheLimit(options.cacheLimit);
+    this.#records = sizeClassEngineOf(this.#allocator);
     this.#skipRefused = options.outOfMemory === "skip";
     this.#onEvent = options.onEvent;
   }
@@ -133,9 +143,11 @@ export class TraceReplay {
   }
 
   #allocate(id: number, bytes: number): void {
-    let allocation: Allocation<number> | null;
+    let allocation: Live | null;
     try {
-      allocation = this.#allocator.malloc(bytes);
+      // The validator checked the byte count.
+      const records = this.#records;
+      allocation = records !== undefined ? records.acquire(bytes) : this.#allocator.malloc(bytes);
     } catch (error) {
       if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
       allocation = null;
@@ -153,7 +165,7 @@ export class TraceReplay {
 
   /** A free (`cache`: "f") or a quarantine ("q") of a live id. */
   #free(id: number, cache: boolean): void {
-    let allocation: Allocation<number> | null | undefined;
+    let allocation: Live | null | undefined;
     if (id < INDEXED_IDS) {
       // The validator let through only a live id: it has a slot.
       const slot = this.#slotOfId[id]! - 1;
@@ -165,12 +177,25 @@ export class TraceReplay {
       allocation = this.#sparseLive.get(id);
       this.#sparseLive.delete(id);
     }
-    if (allocation && cache) this.#allocator.free(allocation);
-    else if (allocation) {
-      // Freed with a view moved away: never cached, quarantined until the "r" event.
-      this.#allocator.quarantine(allocation);
-      this.#quarantined.set(id, allocation);
+    if (!allocation) return;
+    const records = this.#records;
+    if (cache) {
+      if (records !== undefined) records.recycle(allocation as CachedBuffer<number>);
+      else this.#allocator.free(allocation as Allocation<number>);
+      return;
     }
+    // Freed with a view moved away: never cached, quarantined until the "r" event. A record gets its
+    // Allocation here (the quarantine's key); the replay keeps no request size, the size class stands in
+    // (a quarantine counts the buffer's length).
+    const quarantined =
+      records !== undefined
+        ? records.adopt(
+            allocation as CachedBuffer<number>,
+            (allocation as CachedBuffer<number>).liveSizeClass,
+          )
+        : (allocation as Allocation<number>);
+    this.#allocator.quarantine(quarantined);
+    this.#quarantined.set(id, quarantined);
   }
 
   /** Every kind but "a" and "f". */
@@ -226,6 +251,56 @@ export class TraceReplay {
     this.#slotOfId = grown;
   }
 
+  /**
+   * {@link applyAll}'s loop over an array under `mlx` and `bounded` without a hook: allocations and frees of
+   * dense ids (nearly every event) checked and applied in place, the allocator's records kept in the slots;
+   * anything else through {@link apply}'s path. The same checks, decisions and figures as that path.
+   */
+  #applyRecords(items: readonly unknown[]): void {
+    const validator = this.#validator;
+    const records = this.#records as SizeClassAllocator<number>;
+    const live = this.#live;
+    const freeSlots = this.#freeSlots;
+    for (let index = 0; index < items.length; index++) {
+      const item = items[index];
+      if (Array.isArray(item)) {
+        const tag = item[0];
+        const id = item[1];
+        if (tag === "a" && item.length === 3 && id < INDEXED_IDS) {
+          const bytes = item[2];
+          if (validator.acceptAllocation(id, bytes)) {
+            let record: CachedBuffer<number> | null;
+            try {
+              record = records.acquire(bytes);
+            } catch (error) {
+              if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
+              record = null;
+            }
+            let slot = freeSlots.pop();
+            if (slot === undefined) {
+              slot = live.length;
+              live.push(record);
+            } else live[slot] = record;
+            if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
+            this.#slotOfId[id] = slot + 1;
+            continue;
+          }
+        } else if (tag === "f" && item.length === 2 && id < INDEXED_IDS && validator.acceptFree(id)) {
+          const slotOfId = this.#slotOfId;
+          const slot = slotOfId[id]! - 1;
+          slotOfId[id] = 0;
+          const record = live[slot] as CachedBuffer<number> | null;
+          live[slot] = null;
+          freeSlots.push(slot);
+          if (record !== null) records.recycle(record);
+          continue;
+        }
+      }
+      const event = validator.check(item);
+      if (event !== undefined) this.#applyEvent(event);
+    }
+  }
+
   /** Applies items in order, timing the loop (the result's `nsPerEvent` counts only time spent here). */
   applyAll(items: Iterable<unknown>): void {
     const start = now();
@@ -233,7 +308,8 @@ export class TraceReplay {
       if (Array.isArray(items)) {
         // A trace has at most one allocation id per item: size the slot index once, not by doubling.
         this.#reserveSlotIndex(this.#validator.events + items.length);
-        if (this.#onEvent === undefined) {
+        if (this.#onEvent === undefined && this.#records !== undefined) this.#applyRecords(items);
+        else if (this.#onEvent === undefined) {
           // No hook: one loop over the array, each event checked, then applied by its tag.
           const validator = this.#validator;
           for (let index = 0; index < items.length; index++) {

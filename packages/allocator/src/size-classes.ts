@@ -3,9 +3,12 @@ import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
-import { allocatorClosed, bufferTooLarge } from "./errors.js";
+import { allocatorClosed, bufferTooLarge, doubleFree } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
+
+// The `allocation` of a record handed out by `acquire` before an Allocation adopts it (non-null: live).
+const HELD: object = Object.freeze({});
 
 // Below this, a size class is rounded in 32-bit integers (as `allocationSize` does).
 const INTEGER_ROUNDING_LIMIT = 2 ** 31 - PAGE;
@@ -48,7 +51,22 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   malloc(bytes: number): Allocation<B> {
     if (this.closed) throw allocatorClosed("malloc");
     checkedByteCount(bytes, "bytes");
-    if (bytes === 0) return new LiveAllocation<B>(undefined, 0, 0, undefined);
+    const record = this.acquire(bytes);
+    if (record === null) return new LiveAllocation<B>(undefined, 0, 0, undefined);
+    const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
+    record.allocation = allocation;
+    return allocation;
+  }
+
+  /**
+   * `malloc`'s decisions and books for a checked byte count, without the {@link Allocation} handed out: the
+   * live record (its `allocation` a placeholder until {@link adopt} or `malloc` sets it), or `null` for 0
+   * bytes. A caller that keeps records itself (the replay, whose validator already refuses a second free)
+   * gives each back with {@link recycle}: nothing is allocated per event once the cache is warm.
+   */
+  acquire(bytes: number): CachedBuffer<B> | null {
+    if (this.closed) throw allocatorClosed("malloc");
+    if (bytes === 0) return null;
     // `allocationSize`'s integer form inline below 2^31 − 16 KiB (every request a runtime makes; the same
     // figures, without checking `bytes` a second time); `undefined`: a size class beyond 2^53.
     const sizeClass =
@@ -90,8 +108,7 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
             highWaterLive: this.highWaterLive,
           }
         : undefined;
-    const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
-    record.allocation = allocation;
+    record.allocation = HELD;
     record.liveSizeClass = sizeClass;
     const live = this.charge(record.length, sizeClass);
     if (live > this.highWaterLive) this.highWaterLive = live;
@@ -115,12 +132,37 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
     }
     const reserved = this.active + cache.bytes;
     if (reserved > this.peakReserved) this.peakReserved = reserved;
+    return record;
+  }
+
+  /**
+   * `free` of a record from {@link acquire}: cached when the cache is under its limit, else released.
+   *
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`) for a record that is not live; after `close()`.
+   */
+  recycle(record: CachedBuffer<B>): void {
+    if (this.closed) throw allocatorClosed("free");
+    if (record.allocation === null || record.owner !== this) throw doubleFree("allocation");
+    record.allocation = null;
+    this.liveBuffers--;
+    this.takeBack(record, true);
+  }
+
+  /** The {@link Allocation} of a live record from {@link acquire}, for the calls that take one (`quarantine`). */
+  adopt(record: CachedBuffer<B>, bytes: number): Allocation<B> {
+    const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
+    record.allocation = allocation;
     return allocation;
   }
 
   protected freeAllocation(allocation: Allocation<B>, mayCache: boolean): void {
     const record = this.unliveCached(allocation);
     if (record === undefined) return;
+    this.takeBack(record, mayCache);
+  }
+
+  /** A record just taken off the live books: out of `active` and `live`, to the cache or to the system. */
+  private takeBack(record: CachedBuffer<B>, mayCache: boolean): void {
     this.active -= record.length;
     this.live -= record.liveSizeClass;
     if (mayCache && this.cache.bytes < this.cacheLimit) this.cache.put(record);

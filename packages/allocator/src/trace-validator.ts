@@ -83,9 +83,13 @@ class IdStates {
 
   /** Allocates `id` if it was never used (the common event's fast path); whether it did. */
   tryOpen(id: number): boolean {
-    if (this.#used.has(id)) return false;
-    this.#used.add(id);
-    this.#setOpen(id, LIVE);
+    if (!this.#used.addIfNew(id)) return false;
+    // A new id inside the window: its byte is 0 (only used ids are open).
+    const offset = id - this.#base;
+    if (offset >= 0 && offset < this.#window.length) {
+      this.#window[offset] = LIVE;
+      this.#windowOpen += 1;
+    } else this.#setOpen(id, LIVE);
     return true;
   }
 
@@ -192,6 +196,24 @@ export class TraceValidator {
   /** The header, once one was accepted. */
   get header(): TraceHeader | undefined {
     return this.#header;
+  }
+
+  /**
+   * The check of `["a", id, bytes]` as the next event, for a caller that read those three itself: accepts it
+   * (the id live from now on) and returns `true` when it is valid, else returns `false` with nothing recorded
+   * (give the item to {@link check} then, which refuses it with its reason).
+   */
+  acceptAllocation(id: unknown, bytes: unknown): boolean {
+    if (!isByteCount(id) || !isByteCount(bytes) || !this.#allocations.tryOpen(id as number)) return false;
+    this.#index += 1;
+    return true;
+  }
+
+  /** {@link acceptAllocation} for `["f", id]`: accepts the free of a live id. */
+  acceptFree(id: unknown): boolean {
+    if (!isByteCount(id) || !this.#allocations.tryClose(id as number)) return false;
+    this.#index += 1;
+    return true;
   }
 
   /**
