@@ -90,6 +90,7 @@ function isDetached(buffer: ArrayBuffer): boolean {
 // The Device reaches a DeviceBuffer's internals through these (set in the class's static block), so that
 // they are no members of the public class.
 let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
+let deviceOfBuffer: (buffer: DeviceBuffer) => HandleOwner;
 let dropViews: (buffer: DeviceBuffer) => void;
 let hasBufferBrand: (value: object) => boolean;
 
@@ -109,6 +110,11 @@ function checkThis(value: unknown, operation: string): void {
 /** @internal The state behind `buffer`. */
 export function bufferState(buffer: DeviceBuffer): BufferState {
   return stateOfBuffer(buffer);
+}
+
+/** @internal The device `buffer` belongs to, read without the getter's check (the caller checked the brand). */
+export function bufferDevice(buffer: DeviceBuffer): HandleOwner {
+  return deviceOfBuffer(buffer);
 }
 
 /** @internal The device freed `buffer`: its views are detached and need not be held any more. */
@@ -140,6 +146,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
 
   static {
     stateOfBuffer = (buffer) => buffer.#state;
+    deviceOfBuffer = (buffer) => buffer.#device;
     hasBufferBrand = (value) => #state in value;
     dropViews = (buffer) => {
       buffer.#view = undefined;

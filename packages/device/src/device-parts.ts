@@ -141,6 +141,17 @@ export class DeviceParts {
     });
   }
 
+  /**
+   * A buffer's deferred free settled after close(): the allocator gives back what its allocation holds (its
+   * buffer, or its block's range and, with the last live block of its segment, the segment: an expandable
+   * one's mappings and address space), and the last figures no longer count it.
+   */
+  releaseAfterClose(state: BufferState): void {
+    if (state.allocation.buffer === undefined) return;
+    const released = this.allocator.releaseAfterClose(state.allocation);
+    this.figures.settledAfterClose(state.allocation.allocatedLength, 0, released);
+  }
+
   /** What a trace started now opens with: the live and pending buffers and files, and the allocator's setup. */
   traceOpening(): TraceOpening {
     return {
@@ -171,6 +182,23 @@ export class DeviceParts {
     this.wiring.watch(() => this.residency.setWiredLimit(bytes), bytes > 0);
     this.trace?.limit("wired", bytes);
     return previous;
+  }
+
+  /** Restarts every peak at its quantity's value now, and records it in the trace. */
+  resetPeak(): void {
+    this.allocator.resetPeak();
+    this.trace?.resetPeak();
+  }
+
+  /** Releases every cached buffer to the system, and records it in the trace. */
+  clearCache(): void {
+    this.allocator.clearCache();
+    this.trace?.clearCache();
+  }
+
+  /** Renews the residency request of every non-empty residency set (a refusal warned about once). */
+  refreshResidency(): void {
+    this.wiring.watch(() => this.residency.refresh());
   }
 
   /** The backend's facts and the device's setup. */

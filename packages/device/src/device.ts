@@ -5,7 +5,14 @@ import type { NativeBuffer, NativeModuleSource } from "@nuvec/metal-native";
 import type { MemoryStats } from "@nuvec/stats";
 import { ArgumentError, checkArgument, Teardown } from "@nuvec/stats";
 import { checkFreeOptions } from "./deferred-free.js";
-import { BufferState, bufferState, DeviceBuffer, forgetViews, isDeviceBuffer } from "./device-buffer.js";
+import {
+  BufferState,
+  bufferDevice,
+  bufferState,
+  DeviceBuffer,
+  forgetViews,
+  isDeviceBuffer,
+} from "./device-buffer.js";
 import { checkOpening } from "./device-open.js";
 import { DeviceParts } from "./device-parts.js";
 import { bufferFreed, deviceClosed, foreignBuffer, lookAlike, traceRecording } from "./errors.js";
@@ -103,20 +110,21 @@ export class Device {
    */
   malloc(bytes: number, options?: MallocOptions): DeviceBuffer<Device> {
     checkThis(this, "malloc()");
-    if (this.#parts.closed) throw deviceClosed("malloc()");
+    const parts = this.#parts;
+    if (parts.closed) throw deviceClosed("malloc()");
     const label =
       options === undefined ? undefined : MALLOC_OPTIONS.check(options, "options", "malloc()").label;
-    if (this.#parts.quarantine.size > 0) this.#parts.quarantine.settle();
-    this.#parts.order.poll();
-    const allocation = this.#parts.allocator.malloc(bytes);
+    if (parts.quarantine.size > 0) parts.quarantine.settle();
+    parts.order.poll();
+    const allocation = parts.allocator.malloc(bytes);
     const state = new BufferState(allocation);
-    this.#parts.order.adopt(state);
+    parts.order.adopt(state);
     const buffer = new DeviceBuffer(this, state);
     if (allocation.buffer !== undefined) {
-      this.#parts.liveBuffers.link(state);
-      this.#parts.safetyNet?.add(buffer, state);
+      parts.liveBuffers.link(state);
+      parts.safetyNet?.add(buffer, state);
     }
-    this.#parts.trace?.allocate(state, bytes, label);
+    parts.trace?.allocate(state, bytes, label);
     return buffer;
   }
 
@@ -130,11 +138,11 @@ export class Device {
     // A buffer (nearly every free) passes one brand check; only what is not one is asked if it is a file.
     const isBuffer = isDeviceBuffer(handle);
     if (!isBuffer && isMappedFile(handle)) {
-      this.#checkOwn(handle, true);
+      this.#checkOwn(true, handle.device);
       this.#parts.mapped.free(handle, options);
       return;
     }
-    this.#checkOwn(handle, isBuffer);
+    this.#checkOwn(isBuffer, isBuffer ? bufferDevice(handle) : undefined);
     const buffer = handle;
     const state = bufferState(buffer);
     if (!state.live) throw bufferFreed("free()");
@@ -170,13 +178,7 @@ export class Device {
           this.#parts.trace?.free(state);
         }
       },
-      () => {
-        if (native === undefined) return;
-        // The allocator gives back what the allocation holds: its buffer, or its block's range and, with
-        // the last live block of its segment, the segment (an expandable one's mappings and address space).
-        const released = this.#parts.allocator.releaseAfterClose(state.allocation);
-        this.#parts.figures.settledAfterClose(state.allocation.allocatedLength, 0, released);
-      },
+      () => this.#parts.releaseAfterClose(state),
     );
   }
 
@@ -261,8 +263,7 @@ export class Device {
   resetPeak(): void {
     checkThis(this, "resetPeak()");
     this.#ensureOpen("resetPeak()");
-    this.#parts.allocator.resetPeak();
-    this.#parts.trace?.resetPeak();
+    this.#parts.resetPeak();
   }
 
   /**
@@ -297,15 +298,14 @@ export class Device {
   clearCache(): void {
     checkThis(this, "clearCache()");
     this.#ensureOpen("clearCache()");
-    this.#parts.allocator.clearCache();
-    this.#parts.trace?.clearCache();
+    this.#parts.clearCache();
   }
 
   /** Renews the residency request of every non-empty residency set. */
   refreshResidency(): void {
     checkThis(this, "refreshResidency()");
     this.#ensureOpen("refreshResidency()");
-    this.#parts.wiring.watch(() => this.#parts.residency.refresh());
+    this.#parts.refreshResidency();
   }
 
   /**
@@ -317,7 +317,7 @@ export class Device {
     this.#ensureOpen("startResidencyKeepAlive()");
     checkArgument(timerInterval, intervalMilliseconds, "intervalMilliseconds", "startResidencyKeepAlive()");
     this.#parts.keepAlive.start(intervalMilliseconds, () => {
-      if (!this.#parts.closed) this.#parts.wiring.watch(() => this.#parts.residency.refresh());
+      if (!this.#parts.closed) this.#parts.refreshResidency();
     });
   }
 
@@ -432,14 +432,14 @@ export class Device {
   }
 
   /**
-   * The checks of a handle given to `free`, in order: a buffer or mapped file (`isHandle`), of this device,
-   * the device still open.
+   * The checks of a handle given to `free`, in order: a buffer or mapped file (`isHandle`), of this device
+   * (`owner`, the device it names), the device still open.
    */
-  #checkOwn(handle: DeviceBuffer | MappedFile, isHandle: boolean): void {
+  #checkOwn(isHandle: boolean, owner: unknown): void {
     if (!isHandle) {
       throw new ArgumentError("handle", "free(handle): handle must be a DeviceBuffer or a MappedFile");
     }
-    if (handle.device !== this) throw foreignBuffer("free()");
+    if (owner !== this) throw foreignBuffer("free()");
     if (this.#parts.closed) throw deviceClosed("free()");
   }
 

@@ -205,9 +205,12 @@ export class DeviceStreams implements StreamContext {
     this.#events.clear();
     for (const module of [...this.#modules]) teardown.run(() => module.releaseAtClose());
     this.#modules.clear();
-    const error = deviceClosed("the stream's work");
-    for (const reject of [...this.#unsettled]) reject(error);
-    this.#unsettled.clear();
+    // The error is made only when a promise waits for it: a device that never used a stream pays nothing.
+    if (this.#unsettled.size > 0) {
+      const error = deviceClosed("the stream's work");
+      for (const reject of [...this.#unsettled]) reject(error);
+      this.#unsettled.clear();
+    }
     teardown.run(() => this.order.releaseAll());
   }
 }

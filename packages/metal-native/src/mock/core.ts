@@ -94,18 +94,15 @@ export class MockCore {
     }
   }
 
-  /** Every allocation made by this backend, live or released (released ones are forgotten). */
-  readonly #known = new WeakSet<object>();
-
-  /** Registers a new buffer or mapping. */
+  /** Registers a new buffer or mapping: marked as this backend's, and live. */
   adopt(allocation: MockAllocationLike): void {
-    this.#known.add(allocation);
+    Made.mark(allocation, this);
     this.allocations.add(allocation);
   }
 
-  /** Whether `allocation` was made by this backend. */
+  /** Whether `allocation` was made by this backend (live or released). */
   isOwnAllocation(allocation: unknown): allocation is MockAllocationLike {
-    return typeof allocation === "object" && allocation !== null && this.#known.has(allocation);
+    return typeof allocation === "object" && allocation !== null && Made.by(allocation) === this;
   }
 
   /**
@@ -127,5 +124,37 @@ export class MockCore {
   /** Unwires a wired allocation. */
   unwire(allocation: NativeAllocation): void {
     this.counters.wiredBytes -= allocation.allocatedSize;
+  }
+}
+
+/** The base constructor returns the object given, so a subclass's private field is installed on it. */
+class Stamp {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the return override installs the subclass's private field on target
+    return target as Stamp;
+  }
+}
+
+/**
+ * Which backend made an allocation: a private field installed on the allocation itself. A brand check on it
+ * (`#core in value`) costs a property lookup where a WeakSet costs a hash-table entry per allocation (and
+ * the collector's work on it); a Proxy or a copy of an allocation has no such field, as it had no entry.
+ */
+class Made extends Stamp {
+  readonly #core: MockCore;
+
+  private constructor(target: object, core: MockCore) {
+    super(target);
+    this.#core = core;
+  }
+
+  /** Marks `allocation` as made by `core`'s backend (once: an allocation is adopted when it is made). */
+  static mark(allocation: object, core: MockCore): void {
+    new Made(allocation, core);
+  }
+
+  /** The core whose backend made `value`, if any. */
+  static by(value: object): MockCore | undefined {
+    return #core in value ? (value as unknown as Made).#core : undefined;
   }
 }
