@@ -19,7 +19,7 @@ export function releasedObject(operation: string, what: string): StateError {
 
 /** A stream, kernel, module or event of another Device given to this one. */
 export function foreignObject(operation: string, argument: string, what: string): ArgumentError {
-  return new ArgumentError(argument, `${operation}: ${argument} is a ${what} of another device`);
+  return new ArgumentError(argument, `${operation}: the ${what} belongs to another device`);
 }
 
 /** A bad argument of a stream call: `message` says what was expected and what came. */

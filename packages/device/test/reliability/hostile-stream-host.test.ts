@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
+import { thrown } from "../../../stats/test/thrown.js";
+import { Device } from "../../src/index.js";
 import { childUnavailableReason, runChild } from "./support.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -88,6 +90,105 @@ describe.skipIf(skipReason !== undefined)(
         },
         closed: { quarantinedAllocations: 0, liveBuffers: 0, bufferBytes: 0 },
       });
+    });
+
+    it("two Devices with streams: a stream of one naming the other's buffer, mapped file, kernel or event is refused, nothing changed; closing one while both streams run", async () => {
+      const one = Device.open({ safetyNet: false });
+      const two = Device.open({ safetyNet: false });
+      const [s, t] = [one.newStream(), two.newStream()];
+      const [mine, theirs] = [one.loadModule({ host: library }), two.loadModule({ host: library })];
+      const a = one.malloc(256);
+      const b = two.malloc(256);
+      const file = two.mapFile(scratch.write("two.bin", new Uint8Array(4096).fill(9)));
+      const shape = { grid: [1], block: [64] };
+      const fill = mine.kernel("fill");
+      const state = () => ({
+        one: { stats: one.memoryStats(), counters: one.counters() },
+        two: { stats: two.memoryStats(), counters: two.counters() },
+        positions: [s.position, t.position],
+      });
+      const before = state();
+      const foreign = (operation: string) => ({
+        name: "ArgumentError",
+        code: "ERR_NUVEC_FOREIGN_BUFFER",
+        argument: "handle",
+        message: `${operation}: the buffer or mapped file belongs to another device`,
+      });
+      const attempts: [() => unknown, object][] = [
+        [() => s.launch(fill, shape, [b, { f32: 1 }, { u32: 64 }]), foreign("launch()")],
+        [
+          () => s.launch(fill, shape, [{ buffer: b, offset: 4 }, { f32: 1 }, { u32: 1 }]),
+          foreign("launch()"),
+        ],
+        [() => s.launch(fill, shape, [file, { f32: 1 }, { u32: 1 }]), foreign("launch()")],
+        [() => s.write(b, new Uint8Array(4)), foreign("write()")],
+        [() => s.read(b), foreign("read()")],
+        [() => s.read(file), foreign("read()")],
+        [() => s.copy(b, a), foreign("copy()")],
+        [() => s.copy(a, b), foreign("copy()")],
+        [() => s.copy(a, file, { length: 256 }), foreign("copy()")],
+        [
+          () => s.launch(theirs.kernel("fill"), shape, [a, { f32: 1 }, { u32: 64 }]),
+          {
+            name: "ArgumentError",
+            code: "ERR_NUVEC_INVALID_ARGUMENT",
+            argument: "kernel",
+            message: "launch(): the kernel belongs to another device",
+          },
+        ],
+      ];
+      for (const [attempt, refusal] of attempts) expect(thrown(attempt)).toMatchObject(refusal);
+      const event = t.record();
+      const afterRecord = state();
+      expect(thrown(() => s.wait(event))).toMatchObject({
+        name: "ArgumentError",
+        code: "ERR_NUVEC_INVALID_ARGUMENT",
+        argument: "event",
+        message: "wait(): the event belongs to another device",
+      });
+      expect(state()).toEqual(afterRecord);
+      event.release();
+      expect(afterRecord.positions).toEqual([0, 0]);
+      expect(afterRecord.one).toEqual(before.one);
+      expect(before.one.counters.backend).toEqual(before.two.counters.backend); // one backend per process
+
+      // Both streams run 150 ms of sleep and a fill; the second Device closes under them.
+      const sleep = { grid: [1], block: [1] };
+      s.launch(mine.kernel("sleep"), sleep, [{ u32: 150 }]);
+      s.launch(fill, shape, [a, { f32: 3 }, { u32: 64 }]);
+      const mineRead = s.read(a, 0, 8);
+      t.launch(theirs.kernel("sleep"), sleep, [{ u32: 150 }]);
+      t.launch(theirs.kernel("fill"), shape, [b, { f32: 5 }, { u32: 64 }]);
+      const theirRead = t.read(b, 0, 8).catch((error: unknown) => error);
+      two.close();
+      const closed = { name: "StateError", code: "ERR_NUVEC_DEVICE_CLOSED" };
+      expect(await theirRead).toMatchObject({
+        ...closed,
+        message: "the stream's work: the device is closed",
+      });
+      expect([...new Float32Array((await mineRead).buffer)]).toEqual([3, 3]);
+      // Its buffer stays another Device's; its kernels are of a closed one.
+      expect(thrown(() => s.write(b, new Uint8Array(4)))).toMatchObject(foreign("write()"));
+      expect(thrown(() => s.launch(theirs.kernel("fill"), shape, [a, { f32: 1 }, { u32: 1 }]))).toMatchObject(
+        {
+          ...closed,
+          message: "kernel(): the device is closed",
+        },
+      );
+      const backend = one.counters().backend;
+      expect(backend.buffersMade - backend.buffersReleased).toBe(
+        before.one.counters.backend.buffersMade - before.one.counters.backend.buffersReleased - 1,
+      );
+      expect(backend.mappedBytes).toBe(before.one.counters.backend.mappedBytes - 4096);
+      expect(one.memoryStats()).toEqual({ ...before.one.stats, peakActive: 256, peakActiveWithMapped: 256 });
+      expect(s.position).toBe(3);
+      a.free();
+      one.close();
+      const end = one.counters().backend;
+      expect(end.buffersMade - end.buffersReleased).toBe(
+        before.one.counters.backend.buffersMade - before.one.counters.backend.buffersReleased - 2,
+      );
+      expect(end.bufferBytes).toBe(before.one.counters.backend.bufferBytes - 512);
     });
   },
 );

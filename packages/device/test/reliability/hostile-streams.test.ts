@@ -4,7 +4,7 @@ import { MockBackend } from "@nuvec/metal-native/mock";
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../../stats/test/thrown.js";
 import { Device, Kernel, Stream, StreamEvent } from "../../src/index.js";
-import { mockStreamOf, runStream, scale, streamDevice } from "../streams-support.js";
+import { figures, mockStreamOf, runStream, scale, streamDevice } from "../streams-support.js";
 
 const KIB = 1024;
 
@@ -58,6 +58,48 @@ describe("hostile stream use", () => {
     expect(mockStreamOf(stream).pending).toBe(0);
     one.device.close();
     two.device.close();
+  });
+
+  it("two Devices at once: write, read and copy naming the other's buffer are refused with every figure unchanged; closing one leaves the other's pending work to run", async () => {
+    const one = streamDevice("manual");
+    const two = streamDevice("manual");
+    const s = one.device.newStream();
+    const t = two.device.newStream();
+    const a = one.device.malloc(64);
+    const b = two.device.malloc(64);
+    const state = () => ({
+      one: figures(one.device),
+      two: figures(two.device),
+      mocks: [one.mock.counters(), two.mock.counters()],
+      pending: [mockStreamOf(s).pending, mockStreamOf(t).pending],
+    });
+    const before = state();
+    const foreign = (operation: string) => ({
+      name: "ArgumentError",
+      code: "ERR_NUVEC_FOREIGN_BUFFER",
+      argument: "handle",
+      message: `${operation}: the buffer or mapped file belongs to another device`,
+    });
+    expect(thrown(() => s.write(b, new Uint8Array(4)))).toMatchObject(foreign("write()"));
+    expect(thrown(() => s.read(b))).toMatchObject(foreign("read()"));
+    expect(thrown(() => s.copy(a, b))).toMatchObject(foreign("copy()"));
+    expect(thrown(() => s.copy(b, a))).toMatchObject(foreign("copy()"));
+    expect(state()).toEqual(before);
+    expect([s.position, t.position]).toEqual([0, 0]);
+    s.write(a, new Uint8Array(8).fill(3));
+    const mine = s.read(a, 0, 8);
+    t.write(b, new Uint8Array(8).fill(5));
+    const theirs = t.read(b, 0, 8).catch((error: unknown) => error);
+    two.device.close();
+    expect(await theirs).toMatchObject({ name: "StateError" });
+    expect(two.mock.counters().bufferBytes).toBe(0);
+    expect(mockStreamOf(s).pending).toBe(2);
+    expect(runStream(one.mock, s)).toBe(2);
+    expect([...(await mine)]).toEqual([3, 3, 3, 3, 3, 3, 3, 3]);
+    expect(thrown(() => s.write(b, new Uint8Array(4)))).toMatchObject(foreign("write()"));
+    a.free();
+    one.device.close();
+    expect(one.mock.counters().bufferBytes).toBe(0);
   });
 
   it("look-alikes (Object.create of each prototype, a Proxy of a real one) are ArgumentErrors", () => {
