@@ -1,4 +1,4 @@
-import { Teardown } from "@nuvec/stats";
+import { PAGE, Teardown } from "@nuvec/stats";
 import { COMPACT_AT_EMPTY, firstMarked, lowerBound, withRoom } from "./sorted-keys.js";
 /**
  * One system buffer owned by an allocator, live or cached (the Device's own per-buffer record is another
@@ -41,9 +41,19 @@ class LengthBucket<B> {
 }
 
 const INITIAL_CAPACITY = 64;
-/** Lengths up to this (4 MiB) find their queue by index: 16385 slots of 4 bytes (64 KiB) per cache. */
-const INDEXED_LENGTHS = 4 * 1024 * 1024;
-const INITIAL_INDEXED_SLOTS = 256;
+/** Lengths up to this (16 MiB) that are size classes find their queue by index (see {@link slotOf}). */
+const INDEXED_LENGTHS = 16 * 1024 * 1024;
+/** Index slots of the lengths up to a page: 0, 256, …, 16 KiB. */
+const SLOTS_UP_TO_PAGE = PAGE / 256;
+
+/**
+ * The index slot of a size class: one per 256 bytes up to a page, one per page above, up to
+ * {@link INDEXED_LENGTHS} (1,088 slots); -1 for any other length (its queue is found in a Map).
+ */
+function slotOf(length: number): number {
+  if (length <= PAGE) return (length & 255) === 0 ? length >>> 8 : -1;
+  return length <= INDEXED_LENGTHS && (length & (PAGE - 1)) === 0 ? SLOTS_UP_TO_PAGE - 1 + length / PAGE : -1;
+}
 
 /**
  * MLX's `BufferCache`: cached buffers ordered by length (for reuse) and by the time they were cached (for
@@ -61,13 +71,13 @@ export class BufferCache<B> {
   private buckets: LengthBucket<B>[] = [];
   /**
    * Where each length's queue is in {@link buckets}, so an exact-length request (most hits) needs no
-   * search: `position + 1` (0: none) by `length / 256` for the multiples of 256 up to
-   * {@link INDEXED_LENGTHS} (the size classes of nearly every request; kept by {@link reindex}), and the
+   * search: `position + 1` (0: none) by {@link slotOf} for the size classes up to {@link INDEXED_LENGTHS}
+   * (nearly every request's; kept by {@link reindex}), and the
    * queue itself in a Map for the other lengths.
    */
-  // Grown as longer lengths are indexed (to 16385 slots, 64 KiB), so a fresh cache (a replay's) makes no
-  // 64 KiB array before it needs one.
-  private positionOfSmallLength = new Int32Array(INITIAL_INDEXED_SLOTS);
+  // A plain array of small integers, grown as longer lengths are indexed: a fresh cache (a replay's) makes
+  // no typed array outside the heap for it.
+  private readonly positionOfSmallLength: number[] = [];
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
   private distinct = 0;
@@ -263,25 +273,21 @@ export class BufferCache<B> {
     return record;
   }
 
-  private static isIndexed(length: number): boolean {
-    return length <= INDEXED_LENGTHS && (length & 255) === 0;
-  }
-
   /** The position of `length`'s queue in {@link buckets}, or -1. */
   private positionOf(length: number): number {
-    if (BufferCache.isIndexed(length)) {
-      const slot = length >>> 8;
+    const slot = slotOf(length);
+    if (slot >= 0) {
       const positions = this.positionOfSmallLength;
-      return slot < positions.length ? positions[slot]! - 1 : -1;
+      return slot < positions.length ? (positions[slot] as number) - 1 : -1;
     }
     return this.bucketOfLargeLength.get(length)?.index ?? -1;
   }
 
   private forgetLength(length: number): void {
     // A slot past the array's end holds no position already.
-    if (BufferCache.isIndexed(length)) {
-      if (length >>> 8 < this.positionOfSmallLength.length) this.positionOfSmallLength[length >>> 8] = 0;
-    } else this.bucketOfLargeLength.delete(length);
+    const slot = slotOf(length);
+    if (slot < 0) this.bucketOfLargeLength.delete(length);
+    else if (slot < this.positionOfSmallLength.length) this.positionOfSmallLength[slot] = 0;
   }
 
   private bucketFor(length: number): LengthBucket<B> {
@@ -305,20 +311,11 @@ export class BufferCache<B> {
     const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
     bucket.length = length;
     this.buckets.splice(position, 0, bucket);
-    if (!BufferCache.isIndexed(length)) this.bucketOfLargeLength.set(length, bucket);
+    if (slotOf(length) < 0) this.bucketOfLargeLength.set(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
     this.reindex(position);
     return bucket;
-  }
-
-  /** Makes the position index reach `slot` (doubling, at most one slot per indexed length). */
-  private growPositions(slot: number): void {
-    let length = this.positionOfSmallLength.length;
-    while (length <= slot) length *= 2;
-    const grown = new Int32Array(Math.min(length, INDEXED_LENGTHS / 256 + 1));
-    grown.set(this.positionOfSmallLength);
-    this.positionOfSmallLength = grown;
   }
 
   /** Drops the empty queues. */
@@ -345,10 +342,11 @@ export class BufferCache<B> {
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
-      if (BufferCache.isIndexed(bucket.length)) {
-        const slot = bucket.length >>> 8;
-        if (slot >= this.positionOfSmallLength.length) this.growPositions(slot);
-        this.positionOfSmallLength[slot] = index + 1;
+      const slot = slotOf(bucket.length);
+      if (slot >= 0) {
+        const positions = this.positionOfSmallLength;
+        while (positions.length <= slot) positions.push(0);
+        positions[slot] = index + 1;
       }
     }
     this.nonEmpty.fill(0);
