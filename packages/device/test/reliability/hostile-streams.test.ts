@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { thrown } from "../../../stats/test/thrown.js";
 import { Device, Kernel, Stream, StreamEvent } from "../../src/index.js";
 import { figures, mockStreamOf, runStream, scale, streamDevice } from "../streams-support.js";
+import { transfer } from "./support.js";
 
 const KIB = 1024;
 
@@ -100,6 +101,34 @@ describe("hostile stream use", () => {
     a.free();
     one.device.close();
     expect(one.mock.counters().bufferBytes).toBe(0);
+  });
+
+  it("a view moved away with transfer() while a launch, write and read name the buffer (mock): the bytes leave with the view, the work never reaches it nor the next owner", async () => {
+    const { device, mock } = streamDevice("manual", { policy: "mlx" });
+    const stream = device.newStream();
+    const kernel = device.loadModule({ mock: { scale } }).kernel("scale");
+    const x = device.malloc(64);
+    x.write(new Float32Array(16).fill(1));
+    stream.launch(kernel, { grid: [1], block: [1] }, [x, { f32: 3 }, { u32: 16 }]);
+    stream.write(x, new Uint8Array(4).fill(9), 60);
+    const read = stream.read(x, 0, 8);
+    const moved = new Float32Array(transfer(x.contents()));
+    x.free();
+    // The mock's memory is a JavaScript ArrayBuffer: what moved away cannot be reached, so nothing is held.
+    expect(device.memoryStats()).toMatchObject({ active: 0, cache: 256, quarantined: 0 }); // 256: its allocated length
+    expect(mockStreamOf(stream).pending).toBe(3);
+    const next = device.malloc(64);
+    expect(device.counters().cacheHits).toBe(1);
+    next.bytes().fill(0x55); // a host use of reused memory: the old stream's work runs first
+    expect(mockStreamOf(stream).pending).toBe(0);
+    expect(runStream(mock, stream)).toBe(0);
+    // The queued work ran on the buffer's fresh zeroed memory: the moved bytes and the next owner's are intact.
+    expect([...new Float32Array((await read).buffer)]).toEqual([0, 0]);
+    expect([...moved]).toEqual(new Array(16).fill(1));
+    expect(next.bytes().every((byte) => byte === 0x55)).toBe(true);
+    next.free();
+    device.close();
+    expect(mock.counters()).toMatchObject({ buffersMade: 1, buffersReleased: 1, bufferBytes: 0 });
   });
 
   it("look-alikes (Object.create of each prototype, a Proxy of a real one) are ArgumentErrors", () => {
