@@ -95,8 +95,8 @@ const APPROVED = {
     PeaksView PickleStream PickleValue PolicyOutcome PolicyRun PolicyRunOptions RecordedWorkload ReplayDevice
     SourceListener Tick TickLayout TorchExportCounts TorchSnapshotExport TorchWorkload ViewReplayOptions
     ViewReplayResult WorkloadRecorder isMark looksLikeTorchSnapshot memoryViewCore memoryViewDrawing
-    memoryViewTicks readTorchSnapshot renderMemoryView replayForView streamFilteringMarks streamMarkedTrace
-    writePickle deviceLine
+    memoryViewTicks readTorchSnapshot renderMemoryView replayDevice replayForView streamFilteringMarks
+    streamMarkedTrace writePickle deviceLine
   `),
 };
 

@@ -1,7 +1,8 @@
-// Replays an allocation trace (the shared traces' format, or one recorded with Device.startTrace) on a
-// Device over the mock backend, and prints the statistics (a table, or one JSON object with --json). The
-// trace is read as a stream (memory bounded by what it keeps live, not by its length) and every event goes
-// through the allocator's TraceValidator, the same check replayTrace makes.
+// Replays an allocation trace (the shared traces' format, or one recorded with Device.startTrace) with
+// @nuvec/memory-view's replay (nuvec's allocator on the device the trace's header records), and prints the
+// statistics (a table, or one JSON object with --json). The trace is read as a stream (memory bounded by what
+// it keeps live, not by its length) and every event goes through the allocator's TraceValidator, the same
+// check replayTrace makes.
 import { resolve } from "node:path";
 import {
   ALLOCATOR_POLICIES,
@@ -38,7 +39,7 @@ const POLICY_LIST = ALLOCATOR_POLICIES.join("|");
 const commandLine: CommandLine = {
   synopsis: "replay TRACE [flags]",
   description:
-    "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) on a Device over the mock backend and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
+    "Replays a trace (NDJSON, gzipped or not: the shared traces, or one recorded by device.startTrace(); or a PyTorch memory snapshot, x.pickle from torch.cuda.memory._dump_snapshot) under nuvec's allocator on the device its header records and prints its memory statistics. Sizes take binary suffixes: 4096, 512MiB, 8GiB. Shows progress on a terminal (not with --json or when piped).",
   flags: [
     {
       name: "working-set",
@@ -179,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(
         `peak reserved ${formatBytes(outcome.peakReserved)}, refused ${outcome.outOfMemoryRefusals},`,
       );
-      console.log(`${outcome.nsPerEvent} ns/event (a Device over the mock backend)`);
+      console.log(`${outcome.nsPerEvent} ns/event (the memory view's replay)`);
     }
     if (torch !== undefined) {
       const { counts } = torch;
@@ -219,7 +220,7 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** The view's subtitle: the workload the header names, then the mock device and where its facts came from. */
+/** The view's subtitle: the workload the header names, then the device and where its facts came from. */
 function subtitleOf(workload: unknown, device: string): string {
   return typeof workload === "string" && workload !== "" ? `${printable(workload, 120)} · ${device}` : device;
 }

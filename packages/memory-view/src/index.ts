@@ -15,6 +15,7 @@ export {
   isMark,
   type PolicyOutcome,
   type ReplayDevice,
+  replayDevice,
   replayForView,
   type ViewReplayOptions,
   type ViewReplayResult,

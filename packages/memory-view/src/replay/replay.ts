@@ -3,6 +3,7 @@
 // TraceValidator once, the check every replay makes. The device's facts come from the trace's header (what
 // a Device records) unless the caller gives them.
 import {
+  ALLOCATOR_POLICIES,
   type AllocatorPolicy,
   isTraceEvent,
   replayOptionsFromHeader,
@@ -151,6 +152,15 @@ function deviceOf(header: TraceHeader | undefined, first: PolicyRunOptions): Rep
   const name = header?.device;
   if (typeof name === "string" && name !== "") device.name = name;
   return device;
+}
+
+/**
+ * The device a replay of a trace with `header` runs on: the caller's working set, memory and limits, else the
+ * header's, else the defaults (8 GiB of working set, twice that of memory), and where they came from.
+ */
+export function replayDevice(header: TraceHeader | undefined, options: ViewReplayOptions): ReplayDevice {
+  // The policy decides only that policy's own settings, none of the device's facts.
+  return deviceOf(header, runOptions(header, options, options.policies[0] ?? ALLOCATOR_POLICIES[0]));
 }
 
 /**
