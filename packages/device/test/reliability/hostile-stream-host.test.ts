@@ -152,12 +152,12 @@ describe.skipIf(skipReason !== undefined)(
       expect(afterRecord.one).toEqual(before.one);
       expect(before.one.counters.backend).toEqual(before.two.counters.backend); // one backend per process
 
-      // Both streams run 150 ms of sleep and a fill; the second Device closes under them.
+      // Both streams run 400 ms of sleep and a fill; the second Device closes under them.
       const sleep = { grid: [1], block: [1] };
-      s.launch(mine.kernel("sleep"), sleep, [{ u32: 150 }]);
+      s.launch(mine.kernel("sleep"), sleep, [{ u32: 400 }]);
       s.launch(fill, shape, [a, { f32: 3 }, { u32: 64 }]);
       const mineRead = s.read(a, 0, 8);
-      t.launch(theirs.kernel("sleep"), sleep, [{ u32: 150 }]);
+      t.launch(theirs.kernel("sleep"), sleep, [{ u32: 400 }]);
       t.launch(theirs.kernel("fill"), shape, [b, { f32: 5 }, { u32: 64 }]);
       const theirRead = t.read(b, 0, 8).catch((error: unknown) => error);
       two.close();

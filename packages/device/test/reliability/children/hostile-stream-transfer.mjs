@@ -1,6 +1,6 @@
 // Run by hostile-stream-host.test.ts with --harmony-rab-gsab-transfer and --expose-gc on the host backend: a
 // buffer's view moved away with transfer() (or posted to a worker) while stream work naming the buffer is
-// queued behind a 150 ms sleep. The work must land in the old memory only, never in the next owner's, and
+// queued behind a 400 ms sleep. The work must land in the old memory only, never in the next owner's, and
 // the memory stays quarantined until both the view and the work are gone. Prints one JSON line.
 import { setImmediate as nextImmediate } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
@@ -41,9 +41,9 @@ function figures() {
   };
 }
 
-/** Enqueues, after a 150 ms sleep, one operation of `kind` naming `x`; returns a pending read or undefined. */
+/** Enqueues, after a 400 ms sleep, one operation of `kind` naming `x`; returns a pending read or undefined. */
 function enqueue(kind, x) {
-  stream.launch(sleep, { grid: [1], block: [1] }, [{ u32: 150 }]);
+  stream.launch(sleep, { grid: [1], block: [1] }, [{ u32: 400 }]);
   if (kind === "launch") stream.launch(fill, { grid: [1], block: [64] }, [x, { f32: 2 }, { u32: SIZE / 4 }]);
   if (kind === "write") stream.write(x, new Uint8Array(SIZE).fill(0x44));
   if (kind === "copy-into") stream.copy(x, source);
