@@ -96,7 +96,7 @@ const APPROVED = {
     SourceListener Tick TickLayout TorchExportCounts TorchSnapshotExport TorchWorkload ViewReplayOptions
     ViewReplayResult WorkloadRecorder isMark looksLikeTorchSnapshot memoryViewCore memoryViewDrawing
     memoryViewTicks readTorchSnapshot renderMemoryView replayDevice replayForView streamFilteringMarks
-    streamMarkedTrace writePickle deviceLine
+    streamMarkedTrace writePickle deviceLine figureTable ReplayedTrace torchFacts
   `),
 };
 

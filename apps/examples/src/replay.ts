@@ -14,13 +14,14 @@ import {
 import { streamTraceBatches } from "@nuvec/allocator/node";
 import {
   deviceLine,
-  type FigureTable,
+  figureTable,
   looksLikeTorchSnapshot,
   readTorchSnapshot,
   renderMemoryView,
   type TorchWorkload,
+  torchFacts,
 } from "@nuvec/memory-view";
-import { formatBytes, MEMORY_STATS_FIELDS, printable } from "@nuvec/stats";
+import { formatBytes, printable } from "@nuvec/stats";
 import {
   type CommandLine,
   JSON_FLAG,
@@ -159,12 +160,12 @@ async function main(argv: string[]): Promise<number> {
   bar.done(`${events} events`);
   const summaries = result.outcomes.map((outcome) => summary(rawName, outcome, events));
   if (json) {
-    const torchFacts = torch === undefined ? {} : { pytorch: torchSummary(torch) };
+    const pytorch = torch === undefined ? {} : { pytorch: torchSummary(torch) };
     console.log(
       JSON.stringify(
         comparing
-          ? { trace: rawName, events, policies: summaries, ...torchFacts }
-          : { ...summaries[0], ...torchFacts },
+          ? { trace: rawName, events, policies: summaries, ...pytorch }
+          : { ...summaries[0], ...pytorch },
       ),
     );
   } else {
@@ -206,7 +207,7 @@ async function main(argv: string[]): Promise<number> {
         subtitle: subtitleOf(result.header?.workload, deviceLine(result.device)),
         workload,
         labels: torch?.labels ?? result.labels,
-        figures: figureTable(result.outcomes, torch),
+        figures: figureTable({ name: rawName, result, torch }),
         peaks: result.outcomes.map((outcome) => ({
           active: outcome.stats.peakActive,
           reserved: outcome.peakReserved,
@@ -273,20 +274,6 @@ function torchSummary(torch: TorchWorkload) {
   };
 }
 
-function torchFacts(torch: TorchWorkload): [string, string][] {
-  const { counts } = torch;
-  return [
-    ["PyTorch device", `${torch.device} (devices with a trace: ${torch.devices.join(", ")})`],
-    ["PyTorch peak reserved", formatBytes(torch.peakReserved)],
-    ["PyTorch reserved when recording began", formatBytes(torch.reservedAtStart)],
-    ["allocations / frees", `${counts.allocations} / ${counts.frees}`],
-    ["frees of blocks allocated before recording (skipped)", String(counts.skippedFrees)],
-    ["live at the end", String(counts.liveAtEnd)],
-    ["segment allocations / frees", `${counts.segmentAllocs} / ${counts.segmentFrees}`],
-    ["other trace entries (not replayed)", String(counts.otherEntries)],
-  ];
-}
-
 const FIGURE_ROWS: { label: string; bytes: boolean; of: (outcome: PolicyOutcome) => number }[] = [
   { label: "peak active", bytes: true, of: (outcome) => outcome.stats.peakActive },
   { label: "peak reserved", bytes: true, of: (outcome) => outcome.peakReserved },
@@ -294,29 +281,6 @@ const FIGURE_ROWS: { label: string; bytes: boolean; of: (outcome: PolicyOutcome)
   { label: "cache hits", bytes: false, of: (outcome) => outcome.cacheHits },
   { label: "refused (out of memory)", bytes: false, of: (outcome) => outcome.outOfMemoryRefusals },
 ];
-
-/** The figures beside the chart: the comparison rows, then every statistic at the end. */
-function figureTable(outcomes: PolicyOutcome[], torch: TorchWorkload | undefined): FigureTable {
-  const extra = torch === undefined ? [] : ["PyTorch"];
-  const rows: FigureTable["rows"] = FIGURE_ROWS.map((row) => ({
-    label: row.label,
-    bytes: row.bytes,
-    values: [
-      ...outcomes.map(row.of),
-      ...extra.map(() => (row.label === "peak reserved" ? (torch as TorchWorkload).peakReserved : "")),
-    ],
-  }));
-  // Every statistic the device reports at the end (a field added to MemoryStats shows here too).
-  rows.push({ label: "MemoryStats at the end", values: [] });
-  for (const name of MEMORY_STATS_FIELDS) {
-    rows.push({
-      label: name,
-      bytes: name !== "systemAllocations",
-      values: [...outcomes.map((outcome) => outcome.stats[name]), ...extra.map(() => "")],
-    });
-  }
-  return { columns: [...outcomes.map((outcome) => outcome.policy), ...extra], rows };
-}
 
 /** The comparison as text: one column per policy, within 80 columns for up to four policies. */
 function compareTable(

@@ -4,7 +4,7 @@
 
 // The root of the error family and the kind the readers throw (every kind is in `@nuvec/stats`).
 export { FormatError, NuvecError } from "@nuvec/stats";
-export { deviceLine } from "./cli/document.js";
+export { deviceLine, figureTable, type ReplayedTrace, torchFacts } from "./cli/document.js";
 export { type ChromeCounterEvent, ChromeTraceExport } from "./export/chrome.js";
 export { PickleStream, type PickleValue, writePickle } from "./export/pickle-writer.js";
 export { type TorchExportCounts, TorchSnapshotExport } from "./export/torch.js";

@@ -46,7 +46,10 @@ export function subtitleOf(trace: ReplayedTrace): string {
   return typeof workload === "string" && workload !== "" ? `${printable(workload, 120)} · ${device}` : device;
 }
 
-/** The figures beside one trace's chart: the comparison rows, then every statistic at the end. */
+/**
+ * The figures beside one trace's chart: a column per policy (and PyTorch's, for a snapshot), the comparison
+ * rows, then every `MemoryStats` field at the end.
+ */
 export function figureTable(trace: ReplayedTrace): FigureTable {
   const { outcomes } = trace.result;
   const torch = trace.torch;
@@ -74,10 +77,14 @@ export function figureTable(trace: ReplayedTrace): FigureTable {
 export function factsOf(trace: ReplayedTrace): [string, string][] {
   const facts: [string, string][] = [["device", deviceLine(trace.result.device)]];
   if (trace.result.marks > 0) facts.push(["marks", String(trace.result.marks)]);
-  const torch = trace.torch;
-  if (torch === undefined) return facts;
+  if (trace.torch !== undefined) facts.push(...torchFacts(trace.torch));
+  return facts;
+}
+
+/** A PyTorch snapshot's own facts for the view: its device, its peak reserved memory, its counts. */
+export function torchFacts(torch: TorchWorkload): [string, string][] {
   const { counts } = torch;
-  facts.push(
+  return [
     ["PyTorch device", `${torch.device} (devices with a trace: ${torch.devices.join(", ")})`],
     ["PyTorch peak reserved", formatBytes(torch.peakReserved)],
     ["PyTorch reserved when recording began", formatBytes(torch.reservedAtStart)],
@@ -86,8 +93,7 @@ export function factsOf(trace: ReplayedTrace): [string, string][] {
     ["live at the end", String(counts.liveAtEnd)],
     ["segment allocations / frees", `${counts.segmentAllocs} / ${counts.segmentFrees}`],
     ["other trace entries (not replayed)", String(counts.otherEntries)],
-  );
-  return facts;
+  ];
 }
 
 /** The figures as text: one column per trace and policy, the row labels first. */
