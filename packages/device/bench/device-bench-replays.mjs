@@ -1,5 +1,5 @@
-// Section 3 of the Device bench (device-bench.mjs): the examples' replay program (a Device over the mock, as
-// apps/examples/src/replay.ts runs a trace) against `replayTrace` alone on the same pre-read events, per
+// Section 3 of the Device bench (device-bench.mjs): a replay program (a trace's allocations and frees through
+// a Device over the mock) against `replayTrace` alone on the same pre-read events, per
 // event, with the figures both must agree on checked first. Apart from the micro rows: this one measures a
 // whole program, not one call.
 
@@ -21,7 +21,7 @@ const tracesDir = resolve(packageDir, "../../fixtures/traces");
 const DEFAULT = { workingSet: 8 * GiB, memorySize: 16 * GiB, policy: "mlx" };
 
 /**
- * apps/examples/src/replay.ts's loop (allocations and frees; the shared traces have nothing else): the mock
+ * A runtime's loop over a trace (allocations and frees; the shared traces have nothing else): the mock
  * without a call log, the live buffers kept as `replayTrace` keeps its allocations: a typed array from id to
  * slot and a compact array of the live ones. A plain array indexed by id, as long as the trace's ids (67,778
  * on gpt2-generate, 314,159 on the decode trace), costs more than the Device itself: storing each new buffer
@@ -104,7 +104,7 @@ export function replayRows() {
   traces.push({ name: "decode-long (generated, seed 15)", events: decodeTrace({ seed: 15, tokens: 1000 }) });
 
   console.log(
-    `\nreplay program (Device over the mock, as apps/examples/src/replay.ts) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
+    `\nreplay program (a Device over the mock) vs replayTrace alone, ns per event, measurements of ≥ ${2 * MILLISECONDS} ms\n`,
   );
   console.log(
     "| trace | events | replayTrace | program | program / policy (goal ≤ 2×) | the same, CPU time | program, safetyNet: false (CPU time) |",

@@ -6,7 +6,7 @@
 //      the backend's share (the addon alone) and the Device's (over a backend whose views cost nothing);
 //   2b. views in loops that never yield: malloc + contents() / bytes() / read() / write() + free() and a mapped
 //      file's view at 1,000, 10,000 and 100,000 iterations in one go, the pair right after, a model load;
-//   3. the examples' replay program (a Device over the mock, as apps/examples/src/replay.ts runs a trace)
+//   3. a replay program (a trace's allocations and frees through a Device over the mock)
 //      against `replayTrace` alone on the same pre-read events.
 // Each figure is the best of three measurements after a warm-up. The host rows run first: the mock rows
 // would otherwise make the Device's calls into its backend polymorphic before the goals are measured.

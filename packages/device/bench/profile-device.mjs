@@ -5,7 +5,7 @@
 //   node ../allocator/bench/cpuprofile-top.mjs safe.cpuprofile --operations N --lines
 // Paths: safe | unsafe (host malloc(64 KiB).free() with / without the safety net), contents (host malloc +
 // first contents() + free), repeat (repeated contents()), program / program-unsafe (the replay program over
-// the mock on gpt2-generate, as apps/examples/src/replay.ts).
+// the mock on gpt2-generate).
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readTrace } from "@nuvec/allocator/node";
