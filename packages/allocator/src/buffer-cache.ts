@@ -40,7 +40,8 @@ class LengthBucket<B> {
   newest: CachedBuffer<B> | null = null;
 }
 
-const INITIAL_CAPACITY = 64;
+// Eight lengths to start: 64 bytes, which V8 keeps on its heap (a fresh cache makes no buffer outside it).
+const INITIAL_CAPACITY = 8;
 /** Lengths up to this (16 MiB) that are size classes find their queue by index (see {@link slotOf}). */
 const INDEXED_LENGTHS = 16 * 1024 * 1024;
 /** Index slots of the lengths up to a page: 0, 256, …, 16 KiB. */
@@ -79,7 +80,7 @@ export class BufferCache<B> {
   // no typed array outside the heap for it.
   private readonly positionOfSmallLength: number[] = [];
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
-  private nonEmpty = new Int32Array(INITIAL_CAPACITY / 32);
+  private nonEmpty = new Int32Array(Math.ceil(INITIAL_CAPACITY / 32));
   private distinct = 0;
   private emptyBuckets = 0;
   private spareBuckets: LengthBucket<B>[] = [];
@@ -304,7 +305,7 @@ export class BufferCache<B> {
     }
     if (this.distinct === this.lengths.length) {
       this.lengths = withRoom(this.lengths, this.distinct);
-      this.nonEmpty = new Int32Array(this.lengths.length / 32);
+      this.nonEmpty = new Int32Array(Math.ceil(this.lengths.length / 32));
     }
     this.lengths.copyWithin(position + 1, position, this.distinct);
     this.lengths[position] = length;

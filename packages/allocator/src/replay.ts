@@ -91,7 +91,7 @@ export class TraceReplay {
   // under `segments`. Live mappings by id.
   readonly #live: (Live | null)[] = [];
   readonly #freeSlots: number[] = [];
-  #slotOfId = new Int32Array(1024);
+  #slotOfId = new Int32Array(16);
   readonly #sparseLive = new TraceIdMap<Live | null>();
   readonly #mappings = new TraceIdMap<Mapping>();
   // Quarantined allocations ("q") by id: what their "r" event ends the quarantine of.

@@ -52,7 +52,8 @@ const WINDOW_MAX = 1 << 16;
  */
 class IdStates {
   readonly #used = new UsedTraceIds();
-  #window = new Uint8Array(1024);
+  // 64 bytes to start, which V8 keeps on its heap (a fresh validator makes no buffer outside it); grown as ids come.
+  #window = new Uint8Array(64);
   #base = 0;
   #windowOpen = 0;
   readonly #outside = new TraceIdMap<number>();
