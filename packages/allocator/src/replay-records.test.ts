@@ -3,6 +3,7 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { figures, tracesDir } from "../test/support.js";
+import { sizeClassEngineOf } from "./allocator.js";
 import { CountingBufferSource } from "./counting-source.js";
 import { type Allocation, CachingAllocator } from "./index.js";
 import { readTrace } from "./node/trace-file.js";
@@ -84,5 +85,23 @@ describe("the replay's records", () => {
       expect(result.stats.quarantined).toBe(81_920);
       expect(result.counters).toMatchObject({ cacheHits: 1, liveBuffers: 1 });
     }
+  });
+
+  it("a record given back twice or to another allocator is refused, nothing changed", () => {
+    const allocator = new CachingAllocator(new CountingBufferSource(FACTS), { policy: "mlx" });
+    const other = new CachingAllocator(new CountingBufferSource(FACTS), { policy: "mlx" });
+    const engine = sizeClassEngineOf(allocator)!;
+    const record = engine.acquire(5000)!;
+    expect(() => sizeClassEngineOf(other)!.recycle(record)).toThrow(
+      expect.objectContaining({ code: "ERR_NUVEC_FOREIGN_ALLOCATION" }),
+    );
+    engine.recycle(record);
+    const before = figures(allocator);
+    expect(() => engine.recycle(record)).toThrow(expect.objectContaining({ code: "ERR_NUVEC_DOUBLE_FREE" }));
+    expect(figures(allocator)).toEqual(before);
+    expect(before.counters).toMatchObject({ liveBuffers: 0, cachedBuffers: 1 });
+    expect(
+      sizeClassEngineOf(new CachingAllocator(new CountingBufferSource(FACTS), { policy: "segments" })),
+    ).toBe(undefined);
   });
 });

@@ -252,47 +252,23 @@ export class TraceReplay {
   }
 
   /**
-   * {@link applyAll}'s loop over an array under `mlx` and `bounded` without a hook: allocations and frees of
-   * dense ids (nearly every event) checked and applied in place, the allocator's records kept in the slots;
-   * anything else through {@link apply}'s path. The same checks, decisions and figures as that path.
+   * {@link applyAll}'s loop over an array without a hook: an allocation or a free (nearly every event) checked
+   * where it is read and applied; anything else, and every refusal, through {@link TraceValidator.check} and
+   * `#applyEvent`. The same checks, decisions and figures as {@link apply}.
    */
-  #applyRecords(items: readonly unknown[]): void {
+  #applyArray(items: readonly unknown[]): void {
     const validator = this.#validator;
-    const records = this.#records as SizeClassAllocator<number>;
-    const live = this.#live;
-    const freeSlots = this.#freeSlots;
     for (let index = 0; index < items.length; index++) {
       const item = items[index];
       if (Array.isArray(item)) {
         const tag = item[0];
-        const id = item[1];
-        if (tag === "a" && item.length === 3 && id < INDEXED_IDS) {
-          const bytes = item[2];
-          if (validator.acceptAllocation(id, bytes)) {
-            let record: CachedBuffer<number> | null;
-            try {
-              record = records.acquire(bytes);
-            } catch (error) {
-              if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
-              record = null;
-            }
-            let slot = freeSlots.pop();
-            if (slot === undefined) {
-              slot = live.length;
-              live.push(record);
-            } else live[slot] = record;
-            if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
-            this.#slotOfId[id] = slot + 1;
+        if (tag === "a" && item.length === 3) {
+          if (validator.acceptAllocation(item[1], item[2])) {
+            this.#allocate(item[1], item[2]);
             continue;
           }
-        } else if (tag === "f" && item.length === 2 && id < INDEXED_IDS && validator.acceptFree(id)) {
-          const slotOfId = this.#slotOfId;
-          const slot = slotOfId[id]! - 1;
-          slotOfId[id] = 0;
-          const record = live[slot] as CachedBuffer<number> | null;
-          live[slot] = null;
-          freeSlots.push(slot);
-          if (record !== null) records.recycle(record);
+        } else if (tag === "f" && item.length === 2 && validator.acceptFree(item[1])) {
+          this.#free(item[1], true);
           continue;
         }
       }
@@ -308,15 +284,8 @@ export class TraceReplay {
       if (Array.isArray(items)) {
         // A trace has at most one allocation id per item: size the slot index once, not by doubling.
         this.#reserveSlotIndex(this.#validator.events + items.length);
-        if (this.#onEvent === undefined && this.#records !== undefined) this.#applyRecords(items);
-        else if (this.#onEvent === undefined) {
-          // No hook: one loop over the array, each event checked, then applied by its tag.
-          const validator = this.#validator;
-          for (let index = 0; index < items.length; index++) {
-            const event = validator.check(items[index]);
-            if (event !== undefined) this.#applyEvent(event);
-          }
-        } else for (let index = 0; index < items.length; index++) this.apply(items[index]);
+        if (this.#onEvent === undefined) this.#applyArray(items);
+        else for (let index = 0; index < items.length; index++) this.apply(items[index]);
       } else {
         for (const item of items) this.apply(item);
       }

@@ -3,7 +3,7 @@ import { type Allocation, LiveAllocation } from "./allocation.js";
 import { BufferCache, CachedBuffer } from "./buffer-cache.js";
 import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
-import { allocatorClosed, bufferTooLarge, doubleFree } from "./errors.js";
+import { allocatorClosed, bufferTooLarge, doubleFree, foreignAllocation } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
 
@@ -51,11 +51,8 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   malloc(bytes: number): Allocation<B> {
     if (this.closed) throw allocatorClosed("malloc");
     checkedByteCount(bytes, "bytes");
-    const record = this.acquire(bytes);
-    if (record === null) return new LiveAllocation<B>(undefined, 0, 0, undefined);
-    const allocation = new LiveAllocation<B>(record.buffer, record.length, bytes, record);
-    record.allocation = allocation;
-    return allocation;
+    const record = this.take(bytes);
+    return record === null ? new LiveAllocation<B>(undefined, 0, 0, undefined) : this.adopt(record, bytes);
   }
 
   /**
@@ -66,6 +63,11 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
    */
   acquire(bytes: number): CachedBuffer<B> | null {
     if (this.closed) throw allocatorClosed("malloc");
+    return this.take(bytes);
+  }
+
+  /** {@link acquire} once the closed state is checked. */
+  private take(bytes: number): CachedBuffer<B> | null {
     if (bytes === 0) return null;
     // `allocationSize`'s integer form inline below 2^31 − 16 KiB (every request a runtime makes; the same
     // figures, without checking `bytes` a second time); `undefined`: a size class beyond 2^53.
@@ -138,11 +140,13 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
   /**
    * `free` of a record from {@link acquire}: cached when the cache is under its limit, else released.
    *
-   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`) for a record that is not live; after `close()`.
+   * @throws StateError (`ERR_NUVEC_DOUBLE_FREE`) for a record that is not live; ArgumentError
+   * (`ERR_NUVEC_FOREIGN_ALLOCATION`) for another allocator's; StateError after `close()`.
    */
   recycle(record: CachedBuffer<B>): void {
     if (this.closed) throw allocatorClosed("free");
-    if (record.allocation === null || record.owner !== this) throw doubleFree("allocation");
+    if (record.owner !== this) throw foreignAllocation("allocation");
+    if (record.allocation === null) throw doubleFree("allocation");
     record.allocation = null;
     this.liveBuffers--;
     this.takeBack(record, true);
