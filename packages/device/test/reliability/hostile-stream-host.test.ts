@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { scratchFolder } from "../../../stats/test/scratch.js";
 import { thrown } from "../../../stats/test/thrown.js";
 import { Device } from "../../src/index.js";
-import { childUnavailableReason, runChild } from "./support.js";
+import { childUnavailableReason, foreignHandle as foreign, runChild } from "./support.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const skipReason = childUnavailableReason();
@@ -108,12 +108,6 @@ describe.skipIf(skipReason !== undefined)(
         positions: [s.position, t.position],
       });
       const before = state();
-      const foreign = (operation: string) => ({
-        name: "ArgumentError",
-        code: "ERR_NUVEC_FOREIGN_BUFFER",
-        argument: "handle",
-        message: `${operation}: the buffer or mapped file belongs to another device`,
-      });
       const attempts: [() => unknown, object][] = [
         [() => s.launch(fill, shape, [b, { f32: 1 }, { u32: 64 }]), foreign("launch()")],
         [

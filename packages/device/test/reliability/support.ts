@@ -303,3 +303,11 @@ export function deferred() {
   });
   return { promise, resolve, reject };
 }
+
+/** The refusal of a buffer or mapped file of another Device named in `operation` (e.g. `"write()"`). */
+export const foreignHandle = (operation: string) => ({
+  name: "ArgumentError",
+  code: "ERR_NUVEC_FOREIGN_BUFFER",
+  argument: "handle",
+  message: `${operation}: the buffer or mapped file belongs to another device`,
+});
