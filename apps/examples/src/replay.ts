@@ -95,14 +95,13 @@ async function main(argv: string[]): Promise<number> {
   const parsed = readCommandLine(argv, commandLine);
   if (parsed === undefined) return 0;
   const { flags: given, positionals } = parsed;
+  // A byte-count flag's value (`undefined` when not given).
+  const bytesFlag = (name: string) =>
+    given.has(name) ? parseBytes(given.get(name) as string, `--${name}`) : undefined;
   if (positionals.length !== 1)
     throw new UsageError(positionals.length === 0 ? "no TRACE given" : "one TRACE only");
-  const workingSet = given.has("working-set")
-    ? parseBytes(given.get("working-set") as string, "--working-set")
-    : undefined;
-  const memorySize = given.has("memory-size")
-    ? parseBytes(given.get("memory-size") as string, "--memory-size")
-    : undefined;
+  const workingSet = bytesFlag("working-set");
+  const memorySize = bytesFlag("memory-size");
   const policies = policiesOf(given.get("policy"), given.get("compare"));
   const comparing = given.has("compare");
   const deviceIndex = given.has("device") ? parseDevice(given.get("device") as string) : undefined;
@@ -115,12 +114,8 @@ async function main(argv: string[]): Promise<number> {
       `--bounded-release: "${boundedRelease}" is not one of ${BOUNDED_RELEASES.join(", ")}`,
     );
   }
-  const cacheLimit = given.has("cache-limit")
-    ? parseBytes(given.get("cache-limit") as string, "--cache-limit")
-    : undefined;
-  const memoryLimit = given.has("memory-limit")
-    ? parseBytes(given.get("memory-limit") as string, "--memory-limit")
-    : undefined;
+  const cacheLimit = bytesFlag("cache-limit");
+  const memoryLimit = bytesFlag("memory-limit");
   const json = given.has("json");
   // Checked (and its folders made) before the replay runs: a bad path fails at once.
   const htmlPath = given.has("html") ? prepareOutputPath(given.get("html") as string, "--html") : undefined;
