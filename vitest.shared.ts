@@ -14,6 +14,9 @@ export function packageTests(
     test: {
       include: ["src/**/*.test.ts", "test/**/*.test.ts"],
       testTimeout: 120_000,
+      // Hooks pack, install and remove whole projects (a scratch folder's node_modules takes seconds to
+      // remove on a slow disk): they get a test's time, not vitest's 10 s.
+      hookTimeout: 120_000,
       // Failing fast-check properties print their seed; NUVEC_FC_SEED / NUVEC_FC_PATH replay them.
       setupFiles: [fileURLToPath(new URL("./scripts/fast-check-seed.ts", import.meta.url))],
       reporters: ["default", "json"],

@@ -85,7 +85,8 @@ function summarize(docsPassed) {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
-  // A file whose setup failed has no failed test but a failed suite: the closing line must not hide it.
+  // A file whose setup or teardown failed has no failed test but a failed suite: the closing line must not
+  // hide it.
   let brokenFiles = 0;
   // What failed, named, so the end of a long log says it (CI shows its tail).
   const failures = [];
@@ -112,7 +113,7 @@ function summarize(docsPassed) {
       if (file.status === "failed" && failedTests.length === 0) {
         brokenFiles += 1;
         failures.push(
-          `${name}: ${String(file.message ?? "failed before its tests ran")
+          `${name}: ${String(file.message ?? "failed outside its tests")
             .split("\n")[0]
             .slice(0, 160)}`,
         );
@@ -125,7 +126,7 @@ function summarize(docsPassed) {
     failed += 1;
     failures.push("the docs test (scripts/docs-test.mjs; its output is above)");
   }
-  const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed before their tests ran` : "";
+  const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed outside their tests (a hook or the file itself)` : "";
   console.log(
     `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken} (the docs test included)`,
   );
