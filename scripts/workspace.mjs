@@ -126,7 +126,10 @@ function summarize(docsPassed) {
     failed += 1;
     failures.push("the docs test (scripts/docs-test.mjs; its output is above)");
   }
-  const broken = brokenFiles > 0 ? `, ${brokenFiles} test files failed outside their tests (a hook or the file itself)` : "";
+  const broken =
+    brokenFiles > 0
+      ? `, ${brokenFiles} test files failed outside their tests (a hook or the file itself)`
+      : "";
   console.log(
     `\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken} (the docs test included)`,
   );
