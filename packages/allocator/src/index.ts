@@ -14,6 +14,8 @@ export {
   DEFAULT_POLICY,
   DEFAULT_RESERVE_RATIO,
 } from "./options.js";
+// A trace checked once and packed, for replaying it many times.
+export { PackedTrace, packTrace } from "./packed-trace.js";
 // Every policy name and every bounded release order, the default first (tools compare exactly these, the
 // option checks accept exactly these).
 export { ALLOCATOR_POLICIES, BOUNDED_RELEASES } from "./policy-names.js";
