@@ -305,7 +305,9 @@ export class BufferCache<B> {
     }
     if (this.distinct === this.lengths.length) {
       this.lengths = withRoom(this.lengths, this.distinct);
-      this.nonEmpty = new Int32Array(Math.ceil(this.lengths.length / 32));
+      const nonEmpty = new Int32Array(Math.ceil(this.lengths.length / 32));
+      nonEmpty.set(this.nonEmpty);
+      this.nonEmpty = nonEmpty;
     }
     this.lengths.copyWithin(position + 1, position, this.distinct);
     this.lengths[position] = length;
@@ -339,20 +341,26 @@ export class BufferCache<B> {
     this.reindex(0);
   }
 
+  /**
+   * The queues from position `from` on moved: their positions, their index slots and their bits in
+   * `nonEmpty` (those below `from` stand: a new length's insertion costs what lies above it).
+   */
   private reindex(from: number): void {
+    const nonEmpty = this.nonEmpty;
+    const firstWord = from >>> 5;
+    // The bits of `from`'s word below it stay; every later word is rebuilt.
+    nonEmpty[firstWord]! &= (1 << (from & 31)) - 1;
+    nonEmpty.fill(0, firstWord + 1);
+    const positions = this.positionOfSmallLength;
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
+      if (bucket.oldest !== null) nonEmpty[index >>> 5]! |= 1 << (index & 31);
       const slot = slotOf(bucket.length);
       if (slot >= 0) {
-        const positions = this.positionOfSmallLength;
         while (positions.length <= slot) positions.push(0);
         positions[slot] = index + 1;
       }
-    }
-    this.nonEmpty.fill(0);
-    for (let index = 0; index < this.distinct; index++) {
-      if (this.buckets[index]!.oldest !== null) this.nonEmpty[index >>> 5]! |= 1 << (index & 31);
     }
   }
 }
