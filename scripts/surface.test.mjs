@@ -44,11 +44,11 @@ const APPROVED = {
     ALLOCATION_FAILED_CODE ALLOCATOR_POLICIES Allocation AllocatorCounters AllocatorOptions AllocatorPolicy
     ArgumentError BOUNDED_RELEASES BoundedRelease BufferSource CachingAllocator CountingBufferSource CountingMappingSource
     DEFAULT_BOUNDED_RELEASE DEFAULT_POLICY DEFAULT_RESERVE_RATIO EXPANDABLE_SEGMENT_DEFAULTS FormatError Mapping MappingSource
-    NuvecError OutOfMemoryError ReplayOptions ReplayResult SEGMENT_DEFAULTS SEGMENT_OPTIONS_RULE SegmentOptions StateError Trace
+    NuvecError OutOfMemoryError PackedTrace ReplayOptions ReplayResult SEGMENT_DEFAULTS SEGMENT_OPTIONS_RULE SegmentOptions StateError Trace
     TraceAllocate TraceAllocatorSetup TraceClearCache TraceEvent TraceFree TraceHeader TraceIdMap TraceLimit
     TraceLabel TraceMap TraceMark TraceOpening TraceRecorder TraceRecorderOptions TraceReplay TraceResetPeak
     TraceStack TraceUnmap TraceValidator
-    checkSegmentOptions isAllocationFailure isTraceEvent replayOptionsFromHeader replayTrace
+    checkSegmentOptions isAllocationFailure isTraceEvent packTrace replayOptionsFromHeader replayTrace
   `),
   "@nuvec/allocator/node": names(`
     DEFAULT_MAX_LINE_LENGTH Trace TraceSource TraceStreamOptions readTrace replayTraceFile replayTraceStream
