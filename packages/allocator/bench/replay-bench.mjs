@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The policy's speed, side by side with a C++ reference of the same MLX policy (reference/mlx-policy.cc,
-// compiled with the system's g++ -O2 when present; skipped with a message when not), on each shared trace
-// (fixtures/traces, the repository's copies) and on a generated long decode-style trace (decode-trace.mjs).
+// compiled with the system's g++ -O2 when present; skipped with a message when not), on every trace of
+// fixtures/traces and on a generated long decode-style trace (decode-trace.mjs).
 // Before timing, every trace is replayed by both sides under the traces' three configurations and their
 // figures are checked equal: the reference is provably the same policy (the bench exits 1 otherwise).
 // Then: both policies' figures and speed, and the allocator's memory per cached buffer.
@@ -10,14 +10,16 @@
 //                                              [--measurements N])
 // Each ns/event is the best of three (--measurements) measurements of at least --milliseconds (default 1000)
 // of whole replays back to back (a fresh allocator each; the trace read and parsed once beforehand), after a
-// warm-up, in wall-clock time and, apart, in the process's CPU time (steadier on a shared machine). The two
-// sides take turns, one measurement each, so a busy second of a shared machine does not fall on one side only.
-import { existsSync } from "node:fs";
+// warm-up, in wall-clock time and, apart, in the process's CPU time (steadier on a shared machine). The
+// TypeScript side replays the events two ways: the event arrays themselves (checked on every replay) and a
+// PackedTrace (packTrace: checked once, in typed arrays, as the C++ side reads its pre-read binary pairs).
+// The sides take turns, one measurement each, so a busy second of a shared machine does not fall on one only.
+import { existsSync, readdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { CachingAllocator, CountingBufferSource, replayTrace } from "../dist/index.js";
+import { CachingAllocator, CountingBufferSource, packTrace, replayTrace } from "../dist/index.js";
 import { readTrace } from "../dist/node.js";
 import { buildReference } from "./cpp-reference.mjs";
 import { decodeTrace } from "./decode-trace.mjs";
@@ -30,6 +32,7 @@ const MILLISECONDS = flag > 0 ? Number(process.argv[flag + 1]) : 1000;
 const measurementsFlag = process.argv.indexOf("--measurements");
 // More measurements give a busy machine more chances at a quiet second.
 const MEASUREMENTS = measurementsFlag > 0 ? Number(process.argv[measurementsFlag + 1]) : 3;
+// The three shared traces first (the design's figures are theirs), then the other workloads of the folder.
 const SHARED_TRACES = ["gpt2-generate", "bert-dynamic", "resnet50-train"];
 // The configurations of fixtures/traces/README.md (set right after opening, memory limit first).
 // MLX's policy, named: the C++ reference is MLX's, and the variants below override it.
@@ -66,15 +69,19 @@ const distinctSizeClasses = (events) =>
   new Set(events.filter((event) => event[0] === "a" && event[2] > 0).map((event) => sizeClass(event[2])))
     .size;
 
-/** ns per event of whole replays back to back for at least `milliseconds`. */
+/**
+ * ns per event of whole replays back to back for at least `milliseconds`; `events` is the event arrays or
+ * their PackedTrace.
+ */
 function measure(events, options, milliseconds) {
+  const count = Array.isArray(events) ? events.length : events.events;
   const start = performance.now();
   const cpuStart = process.cpuUsage();
   let replayed = 0;
   let elapsed;
   do {
     replayTrace(events, options);
-    replayed += events.length;
+    replayed += count;
     elapsed = performance.now() - start;
   } while (elapsed < milliseconds);
   const cpu = process.cpuUsage(cpuStart);
@@ -118,7 +125,12 @@ function memoryPerCachedBuffer(count) {
 
 const traces = [];
 if (existsSync(tracesDir)) {
-  for (const name of SHARED_TRACES) {
+  const others = readdirSync(tracesDir)
+    .filter((file) => file.endsWith(".ndjson.gz"))
+    .map((file) => file.replace(".ndjson.gz", ""))
+    .filter((name) => !SHARED_TRACES.includes(name))
+    .sort();
+  for (const name of [...SHARED_TRACES, ...others]) {
     traces.push({ name, events: readTrace(resolve(tracesDir, `${name}.ndjson.gz`)).events });
   }
 } else {
@@ -156,36 +168,42 @@ if (reference.skipped === undefined) {
   );
 }
 
-// 2. Speed, MLX policy, configuration "default": TypeScript and C++ side by side, in wall-clock time and in
-// CPU time (the process's: it leaves out the seconds other processes of a shared machine had the core; the
-// TypeScript side's includes V8's helper threads, e.g. concurrent GC).
+// 2. Speed, MLX policy, configuration "default": TypeScript (packed and the event arrays) and C++ side by
+// side, in wall-clock time and in CPU time (the process's: it leaves out the seconds other processes of a
+// shared machine had the core; the TypeScript side's includes V8's helper threads, e.g. concurrent GC).
 console.log('\nMLX policy, configuration "default" (W 8 GiB, M 16 GiB), ns per event\n');
 console.log(
-  "| trace | events | size classes | TS | C++ | TS / C++ | TS, CPU time | C++, CPU time | TS / C++, CPU time |",
+  "| trace | events | size classes | TS, packed | C++ | packed / C++ | TS, packed, CPU time | C++, CPU time | packed / C++, CPU time | TS, event arrays, CPU time | arrays / C++, CPU time |",
 );
-console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+const unmeasured = () => ({ wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY });
+const keepBest = (best, { wall, cpu }) => {
+  best.wall = Math.min(best.wall, wall);
+  best.cpu = Math.min(best.cpu, cpu);
+};
 for (const trace of traces) {
   const options = CONFIGURATIONS.default;
-  measure(trace.events, options, MILLISECONDS / 2); // warm-up
-  const script = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
-  const cpp = { wall: Number.POSITIVE_INFINITY, cpu: Number.POSITIVE_INFINITY };
+  const packed = packTrace(trace.events);
+  measure(trace.events, options, MILLISECONDS / 2); // warm-ups
+  measure(packed, options, MILLISECONDS / 2);
+  const arrays = unmeasured();
+  const script = unmeasured();
+  const cpp = unmeasured();
   for (let measurement = 0; measurement < MEASUREMENTS; measurement++) {
-    const { wall, cpu } = measure(trace.events, options, MILLISECONDS);
-    script.wall = Math.min(script.wall, wall);
-    script.cpu = Math.min(script.cpu, cpu);
+    keepBest(arrays, measure(trace.events, options, MILLISECONDS));
+    keepBest(script, measure(packed, options, MILLISECONDS));
     if (reference.skipped === undefined) {
       const timing = { milliseconds: MILLISECONDS, measurements: 1 };
       const { nsPerEvent, cpuNsPerEvent } = reference.run(trace.eventsPath, options, timing);
-      cpp.wall = Math.min(cpp.wall, ...nsPerEvent);
-      cpp.cpu = Math.min(cpp.cpu, ...cpuNsPerEvent);
+      keepBest(cpp, { wall: Math.min(...nsPerEvent), cpu: Math.min(...cpuNsPerEvent) });
     }
   }
-  trace.mlxNsPerEvent = script;
+  trace.mlxNsPerEvent = arrays;
   const known = reference.skipped === undefined;
   const cell = (value) => (known ? value.toFixed(1) : "—");
   const ratio = (numerator, denominator) => (known ? `${(numerator / denominator).toFixed(2)}×` : "—");
   console.log(
-    `| ${trace.name} | ${trace.events.length} | ${distinctSizeClasses(trace.events)} | ${script.wall.toFixed(1)} | ${cell(cpp.wall)} | ${ratio(script.wall, cpp.wall)} | ${script.cpu.toFixed(1)} | ${cell(cpp.cpu)} | ${ratio(script.cpu, cpp.cpu)} |`,
+    `| ${trace.name} | ${trace.events.length} | ${distinctSizeClasses(trace.events)} | ${script.wall.toFixed(1)} | ${cell(cpp.wall)} | ${ratio(script.wall, cpp.wall)} | ${script.cpu.toFixed(1)} | ${cell(cpp.cpu)} | ${ratio(script.cpu, cpp.cpu)} | ${arrays.cpu.toFixed(1)} | ${ratio(arrays.cpu, cpp.cpu)} |`,
   );
 }
 if (reference.skipped === undefined) reference.dispose();

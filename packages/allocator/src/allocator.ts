@@ -103,7 +103,9 @@ export class CachingAllocator<B> {
       onAcquire: options.onAcquire,
       onRelease: options.onRelease,
       quarantine: this.quarantinedCount,
+      cachePolicy,
     };
+    // One literal for both engines (a spread copy of it costs more than the rest of opening an allocator).
     this.engine =
       cachePolicy.name === "segments"
         ? new SegmentAllocator<B>(source, {
@@ -114,7 +116,7 @@ export class CachingAllocator<B> {
               maxBufferLength,
             ),
           })
-        : new SizeClassAllocator<B>(source, { ...limits, cachePolicy });
+        : new SizeClassAllocator<B>(source, limits);
   }
 
   /**

@@ -78,7 +78,7 @@ export class BufferCache<B> {
    */
   // A plain array of small integers, grown as longer lengths are indexed: a fresh cache (a replay's) makes
   // no typed array outside the heap for it.
-  private readonly positionOfSmallLength: number[] = [];
+  private positionOfSmallLength: number[] = [];
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(Math.ceil(INITIAL_CAPACITY / 32));
   private distinct = 0;
@@ -342,6 +342,18 @@ export class BufferCache<B> {
   }
 
   /**
+   * Room for `slot` in the index of small lengths: doubled, zeros by one fill (a fresh cache's first large
+   * lengths cost one copy, not a push per slot).
+   */
+  private growPositions(slot: number): number[] {
+    const old = this.positionOfSmallLength;
+    const grown = new Array<number>(Math.max(slot + 1, 2 * old.length, 64)).fill(0);
+    for (let index = 0; index < old.length; index++) grown[index] = old[index]!;
+    this.positionOfSmallLength = grown;
+    return grown;
+  }
+
+  /**
    * The queues from position `from` on moved: their positions, their index slots and their bits in
    * `nonEmpty` (those below `from` stand: a new length's insertion costs what lies above it).
    */
@@ -351,14 +363,14 @@ export class BufferCache<B> {
     // The bits of `from`'s word below it stay; every later word is rebuilt.
     nonEmpty[firstWord]! &= (1 << (from & 31)) - 1;
     nonEmpty.fill(0, firstWord + 1);
-    const positions = this.positionOfSmallLength;
+    let positions = this.positionOfSmallLength;
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
       if (bucket.oldest !== null) nonEmpty[index >>> 5]! |= 1 << (index & 31);
       const slot = slotOf(bucket.length);
       if (slot >= 0) {
-        while (positions.length <= slot) positions.push(0);
+        if (slot >= positions.length) positions = this.growPositions(slot);
         positions[slot] = index + 1;
       }
     }

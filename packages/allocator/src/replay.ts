@@ -12,6 +12,7 @@ import {
   PACKED_ALLOCATE,
   PACKED_FREE,
   PACKED_QUARANTINE,
+  type PackedParts,
   PackedTrace,
   packedPartsOf,
 } from "./packed-trace.js";
@@ -312,39 +313,16 @@ export class TraceReplay {
         "replayTrace(): onEvent needs the events themselves; replay the items, not a PackedTrace",
       );
     }
-    const { kinds, values, slots, others, slotCount } = packedPartsOf(trace);
-    const records = this.#records;
-    const allocator = this.#allocator;
-    const live: (Live | null)[] = new Array(slotCount).fill(null);
     const start = now();
     try {
-      for (let index = 0; index < kinds.length; index++) {
-        const kind = kinds[index];
-        if (kind === PACKED_ALLOCATE) {
-          const bytes = values[index] as number;
-          try {
-            live[slots[index] as number] =
-              records !== undefined ? records.acquire(bytes) : allocator.malloc(bytes);
-          } catch (error) {
-            if (!(this.#skipRefused && error instanceof OutOfMemoryError)) throw error;
-            live[slots[index] as number] = null;
-          }
-        } else if (kind === PACKED_FREE) {
-          const slot = slots[index] as number;
-          const allocation = live[slot];
-          live[slot] = null;
-          if (allocation === null || allocation === undefined) continue;
-          if (records !== undefined) records.recycle(allocation as CachedBuffer<number>);
-          else allocator.free(allocation as Allocation<number>);
-        } else if (kind === PACKED_QUARANTINE) {
-          const slot = slots[index] as number;
-          const allocation = live[slot];
-          live[slot] = null;
-          if (allocation !== null && allocation !== undefined) {
-            this.#quarantine((others[values[index] as number] as TraceEvent)[1] as number, allocation);
-          }
-        } else this.#applyOther(others[values[index] as number] as TraceEvent);
-      }
+      replayPacked(
+        packedPartsOf(trace),
+        this.#records,
+        this.#allocator,
+        this.#skipRefused,
+        (id, allocation) => this.#quarantine(id, allocation),
+        (event) => this.#applyOther(event),
+      );
     } finally {
       this.#elapsed += now() - start;
       this.#packedEvents = trace.events;
@@ -408,6 +386,50 @@ export function replayOptionsFromHeader(
     ...(setup.segments === undefined ? {} : { segments: setup.segments as Partial<SegmentOptions> }),
   };
   return { ...options, ...overrides };
+}
+
+/**
+ * The loop of a packed replay, apart from the replay's bookkeeping: a function of its arguments only, with no
+ * `try`/`finally` and no private fields, so the code V8 optimizes for a long trace also serves a short one
+ * whole (a method whose `finally` no event ran before it was optimized deoptimized on every short replay).
+ */
+function replayPacked(
+  { kinds, values, slots, others, slotCount }: PackedParts,
+  records: SizeClassAllocator<number> | undefined,
+  allocator: CachingAllocator<number>,
+  skipRefused: boolean,
+  quarantine: (id: number, allocation: Live) => void,
+  applyOther: (event: TraceEvent) => void,
+): void {
+  const live: (Live | null)[] = new Array(slotCount).fill(null);
+  for (let index = 0; index < kinds.length; index++) {
+    const kind = kinds[index];
+    if (kind === PACKED_ALLOCATE) {
+      const bytes = values[index] as number;
+      let allocation: Live | null;
+      try {
+        allocation = records !== undefined ? records.acquire(bytes) : allocator.malloc(bytes);
+      } catch (error) {
+        if (!(skipRefused && error instanceof OutOfMemoryError)) throw error;
+        allocation = null;
+      }
+      live[slots[index] as number] = allocation;
+    } else if (kind === PACKED_FREE) {
+      const slot = slots[index] as number;
+      const allocation = live[slot];
+      live[slot] = null;
+      if (allocation === null || allocation === undefined) continue;
+      if (records !== undefined) records.recycle(allocation as CachedBuffer<number>);
+      else allocator.free(allocation as Allocation<number>);
+    } else if (kind === PACKED_QUARANTINE) {
+      const slot = slots[index] as number;
+      const allocation = live[slot];
+      live[slot] = null;
+      if (allocation !== null && allocation !== undefined) {
+        quarantine((others[values[index] as number] as TraceEvent)[1] as number, allocation);
+      }
+    } else applyOther(others[values[index] as number] as TraceEvent);
+  }
 }
 
 /**
