@@ -8,14 +8,8 @@ import type { CachedBuffer } from "./buffer-cache.js";
 import type { AllocatorCounters } from "./counters.js";
 import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorOptions, DEFAULT_POLICY } from "./options.js";
-import {
-  PACKED_ALLOCATE,
-  PACKED_FREE,
-  PACKED_QUARANTINE,
-  type PackedParts,
-  PackedTrace,
-  packedPartsOf,
-} from "./packed-trace.js";
+import { type Live, replayPacked } from "./packed-replay.js";
+import { PackedTrace, packedPartsOf } from "./packed-trace.js";
 import type { SegmentOptions } from "./segment-options.js";
 import type { SizeClassAllocator } from "./size-classes.js";
 import type { TraceAllocatorSetup, TraceEvent, TraceHeader } from "./trace-format.js";
@@ -66,9 +60,6 @@ export interface ReplayResult {
   /** Wall-clock nanoseconds per event of the replay loop (reading and parsing excluded; checking included). */
   nsPerEvent: number;
 }
-
-/** What the replay keeps per live allocation: the allocator's record, or its Allocation under `segments`. */
-type Live = CachedBuffer<number> | Allocation<number>;
 
 const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
 // Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
@@ -386,50 +377,6 @@ export function replayOptionsFromHeader(
     ...(setup.segments === undefined ? {} : { segments: setup.segments as Partial<SegmentOptions> }),
   };
   return { ...options, ...overrides };
-}
-
-/**
- * The loop of a packed replay, apart from the replay's bookkeeping: a function of its arguments only, with no
- * `try`/`finally` and no private fields, so the code V8 optimizes for a long trace also serves a short one
- * whole (a method whose `finally` no event ran before it was optimized deoptimized on every short replay).
- */
-function replayPacked(
-  { kinds, values, slots, others, slotCount }: PackedParts,
-  records: SizeClassAllocator<number> | undefined,
-  allocator: CachingAllocator<number>,
-  skipRefused: boolean,
-  quarantine: (id: number, allocation: Live) => void,
-  applyOther: (event: TraceEvent) => void,
-): void {
-  const live: (Live | null)[] = new Array(slotCount).fill(null);
-  for (let index = 0; index < kinds.length; index++) {
-    const kind = kinds[index];
-    if (kind === PACKED_ALLOCATE) {
-      const bytes = values[index] as number;
-      let allocation: Live | null;
-      try {
-        allocation = records !== undefined ? records.acquire(bytes) : allocator.malloc(bytes);
-      } catch (error) {
-        if (!(skipRefused && error instanceof OutOfMemoryError)) throw error;
-        allocation = null;
-      }
-      live[slots[index] as number] = allocation;
-    } else if (kind === PACKED_FREE) {
-      const slot = slots[index] as number;
-      const allocation = live[slot];
-      live[slot] = null;
-      if (allocation === null || allocation === undefined) continue;
-      if (records !== undefined) records.recycle(allocation as CachedBuffer<number>);
-      else allocator.free(allocation as Allocation<number>);
-    } else if (kind === PACKED_QUARANTINE) {
-      const slot = slots[index] as number;
-      const allocation = live[slot];
-      live[slot] = null;
-      if (allocation !== null && allocation !== undefined) {
-        quarantine((others[values[index] as number] as TraceEvent)[1] as number, allocation);
-      }
-    } else applyOther(others[values[index] as number] as TraceEvent);
-  }
 }
 
 /**
