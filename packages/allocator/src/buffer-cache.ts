@@ -46,6 +46,10 @@ const INITIAL_CAPACITY = 8;
 const INDEXED_LENGTHS = 16 * 1024 * 1024;
 /** Index slots of the lengths up to a page: 0, 256, …, 16 KiB. */
 const SLOTS_UP_TO_PAGE = PAGE / 256;
+/** The index of small lengths is made of chunks of 2^6 slots, each made when a length of it first comes. */
+const CHUNK_BITS = 6;
+const CHUNK_SLOTS = 1 << CHUNK_BITS;
+const CHUNKS = Math.ceil((SLOTS_UP_TO_PAGE + INDEXED_LENGTHS / PAGE) / CHUNK_SLOTS);
 
 /**
  * The index slot of a size class: one per 256 bytes up to a page, one per page above, up to
@@ -76,9 +80,11 @@ export class BufferCache<B> {
    * (nearly every request's; kept by {@link reindex}), and the
    * queue itself in a Map for the other lengths.
    */
-  // A plain array of small integers, grown as longer lengths are indexed: a fresh cache (a replay's) makes
-  // no typed array outside the heap for it.
-  private positionOfSmallLength: number[] = [];
+  // Plain holey arrays of small integers (a hole or 0: none) in chunks of {@link CHUNK_SLOTS} slots, each
+  // made when one of its lengths is first indexed: a fresh cache (a replay's) makes no typed array outside
+  // the heap for it, and neither fills nor copies slots it does not use (a short replay would pay more for
+  // a whole index than for its events).
+  private readonly positionChunks: ((number | undefined)[] | undefined)[] = new Array(CHUNKS);
   private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
   private nonEmpty = new Int32Array(Math.ceil(INITIAL_CAPACITY / 32));
   private distinct = 0;
@@ -278,8 +284,9 @@ export class BufferCache<B> {
   private positionOf(length: number): number {
     const slot = slotOf(length);
     if (slot >= 0) {
-      const positions = this.positionOfSmallLength;
-      return slot < positions.length ? (positions[slot] as number) - 1 : -1;
+      const chunk = this.positionChunks[slot >>> CHUNK_BITS];
+      const position = chunk === undefined ? undefined : chunk[slot & (CHUNK_SLOTS - 1)];
+      return position === undefined ? -1 : position - 1;
     }
     return this.bucketOfLargeLength.get(length)?.index ?? -1;
   }
@@ -288,7 +295,10 @@ export class BufferCache<B> {
     // A slot past the array's end holds no position already.
     const slot = slotOf(length);
     if (slot < 0) this.bucketOfLargeLength.delete(length);
-    else if (slot < this.positionOfSmallLength.length) this.positionOfSmallLength[slot] = 0;
+    else {
+      const chunk = this.positionChunks[slot >>> CHUNK_BITS];
+      if (chunk !== undefined) chunk[slot & (CHUNK_SLOTS - 1)] = 0;
+    }
   }
 
   private bucketFor(length: number): LengthBucket<B> {
@@ -309,11 +319,17 @@ export class BufferCache<B> {
       nonEmpty.set(this.nonEmpty);
       this.nonEmpty = nonEmpty;
     }
-    this.lengths.copyWithin(position + 1, position, this.distinct);
-    this.lengths[position] = length;
+    const lengths = this.lengths;
+    const buckets = this.buckets;
     const bucket = this.spareBuckets.pop() ?? new LengthBucket<B>();
     bucket.length = length;
-    this.buckets.splice(position, 0, bucket);
+    buckets.push(bucket);
+    for (let index = this.distinct; index > position; index--) {
+      lengths[index] = lengths[index - 1]!;
+      buckets[index] = buckets[index - 1]!;
+    }
+    lengths[position] = length;
+    buckets[position] = bucket;
     if (slotOf(length) < 0) this.bucketOfLargeLength.set(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
@@ -342,18 +358,6 @@ export class BufferCache<B> {
   }
 
   /**
-   * Room for `slot` in the index of small lengths: doubled, zeros by one fill (a fresh cache's first large
-   * lengths cost one copy, not a push per slot).
-   */
-  private growPositions(slot: number): number[] {
-    const old = this.positionOfSmallLength;
-    const grown = new Array<number>(Math.max(slot + 1, 2 * old.length, 64)).fill(0);
-    for (let index = 0; index < old.length; index++) grown[index] = old[index]!;
-    this.positionOfSmallLength = grown;
-    return grown;
-  }
-
-  /**
    * The queues from position `from` on moved: their positions, their index slots and their bits in
    * `nonEmpty` (those below `from` stand: a new length's insertion costs what lies above it).
    */
@@ -362,16 +366,18 @@ export class BufferCache<B> {
     const firstWord = from >>> 5;
     // The bits of `from`'s word below it stay; every later word is rebuilt.
     nonEmpty[firstWord]! &= (1 << (from & 31)) - 1;
-    nonEmpty.fill(0, firstWord + 1);
-    let positions = this.positionOfSmallLength;
+    // Loops, not builtins (`fill`, `copyWithin`, `splice`), here and in insertLength: a cache holds tens of
+    // lengths, and a builtin's call costs more than that many moves.
+    for (let word = firstWord + 1; word < nonEmpty.length; word++) nonEmpty[word] = 0;
+    const chunks = this.positionChunks;
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
       if (bucket.oldest !== null) nonEmpty[index >>> 5]! |= 1 << (index & 31);
       const slot = slotOf(bucket.length);
       if (slot >= 0) {
-        if (slot >= positions.length) positions = this.growPositions(slot);
-        positions[slot] = index + 1;
+        const chunk = (chunks[slot >>> CHUNK_BITS] ??= new Array<number | undefined>(CHUNK_SLOTS));
+        chunk[slot & (CHUNK_SLOTS - 1)] = index + 1;
       }
     }
   }

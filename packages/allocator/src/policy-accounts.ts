@@ -228,20 +228,31 @@ export abstract class PolicyAccounts<B> {
     try {
       return attempt();
     } catch (error) {
-      if (!(source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
-      this.allocationRetries++;
-      this.releaseCached();
-      try {
-        return attempt();
-      } catch (error) {
-        throw systemAllocationFailed(bytes, error);
-      }
+      return this.retryAfter(error, source, bytes, attempt);
+    }
+  }
+
+  /** {@link withRetry} once `attempt` threw `error`. */
+  private retryAfter<T>(error: unknown, source: BufferSource<B>, bytes: number, attempt: () => T): T {
+    if (!(source.isAllocationFailure ?? isAllocationFailure)(error)) throw error;
+    this.allocationRetries++;
+    this.releaseCached();
+    try {
+      return attempt();
+    } catch (error) {
+      throw systemAllocationFailed(bytes, error);
     }
   }
 
   /** Acquires a system buffer of `bytes` (with the retry) and runs the `onAcquire` hook on it. */
   protected acquireBuffer(source: BufferSource<B>, bytes: number): B {
-    const buffer = this.withRetry(source, bytes, () => source.acquire(bytes));
+    // `withRetry`'s steps written out: a miss makes no closure.
+    let buffer: B;
+    try {
+      buffer = source.acquire(bytes);
+    } catch (error) {
+      buffer = this.retryAfter(error, source, bytes, () => source.acquire(bytes));
+    }
     if (this.onAcquire !== undefined) {
       try {
         this.onAcquire(buffer);

@@ -80,7 +80,9 @@ function now(): number {
  * the trace keeps live at once, whatever its length.
  */
 export class TraceReplay {
-  readonly #validator = new TraceValidator();
+  // Made at the first item fed (a packed trace was checked when packed and needs none), as the maps by id
+  // below are at their first entry: a replay of a short packed trace makes only what it uses.
+  #checker: TraceValidator | undefined;
   readonly #allocator: CachingAllocator<number>;
   readonly #skipRefused: boolean;
   readonly #onEvent: ReplayOptions["onEvent"];
@@ -94,10 +96,10 @@ export class TraceReplay {
   readonly #live: (Live | null)[] = [];
   readonly #freeSlots: number[] = [];
   #slotOfId = new Int32Array(16);
-  readonly #sparseLive = new TraceIdMap<Live | null>();
-  readonly #mappings = new TraceIdMap<Mapping>();
+  #sparseLive: TraceIdMap<Live | null> | undefined;
+  #mappings: TraceIdMap<Mapping> | undefined;
   // Quarantined allocations ("q") by id: what their "r" event ends the quarantine of.
-  readonly #quarantined = new TraceIdMap<Allocation<number>>();
+  #quarantined: TraceIdMap<Allocation<number>> | undefined;
   #elapsed = 0;
   // A packed trace's events and header (the validator saw none of them).
   #packedEvents = 0;
@@ -136,8 +138,9 @@ export class TraceReplay {
 
   /** Applies the next item (the header, first, or an event). @throws FormatError; the allocator's errors. */
   apply(item: unknown): void {
-    const index = this.#validator.events;
-    const event = this.#validator.check(item);
+    const validator = this.#validator();
+    const index = validator.events;
+    const event = validator.check(item);
     if (event === undefined) return;
     this.#applyEvent(event);
     this.#onEvent?.(event, index, this.#allocator);
@@ -169,7 +172,7 @@ export class TraceReplay {
       } else this.#live[slot] = allocation;
       if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
       this.#slotOfId[id] = slot + 1;
-    } else this.#sparseLive.set(id, allocation);
+    } else (this.#sparseLive ??= new TraceIdMap()).set(id, allocation);
   }
 
   /** A free (`cache`: "f") or a quarantine ("q") of a live id. */
@@ -183,8 +186,8 @@ export class TraceReplay {
       this.#live[slot] = null;
       this.#freeSlots.push(slot);
     } else {
-      allocation = this.#sparseLive.get(id);
-      this.#sparseLive.delete(id);
+      allocation = this.#sparseLive?.get(id);
+      this.#sparseLive?.delete(id);
     }
     if (!allocation) return;
     const records = this.#records;
@@ -211,7 +214,7 @@ export class TraceReplay {
           )
         : (allocation as Allocation<number>);
     this.#allocator.quarantine(quarantined);
-    this.#quarantined.set(id, quarantined);
+    (this.#quarantined ??= new TraceIdMap()).set(id, quarantined);
   }
 
   /** Every kind but "a" and "f". */
@@ -222,19 +225,19 @@ export class TraceReplay {
         this.#free(event[1], false);
         break;
       case "r": {
-        const quarantined = this.#quarantined.get(event[1]);
-        this.#quarantined.delete(event[1]);
+        const quarantined = this.#quarantined?.get(event[1]);
+        this.#quarantined?.delete(event[1]);
         // A refused allocation ("skip") was never quarantined.
         if (quarantined !== undefined) allocator.endQuarantine(quarantined);
         break;
       }
       case "m":
-        this.#mappings.set(event[1], allocator.addMapping(event[2]));
+        (this.#mappings ??= new TraceIdMap()).set(event[1], allocator.addMapping(event[2]));
         break;
       case "u": {
-        const mapping = this.#mappings.get(event[1]);
+        const mapping = this.#mappings?.get(event[1]);
         if (mapping !== undefined) allocator.removeMapping(mapping);
-        this.#mappings.delete(event[1]);
+        this.#mappings?.delete(event[1]);
         break;
       }
       case "l":
@@ -249,6 +252,10 @@ export class TraceReplay {
         allocator.resetPeak();
         break;
     }
+  }
+
+  #validator(): TraceValidator {
+    return (this.#checker ??= new TraceValidator());
   }
 
   #reserveSlotIndex(count: number): void {
@@ -273,7 +280,7 @@ export class TraceReplay {
    * `#applyEvent`. The same checks, decisions and figures as {@link apply}.
    */
   #applyArray(items: readonly unknown[]): void {
-    const validator = this.#validator;
+    const validator = this.#validator();
     for (let index = 0; index < items.length; index++) {
       const item = items[index];
       if (Array.isArray(item)) {
@@ -327,7 +334,7 @@ export class TraceReplay {
     try {
       if (Array.isArray(items)) {
         // A trace has at most one allocation id per item: size the slot index once, not by doubling.
-        this.#reserveSlotIndex(this.#validator.events + items.length);
+        this.#reserveSlotIndex(this.#validator().events + items.length);
         if (this.#onEvent === undefined) this.#applyArray(items);
         else for (let index = 0; index < items.length; index++) this.apply(items[index]);
       } else {
@@ -340,9 +347,9 @@ export class TraceReplay {
 
   /** The figures so far. */
   result(): ReplayResult {
-    const events = this.#validator.events + this.#packedEvents;
+    const events = (this.#checker?.events ?? 0) + this.#packedEvents;
     return {
-      header: this.#validator.header ?? this.#packedHeader,
+      header: this.#checker?.header ?? this.#packedHeader,
       stats: this.#allocator.memoryStats(),
       counters: this.#allocator.counters(),
       events,

@@ -23,7 +23,10 @@ export interface Rule<T> {
    * `name` (the option, `segments.blockRounding` when nested) and says what was given.
    */
   check(value: unknown, name: string, where: string): T;
-  /** Whether the option may be left out (`undefined`): set by {@link optional}. */
+  /**
+   * Whether the option may be left out (`undefined`): set by {@link optional}. A schema does not call the
+   * check of an optional rule for `undefined` (left out is left out of the result).
+   */
   readonly optional: boolean;
 }
 
@@ -213,8 +216,12 @@ export function optionsSchema<const F extends Fields>(where: string, fields: F):
       } catch (error) {
         throw new ArgumentError(`${prefix}${key}`, `${at}: reading ${prefix}${key} failed`, { cause: error });
       }
-      if (value === undefined && !field.optional) refuse(at, `${prefix}${key}`, field.expected, value);
-      const checked = field.check(value, `${prefix}${key}`, at);
+      if (value === undefined) {
+        // Left out: skipped without a call (an entry point opened in a loop pays per option given).
+        if (field.optional) continue;
+        refuse(at, `${prefix}${key}`, field.expected, value);
+      }
+      const checked = field.check(value, prefix === "" ? key : `${prefix}${key}`, at);
       if (checked !== undefined) result[key] = checked;
     }
     return result as SchemaType<F>;
