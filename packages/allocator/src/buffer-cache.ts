@@ -376,7 +376,11 @@ export class BufferCache<B> {
       if (bucket.oldest !== null) nonEmpty[index >>> 5]! |= 1 << (index & 31);
       const slot = slotOf(bucket.length);
       if (slot >= 0) {
-        const chunk = (chunks[slot >>> CHUNK_BITS] ??= new Array<number | undefined>(CHUNK_SLOTS));
+        let chunk = chunks[slot >>> CHUNK_BITS];
+        if (chunk === undefined) {
+          chunk = new Array<number | undefined>(CHUNK_SLOTS);
+          chunks[slot >>> CHUNK_BITS] = chunk;
+        }
         chunk[slot & (CHUNK_SLOTS - 1)] = index + 1;
       }
     }

@@ -172,7 +172,7 @@ export class TraceReplay {
       } else this.#live[slot] = allocation;
       if (id >= this.#slotOfId.length) this.#growSlotIndex(id);
       this.#slotOfId[id] = slot + 1;
-    } else (this.#sparseLive ??= new TraceIdMap()).set(id, allocation);
+    } else this.#sparseLiveMap().set(id, allocation);
   }
 
   /** A free (`cache`: "f") or a quarantine ("q") of a live id. */
@@ -214,7 +214,8 @@ export class TraceReplay {
           )
         : (allocation as Allocation<number>);
     this.#allocator.quarantine(quarantined);
-    (this.#quarantined ??= new TraceIdMap()).set(id, quarantined);
+    if (this.#quarantined === undefined) this.#quarantined = new TraceIdMap();
+    this.#quarantined.set(id, quarantined);
   }
 
   /** Every kind but "a" and "f". */
@@ -232,7 +233,8 @@ export class TraceReplay {
         break;
       }
       case "m":
-        (this.#mappings ??= new TraceIdMap()).set(event[1], allocator.addMapping(event[2]));
+        if (this.#mappings === undefined) this.#mappings = new TraceIdMap();
+        this.#mappings.set(event[1], allocator.addMapping(event[2]));
         break;
       case "u": {
         const mapping = this.#mappings?.get(event[1]);
@@ -255,7 +257,13 @@ export class TraceReplay {
   }
 
   #validator(): TraceValidator {
-    return (this.#checker ??= new TraceValidator());
+    if (this.#checker === undefined) this.#checker = new TraceValidator();
+    return this.#checker;
+  }
+
+  #sparseLiveMap(): TraceIdMap<Live | null> {
+    if (this.#sparseLive === undefined) this.#sparseLive = new TraceIdMap();
+    return this.#sparseLive;
   }
 
   #reserveSlotIndex(count: number): void {
