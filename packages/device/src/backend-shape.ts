@@ -12,6 +12,9 @@ import { ArgumentError, describeValue } from "@nuvec/stats";
 
 // Taken at load, as the Device's other intrinsics (environment.ts): a later patch cannot reroute its calls.
 const reflectApply = Reflect.apply;
+// Taken at load, as Reflect.apply is: a bound function is what a backend's method is called through (the
+// engine calls one directly, where a wrapper of rest arguments makes an array per call).
+const functionBind = Function.prototype.bind;
 
 const PLATFORMS = ["metal", "host", "mock", "cuda"] as const;
 
@@ -114,7 +117,7 @@ export function checkedBackend(backend: unknown): NativeBackend {
           value === undefined ? "is missing (a function)" : `must be a function, got ${describeValue(value)}`,
         );
       }
-      shape[member] = (...args: unknown[]) => apply(value, backend, args);
+      shape[member] = apply(functionBind, value, [backend]);
     } else if (kind === "size" || kind === "optional size") {
       if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
         throw bad(member, `must be a non-negative safe integer, got ${describeValue(value)}`);

@@ -8,6 +8,7 @@ import {
   offsetHandle,
   releasedError,
 } from "@nuvec/native-core";
+import type { MockCallName } from "./calls.js";
 import type { MockCore } from "./core.js";
 import { mockMemoryHandle } from "./handles.js";
 import { detachArrayBuffer, viewOfLength } from "./support.js";
@@ -126,6 +127,31 @@ class MockBytes {
  * after release. What differs is where the handle points and what release gives back.
  */
 let hasMemoryBrand: (value: object) => boolean;
+
+type MemoryMethod = "contents" | "detachContents" | "read" | "write" | "nativeHandle" | "release";
+
+/**
+ * Each kind's call names, made once: a name built per call (`${kind}.${method}`) is a new string that the
+ * call log's lookup must hash first, which costs more than the rest of a buffer's release.
+ */
+const CALL_NAMES: Record<"buffer" | "range", Record<MemoryMethod, MockCallName>> = {
+  buffer: {
+    contents: "buffer.contents",
+    detachContents: "buffer.detachContents",
+    read: "buffer.read",
+    write: "buffer.write",
+    nativeHandle: "buffer.nativeHandle",
+    release: "buffer.release",
+  },
+  range: {
+    contents: "range.contents",
+    detachContents: "range.detachContents",
+    read: "range.read",
+    write: "range.write",
+    nativeHandle: "range.nativeHandle",
+    release: "range.release",
+  },
+};
 let memoryHold: (memory: MockMemory) => MockStreamHold;
 
 /**
@@ -163,7 +189,9 @@ export abstract class MockMemory implements NativeBuffer {
   readonly label: string;
   readonly #core: MockCore;
   readonly #kind: "buffer" | "range";
-  readonly #bytes: MockBytes;
+  readonly #calls: Record<MemoryMethod, MockCallName>;
+  // Made on first use: most buffers of a replay or a test never show their bytes.
+  #bytesMade: MockBytes | undefined = undefined;
   #released = false;
   // Operations of streams that name it and have not run; a release meanwhile waits for them (#releasing).
   #holds = 0;
@@ -180,7 +208,7 @@ export abstract class MockMemory implements NativeBuffer {
         memory.#holds -= 1;
         if (memory.#holds === 0 && memory.#releasing) {
           memory.#releasing = false;
-          memory.#bytes.drop();
+          memory.#bytesMade?.drop();
           memory.giveBack();
         }
       },
@@ -196,10 +224,15 @@ export abstract class MockMemory implements NativeBuffer {
   ) {
     this.#core = core;
     this.#kind = kind;
+    this.#calls = CALL_NAMES[kind];
     this.label = label;
     this.length = length;
     this.allocatedSize = allocatedSize;
-    this.#bytes = new MockBytes(core, label, length);
+  }
+
+  get #bytes(): MockBytes {
+    if (this.#bytesMade === undefined) this.#bytesMade = new MockBytes(this.#core, this.label, this.length);
+    return this.#bytesMade;
   }
 
   get released(): boolean {
@@ -210,7 +243,7 @@ export abstract class MockMemory implements NativeBuffer {
   /** Whether real memory stands behind it (made by the first `contents()` or `write()`). */
   get hasMemory(): boolean {
     checkThis(this, "hasMemory");
-    return this.#bytes.hasMemory;
+    return this.#bytesMade?.hasMemory === true;
   }
 
   /**
@@ -220,7 +253,7 @@ export abstract class MockMemory implements NativeBuffer {
    */
   contents(length: number = this.length): ArrayBuffer {
     checkThis(this, "contents()");
-    return this.#core.run(`${this.#kind}.contents`, this.label, undefined, () => {
+    return this.#core.run(this.#calls.contents, this.label, undefined, () => {
       this.#assertLive("contents");
       return this.#bytes.view(length);
     });
@@ -229,9 +262,9 @@ export abstract class MockMemory implements NativeBuffer {
   /** Detaches the `ArrayBuffer` handed out so far; the bytes stay for the next `contents()`. */
   detachContents(): void {
     checkThis(this, "detachContents()");
-    this.#core.run(`${this.#kind}.detachContents`, this.label, undefined, () => {
+    this.#core.run(this.#calls.detachContents, this.label, undefined, () => {
       this.#assertLive("detachContents");
-      if (this.#bytes.detach()) this.viewDetached();
+      if (this.#bytesMade?.detach() === true) this.viewDetached();
     });
   }
 
@@ -241,7 +274,7 @@ export abstract class MockMemory implements NativeBuffer {
    */
   read(offset = 0, length: number = this.length - offset): Uint8Array {
     checkThis(this, "read()");
-    return this.#core.run(`${this.#kind}.read`, this.label, undefined, () => {
+    return this.#core.run(this.#calls.read, this.label, undefined, () => {
       this.#assertLive("read");
       return this.#bytes.read(offset, length);
     });
@@ -250,7 +283,7 @@ export abstract class MockMemory implements NativeBuffer {
   /** Copies `source` in at `offset` (default 0), handing out no view; errors as `read`'s. */
   write(source: ArrayBuffer | ArrayBufferView, offset = 0): void {
     checkThis(this, "write()");
-    this.#core.run(`${this.#kind}.write`, this.label, undefined, () => {
+    this.#core.run(this.#calls.write, this.label, undefined, () => {
       this.#assertLive("write");
       this.#bytes.write(source, offset);
     });
@@ -262,7 +295,7 @@ export abstract class MockMemory implements NativeBuffer {
    */
   nativeHandle(): MockMemoryHandle {
     checkThis(this, "nativeHandle()");
-    return this.#core.run(`${this.#kind}.nativeHandle`, this.label, undefined, () => {
+    return this.#core.run(this.#calls.nativeHandle, this.label, undefined, () => {
       this.#assertLive("nativeHandle");
       return this.handle();
     });
@@ -275,15 +308,15 @@ export abstract class MockMemory implements NativeBuffer {
    */
   release(): void {
     checkThis(this, "release()");
-    this.#core.run(`${this.#kind}.release`, this.label, undefined, () => {
+    this.#core.run(this.#calls.release, this.label, undefined, () => {
       this.#assertLive("release");
       this.#released = true;
       if (this.#holds > 0) {
-        if (this.#bytes.detach()) this.viewDetached();
+        if (this.#bytesMade?.detach() === true) this.viewDetached();
         this.#releasing = true;
         return;
       }
-      if (this.#bytes.drop()) this.viewDetached();
+      if (this.#bytesMade?.drop() === true) this.viewDetached();
       this.giveBack();
     });
   }
