@@ -22,6 +22,8 @@ export class BufferState {
   viewsHandedOut = false;
   /** In the safety net's registry (registered once it outlived the turn it was made in). */
   registered = false;
+  /** Where its entry is in the safety net's pending list (made this turn, not registered yet); -1: none. */
+  pendingAt = -1;
   /** The streams that used it, each with its position after the last operation naming it. */
   uses: Map<StreamCore, number> | undefined = undefined;
   /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */

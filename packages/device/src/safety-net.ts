@@ -5,11 +5,13 @@
 // (V8's `register` and `unregister`, and the collection of their cells: ≈ 0.6 µs per malloc + free,
 // packages/allocator/bench/PROFILE.md §2). Most buffers of a runtime are freed soon, often in the turn of the
 // event loop they were made in, so registration waits: `malloc` appends the buffer to a pending list, and
-// once per turn (an immediate) the buffers of that list still live are registered in one batch. A buffer
-// freed in its first turn is never registered and costs two array stores. The guarantee stays whole: a
-// buffer dropped in its first turn is held by the pending list until the batch and registered then, so it is
-// still reclaimed and counted; the list never holds it past that, so it is collected on the next cycles as
-// before. Nothing changes for views: a view keeps its DeviceBuffer alive, pending or registered.
+// once per turn (an immediate) the buffers of that list are registered in one batch. A buffer freed in its
+// first turn is never registered: its entry leaves the list at once (the last entry moves into its place,
+// and the state remembers where its entry is), so the list holds exactly the live buffers made this turn and
+// a long synchronous loop never scans it. The guarantee stays whole: a buffer dropped in its first turn is
+// held by the pending list until the batch and registered then, so it is still reclaimed and counted; the
+// list never holds it past that, so it is collected on the next cycles as before. Nothing changes for views:
+// a view keeps its DeviceBuffer alive, pending or registered.
 import type { BufferState, DeviceBuffer } from "./device-buffer.js";
 import { newFinalizationRegistry, queueMicrotaskOnce } from "./environment.js";
 
@@ -25,19 +27,18 @@ const cancel: (scheduled: unknown) => void = hasImmediate
   ? (scheduled) => globalThis.clearImmediate(scheduled as ReturnType<typeof setImmediate>)
   : () => {};
 
-/** Pending entries (two slots each) at which a long synchronous loop compacts out the freed ones. */
-const FIRST_COMPACTION = 2048;
-
 /** @internal The safety net of one Device: `reclaim` runs for each live buffer whose DeviceBuffer was collected. */
 export class SafetyNet {
   readonly #reclaim: (state: BufferState) => void;
   // Made with the first buffer that outlives its turn: a device whose buffers are all freed in the turn they
   // were made (a replay, a benchmark) never makes one.
   #registry: FinalizationRegistry<BufferState> | undefined;
-  // Buffers made this turn, as pairs: the DeviceBuffer (the registry's target) and its state (held value and
-  // unregister token). A flat array of pairs: one push of two, no object per entry.
-  #pending: (DeviceBuffer | BufferState)[] = [];
-  #compactAt = FIRST_COMPACTION;
+  // Live buffers made this turn, as pairs in the first `#pendingLength` slots: the DeviceBuffer (the
+  // registry's target) and its state (held value and unregister token), whose `pendingAt` is where the pair
+  // starts. A flat array of pairs that never shrinks within a turn (the slots past the length are cleared):
+  // adding and removing are indexed stores, which the engine compiles inline, where a push or a pop is a call.
+  #pending: (DeviceBuffer | BufferState | undefined)[] = [];
+  #pendingLength = 0;
   // The scheduled batch (an Immediate), or undefined when none is.
   #scheduled: unknown;
   #closed = false;
@@ -50,11 +51,11 @@ export class SafetyNet {
   /** A buffer was made: registered at the end of this turn if it is still live then. */
   add(buffer: DeviceBuffer, state: BufferState): void {
     const pending = this.#pending;
-    // Two indexed stores, which the engine compiles inline (a push of two values is a builtin call).
-    const at = pending.length;
+    const at = this.#pendingLength;
     pending[at] = buffer;
     pending[at + 1] = state;
-    if (at + 2 >= this.#compactAt) this.#compact();
+    this.#pendingLength = at + 2;
+    state.pendingAt = at;
     if (this.#scheduled === undefined) this.#scheduled = schedule(this.#flush) ?? true;
   }
 
@@ -65,30 +66,37 @@ export class SafetyNet {
       this.#registry?.unregister(state);
       return;
     }
-    // The common `malloc(n)` … `free()` of the last buffer made: take it off the list at once. Other pending
-    // buffers freed this turn are skipped by the batch (or compacted out).
+    const at = state.pendingAt;
+    if (at < 0) return;
+    // The last pair moves into the freed one's place (nothing when it is the last).
+    state.pendingAt = -1;
     const pending = this.#pending;
-    if (pending[pending.length - 1] === state) {
-      pending.pop();
-      pending.pop();
+    const last = this.#pendingLength - 2;
+    if (at !== last) {
+      const moved = pending[last + 1] as BufferState;
+      pending[at] = pending[last];
+      pending[at + 1] = moved;
+      moved.pendingAt = at;
     }
+    pending[last] = undefined;
+    pending[last + 1] = undefined;
+    this.#pendingLength = last;
   }
 
   /** The device closed: nothing pending is registered any more (everything was freed). */
   close(): void {
     this.#closed = true;
-    this.#pending = [];
+    this.#forgetPending();
     if (this.#scheduled !== undefined) cancel(this.#scheduled);
     this.#scheduled = undefined;
   }
 
   #registerPending(): void {
     this.#scheduled = undefined;
-    const pending = this.#pending;
-    this.#pending = [];
-    this.#compactAt = FIRST_COMPACTION;
+    const length = this.#pendingLength;
+    const pending = this.#forgetPending();
     if (this.#closed) return;
-    for (let index = 0; index < pending.length; index += 2) {
+    for (let index = 0; index < length; index += 2) {
       const state = pending[index + 1] as BufferState;
       if (state.live) {
         this.#registry ??= newFinalizationRegistry(this.#reclaim);
@@ -98,19 +106,13 @@ export class SafetyNet {
     }
   }
 
-  /** Drops the freed pairs in place; a list still mostly live (many buffers kept) doubles its threshold. */
-  #compact(): void {
+  /** Empties the pending list (each state told it has no entry any more); returns what it held. */
+  #forgetPending(): (DeviceBuffer | BufferState | undefined)[] {
     const pending = this.#pending;
-    let kept = 0;
-    for (let index = 0; index < pending.length; index += 2) {
-      const state = pending[index + 1] as BufferState;
-      if (state.live) {
-        pending[kept] = pending[index] as DeviceBuffer;
-        pending[kept + 1] = state;
-        kept += 2;
-      }
-    }
-    pending.length = kept;
-    if (kept * 2 > this.#compactAt) this.#compactAt *= 2;
+    const length = this.#pendingLength;
+    this.#pending = [];
+    this.#pendingLength = 0;
+    for (let index = 1; index < length; index += 2) (pending[index] as BufferState).pendingAt = -1;
+    return pending;
   }
 }

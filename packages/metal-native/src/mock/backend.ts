@@ -196,7 +196,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
         if (segment.released) {
           throw releasedError("newBufferRange(): the segment was already released");
         }
-        if (!this.#core.allocations.has(segment)) throw notOurs();
+        if (!this.#core.isLive(segment)) throw notOurs();
         checkRange(offset, length, segment.length);
         this.#spaces.get(segment)?.assertBacked(offset, length);
         return new MockBufferRange(this.#core, segment, offset, length);
@@ -364,13 +364,13 @@ export class MockBackend extends BackendFacts implements NativeBackend {
   /** The live buffers, oldest first. */
   get liveBuffers(): MockBuffer[] {
     checkThis(this, "liveBuffers");
-    return [...this.#core.allocations].filter((allocation) => allocation instanceof MockBuffer);
+    return this.#core.liveAllocations().filter((allocation) => allocation instanceof MockBuffer);
   }
 
   /** The live mappings, oldest first. */
   get liveMappings(): MockMappedFile[] {
     checkThis(this, "liveMappings");
-    return [...this.#core.allocations].filter((allocation) => allocation instanceof MockMappedFile);
+    return this.#core.liveAllocations().filter((allocation) => allocation instanceof MockMappedFile);
   }
 
   /** The live residency sets, oldest first. */
@@ -423,7 +423,7 @@ export class MockBackend extends BackendFacts implements NativeBackend {
     // Pending work first: dropped, its promises rejected, what it held let go (so released buffers go).
     teardown.run(() => this.#streams.dropAll());
     for (const set of this.liveResidencySets) teardown.run(() => set.release());
-    for (const allocation of [...this.#core.allocations])
+    for (const allocation of this.#core.liveAllocations())
       teardown.run(() => (allocation as MockBuffer | MockMappedFile).release());
     this.#core.closed = true;
     this.#core.log.record("close", undefined, undefined, "ok");

@@ -406,7 +406,7 @@ export class MockBuffer extends MockMemory {
     const counters = this.core.counters;
     counters.buffersReleased += 1;
     counters.bufferBytes -= this.allocatedSize;
-    this.core.allocations.delete(this);
+    this.core.leave(this);
   }
 }
 

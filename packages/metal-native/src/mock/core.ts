@@ -32,8 +32,12 @@ export class MockCore {
     wiredBytes: 0,
     wiringFailures: 0,
   };
-  /** Live buffers and mappings, in creation order. */
-  readonly allocations = new Set<MockAllocationLike>();
+  // Live buffers, mappings and address spaces in creation order: a list linked through each one's stamp
+  // (see Made), where a Set's entry costs a hash-table insert and delete per buffer.
+  /** @internal The oldest live allocation (the list's head). */
+  oldestLive: MockAllocationLike | undefined = undefined;
+  /** @internal The newest live allocation (the list's tail). */
+  newestLive: MockAllocationLike | undefined = undefined;
   /** Live residency sets, in creation order. */
   readonly residencySets = new Set<object>();
   /** How often each residency set was attached (kept after its release). */
@@ -94,10 +98,27 @@ export class MockCore {
     }
   }
 
-  /** Registers a new buffer or mapping: marked as this backend's, and live. */
+  /** Registers a new buffer or mapping: marked as this backend's, and live (the newest). */
   adopt(allocation: MockAllocationLike): void {
     Made.mark(allocation, this);
-    this.allocations.add(allocation);
+  }
+
+  /** A buffer or mapping gave its memory back: no longer live (nothing when it was not). */
+  leave(allocation: MockAllocationLike): void {
+    Made.unlink(allocation, this);
+  }
+
+  /** Whether `allocation` is a live buffer or mapping of this backend. */
+  isLive(allocation: unknown): boolean {
+    return typeof allocation === "object" && allocation !== null && Made.isLive(allocation, this);
+  }
+
+  /** The live buffers and mappings, oldest first. */
+  liveAllocations(): MockAllocationLike[] {
+    const live: MockAllocationLike[] = [];
+    for (let allocation = this.oldestLive; allocation !== undefined; allocation = Made.next(allocation))
+      live.push(allocation);
+    return live;
   }
 
   /** Whether `allocation` was made by this backend (live or released). */
@@ -136,25 +157,59 @@ class Stamp {
 }
 
 /**
- * Which backend made an allocation: a private field installed on the allocation itself. A brand check on it
- * (`#core in value`) costs a property lookup where a WeakSet costs a hash-table entry per allocation (and
- * the collector's work on it); a Proxy or a copy of an allocation has no such field, as it had no entry.
+ * Which backend made an allocation, and its place in that backend's list of live ones: private fields
+ * installed on the allocation itself. A brand check on them (`#core in value`) costs a property lookup where
+ * a WeakSet costs a hash-table entry per allocation (and the collector's work on it); a Proxy or a copy of an
+ * allocation has no such field, as it had no entry.
  */
 class Made extends Stamp {
   readonly #core: MockCore;
+  #live = true;
+  #previous: MockAllocationLike | undefined;
+  #next: MockAllocationLike | undefined = undefined;
 
-  private constructor(target: object, core: MockCore) {
+  private constructor(target: MockAllocationLike, core: MockCore) {
     super(target);
     this.#core = core;
+    this.#previous = core.newestLive;
+    if (core.newestLive === undefined) core.oldestLive = target;
+    else (core.newestLive as unknown as Made).#next = target;
+    core.newestLive = target;
   }
 
-  /** Marks `allocation` as made by `core`'s backend (once: an allocation is adopted when it is made). */
-  static mark(allocation: object, core: MockCore): void {
+  /** Marks `allocation` as made by `core`'s backend and links it as the newest live one (once: at its making). */
+  static mark(allocation: MockAllocationLike, core: MockCore): void {
     new Made(allocation, core);
   }
 
   /** The core whose backend made `value`, if any. */
   static by(value: object): MockCore | undefined {
     return #core in value ? (value as unknown as Made).#core : undefined;
+  }
+
+  /** Whether `value` is a live allocation of `core`. */
+  static isLive(value: object, core: MockCore): boolean {
+    return #core in value && (value as unknown as Made).#core === core && (value as unknown as Made).#live;
+  }
+
+  /** The next newer live allocation. */
+  static next(allocation: MockAllocationLike): MockAllocationLike | undefined {
+    return (allocation as unknown as Made).#next;
+  }
+
+  /** Takes `allocation` out of `core`'s live list (nothing when it is not in it). */
+  static unlink(allocation: MockAllocationLike, core: MockCore): void {
+    if (!(#core in allocation)) return;
+    const made = allocation as unknown as Made;
+    if (made.#core !== core || !made.#live) return;
+    made.#live = false;
+    const previous = made.#previous;
+    const next = made.#next;
+    if (previous === undefined) core.oldestLive = next;
+    else (previous as unknown as Made).#next = next;
+    if (next === undefined) core.newestLive = previous;
+    else (next as unknown as Made).#previous = previous;
+    made.#previous = undefined;
+    made.#next = undefined;
   }
 }

@@ -185,6 +185,6 @@ export class MockMappedFile implements NativeMappedFile {
     const counters = this.#core.counters;
     counters.mappingsReleased += 1;
     counters.mappedBytes -= this.mappedLength;
-    this.#core.allocations.delete(this);
+    this.#core.leave(this);
   }
 }
