@@ -16,24 +16,35 @@ import type { StreamCore } from "./streams/stream-core.js";
  * can free it once the DeviceBuffer is collected. Linked in the Device's list of live buffers.
  */
 export class BufferState {
-  readonly allocation: Allocation<NativeBuffer>;
-  live = true;
+  // The fields are assigned in the constructor rather than declared with initializers: the engine runs class
+  // field initializers as a function of their own, which it does not always inline into `malloc`, and which
+  // costs a sixth of a cached malloc + free through the Device.
+  declare readonly allocation: Allocation<NativeBuffer>;
+  declare live: boolean;
   /** This owner asked the backend for views (`contents()`, `read`, `write`): they are detached on free. */
-  viewsHandedOut = false;
+  declare viewsHandedOut: boolean;
   /** In the safety net's registry (registered once it outlived the turn it was made in). */
-  registered = false;
+  declare registered: boolean;
   /** Where its entry is in the safety net's pending list (made this turn, not registered yet); -1: none. */
-  pendingAt = -1;
+  declare pendingAt: number;
   /** The streams that used it, each with its position after the last operation naming it. */
-  uses: Map<StreamCore, number> | undefined = undefined;
+  declare uses: Map<StreamCore, number> | undefined;
   /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */
-  fence: StreamOrder | undefined = undefined;
+  declare fence: StreamOrder | undefined;
   // Links in the Device's list of live buffers (see LiveBuffers).
-  previous: BufferState | undefined = undefined;
-  next: BufferState | undefined = undefined;
+  declare previous: BufferState | undefined;
+  declare next: BufferState | undefined;
 
   constructor(allocation: Allocation<NativeBuffer>) {
     this.allocation = allocation;
+    this.live = true;
+    this.viewsHandedOut = false;
+    this.registered = false;
+    this.pendingAt = -1;
+    this.uses = undefined;
+    this.fence = undefined;
+    this.previous = undefined;
+    this.next = undefined;
   }
 }
 
