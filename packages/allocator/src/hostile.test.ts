@@ -113,6 +113,28 @@ describe("exception-safe trimming and release", () => {
     held(source, allocator);
   });
 
+  it("a hook and a release that both throw: the hook's error comes out, the release's in its `suppressed`", () => {
+    const { source, allocator } = make({
+      onRelease: () => {
+        throw new Error("hook failed");
+      },
+    });
+    allocator.free(allocator.malloc(1 * MiB));
+    source.releaseError = () => new Error("release failed");
+    let thrown: unknown;
+    try {
+      allocator.clearCache();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toMatchObject({ message: "hook failed" });
+    expect((thrown as { suppressed?: Error[] }).suppressed?.map((error) => error.message)).toEqual([
+      "release failed",
+    ]);
+    expect(source.held.size).toBe(0);
+    expect(allocator.counters()).toMatchObject({ systemReleases: 1, cachedBuffers: 0 });
+  });
+
   it("close releases the whole cache and closes even when a release throws", () => {
     const { source, allocator } = make();
     for (const allocation of [allocator.malloc(1 * MiB), allocator.malloc(2 * MiB)])

@@ -222,10 +222,23 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
    */
   private releaseToSystem(record: CachedBuffer<B>): void {
     this.systemReleases++;
-    const teardown = new Teardown();
     const onRelease = this.onRelease;
-    if (onRelease !== undefined) teardown.run(() => onRelease(record.buffer));
-    teardown.run(() => this.source.release(record.buffer));
-    teardown.finish();
+    // Every release of a miss-heavy loop passes here: the teardown (its list and a closure per step) is made
+    // only once the hook failed, and what the source's release throws after a working hook is rethrown as is.
+    let failed: Teardown | undefined;
+    if (onRelease !== undefined) {
+      try {
+        onRelease(record.buffer);
+      } catch (error) {
+        failed = new Teardown();
+        failed.fail(error);
+      }
+    }
+    if (failed === undefined) {
+      this.source.release(record.buffer);
+      return;
+    }
+    failed.run(() => this.source.release(record.buffer));
+    failed.finish();
   }
 }

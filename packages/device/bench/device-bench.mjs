@@ -6,8 +6,9 @@
 //      the backend's share (the addon alone) and the Device's (over a backend whose views cost nothing);
 //   2b. views in loops that never yield: malloc + contents() / bytes() / read() / write() + free() and a mapped
 //      file's view at 1,000, 10,000 and 100,000 iterations in one go, the pair right after, a model load;
-//   3. a replay program (a trace's allocations and frees through a Device over the mock)
-//      against `replayTrace` alone on the same pre-read events.
+//   3. a replay program (a trace's allocations and frees through a Device over the mock) against MLX's
+//      policy alone on the same pre-read events: warm (one Device and one allocator replaying the trace again,
+//      the goal of 2×) and cold (a new Device per replay against `replayTrace`).
 // Each figure is the best of three measurements after a warm-up. The host rows run first: the mock rows
 // would otherwise make the Device's calls into its backend polymorphic before the goals are measured.
 // Run after `pnpm run build`: pnpm --filter @nuvec/device bench   (or: node bench/device-bench.mjs
