@@ -1,7 +1,8 @@
 // A block of device memory handed out by Device.malloc, and the state behind it. The state (allocation,
 // liveness, the Device's live list) is what the Device and its safety net work on; the DeviceBuffer is the
-// user's handle and, with the views it handed out, what the safety net watches: the state must not reference
-// the DeviceBuffer, or a dropped buffer would never be collected.
+// user's handle and, with the views it handed out, what the safety net watches: once registered, the state
+// must not reference the DeviceBuffer, or a dropped buffer would never be collected (it holds it only while
+// it waits for the safety net's batch, in the turn it was made in).
 import type { Allocation } from "@nuvec/allocator";
 import type { NativeBuffer } from "@nuvec/metal-native";
 import { ArgumentError } from "@nuvec/stats";
@@ -25,8 +26,8 @@ export class BufferState {
   declare viewsHandedOut: boolean;
   /** In the safety net's registry (registered once it outlived the turn it was made in). */
   declare registered: boolean;
-  /** Where its entry is in the safety net's pending list (made this turn, not registered yet); -1: none. */
-  declare pendingAt: number;
+  /** Its DeviceBuffer, held while it waits for the safety net's batch (made this turn, not freed, not registered). */
+  declare owner: DeviceBuffer | undefined;
   /** The streams that used it, each with its position after the last operation naming it. */
   declare uses: Map<StreamCore, number> | undefined;
   /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */
@@ -40,7 +41,7 @@ export class BufferState {
     this.live = true;
     this.viewsHandedOut = false;
     this.registered = false;
-    this.pendingAt = -1;
+    this.owner = undefined;
     this.uses = undefined;
     this.fence = undefined;
     this.previous = undefined;

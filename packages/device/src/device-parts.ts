@@ -116,7 +116,7 @@ export class DeviceParts {
         this.settleLater(pending, item, after, whileOpen, afterClose),
     });
     this.native = new DeviceNative(device, backend, isClosed, this.residencySets, givenBackend);
-    this.safetyNet = options.safetyNet === false ? undefined : new SafetyNet(reclaim);
+    this.safetyNet = options.safetyNet === false ? undefined : new SafetyNet(reclaim, this.liveBuffers);
   }
 
   /**
