@@ -12,6 +12,18 @@ import type { FreeOptions } from "./options.js";
 import type { StreamOrder } from "./streams/order.js";
 import type { StreamCore } from "./streams/stream-core.js";
 
+// BufferState's flags: one small integer where three booleans would take a field each (every malloc makes a
+// state, and a decode loop keeps thousands alive: the collector copies what they weigh).
+const LIVE = 1;
+const VIEWS_HANDED_OUT = 2;
+const REGISTERED = 4;
+
+/** A buffer's stream state, made at its first stream use or fence: most buffers never have one. */
+class StreamUse {
+  uses: Map<StreamCore, number> | undefined = undefined;
+  fence: StreamOrder | undefined = undefined;
+}
+
 /**
  * @internal The state behind one `malloc`, kept apart from its {@link DeviceBuffer} so that the safety net
  * can free it once the DeviceBuffer is collected. Linked in the Device's list of live buffers.
@@ -21,31 +33,74 @@ export class BufferState {
   // field initializers as a function of their own, which it does not always inline into `malloc`, and which
   // costs a sixth of a cached malloc + free through the Device.
   declare readonly allocation: Allocation<NativeBuffer>;
-  declare live: boolean;
-  /** This owner asked the backend for views (`contents()`, `read`, `write`): they are detached on free. */
-  declare viewsHandedOut: boolean;
-  /** In the safety net's registry (registered once it outlived the turn it was made in). */
-  declare registered: boolean;
+  declare flags: number;
   /** Its DeviceBuffer, held while it waits for the safety net's batch (made this turn, not freed, not registered). */
   declare owner: DeviceBuffer | undefined;
-  /** The streams that used it, each with its position after the last operation naming it. */
-  declare uses: Map<StreamCore, number> | undefined;
-  /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */
-  declare fence: StreamOrder | undefined;
+  declare streamUse: StreamUse | undefined;
   // Links in the Device's list of live buffers (see LiveBuffers).
   declare previous: BufferState | undefined;
   declare next: BufferState | undefined;
 
   constructor(allocation: Allocation<NativeBuffer>) {
     this.allocation = allocation;
-    this.live = true;
-    this.viewsHandedOut = false;
-    this.registered = false;
+    this.flags = LIVE;
     this.owner = undefined;
-    this.uses = undefined;
-    this.fence = undefined;
+    this.streamUse = undefined;
     this.previous = undefined;
     this.next = undefined;
+  }
+
+  /** Not freed yet. */
+  get live(): boolean {
+    return (this.flags & LIVE) !== 0;
+  }
+
+  set live(value: boolean) {
+    this.flags = value ? this.flags | LIVE : this.flags & ~LIVE;
+  }
+
+  /** This owner asked the backend for views (`contents()`, `read`, `write`): they are detached on free. */
+  get viewsHandedOut(): boolean {
+    return (this.flags & VIEWS_HANDED_OUT) !== 0;
+  }
+
+  set viewsHandedOut(value: boolean) {
+    this.flags = value ? this.flags | VIEWS_HANDED_OUT : this.flags & ~VIEWS_HANDED_OUT;
+  }
+
+  /** In the safety net's registry (registered once it outlived the turn it was made in). */
+  get registered(): boolean {
+    return (this.flags & REGISTERED) !== 0;
+  }
+
+  set registered(value: boolean) {
+    this.flags = value ? this.flags | REGISTERED : this.flags & ~REGISTERED;
+  }
+
+  /** The streams that used it, each with its position after the last operation naming it. */
+  get uses(): Map<StreamCore, number> | undefined {
+    return this.streamUse?.uses;
+  }
+
+  set uses(value: Map<StreamCore, number> | undefined) {
+    if (this.streamUse === undefined) {
+      if (value === undefined) return;
+      this.streamUse = new StreamUse();
+    }
+    this.streamUse.uses = value;
+  }
+
+  /** The stream order holding a fence on its memory (work of an earlier owner): honoured at its first uses. */
+  get fence(): StreamOrder | undefined {
+    return this.streamUse?.fence;
+  }
+
+  set fence(value: StreamOrder | undefined) {
+    if (this.streamUse === undefined) {
+      if (value === undefined) return;
+      this.streamUse = new StreamUse();
+    }
+    this.streamUse.fence = value;
   }
 }
 
