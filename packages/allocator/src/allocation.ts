@@ -23,13 +23,26 @@ export interface Mapping {
 
 /** The one implementation of {@link Allocation}: `record` ties it to its buffer's entry in the books. */
 export class LiveAllocation<B> implements Allocation<B> {
+  // Declared and assigned in the constructor, not as parameter properties: those compile to class fields,
+  // which the engine defines (as undefined) in an initializer of their own before the constructor assigns
+  // them, and every malloc makes one.
+  declare readonly buffer: B | undefined;
+  declare readonly allocatedLength: number;
+  declare readonly length: number;
+  /** Its entry in the books: a cached buffer, or a segment's block under the segments policy. */
+  declare readonly record: CachedBuffer<B> | object | undefined;
+
   constructor(
-    readonly buffer: B | undefined,
-    readonly allocatedLength: number,
-    readonly length: number,
-    /** Its entry in the books: a cached buffer, or a segment's block under the segments policy. */
-    readonly record: CachedBuffer<B> | object | undefined,
-  ) {}
+    buffer: B | undefined,
+    allocatedLength: number,
+    length: number,
+    record: CachedBuffer<B> | object | undefined,
+  ) {
+    this.buffer = buffer;
+    this.allocatedLength = allocatedLength;
+    this.length = length;
+    this.record = record;
+  }
 }
 
 /** The one implementation of {@link Mapping}: `live` until the allocator removes it. */

@@ -6,38 +6,53 @@ import { COMPACT_AT_EMPTY, firstMarked, lowerBound, withRoom } from "./sorted-ke
  * lives until the buffer is released, so caching and reusing a buffer allocates nothing.
  */
 export class CachedBuffer<B> {
-  readonly buffer: B;
-  readonly length: number;
-  readonly owner: object;
+  // Declared and assigned in the constructor rather than initialized where declared: the engine runs field
+  // initializers as a function of their own, and every system buffer (every miss) makes a record.
+  declare readonly buffer: B;
+  declare readonly length: number;
+  declare readonly owner: object;
   /** The allocation that holds the buffer now; `null` while cached. Frees are checked against it. */
-  allocation: object | null = null;
+  declare allocation: object | null;
   /** The size class of the request that holds it now (the bounded policy counts these as `live`). */
-  liveSizeClass = 0;
+  declare liveSizeClass: number;
   /** Neighbours in the cache's LRU list (newer is towards the most recently cached). */
-  newer: CachedBuffer<B> | null = null;
-  older: CachedBuffer<B> | null = null;
+  declare newer: CachedBuffer<B> | null;
+  declare older: CachedBuffer<B> | null;
   /** The next (more recently cached) buffer of the same length. */
-  nextOfLength: CachedBuffer<B> | null = null;
+  declare nextOfLength: CachedBuffer<B> | null;
   /**
    * The queue of its length: set when first cached and kept while the buffer is live, so caching it again
    * needs no search. Stale once a compaction or a clear recycled the queue; {@link BufferCache.put} checks.
    */
-  bucket: LengthBucket<B> | null = null;
+  declare bucket: LengthBucket<B> | null;
 
   constructor(buffer: B, length: number, owner: object) {
     this.buffer = buffer;
     this.length = length;
     this.owner = owner;
+    this.allocation = null;
+    this.liveSizeClass = 0;
+    this.newer = null;
+    this.older = null;
+    this.nextOfLength = null;
+    this.bucket = null;
   }
 }
 
 /** The FIFO queue of cached buffers of one length. */
 class LengthBucket<B> {
-  length = 0;
+  declare length: number;
   /** Position in the sorted arrays of {@link BufferCache}. */
-  index = 0;
-  oldest: CachedBuffer<B> | null = null;
-  newest: CachedBuffer<B> | null = null;
+  declare index: number;
+  declare oldest: CachedBuffer<B> | null;
+  declare newest: CachedBuffer<B> | null;
+
+  constructor() {
+    this.length = 0;
+    this.index = 0;
+    this.oldest = null;
+    this.newest = null;
+  }
 }
 
 // Eight lengths to start: 64 bytes, which V8 keeps on its heap (a fresh cache makes no buffer outside it).
