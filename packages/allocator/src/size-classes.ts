@@ -101,15 +101,13 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
       record = this.allocateSystemBuffer(length, sizeClass);
     }
 
-    const peaks =
-      cache.bytes > this.cacheLimit
-        ? {
-            peakActive: this.peakActive,
-            peakActiveWithMapped: this.peakActiveWithMapped,
-            peakLive: this.peakLive,
-            highWaterLive: this.highWaterLive,
-          }
-        : undefined;
+    // The peaks as they were, for a trim that throws to restore (in locals: no object per malloc over the
+    // cache limit, which a loop at its cache limit makes on every miss).
+    const trims = cache.bytes > this.cacheLimit;
+    const peakActive = trims ? this.peakActive : 0;
+    const peakActiveWithMapped = trims ? this.peakActiveWithMapped : 0;
+    const peakLive = trims ? this.peakLive : 0;
+    const highWaterLive = trims ? this.highWaterLive : 0;
     record.allocation = HELD;
     record.liveSizeClass = sizeClass;
     const live = this.charge(record.length, sizeClass);
@@ -124,10 +122,10 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
         this.liveBuffers--;
         this.active -= record.length;
         this.live -= sizeClass;
-        this.peakActive = peaks!.peakActive;
-        this.peakActiveWithMapped = peaks!.peakActiveWithMapped;
-        this.peakLive = peaks!.peakLive;
-        this.highWaterLive = peaks!.highWaterLive;
+        this.peakActive = peakActive;
+        this.peakActiveWithMapped = peakActiveWithMapped;
+        this.peakLive = peakLive;
+        this.highWaterLive = highWaterLive;
         cache.put(record);
         throw error;
       }
