@@ -162,6 +162,19 @@ let stateOfBuffer: (buffer: DeviceBuffer) => BufferState;
 let deviceOfBuffer: (buffer: DeviceBuffer) => HandleOwner;
 let dropViews: (buffer: DeviceBuffer) => void;
 let hasBufferBrand: (value: object) => boolean;
+// The Device's free of a buffer it made, for `buffer.free()`: the buffer's brand is checked and its device and
+// state are its own, so the Device's checks of a handle it is given are not run again (set by device.ts).
+let freeOwnBuffer: (
+  device: HandleOwner,
+  buffer: DeviceBuffer,
+  state: BufferState,
+  options: FreeOptions | undefined,
+) => void;
+
+/** @internal Sets how `buffer.free()` frees (the Device, once, as its module loads). */
+export function setOwnBufferFree(free: typeof freeOwnBuffer): void {
+  freeOwnBuffer = free;
+}
 
 /**
  * @internal Whether `value` is a DeviceBuffer that a Device made: a brand check on the class's private state,
@@ -328,7 +341,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
    */
   free(options?: FreeOptions): void {
     checkThis(this, "free()");
-    this.#device.free(this, options);
+    freeOwnBuffer(this.#device, this, this.#state, options);
   }
 
   /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */

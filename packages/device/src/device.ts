@@ -12,6 +12,7 @@ import {
   DeviceBuffer,
   forgetViews,
   isDeviceBuffer,
+  setOwnBufferFree,
 } from "./device-buffer.js";
 import { checkOpening } from "./device-open.js";
 import { DeviceParts } from "./device-parts.js";
@@ -61,6 +62,12 @@ export class Device {
 
   static {
     hasDeviceBrand = (value) => #parts in value;
+    // `buffer.free()`: the checks of Device.free that a buffer's own call has passed by construction.
+    setOwnBufferFree((device, buffer, state, options) => {
+      const own = device as Device;
+      if (own.#parts.closed) throw deviceClosed("free()");
+      own.#freeOwn(buffer, state, options);
+    });
   }
 
   private constructor(token: typeof OPEN_TOKEN, opening: ReturnType<typeof checkOpening>) {
@@ -143,8 +150,11 @@ export class Device {
       return;
     }
     this.#checkOwn(isBuffer, isBuffer ? bufferDevice(handle) : undefined);
-    const buffer = handle;
-    const state = bufferState(buffer);
+    this.#freeOwn(handle, bufferState(handle), options);
+  }
+
+  /** Frees a live buffer of this open device (checked by the caller): at once, or once `options.after` settles. */
+  #freeOwn(buffer: DeviceBuffer, state: BufferState, options: FreeOptions | undefined): void {
     if (!state.live) throw bufferFreed("free()");
     const after = options === undefined ? undefined : checkFreeOptions(options, "free()");
     if (after === undefined) this.#freeState(state);
