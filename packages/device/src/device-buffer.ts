@@ -204,6 +204,19 @@ export function forgetViews(buffer: DeviceBuffer): void {
   dropViews(buffer);
 }
 
+/**
+ * @internal Detaches the views of a buffer being freed; true when one could not be detached: a view moved
+ * away by transfer() still reaches the memory, so the buffer must never be cached (never reused) and the
+ * backend holds its memory until that view is collected. This covers the safety net too, which frees a
+ * buffer when its DeviceBuffer is collected (a moved view does not keep it alive).
+ */
+export function detachViews(state: BufferState): boolean {
+  const native = state.allocation.buffer;
+  if (native === undefined) return false;
+  native.detachContents();
+  return native.quarantined === true;
+}
+
 /** @internal The DeviceBuffer a view handed out by `contents()` keeps alive (tests of the guarantee). */
 export function ownerOfView(view: ArrayBuffer): DeviceBuffer | undefined {
   return OwnedView.ownerOf(view);

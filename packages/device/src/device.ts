@@ -10,6 +10,7 @@ import {
   bufferDevice,
   bufferState,
   DeviceBuffer,
+  detachViews,
   forgetViews,
   isDeviceBuffer,
   setOwnBufferFree,
@@ -194,9 +195,9 @@ export class Device {
 
   #freeState(state: BufferState): void {
     // Views are detached before the buffer can reach its next owner (through the cache); a buffer whose
-    // owner never asked for one has none to detach (no native call). The detaching is a method of its own
-    // so that this path stays small enough for the engine to inline into its callers after view-heavy use.
-    if (state.viewsHandedOut && this.#detachViews(state)) {
+    // owner never asked for one has none to detach (no native call). The detaching is a function of its own
+    // (detachViews), so that this path stays small enough for the engine to inline after view-heavy use.
+    if (state.viewsHandedOut && detachViews(state)) {
       this.#freeQuarantined(state.allocation.buffer as NativeBuffer, state);
     } else if (state.uses === undefined || !this.#parts.order.hold(state)) {
       // Used on several streams: held (still in `active`) until each stream's work ran; else given back now.
@@ -205,19 +206,6 @@ export class Device {
     }
     state.live = false;
     this.#parts.liveBuffers.unlink(state);
-  }
-
-  /**
-   * Detaches the views of a buffer being freed; true when one could not be detached: a view moved away by
-   * transfer() still reaches the memory, so the buffer must never be cached (never reused) and the backend
-   * holds its memory until that view is collected. This covers the safety net too, which frees through
-   * #freeState when the DeviceBuffer is collected (a moved view does not keep it alive).
-   */
-  #detachViews(state: BufferState): boolean {
-    const native = state.allocation.buffer;
-    if (native === undefined) return false;
-    native.detachContents();
-    return native.quarantined === true;
   }
 
   /** Gives a buffer whose view was moved away back to the backend, never to the cache, and counts what it holds. */
@@ -393,9 +381,6 @@ export class Device {
     // the outer close finishes the work.
     if (this.#parts.closed || this.#parts.closing) return;
     this.#parts.closing = true;
-    // Every step runs even when one throws (a backend's release, an onRelease hook, a residency set): the
-    // device ends closed, nothing is left half released, and the first failure is rethrown once all ran
-    // (later ones attached as its `suppressed`).
     const teardown = new Teardown();
     teardown.run(() => this.stopResidencyKeepAlive());
     // Streams first: their work waited for (or dropped), their promises settled, held buffers given back.
