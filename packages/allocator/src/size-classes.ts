@@ -101,18 +101,24 @@ export class SizeClassAllocator<B> extends PolicyAccounts<B> {
       record = this.allocateSystemBuffer(length, sizeClass);
     }
 
-    // The peaks as they were, for a trim that throws to restore (in locals: no object per malloc over the
-    // cache limit, which a loop at its cache limit makes on every miss).
+    // Over the cache limit, the peaks as they were, for a trim that throws to restore (in locals: no object
+    // per malloc over the limit, which a loop at its cache limit makes on every miss).
     const trims = cache.bytes > this.cacheLimit;
-    const peakActive = trims ? this.peakActive : 0;
-    const peakActiveWithMapped = trims ? this.peakActiveWithMapped : 0;
-    const peakLive = trims ? this.peakLive : 0;
-    const highWaterLive = trims ? this.highWaterLive : 0;
+    let peakActive = 0;
+    let peakActiveWithMapped = 0;
+    let peakLive = 0;
+    let highWaterLive = 0;
+    if (trims) {
+      peakActive = this.peakActive;
+      peakActiveWithMapped = this.peakActiveWithMapped;
+      peakLive = this.peakLive;
+      highWaterLive = this.highWaterLive;
+    }
     record.allocation = HELD;
     record.liveSizeClass = sizeClass;
     const live = this.charge(record.length, sizeClass);
     if (live > this.highWaterLive) this.highWaterLive = live;
-    if (cache.bytes > this.cacheLimit) {
+    if (trims) {
       try {
         cache.release(cache.bytes - this.cacheLimit);
       } catch (error) {

@@ -360,7 +360,7 @@ export class DeviceBuffer<Owner extends HandleOwner = HandleOwner> {
   /** `using buffer = device.malloc(n)` frees it at the end of the scope (no error if already freed). */
   [Symbol.dispose](): void {
     checkThis(this, "[Symbol.dispose]()");
-    if (this.#state.live && !this.#device.closed) this.#device.free(this);
+    if (this.#state.live && !this.#device.closed) freeOwnBuffer(this.#device, this, this.#state, undefined);
   }
 
   /**

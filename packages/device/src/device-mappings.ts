@@ -53,7 +53,7 @@ export class DeviceMappings {
 
   /** Maps `path` (checked by the Device) for `device`: charged, wired when the limit allows, traced. */
   map<Owner extends HandleOwner>(device: Owner, path: string): MappedFile<Owner> {
-    const { backend, allocator, residency, wiring } = this.#parts;
+    const { backend, allocator, wiring } = this.#parts;
     const native = backend.mapFile(path);
     let mapping: Mapping;
     try {
@@ -62,7 +62,7 @@ export class DeviceMappings {
       native.release();
       throw error;
     }
-    wiring.watch(() => residency.insert(native, true));
+    wiring.insert(native, true);
     const file = new MappedFile(device, native, mapping, MADE_BY_DEVICE);
     this.#parts.trace()?.map(file, native.length, path);
     this.live.add(file);

@@ -73,13 +73,8 @@ export class DeviceParts {
       backend,
       options,
       {
-        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX. While
-        // the wired limit is 0 (the default) nothing can be wired, so nothing is watched: every miss passes
-        // here, and the watch (a closure and the calls through it) costs a miss about a fifth of its time.
-        onAcquire: (buffer) => {
-          if (this.residency.wiredLimit === 0) this.residency.insert(buffer, false);
-          else this.wiring.watch(() => this.residency.insert(buffer, false));
-        },
+        // Every system buffer is tracked by residency while it exists; cached ones stay wired, as MLX.
+        onAcquire: (buffer) => this.wiring.insert(buffer, false),
         onRelease: (buffer) => {
           // Memory a stream's work may still name is given back to the system only once that work ran.
           this.order.beforeRelease(buffer);

@@ -318,6 +318,31 @@ describe("the safety net", () => {
     }
   });
 
+  it("registers each turn's live buffers once, on two devices at once, never an earlier turn's again", async () => {
+    const register = vi.spyOn(FinalizationRegistry.prototype, "register");
+    try {
+      const [one, two] = [mockDevice().device, mockDevice().device];
+      const first = [one.malloc(4096), two.malloc(4096), one.malloc(8192)];
+      await turns();
+      expect(register.mock.calls.map(([target]) => target)).toEqual(expect.arrayContaining(first));
+      expect(register).toHaveBeenCalledTimes(3);
+      // A later turn: buffers of both devices between an earlier turn's, one freed in its turn, one of the
+      // earlier turn freed now.
+      const second = [two.malloc(4096), one.malloc(4096)];
+      one.malloc(MIB).free();
+      first[0]!.free();
+      await turns();
+      const registered = register.mock.calls.slice(3).map(([target]) => target);
+      expect(registered).toHaveLength(2);
+      expect(new Set(registered)).toEqual(new Set(second));
+      for (const buffer of [...first.slice(1), ...second]) buffer.free();
+      for (const device of [one, two])
+        expect(device.counters()).toMatchObject({ liveBuffers: 0, leakedBuffers: 0 });
+    } finally {
+      register.mockRestore();
+    }
+  });
+
   it.skipIf(gc === undefined)(
     "reclaims a buffer dropped in a long turn among thousands freed in it",
     async () => {

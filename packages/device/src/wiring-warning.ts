@@ -1,17 +1,35 @@
 // The one process warning a Device gives when the platform refuses to wire memory: residency's figures say
 // what was asked for, the backend's counters what the platform did; the first refusal says so, once.
-import type { NativeBackend } from "@nuvec/metal-native";
+import type { NativeAllocation, NativeBackend } from "@nuvec/metal-native";
+
+/** What the warning reads of the Device's residency, and the insert it watches. */
+interface WatchedResidency {
+  readonly wired: number;
+  readonly wiredLimit: number;
+  insert(allocation: NativeAllocation, mapped: boolean): void;
+}
 
 /** Watches wiring calls for one Device and warns, once, when the platform refused some. */
 export class WiringWarning {
   readonly #backend: NativeBackend;
-  readonly #residency: { readonly wired: number; readonly wiredLimit: number };
+  readonly #residency: WatchedResidency;
   #warned = false;
 
   /** `residency` is the Device's: its `wired` is what it asked the platform to wire, `wiredLimit` the limit. */
-  constructor(backend: NativeBackend, residency: { readonly wired: number; readonly wiredLimit: number }) {
+  constructor(backend: NativeBackend, residency: WatchedResidency) {
     this.#backend = backend;
     this.#residency = residency;
+  }
+
+  /**
+   * Tracks a new system buffer or mapped file (`mapped`) in residency, watched as {@link watch} does. Every
+   * cache miss passes here: while nothing may be wired (a wired limit of 0, the default) or once warned, the
+   * insert runs directly, without the closure a watch takes (a fifth of a miss over the mock).
+   */
+  insert(allocation: NativeAllocation, mapped: boolean): void {
+    const residency = this.#residency;
+    if (this.#warned || residency.wiredLimit <= 0) residency.insert(allocation, mapped);
+    else this.watch(() => residency.insert(allocation, mapped));
   }
 
   /**
