@@ -1,4 +1,4 @@
-import type { CachedBuffer } from "./buffer-cache.js";
+import type { CachedBuffer } from "./cached-buffer.js";
 
 /** What `malloc` hands out: a fresh object per call. */
 export interface Allocation<B> {

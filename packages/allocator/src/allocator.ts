@@ -37,16 +37,16 @@ export class CachingAllocator<B> {
       allocator.engine instanceof SizeClassAllocator ? allocator.engine : undefined;
   }
 
-  private readonly engine: SizeClassAllocator<B> | SegmentAllocator<B>;
-  private readonly policyName: AllocatorPolicy;
+  declare private readonly engine: SizeClassAllocator<B> | SegmentAllocator<B>;
+  declare private readonly policyName: AllocatorPolicy;
   // Freed buffers whose memory the source still holds for a view moved out of its reach (addQuarantined).
-  private readonly quarantinedCount: QuarantineCount = { bytes: 0 };
+  declare private readonly quarantinedCount: QuarantineCount;
   // The part of it counted by addQuarantined (what removeQuarantined may take back).
-  private addedQuarantined = 0;
-  private closed = false;
+  declare private addedQuarantined: number;
+  declare private closed: boolean;
   // The source's release, for allocations given back after close (releaseAfterClose).
-  private readonly releaseBuffer: (buffer: B) => void;
-  private readonly facts: {
+  declare private readonly releaseBuffer: (buffer: B) => void;
+  declare private readonly facts: {
     workingSet: number;
     memorySize: number;
     maxBufferLength: number;
@@ -59,6 +59,10 @@ export class CachingAllocator<B> {
   constructor(source: BufferSource<B>, given: AllocatorOptions<B> = {}) {
     // Every option checked by its declaration (each read once); the allocator uses what the check returned.
     const options = ALLOCATOR_OPTIONS.parse(given) as AllocatorOptions<B>;
+    // Assigned here, not where declared (no field initializer function; every replay opens an allocator).
+    this.quarantinedCount = { bytes: 0 };
+    this.addedQuarantined = 0;
+    this.closed = false;
     const workingSet = checkedByteCount(source.recommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize");
     const memorySize = checkedByteCount(source.memorySize, "memorySize");
     const maxBufferLength = checkedByteCount(source.maxBufferLength, "maxBufferLength");

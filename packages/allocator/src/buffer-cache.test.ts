@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BufferCache, CachedBuffer } from "./buffer-cache.js";
+import { BufferCache } from "./buffer-cache.js";
+import { CachedBuffer } from "./cached-buffer.js";
 
 function makeCache() {
   const released: number[] = [];
@@ -51,6 +52,36 @@ describe("BufferCache (MLX's buffer_cache.h)", () => {
     const [older, newer] = putAll(1 << 20, 1 << 20);
     expect(cache.takeAt(cache.find(1 << 20, (1 << 20) + 1))).toBe(older);
     expect(cache.takeAt(cache.find(1 << 20, (1 << 20) + 1))).toBe(newer);
+  });
+
+  it("finds each exact length the same before and after its index is made (at the 16th distinct length)", () => {
+    const { cache, putAll } = makeCache();
+    const MiB = 1024 * 1024;
+    // Slot lengths of three chunks and lengths with no slot (past 16 MiB, or not a size class): a Map's.
+    const lengths = [256, 512, 16384, 65536, MiB, 4 * MiB, 4 * MiB + 256, 20 * MiB, 5000, 3 * MiB];
+    for (let extra = 0; lengths.length < 15; extra++) lengths.push(2 * MiB + 16384 * (extra + 1));
+    const check = (records: CachedBuffer<number>[], cached: readonly number[]) => {
+      for (const [index, length] of cached.entries()) {
+        expect(cache.lengthAt(cache.find(length, length + 1))).toBe(length);
+        expect(cache.takeAt(cache.find(length, length + 1))).toBe(records[index]);
+        expect(cache.find(length, length + 1)).toBe(-1);
+      }
+    };
+    check(putAll(...lengths), lengths); // 15 lengths: found by search
+    const all = [...lengths, 40 * MiB]; // the 16th: every queue indexed from here on
+    check(putAll(...all), all);
+    check(putAll(...all.reverse()), all);
+    // Two buffers of one length share its queue, the older taken first, a Map's length as a slot's.
+    for (const length of [20 * MiB, 4 * MiB + 256, 5000, 65536]) {
+      const [older, newer] = putAll(length, length);
+      expect(cache.takeAt(cache.find(length, length + 1))).toBe(older);
+      expect(cache.takeAt(cache.find(length, length + 1))).toBe(newer);
+    }
+    expect(cache.buffers).toBe(0);
+    cache.clear();
+    const after = [20 * MiB, 256, 4 * MiB + 256];
+    check(putAll(...after), after);
+    expect(cache.find(5000, 5001)).toBe(-1);
   });
 
   it("release(n) frees least recently cached buffers until n bytes are freed", () => {

@@ -1,46 +1,9 @@
 import { PAGE, Teardown } from "@nuvec/stats";
+import type { CachedBuffer } from "./cached-buffer.js";
 import { COMPACT_AT_EMPTY, firstMarked, lowerBound, withRoom } from "./sorted-keys.js";
-/**
- * One system buffer owned by an allocator, live or cached (the Device's own per-buffer record is another
- * thing). It is made once when the buffer is acquired and
- * lives until the buffer is released, so caching and reusing a buffer allocates nothing.
- */
-export class CachedBuffer<B> {
-  // Declared and assigned in the constructor rather than initialized where declared: the engine runs field
-  // initializers as a function of their own, and every system buffer (every miss) makes a record.
-  declare readonly buffer: B;
-  declare readonly length: number;
-  declare readonly owner: object;
-  /** The allocation that holds the buffer now; `null` while cached. Frees are checked against it. */
-  declare allocation: object | null;
-  /** The size class of the request that holds it now (the bounded policy counts these as `live`). */
-  declare liveSizeClass: number;
-  /** Neighbours in the cache's LRU list (newer is towards the most recently cached). */
-  declare newer: CachedBuffer<B> | null;
-  declare older: CachedBuffer<B> | null;
-  /** The next (more recently cached) buffer of the same length. */
-  declare nextOfLength: CachedBuffer<B> | null;
-  /**
-   * The queue of its length: set when first cached and kept while the buffer is live, so caching it again
-   * needs no search. Stale once a compaction or a clear recycled the queue; {@link BufferCache.put} checks.
-   */
-  declare bucket: LengthBucket<B> | null;
-
-  constructor(buffer: B, length: number, owner: object) {
-    this.buffer = buffer;
-    this.length = length;
-    this.owner = owner;
-    this.allocation = null;
-    this.liveSizeClass = 0;
-    this.newer = null;
-    this.older = null;
-    this.nextOfLength = null;
-    this.bucket = null;
-  }
-}
 
 /** The FIFO queue of cached buffers of one length. */
-class LengthBucket<B> {
+export class LengthBucket<B> {
   declare length: number;
   /** Position in the sorted arrays of {@link BufferCache}. */
   declare index: number;
@@ -55,8 +18,17 @@ class LengthBucket<B> {
   }
 }
 
-// Eight lengths to start: 64 bytes, which V8 keeps on its heap (a fresh cache makes no buffer outside it).
+// Eight lengths at the first: 64 bytes, which V8 keeps on its heap (a cache makes no buffer outside it).
 const INITIAL_CAPACITY = 8;
+/** A fresh cache's lengths and marks: empty, shared, never written. */
+const NO_LENGTHS = new Float64Array(0);
+const NO_MARKS = new Int32Array(0);
+/**
+ * Below this many distinct lengths a queue is found by a binary search of the lengths (a few comparisons,
+ * and nothing to build: a short replay's cache never indexes); from it on, by the index of
+ * {@link BufferCache}'s position chunks.
+ */
+const INDEX_AT = 16;
 /** Lengths up to this (16 MiB) that are size classes find their queue by index (see {@link slotOf}). */
 const INDEXED_LENGTHS = 16 * 1024 * 1024;
 /** Index slots of the lengths up to a page: 0, 256, …, 16 KiB. */
@@ -82,35 +54,54 @@ function slotOf(length: number): number {
  * lengths have been seen.
  */
 export class BufferCache<B> {
+  // Declared and assigned in the constructor (no field initializer function; every replay opens a cache).
   /** Bytes cached. */
-  bytes = 0;
+  declare bytes: number;
   /** Buffers cached. */
-  buffers = 0;
+  declare buffers: number;
 
-  private lengths = new Float64Array(INITIAL_CAPACITY);
-  private buckets: LengthBucket<B>[] = [];
+  // The sorted lengths and the bits of their non-empty queues. Until the first length comes, both are the
+  // shared empty arrays (never written: a write past a typed array's end is dropped): a fresh cache makes
+  // no typed array before it caches.
+  declare private lengths: Float64Array<ArrayBuffer>;
+  declare private nonEmpty: Int32Array<ArrayBuffer>;
+  declare private buckets: LengthBucket<B>[];
   /**
-   * Where each length's queue is in {@link buckets}, so an exact-length request (most hits) needs no
-   * search: `position + 1` (0: none) by {@link slotOf} for the size classes up to {@link INDEXED_LENGTHS}
-   * (nearly every request's; kept by {@link reindex}), and the
-   * queue itself in a Map for the other lengths.
+   * Once the cache has seen {@link INDEX_AT} distinct lengths, where each length's queue is in
+   * {@link buckets}, so an exact-length request (most hits) needs no search: `position + 1` (0: none) by
+   * {@link slotOf} for the size classes up to {@link INDEXED_LENGTHS} (nearly every request's; kept by
+   * {@link reindex}), and the queue itself in a Map (made at its first entry) for the other lengths.
    */
   // Plain holey arrays of small integers (a hole or 0: none) in chunks of {@link CHUNK_SLOTS} slots, each
   // made when one of its lengths is first indexed: a fresh cache (a replay's) makes no typed array outside
   // the heap for it, and neither fills nor copies slots it does not use (a short replay would pay more for
   // a whole index than for its events).
-  private readonly positionChunks: ((number | undefined)[] | undefined)[] = new Array(CHUNKS);
-  private readonly bucketOfLargeLength = new Map<number, LengthBucket<B>>();
-  private nonEmpty = new Int32Array(Math.ceil(INITIAL_CAPACITY / 32));
-  private distinct = 0;
-  private emptyBuckets = 0;
-  private spareBuckets: LengthBucket<B>[] = [];
-  private newest: CachedBuffer<B> | null = null;
-  private oldest: CachedBuffer<B> | null = null;
-  private readonly releaseBuffer: (record: CachedBuffer<B>) => void;
+  declare private readonly positionChunks: ((number | undefined)[] | undefined)[];
+  /** Whether the index is kept: from {@link INDEX_AT} distinct lengths on (it is never dropped). */
+  declare private indexed: boolean;
+  declare private bucketOfLargeLength: Map<number, LengthBucket<B>> | undefined;
+  declare private distinct: number;
+  declare private emptyBuckets: number;
+  declare private spareBuckets: LengthBucket<B>[];
+  declare private newest: CachedBuffer<B> | null;
+  declare private oldest: CachedBuffer<B> | null;
+  declare private readonly releaseBuffer: (record: CachedBuffer<B>) => void;
 
   /** `releaseBuffer` gives a buffer the cache let go of back to the system. */
   constructor(releaseBuffer: (record: CachedBuffer<B>) => void) {
+    this.bytes = 0;
+    this.buffers = 0;
+    this.lengths = NO_LENGTHS;
+    this.buckets = [];
+    this.positionChunks = new Array(CHUNKS);
+    this.indexed = false;
+    this.bucketOfLargeLength = undefined;
+    this.nonEmpty = NO_MARKS;
+    this.distinct = 0;
+    this.emptyBuckets = 0;
+    this.spareBuckets = [];
+    this.newest = null;
+    this.oldest = null;
     this.releaseBuffer = releaseBuffer;
   }
 
@@ -121,6 +112,9 @@ export class BufferCache<B> {
   find(minimum: number, limit: number): number {
     const lengths = this.lengths;
     const distinct = this.distinct;
+    if (!this.indexed) {
+      return firstMarked(this.nonEmpty, lengths, distinct, lowerBound(lengths, distinct, minimum), limit);
+    }
     let low = this.positionOf(minimum);
     if (low >= 0) {
       if (this.buckets[low]!.oldest !== null) return lengths[low]! < limit ? low : -1;
@@ -297,19 +291,24 @@ export class BufferCache<B> {
 
   /** The position of `length`'s queue in {@link buckets}, or -1. */
   private positionOf(length: number): number {
+    if (!this.indexed) {
+      const position = lowerBound(this.lengths, this.distinct, length);
+      return position < this.distinct && this.lengths[position] === length ? position : -1;
+    }
     const slot = slotOf(length);
     if (slot >= 0) {
       const chunk = this.positionChunks[slot >>> CHUNK_BITS];
       const position = chunk === undefined ? undefined : chunk[slot & (CHUNK_SLOTS - 1)];
       return position === undefined ? -1 : position - 1;
     }
-    return this.bucketOfLargeLength.get(length)?.index ?? -1;
+    return this.bucketOfLargeLength?.get(length)?.index ?? -1;
   }
 
   private forgetLength(length: number): void {
+    if (!this.indexed) return;
     // A slot past the array's end holds no position already.
     const slot = slotOf(length);
-    if (slot < 0) this.bucketOfLargeLength.delete(length);
+    if (slot < 0) this.bucketOfLargeLength?.delete(length);
     else {
       const chunk = this.positionChunks[slot >>> CHUNK_BITS];
       if (chunk !== undefined) chunk[slot & (CHUNK_SLOTS - 1)] = 0;
@@ -329,7 +328,7 @@ export class BufferCache<B> {
       return this.bucketFor(length);
     }
     if (this.distinct === this.lengths.length) {
-      this.lengths = withRoom(this.lengths, this.distinct);
+      this.lengths = withRoom(this.lengths, this.distinct, INITIAL_CAPACITY);
       const nonEmpty = new Int32Array(Math.ceil(this.lengths.length / 32));
       nonEmpty.set(this.nonEmpty);
       this.nonEmpty = nonEmpty;
@@ -345,11 +344,22 @@ export class BufferCache<B> {
     }
     lengths[position] = length;
     buckets[position] = bucket;
-    if (slotOf(length) < 0) this.bucketOfLargeLength.set(length, bucket);
     this.distinct++;
     this.emptyBuckets++;
-    this.reindex(position);
+    let moved = position;
+    if (!this.indexed && this.distinct >= INDEX_AT) {
+      // Every queue gets its index entry now.
+      this.indexed = true;
+      moved = 0;
+    } else if (this.indexed && slotOf(length) < 0) this.largeLengths().set(length, bucket);
+    this.reindex(moved);
     return bucket;
+  }
+
+  /** The queues of the lengths that have no index slot, by length (made at the first). */
+  private largeLengths(): Map<number, LengthBucket<B>> {
+    if (this.bucketOfLargeLength === undefined) this.bucketOfLargeLength = new Map();
+    return this.bucketOfLargeLength;
   }
 
   /** Drops the empty queues. */
@@ -385,12 +395,17 @@ export class BufferCache<B> {
     // lengths, and a builtin's call costs more than that many moves.
     for (let word = firstWord + 1; word < nonEmpty.length; word++) nonEmpty[word] = 0;
     const chunks = this.positionChunks;
+    const indexing = this.indexed;
     for (let index = from; index < this.distinct; index++) {
       const bucket = this.buckets[index]!;
       bucket.index = index;
       if (bucket.oldest !== null) nonEmpty[index >>> 5]! |= 1 << (index & 31);
+      if (!indexing) continue;
       const slot = slotOf(bucket.length);
-      if (slot >= 0) {
+      if (slot < 0) {
+        // Its Map entry holds the bucket itself, which stays right wherever it moves.
+        if (from === 0) this.largeLengths().set(bucket.length, bucket);
+      } else {
         let chunk = chunks[slot >>> CHUNK_BITS];
         if (chunk === undefined) {
           chunk = new Array<number | undefined>(CHUNK_SLOTS);

@@ -5,8 +5,9 @@
 import { describe, expect, it } from "vitest";
 import { MiB, refusal, type TestBuffer, TestSource, thrown } from "../test/support.js";
 import { CachingAllocator } from "./allocator.js";
-import { BufferCache, CachedBuffer } from "./buffer-cache.js";
+import { BufferCache } from "./buffer-cache.js";
 import { isAllocationFailure } from "./buffer-source.js";
+import { CachedBuffer } from "./cached-buffer.js";
 import type { AllocatorOptions } from "./options.js";
 
 class ClosedSourceError extends Error {

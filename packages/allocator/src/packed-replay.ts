@@ -2,7 +2,7 @@
 import { OutOfMemoryError } from "@nuvec/stats";
 import type { Allocation } from "./allocation.js";
 import type { CachingAllocator } from "./allocator.js";
-import type { CachedBuffer } from "./buffer-cache.js";
+import type { CachedBuffer } from "./cached-buffer.js";
 import { PACKED_ALLOCATE, PACKED_FREE, PACKED_QUARANTINE, type PackedParts } from "./packed-trace.js";
 import type { SizeClassAllocator } from "./size-classes.js";
 import type { TraceEvent } from "./trace-format.js";

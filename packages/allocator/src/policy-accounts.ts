@@ -3,9 +3,9 @@
 // (segments.ts) differ in how they hold the cache; each says what its cache is.
 import { ArgumentError, type MemoryStats, mappingSize } from "@nuvec/stats";
 import { type Allocation, LiveAllocation, LiveMapping, type Mapping } from "./allocation.js";
-import { CachedBuffer } from "./buffer-cache.js";
 import { type BufferSource, isAllocationFailure } from "./buffer-source.js";
 import type { QuarantineCount } from "./byte-count.js";
+import { CachedBuffer } from "./cached-buffer.js";
 import type { AllocatorCounters } from "./counters.js";
 import {
   allocatorClosed,
@@ -34,38 +34,40 @@ export interface PolicySetup<B> {
 
 /** The accounts of a policy; a policy adds `malloc`, `free` and how its cache is held and released. */
 export abstract class PolicyAccounts<B> {
-  protected readonly onAcquire: ((buffer: B) => void) | undefined;
-  protected readonly onRelease: ((buffer: B) => void) | undefined;
-  protected readonly workingSetGcLimit: number;
-  protected readonly maxBufferLength: number;
-  protected readonly resourceLimit: number;
-  protected readonly pageSize: number;
+  declare protected readonly onAcquire: ((buffer: B) => void) | undefined;
+  declare protected readonly onRelease: ((buffer: B) => void) | undefined;
+  declare protected readonly workingSetGcLimit: number;
+  declare protected readonly maxBufferLength: number;
+  declare protected readonly resourceLimit: number;
+  declare protected readonly pageSize: number;
   // Freed buffers whose memory the source still holds for a view moved out of its reach.
-  protected readonly quarantinedCount: QuarantineCount;
-  // The size-class policies' quarantined allocations (`quarantine()`), with the bytes each is counted at.
-  private readonly quarantinedAllocations = new Map<Allocation<B>, number>();
+  declare protected readonly quarantinedCount: QuarantineCount;
+  // The size-class policies' quarantined allocations (`quarantine()`), with the bytes each is counted at;
+  // made at the first.
+  declare private quarantinedAllocations: Map<Allocation<B>, number> | undefined;
 
-  protected memoryLimit: number;
-  protected cacheLimit: number;
-  protected gcLimitBytes: number;
-  protected active = 0;
-  protected mapped = 0;
+  // Declared and assigned in the constructor (no field initializer function; every replay opens accounts).
+  declare protected memoryLimit: number;
+  declare protected cacheLimit: number;
+  declare protected gcLimitBytes: number;
+  declare protected active: number;
+  declare protected mapped: number;
   /** The sum of the size classes (or block sizes) of live requests. */
-  protected live = 0;
-  protected peakActive = 0;
-  protected peakActiveWithMapped = 0;
-  protected peakReserved = 0;
-  protected closed = false;
+  declare protected live: number;
+  declare protected peakActive: number;
+  declare protected peakActiveWithMapped: number;
+  declare protected peakReserved: number;
+  declare protected closed: boolean;
 
-  protected cacheHits = 0;
-  protected cacheMisses = 0;
-  protected systemAllocations = 0;
-  protected systemReleases = 0;
-  protected outOfMemoryRefusals = 0;
-  protected allocationRetries = 0;
-  protected peakLive = 0;
-  protected liveBuffers = 0;
-  protected mappings = 0;
+  declare protected cacheHits: number;
+  declare protected cacheMisses: number;
+  declare protected systemAllocations: number;
+  declare protected systemReleases: number;
+  declare protected outOfMemoryRefusals: number;
+  declare protected allocationRetries: number;
+  declare protected peakLive: number;
+  declare protected liveBuffers: number;
+  declare protected mappings: number;
 
   constructor(setup: PolicySetup<B>) {
     this.memoryLimit = setup.memoryLimit;
@@ -78,6 +80,23 @@ export abstract class PolicyAccounts<B> {
     this.onAcquire = setup.onAcquire;
     this.onRelease = setup.onRelease;
     this.quarantinedCount = setup.quarantine;
+    this.quarantinedAllocations = undefined;
+    this.active = 0;
+    this.mapped = 0;
+    this.live = 0;
+    this.peakActive = 0;
+    this.peakActiveWithMapped = 0;
+    this.peakReserved = 0;
+    this.closed = false;
+    this.cacheHits = 0;
+    this.cacheMisses = 0;
+    this.systemAllocations = 0;
+    this.systemReleases = 0;
+    this.outOfMemoryRefusals = 0;
+    this.allocationRetries = 0;
+    this.peakLive = 0;
+    this.liveBuffers = 0;
+    this.mappings = 0;
   }
 
   /** The bytes held for reuse: `reserved - active`. */
@@ -156,6 +175,7 @@ export abstract class PolicyAccounts<B> {
    */
   protected countQuarantined(allocation: Allocation<B>): void {
     if (allocation.buffer === undefined) return;
+    if (this.quarantinedAllocations === undefined) this.quarantinedAllocations = new Map();
     this.quarantinedAllocations.set(allocation, allocation.allocatedLength);
     this.quarantinedCount.bytes += allocation.allocatedLength;
   }
@@ -163,9 +183,9 @@ export abstract class PolicyAccounts<B> {
   /** See {@link CachingAllocator.endQuarantine}. */
   endQuarantine(allocation: Allocation<B>): void {
     if (this.closed) throw allocatorClosed("end a quarantine");
-    const bytes = this.quarantinedAllocations.get(allocation);
+    const bytes = this.quarantinedAllocations?.get(allocation);
     if (bytes === undefined) throw notQuarantined();
-    this.quarantinedAllocations.delete(allocation);
+    this.quarantinedAllocations!.delete(allocation);
     this.quarantinedCount.bytes -= bytes;
   }
 

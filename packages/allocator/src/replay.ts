@@ -4,7 +4,7 @@
 import { ArgumentError, type MemoryStats, OutOfMemoryError, PAGE } from "@nuvec/stats";
 import type { Allocation, Mapping } from "./allocation.js";
 import { CachingAllocator, sizeClassEngineOf } from "./allocator.js";
-import type { CachedBuffer } from "./buffer-cache.js";
+import type { CachedBuffer } from "./cached-buffer.js";
 import type { AllocatorCounters } from "./counters.js";
 import { CountingBufferSource, CountingMappingSource } from "./counting-source.js";
 import { type AllocatorOptions, DEFAULT_POLICY } from "./options.js";
@@ -65,6 +65,8 @@ const DEFAULT_WORKING_SET = 8 * 1024 ** 3;
 // Ids below this have their live allocation's slot in a typed array (4 bytes per id, at most 4 MiB); a
 // longer trace's later ids go through a TraceIdMap (slower, and bounded by what is live, not by the trace).
 const INDEXED_IDS = 1 << 20;
+/** A fresh replay's slot index: empty, shared, never written. */
+const NO_SLOTS = new Int32Array(0);
 
 /** Replays a packed trace on a fresh replay (set by {@link TraceReplay}'s static block). */
 let applyPacked: (replay: TraceReplay, trace: PackedTrace) => void;
@@ -95,7 +97,8 @@ export class TraceReplay {
   // under `segments`. Live mappings by id.
   readonly #live: (Live | null)[] = [];
   readonly #freeSlots: number[] = [];
-  #slotOfId = new Int32Array(16);
+  // Empty until the first id comes (a packed trace's replay has slots already and makes none).
+  #slotOfId = NO_SLOTS;
   #sparseLive: TraceIdMap<Live | null> | undefined;
   #mappings: TraceIdMap<Mapping> | undefined;
   // Quarantined allocations ("q") by id: what their "r" event ends the quarantine of.
@@ -123,12 +126,12 @@ export class TraceReplay {
       options.mapGranularity === undefined
         ? new CountingBufferSource(facts)
         : new CountingMappingSource({ ...facts, mapGranularity: options.mapGranularity });
-    this.#allocator = new CachingAllocator(source, {
-      policy: options.policy ?? DEFAULT_POLICY,
-      reserveRatio: options.reserveRatio,
-      boundedRelease: options.boundedRelease,
-      ...(options.segments === undefined ? {} : { segments: options.segments }),
-    });
+    // Only the options given: the allocator checks each option passed, and a replay opens one per run.
+    const allocatorOptions: AllocatorOptions<number> = { policy: options.policy ?? DEFAULT_POLICY };
+    if (options.reserveRatio !== undefined) allocatorOptions.reserveRatio = options.reserveRatio;
+    if (options.boundedRelease !== undefined) allocatorOptions.boundedRelease = options.boundedRelease;
+    if (options.segments !== undefined) allocatorOptions.segments = options.segments;
+    this.#allocator = new CachingAllocator(source, allocatorOptions);
     if (options.memoryLimit !== undefined) this.#allocator.setMemoryLimit(options.memoryLimit);
     if (options.cacheLimit !== undefined) this.#allocator.setCacheLimit(options.cacheLimit);
     this.#records = sizeClassEngineOf(this.#allocator);
@@ -275,7 +278,7 @@ export class TraceReplay {
   }
 
   #growSlotIndex(id: number): void {
-    let length = this.#slotOfId.length;
+    let length = Math.max(this.#slotOfId.length, 16);
     while (length <= id) length *= 2;
     const grown = new Int32Array(Math.min(length, INDEXED_IDS));
     grown.set(this.#slotOfId);

@@ -1,8 +1,9 @@
 import { allocationSize, PAGE, SMALL, Teardown } from "@nuvec/stats";
 import { type Allocation, LiveAllocation } from "./allocation.js";
-import { BufferCache, CachedBuffer } from "./buffer-cache.js";
+import { BufferCache } from "./buffer-cache.js";
 import type { BufferSource } from "./buffer-source.js";
 import { checkedByteCount } from "./byte-count.js";
+import { CachedBuffer } from "./cached-buffer.js";
 import { allocatorClosed, bufferTooLarge, doubleFree, foreignAllocation } from "./errors.js";
 import type { CachePolicy } from "./policy.js";
 import { PolicyAccounts, type PolicySetup } from "./policy-accounts.js";
@@ -25,15 +26,16 @@ export interface SizeClassAllocatorSetup<B> extends PolicySetup<B> {
  * and `bounded` policies (they differ only in {@link CachePolicy}); the public surface is the same.
  */
 export class SizeClassAllocator<B> extends PolicyAccounts<B> {
-  private readonly source: BufferSource<B>;
-  private readonly cache: BufferCache<B>;
-  private readonly cachePolicy: CachePolicy<B>;
+  declare private readonly source: BufferSource<B>;
+  declare private readonly cache: BufferCache<B>;
+  declare private readonly cachePolicy: CachePolicy<B>;
   // The bounded policy's high-water mark of `live` since the allocator was made: what it holds reserved
   // memory to. Unlike `peakLive`, no statistics reset moves it (reading figures never changes decisions).
-  private highWaterLive = 0;
+  declare private highWaterLive: number;
 
   constructor(source: BufferSource<B>, setup: SizeClassAllocatorSetup<B>) {
     super(setup);
+    this.highWaterLive = 0;
     this.source = source;
     this.cachePolicy = setup.cachePolicy;
     this.cache = new BufferCache<B>((record) => this.releaseToSystem(record));

@@ -44,10 +44,17 @@ export function firstMarked(
   return index < count && keys[index]! < limit ? index : -1;
 }
 
-/** `keys` when it has room for one more key after `count`, else a copy twice as long. */
-export function withRoom(keys: Float64Array<ArrayBuffer>, count: number): Float64Array<ArrayBuffer> {
+/**
+ * `keys` when it has room for one more key after `count`, else a copy twice as long (`initial` long when
+ * `keys` is empty).
+ */
+export function withRoom(
+  keys: Float64Array<ArrayBuffer>,
+  count: number,
+  initial = 8,
+): Float64Array<ArrayBuffer> {
   if (count < keys.length) return keys;
-  const grown = new Float64Array(keys.length * 2);
+  const grown = new Float64Array(keys.length === 0 ? initial : keys.length * 2);
   grown.set(keys);
   return grown;
 }

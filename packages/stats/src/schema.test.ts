@@ -110,6 +110,54 @@ describe("optionsSchema", () => {
   });
 });
 
+describe("where options come from", () => {
+  it("checks options in declaration order, whatever order they are given in", () => {
+    expect(refusal(() => schema.parse({ verbose: 1, size: "1" })).argument).toBe("size");
+    expect(refusal(() => schema.parse({ verbose: 1 })).argument).toBe("size");
+    expect(Object.keys(schema.parse({ nested: {}, mode: "fast", size: 1 }))).toEqual([
+      "size",
+      "mode",
+      "nested",
+    ]);
+  });
+
+  it("a plain object's options are its own properties: what Object.prototype holds is none", () => {
+    const prototype = Object.prototype as Record<string, unknown>;
+    prototype.verbose = "polluted";
+    prototype.size = "polluted";
+    try {
+      expect(schema.parse({ size: 1 })).toEqual({ size: 1 });
+      expect(refusal(() => schema.parse({})).message).toBe(
+        "Thing.open(): size must be a number of bytes, got undefined",
+      );
+    } finally {
+      delete prototype.verbose;
+      delete prototype.size;
+    }
+    const bare = Object.assign(Object.create(null) as object, { size: 2, mode: "slow" });
+    expect(schema.parse(bare)).toEqual({ size: 2, mode: "slow" });
+  });
+
+  it("an instance of a class has its inherited options read too, each once", () => {
+    let reads = 0;
+    class Settings {
+      readonly size = 8;
+      get mode(): "fast" {
+        reads += 1;
+        return "fast";
+      }
+    }
+    expect(schema.parse(new Settings())).toEqual({ size: 8, mode: "fast" });
+    expect(reads).toBe(1);
+    class Bad {
+      get verbose(): number {
+        return 1;
+      }
+    }
+    expect(refusal(() => schema.parse(new Bad())).argument).toBe("size");
+  });
+});
+
 describe("options that cannot be listed", () => {
   it("a Proxy whose ownKeys trap throws is an ArgumentError naming the options", () => {
     const error = refusal(() =>

@@ -8,8 +8,9 @@ import { byteCountProblem, describeValue } from "./size.js";
 
 // Taken at load: a program that patches these later cannot change what a check reads.
 const objectKeys = Object.keys;
-const hasOwn = Object.hasOwn;
 const isArray = Array.isArray;
+const getPrototypeOf = Object.getPrototypeOf;
+const objectPrototype = Object.prototype;
 
 /**
  * One rule: what a value must be (`expected`, as messages say it: "a boolean") and a check that returns the
@@ -185,7 +186,41 @@ export interface OptionsSchema<F extends Fields> extends Rule<SchemaType<F>> {
  */
 export function optionsSchema<const F extends Fields>(where: string, fields: F): OptionsSchema<F> {
   const names = objectKeys(fields);
+  const rulesInOrder = names.map((key) => fields[key] as Rule<unknown>);
+  // Each option's place in the declaration, and the places of the required ones: a plain object's options
+  // are found from its own keys (a call passes a few of many options) and checked in declaration order.
+  const placeOf = new Map(names.map((key, place) => [key, place]));
+  const requiredPlaces = names.flatMap((key, place) =>
+    (fields[key] as Rule<unknown>).optional ? [] : [place],
+  );
   const expected = "an object";
+  /** One option, read and checked by its rule into `result`. */
+  const take = (
+    options: object,
+    place: number,
+    given: boolean,
+    prefix: string,
+    at: string,
+    result: Record<string, unknown>,
+  ): void => {
+    const key = names[place] as string;
+    const field = rulesInOrder[place] as Rule<unknown>;
+    let value: unknown;
+    if (given) {
+      try {
+        value = (options as Record<string, unknown>)[key];
+      } catch (error) {
+        throw new ArgumentError(`${prefix}${key}`, `${at}: reading ${prefix}${key} failed`, { cause: error });
+      }
+    }
+    if (value === undefined) {
+      // Left out: skipped without a call (an entry point opened in a loop pays per option given).
+      if (field.optional) return;
+      refuse(at, `${prefix}${key}`, field.expected, value);
+    }
+    const checked = field.check(value, prefix === "" ? key : `${prefix}${key}`, at);
+    if (checked !== undefined) result[key] = checked;
+  };
   const parse = (options: unknown, name = "options", at = where): SchemaType<F> => {
     if (options === undefined) options = {};
     if (typeof options !== "object" || options === null || isArray(options)) {
@@ -194,35 +229,42 @@ export function optionsSchema<const F extends Fields>(where: string, fields: F):
     const prefix = name === "options" ? "" : `${name}.`;
     const result: Record<string, unknown> = {};
     let keys: string[];
+    let prototype: unknown;
     try {
       keys = objectKeys(options);
+      prototype = getPrototypeOf(options);
     } catch (error) {
-      // A Proxy whose ownKeys trap throws: the options cannot be listed.
+      // A Proxy whose ownKeys (or getPrototypeOf) trap throws: the options cannot be listed.
       throw new ArgumentError(name, `${at}: the keys of ${name} could not be read`, { cause: error });
     }
+    const places: number[] = [];
     for (const key of keys) {
-      if (!hasOwn(fields, key)) {
+      const place = placeOf.get(key);
+      if (place === undefined) {
         throw new ArgumentError(
           `${prefix}${key}`,
           `${at}: unknown option ${prefix}${key} (the options are ${names.join(", ")})`,
         );
       }
+      places.push(place);
     }
-    for (const key of names) {
-      const field = fields[key] as Rule<unknown>;
-      let value: unknown;
-      try {
-        value = (options as Record<string, unknown>)[key];
-      } catch (error) {
-        throw new ArgumentError(`${prefix}${key}`, `${at}: reading ${prefix}${key} failed`, { cause: error });
-      }
-      if (value === undefined) {
-        // Left out: skipped without a call (an entry point opened in a loop pays per option given).
-        if (field.optional) continue;
-        refuse(at, `${prefix}${key}`, field.expected, value);
-      }
-      const checked = field.check(value, prefix === "" ? key : `${prefix}${key}`, at);
-      if (checked !== undefined) result[key] = checked;
+    if (prototype !== objectPrototype && prototype !== null) {
+      // An object of another prototype (a class instance) may inherit options: every one is read.
+      for (let place = 0; place < names.length; place++) take(options, place, true, prefix, at, result);
+      return result as SchemaType<F>;
+    }
+    // A plain object: its own keys are its options (Object.prototype's properties are none), checked in
+    // declaration order with the required ones it left out.
+    for (const place of requiredPlaces) if (!places.includes(place)) places.push(place);
+    for (let index = 1; index < places.length; index++) {
+      const place = places[index] as number;
+      let slot = index;
+      for (; slot > 0 && (places[slot - 1] as number) > place; slot--)
+        places[slot] = places[slot - 1] as number;
+      places[slot] = place;
+    }
+    for (const place of places) {
+      take(options, place, keys.includes(names[place] as string), prefix, at, result);
     }
     return result as SchemaType<F>;
   };
