@@ -113,7 +113,15 @@ export class BufferCache<B> {
     const lengths = this.lengths;
     const distinct = this.distinct;
     if (!this.indexed) {
-      return firstMarked(this.nonEmpty, lengths, distinct, lowerBound(lengths, distinct, minimum), limit);
+      // Fewer than 32 lengths: one pass up the lengths, their marks in one word (no call to inline).
+      const marks = this.nonEmpty[0]!;
+      for (let index = 0; index < distinct; index++) {
+        const length = lengths[index]!;
+        if (length < minimum) continue;
+        if (length >= limit) return -1;
+        if ((marks & (1 << index)) !== 0) return index;
+      }
+      return -1;
     }
     let low = this.positionOf(minimum);
     if (low >= 0) {
@@ -292,8 +300,11 @@ export class BufferCache<B> {
   /** The position of `length`'s queue in {@link buckets}, or -1. */
   private positionOf(length: number): number {
     if (!this.indexed) {
-      const position = lowerBound(this.lengths, this.distinct, length);
-      return position < this.distinct && this.lengths[position] === length ? position : -1;
+      const lengths = this.lengths;
+      for (let index = 0; index < this.distinct; index++) {
+        if (lengths[index]! >= length) return lengths[index] === length ? index : -1;
+      }
+      return -1;
     }
     const slot = slotOf(length);
     if (slot >= 0) {

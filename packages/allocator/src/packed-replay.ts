@@ -14,14 +14,16 @@ export type Live = CachedBuffer<number> | Allocation<number>;
  * The loop of a packed replay, apart from the replay's bookkeeping: a function of its arguments only, with no
  * `try`/`finally` and no private fields, so the code V8 optimizes for a long trace also serves a short one
  * whole (a method whose `finally` no event ran before it was optimized deoptimized on every short replay).
+ * The replay's own steps come as functions of it (`replay` their first argument): no closure per replay.
  */
-export function replayPacked(
+export function replayPacked<R>(
   { kinds, values, slots, others, slotCount }: PackedParts,
   records: SizeClassAllocator<number> | undefined,
   allocator: CachingAllocator<number>,
   skipRefused: boolean,
-  quarantine: (id: number, allocation: Live) => void,
-  applyOther: (event: TraceEvent) => void,
+  replay: R,
+  quarantine: (replay: R, id: number, allocation: Live) => void,
+  applyOther: (replay: R, event: TraceEvent) => void,
 ): void {
   // Holes until first used (a fill costs a short replay more than its events): a hole reads as undefined.
   const live: (Live | null | undefined)[] = new Array(slotCount);
@@ -49,8 +51,8 @@ export function replayPacked(
       const allocation = live[slot];
       live[slot] = null;
       if (allocation !== null && allocation !== undefined) {
-        quarantine((others[values[index] as number] as TraceEvent)[1] as number, allocation);
+        quarantine(replay, (others[values[index] as number] as TraceEvent)[1] as number, allocation);
       }
-    } else applyOther(others[values[index] as number] as TraceEvent);
+    } else applyOther(replay, others[values[index] as number] as TraceEvent);
   }
 }

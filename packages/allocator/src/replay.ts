@@ -68,8 +68,11 @@ const INDEXED_IDS = 1 << 20;
 /** A fresh replay's slot index: empty, shared, never written. */
 const NO_SLOTS = new Int32Array(0);
 
-/** Replays a packed trace on a fresh replay (set by {@link TraceReplay}'s static block). */
+// Set by TraceReplay's static block: a packed trace replayed on a fresh replay, and the replay's steps that
+// the packed loop calls (a quarantine, any event but "a", "f" and "q").
 let applyPacked: (replay: TraceReplay, trace: PackedTrace) => void;
+let quarantineIn: (replay: TraceReplay, id: number, allocation: Live) => void;
+let applyOtherIn: (replay: TraceReplay, event: TraceEvent) => void;
 
 function now(): number {
   const clock = (globalThis as { performance?: { now(): number } }).performance;
@@ -110,6 +113,8 @@ export class TraceReplay {
 
   static {
     applyPacked = (replay, trace) => replay.#applyPacked(trace);
+    quarantineIn = (replay, id, allocation) => replay.#quarantine(id, allocation);
+    applyOtherIn = (replay, event) => replay.#applyOther(event);
   }
 
   /** Opens the replay's allocator with `options` (see {@link ReplayOptions}). */
@@ -329,8 +334,9 @@ export class TraceReplay {
         this.#records,
         this.#allocator,
         this.#skipRefused,
-        (id, allocation) => this.#quarantine(id, allocation),
-        (event) => this.#applyOther(event),
+        this,
+        quarantineIn,
+        applyOtherIn,
       );
     } finally {
       this.#elapsed += now() - start;
